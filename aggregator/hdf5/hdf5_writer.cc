@@ -1,0 +1,206 @@
+#include "aggregator/hdf5/hdf5_writer.h"
+
+#include <algorithm>
+
+namespace commprof {
+
+using h5::Handle;
+using h5::WriteAttr;
+
+const char* RankEndName(RankEnd end) {
+  switch (end) {
+    case RankEnd::kComplete: return "complete";
+    case RankEnd::kDisconnected: return "disconnected";
+    case RankEnd::kCorrupt: return "corrupt";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// An empty, extendable, chunked 1-D dataset.
+Handle CreateTable(hid_t parent, const char* name, hid_t type, hsize_t chunk, int deflate) {
+  hsize_t dims[1] = {0};
+  hsize_t maxdims[1] = {H5S_UNLIMITED};
+  Handle space(H5Screate_simple(1, dims, maxdims));
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_chunk(dcpl.get(), 1, &chunk);
+  if (deflate > 0) {
+    H5Pset_shuffle(dcpl.get());
+    H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate));
+  }
+  return Handle(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+}
+
+// Appends n records of `type` from `data` to the end of a 1-D dataset holding `have` records.
+bool AppendRows(hid_t dset, hid_t type, const void* data, hsize_t have, hsize_t n) {
+  if (n == 0) return true;
+  hsize_t new_size[1] = {have + n};
+  if (H5Dset_extent(dset, new_size) < 0) return false;
+  Handle fspace(H5Dget_space(dset));
+  hsize_t start[1] = {have};
+  hsize_t count[1] = {n};
+  H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+  Handle mspace(H5Screate_simple(1, count, nullptr));
+  return H5Dwrite(dset, type, mspace.get(), fspace.get(), H5P_DEFAULT, data) >= 0;
+}
+
+}  // namespace
+
+Hdf5Writer::Hdf5Writer(std::string path, JobMeta meta, WriterOptions options)
+    : path_(std::move(path)), meta_(std::move(meta)), options_(options) {}
+
+Hdf5Writer::~Hdf5Writer() {
+  if (!finalized_) (void)Finalize();
+}
+
+Status Hdf5Writer::Err(const std::string& what) const { return IoError(path_ + ": " + what); }
+
+Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, const JobMeta& meta,
+                                                       const WriterOptions& options) {
+  h5::QuietErrors();
+  std::unique_ptr<Hdf5Writer> w(new Hdf5Writer(path, meta, options));
+  // Default (earliest) file format: reference/hdf5.md measured that it stays readable by h5py
+  // after SIGKILL once flushed, without h5clear.
+  w->file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!w->file_.valid()) return IoError("cannot create HDF5 file " + path);
+  hid_t f = w->file_.get();
+  bool ok = WriteAttr(f, "format", std::string(h5::kFormatName)) &&
+            WriteAttr(f, "format_version", static_cast<uint64_t>(h5::kFormatVersion)) &&
+            WriteAttr(f, "job_id", meta.job_id) && WriteAttr(f, "command_line", meta.command_line) &&
+            WriteAttr(f, "world_size", static_cast<uint64_t>(meta.world_size)) &&
+            WriteAttr(f, "start_epoch_ns", meta.start_epoch_ns) && WriteAttr(f, "finalized", uint64_t{0});
+  if (!ok) return w->Err("cannot write root attributes");
+  w->ranks_group_ = Handle(H5Gcreate2(f, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (!w->ranks_group_.valid()) return w->Err("cannot create group /ranks");
+  COMMPROF_RETURN_IF_ERROR(w->Flush());
+  return w;
+}
+
+Status Hdf5Writer::OpenRank(const wire::Hello& hello) {
+  if (ranks_.count(hello.rank) != 0) return InvalidArgument("rank " + std::to_string(hello.rank) + " is already in " + path_);
+  std::string name = std::to_string(hello.rank);
+  RankOut r;
+  r.group = Handle(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (!r.group.valid()) return Err("cannot create group /ranks/" + name);
+  hid_t g = r.group.get();
+  bool ok = WriteAttr(g, "rank", static_cast<uint64_t>(hello.rank)) && WriteAttr(g, "host", hello.host) &&
+            WriteAttr(g, "pid", static_cast<uint64_t>(hello.pid)) &&
+            WriteAttr(g, "start_steady_ns", hello.start_steady_ns) && WriteAttr(g, "start_utc_ns", hello.start_utc_ns) &&
+            WriteAttr(g, "status", std::string("connected")) && WriteAttr(g, "clock_offset_ns", int64_t{0}) &&
+            WriteAttr(g, "clock_drift_ppm", 0.0) && WriteAttr(g, "clock_error_bound_ns", int64_t{-1}) &&
+            WriteAttr(g, "clock_method", std::string("none"));
+  if (!ok) return Err("cannot write attributes of /ranks/" + name);
+  r.events = CreateTable(g, "events", h5::EventType(), h5::kEventChunk, options_.deflate_level);
+  r.strings = CreateTable(g, "strings", h5::VarStringType(), 1024, 0);
+  if (!r.events.valid() || !r.strings.valid()) return Err("cannot create tables of /ranks/" + name);
+  world_size_seen_ = std::max(world_size_seen_, hello.world_size);
+  ranks_.emplace(hello.rank, std::move(r));
+  return Status::Ok();
+}
+
+Status Hdf5Writer::AppendStrings(uint32_t rank, const wire::Strings& s) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return Internal("strings for unknown rank " + std::to_string(rank));
+  RankOut& r = it->second;
+  if (s.first_id != r.n_strings) {
+    return Corrupt("rank " + std::to_string(rank) + ": string table continues at id " + std::to_string(s.first_id) +
+                   " but " + std::to_string(r.n_strings) + " ids are known");
+  }
+  std::vector<const char*> ptrs;
+  ptrs.reserve(s.strings.size());
+  for (const auto& str : s.strings) ptrs.push_back(str.c_str());
+  if (!AppendRows(r.strings.get(), h5::VarStringType(), ptrs.data(), r.n_strings, ptrs.size())) {
+    return Err("cannot append to /ranks/" + std::to_string(rank) + "/strings");
+  }
+  r.n_strings += ptrs.size();
+  return Status::Ok();
+}
+
+Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> events) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return Internal("events for unknown rank " + std::to_string(rank));
+  RankOut& r = it->second;
+  if (!AppendRows(r.events.get(), h5::EventType(), events.data(), r.n_events, events.size())) {
+    return Err("cannot append to /ranks/" + std::to_string(rank) + "/events");
+  }
+  r.n_events += events.size();
+  return Status::Ok();
+}
+
+Status Hdf5Writer::SetClock(uint32_t rank, const wire::Clock& c) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return Internal("clock for unknown rank " + std::to_string(rank));
+  hid_t g = it->second.group.get();
+  bool ok = WriteAttr(g, "clock_offset_ns", c.offset_ns) && WriteAttr(g, "clock_drift_ppm", c.drift_ppm) &&
+            WriteAttr(g, "clock_error_bound_ns", c.error_bound_ns) &&
+            WriteAttr(g, "clock_anchor_local_ns", c.anchor_local_ns) && WriteAttr(g, "clock_method", c.method);
+  if (!ok) return Err("cannot write clock attributes of rank " + std::to_string(rank));
+  if (!c.samples.empty() && H5Lexists(g, "clock_samples", H5P_DEFAULT) <= 0) {
+    hsize_t dims[2] = {c.samples.size(), 3};
+    Handle space(H5Screate_simple(2, dims, nullptr));
+    Handle d(H5Dcreate2(g, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    static_assert(sizeof(wire::ClockSample) == 24);
+    if (!d.valid() || H5Dwrite(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.samples.data()) < 0) {
+      return Err("cannot write clock samples of rank " + std::to_string(rank));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Hdf5Writer::CloseRank(uint32_t rank, RankEnd end, const std::vector<std::pair<std::string, uint64_t>>& counters,
+                             uint64_t batches_lost, const std::string& reason) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return Internal("close of unknown rank " + std::to_string(rank));
+  RankOut& r = it->second;
+  hid_t g = r.group.get();
+  uint64_t dropped = 0;
+  bool ok = true;
+  for (const auto& [name, value] : counters) {
+    ok = ok && WriteAttr(g, name.c_str(), value);
+    if (name.rfind("dropped_", 0) == 0) dropped += value;
+  }
+  ok = ok && WriteAttr(g, "status", std::string(RankEndName(end))) && WriteAttr(g, "end_reason", reason) &&
+       WriteAttr(g, "dropped_events", dropped) && WriteAttr(g, "batches_lost", batches_lost) &&
+       WriteAttr(g, "events_written", r.n_events);
+  r.closed = true;
+  if (!ok) return Err("cannot write final attributes of rank " + std::to_string(rank));
+  return Flush();
+}
+
+Status Hdf5Writer::Flush() {
+  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) return Err("flush failed");
+  return Status::Ok();
+}
+
+Status Hdf5Writer::Finalize() {
+  if (finalized_) return Status::Ok();
+  finalized_ = true;
+  hid_t f = file_.get();
+  uint32_t world = std::max(meta_.world_size, world_size_seen_);
+  bool ok = WriteAttr(f, "world_size", static_cast<uint64_t>(world));
+  std::string missing;
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    if (ranks_.count(rank) != 0) continue;
+    // A rank that never said hello still gets a group, so readers see the gap, not a shorter job.
+    std::string name = std::to_string(rank);
+    Handle g(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ok = ok && g.valid() && WriteAttr(g.get(), "rank", static_cast<uint64_t>(rank)) &&
+         WriteAttr(g.get(), "status", std::string("missing"));
+    missing += (missing.empty() ? "" : ",") + name;
+  }
+  for (auto& [rank, r] : ranks_) {
+    if (r.closed) continue;
+    ok = ok && WriteAttr(r.group.get(), "status", std::string("disconnected")) &&
+         WriteAttr(r.group.get(), "end_reason", std::string("no bye before the aggregator finished")) &&
+         WriteAttr(r.group.get(), "events_written", r.n_events);
+  }
+  ok = ok && WriteAttr(f, "ranks_missing", missing) && WriteAttr(f, "finalized", uint64_t{1});
+  ranks_.clear();
+  ranks_group_.Reset();
+  if (ok) ok = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+  file_.Reset();
+  return ok ? Status::Ok() : Err("cannot finalize");
+}
+
+}  // namespace commprof

@@ -1,0 +1,120 @@
+#include "aggregator/ingest.h"
+
+#include <chrono>
+
+#include "core/log.h"
+
+namespace commprof {
+
+Result<std::unique_ptr<Ingest>> Ingest::Start(const std::string& path, const JobMeta& meta,
+                                              const WriterOptions& options, uint32_t flush_ms) {
+  auto w = Hdf5Writer::Create(path, meta, options);
+  if (!w.ok()) return w.status();
+  std::unique_ptr<Ingest> in(new Ingest());
+  in->writer_ = std::move(w.value());
+  in->flush_ms_ = flush_ms;
+  in->thread_ = std::thread([p = in.get()] { p->Loop(); });
+  return in;
+}
+
+Ingest::~Ingest() { (void)Finish(); }
+
+bool Ingest::ClaimRank(uint32_t rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return claimed_.insert(rank).second;
+}
+
+std::vector<uint32_t> Ingest::ranks_claimed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {claimed_.begin(), claimed_.end()};
+}
+
+uint64_t Ingest::events_written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_written_;
+}
+
+void Ingest::Push(Command c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+void Ingest::OpenRank(wire::Hello hello) { Push(OpenCmd{std::move(hello)}); }
+void Ingest::Strings(uint32_t rank, wire::Strings s) { Push(StringsCmd{rank, std::move(s)}); }
+void Ingest::Events(uint32_t rank, std::vector<commprof_event> e) { Push(EventsCmd{rank, std::move(e)}); }
+void Ingest::Clock(uint32_t rank, wire::Clock c) { Push(ClockCmd{rank, std::move(c)}); }
+void Ingest::CloseRank(uint32_t rank, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
+                       uint64_t batches_lost, std::string reason) {
+  Push(CloseCmd{rank, end, std::move(counters), batches_lost, std::move(reason)});
+}
+
+void Ingest::Apply(Command& c) {
+  Status st = std::visit(
+      [this](auto& cmd) -> Status {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, OpenCmd>) return writer_->OpenRank(cmd.hello);
+        if constexpr (std::is_same_v<T, StringsCmd>) return writer_->AppendStrings(cmd.rank, cmd.strings);
+        if constexpr (std::is_same_v<T, EventsCmd>) {
+          Status s = writer_->AppendEvents(cmd.rank, cmd.events);
+          if (s.ok()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            events_written_ += cmd.events.size();
+          }
+          return s;
+        }
+        if constexpr (std::is_same_v<T, ClockCmd>) return writer_->SetClock(cmd.rank, cmd.clock);
+        if constexpr (std::is_same_v<T, CloseCmd>) {
+          return writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);
+        }
+      },
+      c);
+  if (!st.ok()) {
+    COMMPROF_LOG_ERROR("writer: %s", st.message().c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.ok()) first_error_ = st;
+  }
+}
+
+void Ingest::Loop() {
+  auto period = std::chrono::milliseconds(flush_ms_);
+  auto next_flush = std::chrono::steady_clock::now() + period;
+  for (;;) {
+    std::deque<Command> batch;
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, next_flush, [this] { return stop_ || !queue_.empty(); });
+      batch.swap(queue_);
+      stopping = stop_;
+    }
+    for (auto& c : batch) Apply(c);
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      if (Status s = writer_->Flush(); !s.ok()) COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
+      next_flush = std::chrono::steady_clock::now() + period;
+    }
+    if (stopping) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) break;
+    }
+  }
+}
+
+Status Ingest::Finish() {
+  if (finished_) return first_error_;
+  finished_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  Status fin = writer_->Finalize();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_error_.ok() && !fin.ok()) first_error_ = fin;
+  return first_error_;
+}
+
+}  // namespace commprof

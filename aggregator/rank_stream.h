@@ -1,0 +1,49 @@
+// One rank's frame stream, from a socket or a spool file: the same rules for both.
+// The first frame must be a hello (checked: HMAC proof when a secret is known, job id, a rank not
+// already taken); then strings, events, clock and bye frames in any order. Batch sequence gaps are
+// counted as lost batches. Any violation is a Status: the caller drops this stream only.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "aggregator/ingest.h"
+#include "core/wire.h"
+
+namespace commprof {
+
+struct StreamPolicy {
+  std::optional<std::string> secret;  // unset: do not check the proof (local spool files)
+  std::string job_id;                 // empty: accept any job id
+};
+
+class RankStream {
+ public:
+  RankStream(Ingest& ingest, StreamPolicy policy) : ingest_(ingest), policy_(std::move(policy)) {}
+
+  Status OnFrame(wire::FrameType type, std::span<const uint8_t> payload);
+  // The stream ended (EOF, error, or bye seen). Safe to call more than once.
+  void End(const std::string& reason);
+
+  bool accepted() const { return accepted_; }
+  bool said_bye() const { return bye_; }
+  uint32_t rank() const { return rank_; }
+  const wire::Hello& hello() const { return hello_; }
+
+ private:
+  Status OnHello(std::span<const uint8_t> payload);
+
+  Ingest& ingest_;
+  StreamPolicy policy_;
+  bool accepted_ = false;
+  bool bye_ = false;
+  bool ended_ = false;
+  uint32_t rank_ = 0;
+  wire::Hello hello_;
+  uint64_t next_batch_ = 0;
+  uint64_t batches_lost_ = 0;
+  std::vector<std::pair<std::string, uint64_t>> counters_;
+};
+
+}  // namespace commprof

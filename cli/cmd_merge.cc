@@ -1,0 +1,97 @@
+// `commprof merge DIR|FILE... -o FILE.h5`: turns spool files into the same HDF5 file a live
+// aggregator would have written.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "aggregator/spool_reader.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+
+namespace commprof::cli {
+namespace {
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string secret;
+};
+
+int RunMerge(const Options& o) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& in : o.inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      for (const auto& entry : fs::directory_iterator(in, ec)) {
+        if (entry.path().extension() == ".cpspool") files.push_back(entry.path().string());
+      }
+    } else if (fs::exists(in, ec)) {
+      files.push_back(in);
+    } else {
+      std::fprintf(stderr, "commprof merge: %s: no such file or directory\n", in.c_str());
+      return 2;
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    std::fprintf(stderr, "commprof merge: no .cpspool files found\n");
+    return 1;
+  }
+  JobMeta meta;
+  meta.command_line = "commprof merge";
+  for (const auto& in : o.inputs) meta.command_line += " " + in;
+  meta.start_epoch_ns = UINT64_MAX;
+  for (const auto& f : files) {
+    auto h = ReadSpoolHello(f);
+    if (!h.ok()) continue;
+    if (meta.job_id.empty()) meta.job_id = h->job_id;
+    meta.start_epoch_ns = std::min(meta.start_epoch_ns, h->start_utc_ns);
+    meta.world_size = std::max(meta.world_size, h->world_size);
+  }
+  if (meta.start_epoch_ns == UINT64_MAX) meta.start_epoch_ns = UtcNowNs();
+  auto ingest = Ingest::Start(o.output, meta, WriterOptions{});
+  if (!ingest.ok()) {
+    std::fprintf(stderr, "commprof merge: %s\n", ingest.status().message().c_str());
+    return 1;
+  }
+  StreamPolicy policy;
+  if (!o.secret.empty()) policy.secret = o.secret;
+  int bad = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    SpoolResult r = IngestSpoolFile(*ingest.value(), files[i], policy);
+    if (r.accepted && !meta.job_id.empty() && r.job_id != meta.job_id) {
+      std::fprintf(stderr, "commprof merge: warning: %s belongs to job '%s', the others to '%s'\n", files[i].c_str(),
+                   r.job_id.c_str(), meta.job_id.c_str());
+    }
+    if (!r.status.ok()) {
+      ++bad;
+      std::fprintf(stderr, "commprof merge: %s%s\n", r.status.message().c_str(),
+                   r.accepted ? " (frames before it are kept)" : " (file skipped)");
+    }
+    std::fprintf(stderr, "\rcommprof merge: %zu/%zu spool files", i + 1, files.size());
+  }
+  std::fprintf(stderr, "\n");
+  Status st = ingest.value()->Finish();
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof merge: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "commprof merge: wrote %s (%zu ranks, %llu events)\n", o.output.c_str(),
+               ingest.value()->ranks_claimed().size(), static_cast<unsigned long long>(ingest.value()->events_written()));
+  return bad == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Runner AddMergeCommand(CLI::App& app) {
+  auto opts = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "merge", "Turn spool files (written by ranks that could not reach the aggregator) into a commprof HDF5 file.");
+  sub->add_option("inputs", opts->inputs, "spool directories or .cpspool files")->required();
+  sub->add_option("-o,--output", opts->output, "output HDF5 file")->required();
+  sub->add_option("--secret", opts->secret, "job secret: when given, spools whose hello proof does not match are refused");
+  return [opts] { return RunMerge(*opts); };
+}
+
+}  // namespace commprof::cli

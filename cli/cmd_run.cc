@@ -1,0 +1,289 @@
+// `commprof run [-o FILE.h5] [--] LAUNCHER ARGS...`: profile a job.
+//
+// Starts the embedded aggregator (an Ingest writer thread plus an Asio server on a free port),
+// makes a per-job secret, hands the ranks COMMPROF_* variables and LD_PRELOAD (`-x` for Open MPI's
+// mpirun/mpiexec, the environment otherwise), waits for the job, lets the ranks' last frames
+// arrive, ingests any spool files the ranks left, finalizes the file and returns the job's code.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "aggregator/server.h"
+#include "aggregator/spool_reader.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+
+extern char** environ;
+
+namespace commprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string output;
+  std::vector<std::string> command;
+  std::string listen = "127.0.0.1";
+  std::string advertise;
+  std::string spool_dir;
+  std::string library;
+  int deflate = 0;
+  double grace_s = 10.0;
+  uint32_t flush_ms = 1000;
+  bool quiet = false;
+};
+
+pid_t g_child = -1;
+
+void ForwardSignal(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string out;
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  std::vector<unsigned char> buf(bytes);
+  if (fd < 0 || ::read(fd, buf.data(), bytes) != static_cast<ssize_t>(bytes)) {
+    // No urandom is a broken system; fall back to time and pid rather than refuse to run.
+    uint64_t seed = SteadyNowNs() ^ (static_cast<uint64_t>(::getpid()) << 32);
+    for (auto& b : buf) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      b = static_cast<unsigned char>(seed >> 56);
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  static const char* kHex = "0123456789abcdef";
+  for (unsigned char b : buf) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+std::string DefaultJobId() {
+  if (const char* j = std::getenv("SLURM_JOB_ID")) return j;
+  time_t now = ::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + std::to_string(::getpid());
+}
+
+std::string FindLibrary(const Options& o) {
+  if (!o.library.empty()) return fs::absolute(o.library).string();
+  if (const char* env = std::getenv("COMMPROF_LIBRARY")) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) {
+    candidates = {exe.parent_path() / "../lib/libcommprof.so", exe.parent_path() / "libcommprof.so",
+                  exe.parent_path() / "../collector/libcommprof.so"};
+  }
+  candidates.emplace_back(COMMPROF_BUILD_LIBRARY);
+  for (const auto& c : candidates) {
+    if (fs::exists(c, ec)) return fs::canonical(c, ec).string();
+  }
+  return {};
+}
+
+bool IsOpenMpiLauncher(const std::string& arg0) {
+  std::string base = fs::path(arg0).filename().string();
+  return base == "mpirun" || base == "mpiexec" || base == "orterun" || base == "oshrun";
+}
+
+std::string JoinCommand(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    bool plain = !a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos;
+    s += plain ? a : "'" + a + "'";
+  }
+  return s;
+}
+
+int RunJob(Options o) {
+  if (o.command.empty()) {
+    std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
+    return 2;
+  }
+  std::string library = FindLibrary(o);
+  if (library.empty()) {
+    std::fprintf(stderr, "commprof run: cannot find libcommprof.so (pass --library or set COMMPROF_LIBRARY)\n");
+    return 1;
+  }
+  std::string job_id = DefaultJobId();
+  if (o.output.empty()) o.output = "commprof-" + job_id + ".h5";
+  if (o.spool_dir.empty()) o.spool_dir = o.output + ".spool";
+  o.spool_dir = fs::absolute(o.spool_dir).string();
+  std::string secret = RandomHex(32);
+
+  JobMeta meta;
+  meta.job_id = job_id;
+  meta.command_line = JoinCommand(o.command);
+  meta.start_epoch_ns = UtcNowNs();
+  auto ingest = Ingest::Start(o.output, meta, WriterOptions{o.deflate}, o.flush_ms);
+  if (!ingest.ok()) {
+    std::fprintf(stderr, "commprof run: %s\n", ingest.status().message().c_str());
+    return 1;
+  }
+  boost::asio::io_context io;
+  StreamPolicy policy{secret, job_id};
+  auto server = Server::Listen(io, *ingest.value(), policy, o.listen, 0);
+  if (!server.ok()) {
+    std::fprintf(stderr, "commprof run: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  std::string advertise = o.advertise;
+  if (advertise.empty()) advertise = o.listen == "0.0.0.0" ? boost::asio::ip::host_name() : o.listen;
+  std::string address = advertise + ":" + std::to_string(server.value()->port());
+  auto guard = boost::asio::make_work_guard(io);
+  std::thread io_thread([&io] { io.run(); });
+
+  // The variables every rank needs; the user's own COMMPROF_* settings travel with them.
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"COMMPROF_AGGREGATOR", address}, {"COMMPROF_SECRET", secret}, {"COMMPROF_JOB_ID", job_id},
+      {"COMMPROF_SPOOL_DIR", o.spool_dir}};
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    std::string name = kv.substr(0, eq);
+    if (name.rfind("COMMPROF_", 0) == 0 && name != "COMMPROF_LIBRARY") {
+      bool ours = false;
+      for (const auto& v : vars) ours = ours || v.first == name;
+      if (!ours) vars.emplace_back(name, kv.substr(eq + 1));
+    }
+  }
+  std::string preload = library;
+  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
+
+  std::vector<std::string> argv;
+  argv.push_back(o.command[0]);
+  bool openmpi = IsOpenMpiLauncher(o.command[0]);
+  if (openmpi) {
+    // -x NAME=VALUE sets it in the ranks only: mpirun itself is not profiled.
+    for (const auto& [k, v] : vars) {
+      argv.push_back("-x");
+      argv.push_back(k + "=" + v);
+    }
+    argv.push_back("-x");
+    argv.push_back("LD_PRELOAD=" + preload);
+  }
+  argv.insert(argv.end(), o.command.begin() + 1, o.command.end());
+
+  if (!o.quiet) {
+    std::fprintf(stderr, "commprof: job %s, aggregator on %s, writing %s\n", job_id.c_str(), address.c_str(),
+                 o.output.c_str());
+  }
+  std::fflush(stderr);
+  pid_t child = ::fork();
+  if (child == 0) {
+    for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
+    if (!openmpi) ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "commprof run: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  if (child < 0) {
+    std::fprintf(stderr, "commprof run: fork failed: %s\n", std::strerror(errno));
+    return 1;
+  }
+  g_child = child;
+  struct sigaction sa {};
+  sa.sa_handler = ForwardSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int wstatus = 0;
+  while (::waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+
+  // The job is gone; give connected ranks a moment to deliver their last frames.
+  const ServerStats& stats = server.value()->stats();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.grace_s);
+  while (std::chrono::steady_clock::now() < deadline && stats.open.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (stats.open.load() > 0) {
+    std::fprintf(stderr, "commprof: %u connection(s) still open after %.1f s; marking them disconnected\n",
+                 stats.open.load(), o.grace_s);
+  }
+  boost::asio::post(io, [&] { server.value()->Close(); });
+  guard.reset();
+  io.stop();
+  io_thread.join();
+  server.value().reset();  // closes the sessions: ranks without a bye are marked disconnected
+
+  // Ranks that could not reach us spooled: fold their spools into the same file.
+  std::error_code ec;
+  if (fs::is_directory(o.spool_dir, ec)) {
+    for (const auto& entry : fs::directory_iterator(o.spool_dir, ec)) {
+      if (entry.path().extension() != ".cpspool") continue;
+      SpoolResult r = IngestSpoolFile(*ingest.value(), entry.path().string(), policy);
+      if (r.accepted) {
+        std::fprintf(stderr, "commprof: merged spool of rank %u from %s\n", r.rank, entry.path().c_str());
+        fs::remove(entry.path(), ec);
+      } else if (!r.status.ok()) {
+        std::fprintf(stderr, "commprof: spool %s not merged: %s\n", entry.path().c_str(), r.status.message().c_str());
+      }
+    }
+    fs::remove(o.spool_dir, ec);  // only succeeds when empty
+  }
+
+  Status st = ingest.value()->Finish();
+  if (!st.ok()) std::fprintf(stderr, "commprof: writing %s: %s\n", o.output.c_str(), st.message().c_str());
+  if (!o.quiet) {
+    std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
+                 o.output.c_str(), stats.accepted.load(), stats.refused.load(),
+                 static_cast<unsigned long long>(ingest.value()->events_written()), job_rc);
+  }
+  if (!st.ok() && job_rc == 0) return 1;
+  return job_rc;
+}
+
+}  // namespace
+
+Runner AddRunCommand(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Profile a job: commprof run [-o FILE.h5] -- mpirun -np 4 ./app ARGS (or the program itself).\n"
+             "Returns the job's exit code (128+signal if it was killed).");
+  sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
+  sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
+  sub->add_option("--advertise", o->advertise, "address ranks connect to (default: the listen address; "
+                                                "the host name when listening on 0.0.0.0)");
+  sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
+  sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
+  sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (default 0 = none: fastest)")
+      ->check(CLI::Range(0, 9));
+  sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
+      ->capture_default_str();
+  sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
+  sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
+  sub->add_option("command", o->command, "the launcher (mpirun/mpiexec) or the program, with its arguments")
+      ->required();
+  sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" +
+              []() {
+                std::string s;
+                for (const auto& opt : ConfigOptions()) {
+                  s += "  " + std::string(opt.env) + " (default '" + opt.default_value + "'): " + opt.description + "\n";
+                }
+                return s;
+              }());
+  sub->prefix_command();  // everything after the options belongs to the job
+  return [o] { return RunJob(*o); };
+}
+
+}  // namespace commprof::cli

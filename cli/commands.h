@@ -1,0 +1,21 @@
+// The `commprof` subcommands. Each registers its options on a CLI11 app and runs when chosen.
+// Exit codes (docs/cli.md): 0 success; 1 the command failed (message on stderr); 2 bad usage;
+// `run` returns the job's own exit code (128 + signal when it was killed).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace commprof::cli {
+
+using Runner = std::function<int()>;
+
+Runner AddRunCommand(CLI::App& app);
+Runner AddInfoCommand(CLI::App& app);
+Runner AddMergeCommand(CLI::App& app);
+
+// Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
+std::string FormatUtc(uint64_t epoch_ns);
+
+}  // namespace commprof::cli

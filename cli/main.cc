@@ -1,0 +1,34 @@
+// commprof: the command-line front end (docs/cli.md).
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"commprof: a distributed multi-GPU communication profiler.\n"
+               "Record a job with `commprof run`, inspect the file with `commprof info`."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("commprof ") + COMMPROF_VERSION);
+
+  std::map<CLI::App*, commprof::cli::Runner> runners;
+  auto add = [&](commprof::cli::Runner (*adder)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    commprof::cli::Runner r = adder(app);
+    runners[app.get_subcommands({})[before]] = std::move(r);
+  };
+  add(&commprof::cli::AddRunCommand);
+  add(&commprof::cli::AddInfoCommand);
+  add(&commprof::cli::AddMergeCommand);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // usage errors are exit code 2, as documented
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return 2;
+}

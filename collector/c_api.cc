@@ -1,0 +1,96 @@
+// The public C API (include/commprof/commprof.h). Outside a profiled run every call is a no-op.
+#include "commprof/commprof.h"
+
+#include "collector/runtime.h"
+
+using commprof::EnsureRuntime;
+using commprof::Runtime;
+
+namespace {
+
+Runtime* Rt() {
+  Runtime* rt = commprof::ActiveRuntime();
+  return rt != nullptr ? rt : EnsureRuntime(-1, -1);
+}
+
+commprof_event Instant(uint8_t kind, uint64_t now) {
+  commprof_event e{};
+  e.kind = kind;
+  e.start_ns = now;
+  e.end_ns = now;
+  e.peer = COMMPROF_NO_PEER;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t commprof_register_string(const char* name) {
+  Runtime* rt = Rt();
+  return rt != nullptr ? rt->Intern(name) : 0;
+}
+
+void commprof_range_push_id(uint32_t name_id) {
+  Runtime* rt = Rt();
+  if (rt == nullptr) return;
+  commprof::ThreadState* t = rt->Thread();
+  if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) {
+    ++t->range_depth;  // keep push/pop balanced; the overflowing range itself is dropped
+    rt->CountRangeOverflow();
+    return;
+  }
+  t->range_start[t->range_depth] = rt->Now();
+  t->range_name[t->range_depth] = name_id;
+  ++t->range_depth;
+}
+
+void commprof_range_push(const char* name) {
+  Runtime* rt = Rt();
+  if (rt != nullptr) commprof_range_push_id(rt->Intern(name));
+}
+
+void commprof_range_pop(void) {
+  Runtime* rt = Rt();
+  if (rt == nullptr) return;
+  commprof::ThreadState* t = rt->Thread();
+  if (t->range_depth == 0) return;
+  --t->range_depth;
+  if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) return;
+  commprof_event e = Instant(COMMPROF_KIND_USER_RANGE, t->range_start[t->range_depth]);
+  e.end_ns = rt->Now();
+  e.name_id = t->range_name[t->range_depth];
+  e.seq = static_cast<uint64_t>(t->range_depth);  // nesting depth, 0 = outermost
+  rt->Record(e);
+}
+
+void commprof_mark(const char* name) {
+  Runtime* rt = Rt();
+  if (rt == nullptr) return;
+  commprof_event e = Instant(COMMPROF_KIND_USER_MARK, rt->Now());
+  e.name_id = rt->Intern(name);
+  rt->Record(e);
+}
+
+void commprof_step(uint64_t step) {
+  Runtime* rt = Rt();
+  if (rt == nullptr) return;
+  commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
+  e.seq = step;
+  rt->Record(e);
+}
+
+void commprof_disable(void) {
+  if (Runtime* rt = Rt()) rt->SetEnabled(false);
+}
+
+void commprof_enable(void) {
+  if (Runtime* rt = Rt()) rt->SetEnabled(true);
+}
+
+void commprof_flush(void) {
+  if (Runtime* rt = Rt()) rt->RequestFlush();
+}
+
+}  // extern "C"

@@ -1,0 +1,75 @@
+// In-flight non-blocking operations (Iallreduce, Isend, ...), keyed by their MPI_Request handle
+// value, so the completing Wait/Test can emit one event spanning issue to completion.
+//
+// A fixed open-addressed table allocated once: inserting and removing are a few compare-and-swaps,
+// no lock and no allocation. Each key probes a window of kProbe slots; a full window means the
+// request is not tracked, and that is counted (never silent).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "commprof/event.h"
+
+namespace commprof {
+
+class RequestTable {
+ public:
+  explicit RequestTable(uint32_t slots) {
+    uint32_t c = 64;
+    while (c < slots) c <<= 1;
+    mask_ = c - 1;
+    slots_ = std::make_unique<Slot[]>(c);
+  }
+
+  bool Insert(uintptr_t key, const commprof_event& e) {
+    if (key <= kBusy) return false;
+    for (uint32_t i = 0; i < kProbe; ++i) {
+      Slot& s = slots_[(Hash(key) + i) & mask_];
+      uintptr_t expect = kEmpty;
+      if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
+        s.event = e;
+        s.key.store(key, std::memory_order_release);
+        return true;
+      }
+    }
+    overflow_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  // Removes the entry for `key`; false when it was never tracked (not ours, or it overflowed).
+  bool Take(uintptr_t key, commprof_event& out) {
+    if (key <= kBusy) return false;
+    for (uint32_t i = 0; i < kProbe; ++i) {
+      Slot& s = slots_[(Hash(key) + i) & mask_];
+      uintptr_t expect = key;
+      if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
+        out = s.event;
+        s.key.store(kEmpty, std::memory_order_release);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  uint64_t overflow() const { return overflow_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr uint32_t kProbe = 16;
+  static constexpr uintptr_t kEmpty = 0;
+  static constexpr uintptr_t kBusy = 1;
+
+  struct Slot {
+    std::atomic<uintptr_t> key{kEmpty};
+    commprof_event event{};
+  };
+
+  static uint64_t Hash(uintptr_t k) { return (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 20; }
+
+  uint32_t mask_ = 0;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<uint64_t> overflow_{0};
+};
+
+}  // namespace commprof

@@ -1,0 +1,188 @@
+#include "collector/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "collector/shipper.h"
+#include "core/log.h"
+
+namespace commprof {
+
+thread_local Runtime::ThreadSlot Runtime::t_slot;
+
+namespace {
+std::atomic<uint64_t> g_next_runtime_id{1};
+std::atomic<Runtime*> g_runtime{nullptr};
+std::mutex g_runtime_mu;
+bool g_runtime_ended = false;  // guarded by g_runtime_mu: never restart after shutdown
+std::atomic<bool> g_inert{false};  // lock-free fast "no" once the runtime ended or never applied
+Runtime* g_retired = nullptr;  // a shut-down runtime stays allocated (see ShutdownRuntime)
+
+// A forked child (system(), popen()) inherits the pointer but not the shipper thread: it must
+// neither record into the parent's runtime nor try to join its thread.
+void ForgetRuntimeInChild() {
+  g_runtime.store(nullptr);
+  g_runtime_ended = true;
+  g_inert.store(true);
+  g_retired = nullptr;
+}
+}  // namespace
+
+Runtime::Runtime(Config config, Identity identity)
+    : id_(g_next_runtime_id.fetch_add(1)),
+      config_(std::move(config)),
+      identity_(std::move(identity)),
+      start_(TakeClockAnchor()),
+      requests_(config_.request_slots) {
+  uint64_t ring_bytes = static_cast<uint64_t>(config_.buffer_events) * sizeof(commprof_event);
+  rings_allowed_ = static_cast<uint32_t>((static_cast<uint64_t>(config_.memory_mb) << 20) / ring_bytes);
+  if (rings_allowed_ == 0) rings_allowed_ = 1;
+  clock_.method = "none";
+  clock_.anchor_local_ns = start_.steady_ns;
+}
+
+Runtime::~Runtime() { Shutdown(); }
+
+void Runtime::Start() {
+  shipper_ = std::make_unique<Shipper>(*this);
+  shipper_->Start();
+}
+
+void Runtime::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    if (shipper_) shipper_->Stop();
+  });
+}
+
+void Runtime::RequestFlush() {
+  if (shipper_) shipper_->Flush();
+}
+
+ThreadState* Runtime::RegisterThread() {
+  // Once per thread per runtime: the only allocation on a recording thread.
+  auto state = std::make_unique<ThreadState>();
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  state->index = static_cast<uint32_t>(threads_.size());
+  if (threads_.size() < rings_allowed_) {
+    state->ring = std::make_unique<EventRing>(config_.buffer_events);
+  } else {
+    COMMPROF_LOG_WARN("memory budget (%u MB) allows %u thread buffers; thread %u records nothing (counted)",
+                      config_.memory_mb, rings_allowed_, state->index);
+  }
+  threads_.push_back(std::move(state));
+  t_slot = ThreadSlot{id_, threads_.back().get()};
+  return t_slot.state;
+}
+
+void Runtime::SetClock(const wire::Clock& clock) {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  clock_ = clock;
+}
+
+wire::Clock Runtime::clock() const {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  return clock_;
+}
+
+wire::Bye Runtime::Counters() const {
+  uint64_t recorded = 0, ring_full = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (const auto& t : threads_) {
+      if (t->ring == nullptr) continue;
+      recorded += t->ring->pushed();
+      ring_full += t->ring->dropped();
+    }
+  }
+  wire::Bye bye;
+  bye.counters = {
+      {"events_recorded", recorded},
+      {"dropped_ring_full", ring_full},
+      {"dropped_no_buffer", dropped_no_buffer_.load()},
+      {"dropped_range_depth", dropped_range_depth_.load()},
+      {"dropped_requests", requests_.overflow() + dropped_requests_.load()},
+      {"dropped_strings", strings_.overflow_count()},
+  };
+  return bye;
+}
+
+int RankFromEnvironment() {
+  for (const char* name : {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return -1;
+}
+
+int WorldSizeFromEnvironment() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return -1;
+}
+
+Runtime* ActiveRuntime() { return g_runtime.load(std::memory_order_acquire); }
+
+Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
+  if (Runtime* rt = ActiveRuntime()) return rt;
+  if (g_inert.load(std::memory_order_relaxed)) return nullptr;
+  std::lock_guard<std::mutex> lock(g_runtime_mu);
+  if (Runtime* rt = g_runtime.load()) return rt;
+  if (g_runtime_ended) {
+    g_inert.store(true);
+    return nullptr;
+  }
+  if (std::getenv("COMMPROF_AGGREGATOR") == nullptr && std::getenv("COMMPROF_SPOOL_DIR") == nullptr) {
+    g_runtime_ended = true;  // not a profiled run: stay inert for the process's life
+    g_inert.store(true);
+    return nullptr;
+  }
+  Identity id;
+  int env_rank = RankFromEnvironment();
+  int env_size = WorldSizeFromEnvironment();
+  id.rank = static_cast<uint32_t>(mpi_rank >= 0 ? mpi_rank : (env_rank >= 0 ? env_rank : 0));
+  id.world_size = static_cast<uint32_t>(mpi_size > 0 ? mpi_size : (env_size > 0 ? env_size : 1));
+  id.pid = static_cast<uint32_t>(::getpid());
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  id.host = host;
+  char prefix[64];
+  std::snprintf(prefix, sizeof prefix, "commprof[rank %u]", id.rank);
+  SetLogPrefix(prefix);
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    pthread_atfork(nullptr, nullptr, ForgetRuntimeInChild);
+    atfork_registered = true;
+  }
+  auto* rt = new Runtime(ConfigFromEnv(), id);  // owned by g_runtime until ShutdownRuntime
+  rt->Start();
+  g_runtime.store(rt, std::memory_order_release);
+  return rt;
+}
+
+void ShutdownRuntime() {
+  Runtime* rt = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_runtime_mu);
+    rt = g_runtime.exchange(nullptr);
+    g_runtime_ended = true;
+    g_inert.store(true);
+  }
+  // Threads that loaded the pointer just before the exchange may still record: the object is
+  // shut down (final flush) but deliberately not freed, so such a late write stays harmless.
+  if (rt != nullptr) {
+    rt->Shutdown();
+    g_retired = rt;
+  }
+}
+
+namespace {
+// A program that exits without MPI_Finalize (or never used MPI) still sends its last events.
+struct ExitFlush {
+  ~ExitFlush() { ShutdownRuntime(); }
+} g_exit_flush;
+}  // namespace
+
+}  // namespace commprof

@@ -1,0 +1,147 @@
+// The collector runtime: one owned object per profiled process (STYLE.md §4).
+//
+// Purpose: give every event source (PMPI wrappers, the C API, later NVTX/CUPTI/NCCL) one place to
+// record into, and ship what they record to the aggregator.
+// Concepts: a ThreadState per recording thread (its ring, its string cache, its range stack),
+// created on the thread's first event and owned by the runtime, so a thread that exits leaves its
+// last events to be drained; a Shipper thread that drains all rings every flush period.
+// Budget: at most memory_mb of rings; threads beyond it record nothing and count every event they
+// drop. Nothing here may abort the host process: failures are logged once and counted.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collector/event_ring.h"
+#include "collector/request_table.h"
+#include "commprof/event.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/string_table.h"
+#include "core/wire.h"
+
+namespace commprof {
+
+class Shipper;
+
+struct Identity {
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  uint32_t pid = 0;
+  std::string host;
+};
+
+struct ThreadState {
+  static constexpr int kMaxRangeDepth = 64;
+  std::unique_ptr<EventRing> ring;  // null when the memory budget was exhausted
+  StringCache strings;
+  uint32_t index = 0;
+  int range_depth = 0;
+  uint64_t range_start[kMaxRangeDepth] = {};
+  uint32_t range_name[kMaxRangeDepth] = {};
+};
+
+class Runtime {
+ public:
+  Runtime(Config config, Identity identity);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  void Start();     // launches the shipper thread
+  void Shutdown();  // final drain, clock and bye frames, close; idempotent
+
+  // Hot path: stamps the thread index and pushes into this thread's ring.
+  void Record(commprof_event e) {
+    if (!enabled_.load(std::memory_order_relaxed)) return;
+    ThreadState* t = Thread();
+    e.thread_id = t->index;
+    if (t->ring != nullptr) {
+      t->ring->Push(e);  // a full ring counts its own drops
+    } else {
+      dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
+  uint64_t Now() const { return SteadyNowNs(); }
+
+  ThreadState* Thread() {
+    if (t_slot.owner_id == id_) return t_slot.state;
+    return RegisterThread();
+  }
+
+  void SetEnabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  void RequestFlush();
+  void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }
+  void CountUntrackedRequest() { dropped_requests_.fetch_add(1, std::memory_order_relaxed); }
+  void SetClock(const wire::Clock& clock);
+
+  RequestTable& requests() { return requests_; }
+  StringTable& strings() { return strings_; }
+  const Identity& identity() const { return identity_; }
+  const Config& config() const { return config_; }
+  const ClockAnchor& start_anchor() const { return start_; }
+
+  // For the shipper: drain every ring through `sink(events, n)`.
+  template <typename Sink>
+  void DrainAll(commprof_event* scratch, uint32_t scratch_len, Sink&& sink) {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (auto& t : threads_) {
+      if (t->ring == nullptr) continue;
+      while (uint32_t n = t->ring->Drain(scratch, scratch_len)) sink(scratch, n);
+    }
+  }
+  wire::Bye Counters() const;
+  wire::Clock clock() const;
+
+ private:
+  struct ThreadSlot {
+    uint64_t owner_id = 0;
+    ThreadState* state = nullptr;
+  };
+  static thread_local ThreadSlot t_slot;
+
+  ThreadState* RegisterThread();
+
+  const uint64_t id_;  // distinguishes runtimes created one after another at one address
+  Config config_;
+  Identity identity_;
+  ClockAnchor start_;
+  std::atomic<bool> enabled_{true};
+  StringTable strings_;
+  RequestTable requests_;
+
+  mutable std::mutex threads_mu_;
+  std::vector<std::unique_ptr<ThreadState>> threads_;
+  uint32_t rings_allowed_ = 0;
+
+  std::atomic<uint64_t> dropped_no_buffer_{0};
+  std::atomic<uint64_t> dropped_range_depth_{0};
+  std::atomic<uint64_t> dropped_requests_{0};
+
+  mutable std::mutex clock_mu_;
+  wire::Clock clock_;
+
+  std::unique_ptr<Shipper> shipper_;
+  std::once_flag shutdown_once_;
+};
+
+// The process's runtime, for the C entry points (PMPI wrappers, C API). Null while inactive.
+Runtime* ActiveRuntime();
+// Creates the process runtime if the environment asks for profiling (COMMPROF_AGGREGATOR or
+// COMMPROF_SPOOL_DIR set). `mpi_rank`/`mpi_size` < 0: take the rank from the launcher's
+// environment. Thread-safe; returns the runtime or null when profiling is off.
+Runtime* EnsureRuntime(int mpi_rank, int mpi_size);
+// Ends the process runtime (MPI_Finalize, exit).
+void ShutdownRuntime();
+
+// Rank identity from the launcher's environment (PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+// SLURM_PROCID, in that order), or -1.
+int RankFromEnvironment();
+int WorldSizeFromEnvironment();
+
+}  // namespace commprof

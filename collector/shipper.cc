@@ -1,0 +1,143 @@
+#include "collector/shipper.h"
+
+#include <chrono>
+
+#include "collector/runtime.h"
+#include "core/log.h"
+
+namespace commprof {
+namespace {
+constexpr uint32_t kBatchEvents = 4096;  // 256 KiB per events frame
+}
+
+Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<commprof_event[]>(kBatchEvents)) {
+  const Identity& id = rt_.identity();
+  hello_.rank = id.rank;
+  hello_.world_size = id.world_size;
+  hello_.pid = id.pid;
+  hello_.host = id.host;
+  hello_.job_id = rt_.config().job_id;
+  hello_.start_steady_ns = rt_.start_anchor().steady_ns;
+  hello_.start_utc_ns = rt_.start_anchor().utc_ns;
+  out_.reserve(wire::EventsFrameSize(kBatchEvents) * 2);
+}
+
+Shipper::~Shipper() { Stop(); }
+
+void Shipper::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Shipper::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  flush_ = true;
+  cv_.notify_one();
+}
+
+void Shipper::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Shipper::Connect() {
+  const Config& c = rt_.config();
+  if (!c.aggregator.empty()) {
+    auto t = ConnectToAggregator(c.aggregator, hello_, c.secret, c.connect_timeout_ms);
+    if (t.ok()) {
+      transport_ = std::move(t.value());
+      COMMPROF_LOG_DEBUG("connected to aggregator %s", c.aggregator.c_str());
+      return;
+    }
+    SwitchToSpool(t.status().message().c_str());
+    return;
+  }
+  SwitchToSpool("no aggregator configured");
+}
+
+void Shipper::SwitchToSpool(const char* why) {
+  transport_.reset();
+  if (spooling_) return;
+  spooling_ = true;
+  std::string path;
+  auto s = OpenSpool(rt_.config().spool_dir, hello_, rt_.config().secret, &path);
+  if (!s.ok()) {
+    COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): events from now on are dropped", why,
+                       s.status().message().c_str());
+    return;
+  }
+  COMMPROF_LOG_WARN("%s; spooling to %s (turn it into a file with `commprof merge`)", why, path.c_str());
+  transport_ = std::move(s.value());
+  strings_sent_ = 0;  // the spool is a complete stream of its own: strings from id 0
+}
+
+void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
+  if (frames.empty()) return;
+  if (transport_ != nullptr) {
+    Status st = transport_->Send(frames);
+    if (st.ok()) {
+      ++batches_sent_;
+      bytes_sent_ += frames.size();
+      frames.clear();
+      return;
+    }
+    if (spooling_) {
+      COMMPROF_LOG_ERROR("%s; events from now on are dropped", st.message().c_str());
+      transport_.reset();
+    } else {
+      // The aggregator went away: keep everything not yet acknowledged by writing it to the spool.
+      SwitchToSpool(st.message().c_str());
+      if (transport_ != nullptr) {
+        std::vector<uint8_t> strings;
+        auto all = rt_.strings().Since(0);
+        wire::AppendStrings(strings, 0, all);
+        strings_sent_ = static_cast<uint32_t>(all.size());
+        if (transport_->Send(strings).ok() && transport_->Send(frames).ok()) ++batches_sent_;
+      }
+    }
+  }
+  frames.clear();
+}
+
+void Shipper::ShipOnce() {
+  // Strings go first so every name id in the following events is already known to the reader.
+  auto fresh = rt_.strings().Since(strings_sent_);
+  if (!fresh.empty()) {
+    wire::AppendStrings(out_, strings_sent_, fresh);
+    strings_sent_ += static_cast<uint32_t>(fresh.size());
+  }
+  rt_.DrainAll(scratch_.get(), kBatchEvents, [this](const commprof_event* ev, uint32_t n) {
+    wire::AppendEvents(out_, batch_seq_++, ev, n);
+    events_shipped_ += n;
+    if (out_.size() >= wire::EventsFrameSize(kBatchEvents)) SendOrSpool(out_);
+  });
+  SendOrSpool(out_);
+}
+
+void Shipper::Loop() {
+  Connect();
+  const auto period = std::chrono::milliseconds(rt_.config().flush_ms);
+  for (;;) {
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, period, [this] { return stop_ || flush_; });
+      stopping = stop_;
+      flush_ = false;
+    }
+    ShipOnce();
+    if (stopping) break;
+  }
+  wire::AppendClock(out_, rt_.clock());
+  wire::Bye bye = rt_.Counters();
+  bye.counters.emplace_back("events_shipped", events_shipped_);
+  bye.counters.emplace_back("batches_sent", batches_sent_);
+  bye.counters.emplace_back("spooled", spooling_ ? 1 : 0);
+  wire::AppendBye(out_, bye);
+  SendOrSpool(out_);
+  transport_.reset();
+}
+
+}  // namespace commprof

@@ -1,0 +1,53 @@
+// The shipper thread: every flush period it drains the rings into event frames and sends them,
+// with any new strings first, to the aggregator; when the aggregator cannot be reached (or
+// vanishes) it switches, once, to a spool file and re-sends the string table there.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collector/transport.h"
+
+namespace commprof {
+
+class Runtime;
+
+class Shipper {
+ public:
+  explicit Shipper(Runtime& runtime);
+  ~Shipper();
+
+  void Start();
+  void Flush();  // wake the thread now
+  void Stop();   // final drain + clock + bye; joins the thread
+
+ private:
+  void Loop();
+  void Connect();
+  void ShipOnce();
+  void SendOrSpool(std::vector<uint8_t>& frames);
+  void SwitchToSpool(const char* why);
+
+  Runtime& rt_;
+  wire::Hello hello_;
+  std::unique_ptr<Transport> transport_;
+  bool spooling_ = false;
+  uint32_t strings_sent_ = 0;
+  uint64_t batch_seq_ = 0;
+  uint64_t batches_sent_ = 0;
+  uint64_t bytes_sent_ = 0;
+  uint64_t events_shipped_ = 0;
+  std::vector<uint8_t> out_;
+  std::unique_ptr<commprof_event[]> scratch_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool flush_ = false;
+  std::thread thread_;
+};
+
+}  // namespace commprof

@@ -1,0 +1,192 @@
+#include "collector/transport.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/clock.h"
+
+namespace commprof {
+namespace {
+
+class TcpTransport final : public Transport {
+ public:
+  explicit TcpTransport(int fd) : fd_(fd) {}
+  ~TcpTransport() override { ::close(fd_); }
+
+  Status Send(std::span<const uint8_t> bytes) override {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Unavailable(std::string("send to aggregator failed: ") + std::strerror(errno));
+      }
+      off += static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
+  const char* name() const override { return "tcp"; }
+
+ private:
+  int fd_;
+};
+
+class SpoolTransport final : public Transport {
+ public:
+  SpoolTransport(std::FILE* f, std::string path) : f_(f), path_(std::move(path)) {}
+  ~SpoolTransport() override { std::fclose(f_); }
+
+  Status Send(std::span<const uint8_t> bytes) override {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size() || std::fflush(f_) != 0) {
+      return IoError("write to spool file " + path_ + " failed: " + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  const char* name() const override { return "spool"; }
+
+ private:
+  std::FILE* f_;
+  std::string path_;
+};
+
+// Reads exactly n bytes before `deadline_ns` (steady clock).
+bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
+  size_t off = 0;
+  while (off < n) {
+    uint64_t now = SteadyNowNs();
+    if (now >= deadline_ns) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) return false;
+    ssize_t got = ::recv(fd, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+Status MakeDirs(const std::string& dir) {
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return IoError("cannot create spool directory " + cur + ": " + std::strerror(errno));
+      }
+    }
+    if (i < dir.size()) cur.push_back(dir[i]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool SplitHostPort(const std::string& address, std::string& host, std::string& port) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
+  host = address.substr(0, colon);
+  port = address.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return true;
+}
+
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, const wire::Hello& hello,
+                                                       const std::string& secret, uint32_t timeout_ms) {
+  std::string host, port;
+  if (!SplitHostPort(address, host, port)) {
+    return InvalidArgument("COMMPROF_AGGREGATOR='" + address + "' is not host:port");
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Unavailable("cannot resolve aggregator " + address + ": " + gai_strerror(rc));
+  }
+  uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+  int fd = -1;
+  std::string last_error = "no address";
+  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+    if (s < 0) continue;
+    int rc = ::connect(s, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd pfd{s, POLLOUT, 0};
+      uint64_t now = SteadyNowNs();
+      int wait_ms = now < deadline ? static_cast<int>((deadline - now) / 1000000 + 1) : 0;
+      if (::poll(&pfd, 1, wait_ms) == 1) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      } else {
+        errno = ETIMEDOUT;
+      }
+    }
+    if (rc == 0) {
+      fd = s;
+    } else {
+      last_error = std::strerror(errno);
+      ::close(s);
+    }
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) return Unavailable("cannot connect to aggregator " + address + ": " + last_error);
+  int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto transport = std::make_unique<TcpTransport>(fd);
+
+  std::vector<uint8_t> frame;
+  wire::AppendHello(frame, hello, secret);
+  COMMPROF_RETURN_IF_ERROR(transport->Send(frame));
+
+  // The aggregator answers with an ack; a refusal (bad proof, duplicate rank) is final.
+  uint64_t ack_deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+  uint8_t header[wire::kHeaderSize];
+  if (!ReadFully(fd, header, sizeof header, ack_deadline)) {
+    return Unavailable("aggregator " + address + " did not acknowledge the hello");
+  }
+  auto h = wire::DecodeHeader(header);
+  if (!h.ok()) return h.status();
+  if (h->type != wire::FrameType::kHelloAck) return Corrupt("aggregator answered the hello with a non-ack frame");
+  std::vector<uint8_t> payload(h->payload_len);
+  if (!ReadFully(fd, payload.data(), payload.size(), ack_deadline)) {
+    return Unavailable("aggregator " + address + " sent a truncated hello-ack");
+  }
+  auto ack = wire::DecodeHelloAck(payload);
+  if (!ack.ok()) return ack.status();
+  if (!ack->accepted) return Unauthenticated("aggregator refused this rank: " + ack->reason);
+  return std::unique_ptr<Transport>(std::move(transport));
+}
+
+Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
+                                             const std::string& secret, std::string* path_out) {
+  COMMPROF_RETURN_IF_ERROR(MakeDirs(dir));
+  std::string job = hello.job_id.empty() ? std::string("nojob") : hello.job_id;
+  std::string path = dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" +
+                     std::to_string(hello.pid) + ".cpspool";
+  std::FILE* f = std::fopen(path.c_str(), "wbe");
+  if (f == nullptr) return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
+  auto spool = std::make_unique<SpoolTransport>(f, path);
+  std::vector<uint8_t> frame;
+  wire::AppendHello(frame, hello, secret);
+  COMMPROF_RETURN_IF_ERROR(spool->Send(frame));
+  if (path_out != nullptr) *path_out = path;
+  return std::unique_ptr<Transport>(std::move(spool));
+}
+
+}  // namespace commprof

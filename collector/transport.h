@@ -1,0 +1,34 @@
+// Where the shipper's frames go: a TCP connection to the aggregator, or a spool file when the
+// aggregator cannot be reached (DESIGN.md §5). Both receive the same frames.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "core/wire.h"
+
+namespace commprof {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual Status Send(std::span<const uint8_t> bytes) = 0;
+  virtual const char* name() const = 0;
+};
+
+// Connects to host:port, sends the hello and waits for the aggregator's acceptance.
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, const wire::Hello& hello,
+                                                       const std::string& secret, uint32_t timeout_ms);
+
+// Creates DIR (and parents) and the rank's spool file in it, starting with the hello.
+Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
+                                             const std::string& secret, std::string* path_out);
+
+// Splits "host:port"; brackets allowed around IPv6 hosts.
+bool SplitHostPort(const std::string& address, std::string& host, std::string& port);
+
+}  // namespace commprof

@@ -1,0 +1,66 @@
+#include "core/config.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "core/log.h"
+
+namespace commprof {
+namespace {
+
+constexpr OptionSpec kOptions[] = {
+    {"COMMPROF_AGGREGATOR", "", "host:port of the aggregator; set by `commprof run`. Empty: spool only."},
+    {"COMMPROF_SECRET", "", "per-job secret proving the collector belongs to the job (HMAC in the hello)."},
+    {"COMMPROF_JOB_ID", "", "job id stored in the file; set by `commprof run`."},
+    {"COMMPROF_SPOOL_DIR", "commprof-spool", "where frames go when the aggregator cannot be reached."},
+    {"COMMPROF_BUFFER_EVENTS", "65536", "per-thread ring capacity in events (64 bytes each)."},
+    {"COMMPROF_MEMORY_MB", "256", "budget for all thread rings of a process; threads past it drop (counted)."},
+    {"COMMPROF_FLUSH_MS", "20", "how often the shipper thread drains the rings."},
+    {"COMMPROF_REQUEST_SLOTS", "65536", "non-blocking MPI requests tracked at once; more are counted as dropped."},
+    {"COMMPROF_CONNECT_TIMEOUT_MS", "5000", "how long a rank waits for the aggregator before spooling."},
+    {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug."},
+};
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  if (v != nullptr) return v;
+  for (const auto& o : kOptions) {
+    if (std::string_view(o.env) == name) return o.default_value;
+  }
+  return {};
+}
+
+uint32_t EnvU32(const char* name, uint32_t min_value) {
+  std::string text = EnvOr(name);
+  char* end = nullptr;
+  unsigned long v = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || end == nullptr || *end != '\0' || v < min_value || v > 0xFFFFFFFFul) {
+    std::string def;
+    for (const auto& o : kOptions) {
+      if (std::string_view(o.env) == name) def = o.default_value;
+    }
+    COMMPROF_LOG_WARN("%s=%s is not a number >= %u; using %s", name, text.c_str(), min_value, def.c_str());
+    v = std::strtoul(def.c_str(), nullptr, 10);
+  }
+  return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+std::span<const OptionSpec> ConfigOptions() { return kOptions; }
+
+Config ConfigFromEnv() {
+  Config c;
+  c.aggregator = EnvOr("COMMPROF_AGGREGATOR");
+  c.secret = EnvOr("COMMPROF_SECRET");
+  c.job_id = EnvOr("COMMPROF_JOB_ID");
+  c.spool_dir = EnvOr("COMMPROF_SPOOL_DIR");
+  c.buffer_events = EnvU32("COMMPROF_BUFFER_EVENTS", 16);
+  c.memory_mb = EnvU32("COMMPROF_MEMORY_MB", 1);
+  c.flush_ms = EnvU32("COMMPROF_FLUSH_MS", 1);
+  c.request_slots = EnvU32("COMMPROF_REQUEST_SLOTS", 16);
+  c.connect_timeout_ms = EnvU32("COMMPROF_CONNECT_TIMEOUT_MS", 0);
+  return c;
+}
+
+}  // namespace commprof

@@ -1,0 +1,36 @@
+// Collector configuration from COMMPROF_* environment variables. Each option is declared once,
+// with its default and description, in kOptions (config.cc); `commprof run --help-env` and
+// docs/cli.md are generated from / checked against that one table (the Caliper habit).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace commprof {
+
+struct OptionSpec {
+  const char* env;
+  const char* default_value;
+  const char* description;
+};
+
+std::span<const OptionSpec> ConfigOptions();
+
+struct Config {
+  std::string aggregator;   // host:port; empty = spool only
+  std::string secret;       // per-job secret for the hello HMAC
+  std::string job_id;
+  std::string spool_dir;
+  uint32_t buffer_events = 0;   // per-thread ring capacity (events)
+  uint32_t memory_mb = 0;       // total budget for event buffers
+  uint32_t flush_ms = 0;        // shipper period
+  uint32_t request_slots = 0;   // in-flight non-blocking requests tracked
+  uint32_t connect_timeout_ms = 0;
+};
+
+// Reads the environment; malformed numbers fall back to the default with a warning (the
+// profiled program must run on regardless).
+Config ConfigFromEnv();
+
+}  // namespace commprof

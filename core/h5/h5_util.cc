@@ -1,0 +1,123 @@
+#include "core/h5/h5_util.h"
+
+#include <cstddef>
+#include <vector>
+
+#include "commprof/event.h"
+
+namespace commprof::h5 {
+
+void Handle::Reset() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+  id_ = H5I_INVALID_HID;
+}
+
+hid_t EventType() {
+  static hid_t type = [] {
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(commprof_event));
+#define COMMPROF_FIELD(name, h5type) H5Tinsert(t, #name, offsetof(commprof_event, name), h5type)
+    COMMPROF_FIELD(start_ns, H5T_NATIVE_UINT64);
+    COMMPROF_FIELD(end_ns, H5T_NATIVE_UINT64);
+    COMMPROF_FIELD(bytes, H5T_NATIVE_UINT64);
+    COMMPROF_FIELD(comm_id, H5T_NATIVE_UINT64);
+    COMMPROF_FIELD(seq, H5T_NATIVE_UINT64);
+    COMMPROF_FIELD(correlation, H5T_NATIVE_UINT32);
+    COMMPROF_FIELD(name_id, H5T_NATIVE_UINT32);
+    COMMPROF_FIELD(thread_id, H5T_NATIVE_UINT32);
+    COMMPROF_FIELD(peer, H5T_NATIVE_INT32);
+    COMMPROF_FIELD(device, H5T_NATIVE_UINT16);
+    COMMPROF_FIELD(kind, H5T_NATIVE_UINT8);
+    COMMPROF_FIELD(subtype, H5T_NATIVE_UINT8);
+    COMMPROF_FIELD(datatype, H5T_NATIVE_UINT8);
+    COMMPROF_FIELD(reduce_op, H5T_NATIVE_UINT8);
+    COMMPROF_FIELD(flags, H5T_NATIVE_UINT16);
+#undef COMMPROF_FIELD
+    return t;
+  }();
+  return type;
+}
+
+hid_t VarStringType() {
+  static hid_t type = [] {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+  }();
+  return type;
+}
+
+namespace {
+
+bool WriteScalarAttr(hid_t obj, const char* name, hid_t type, const void* value) {
+  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+  Handle space(H5Screate(H5S_SCALAR));
+  Handle attr(H5Acreate2(obj, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  return attr.valid() && H5Awrite(attr.get(), type, value) >= 0;
+}
+
+}  // namespace
+
+bool WriteAttr(hid_t obj, const char* name, const std::string& value) {
+  const char* p = value.c_str();
+  return WriteScalarAttr(obj, name, VarStringType(), &p);
+}
+bool WriteAttr(hid_t obj, const char* name, uint64_t value) {
+  return WriteScalarAttr(obj, name, H5T_NATIVE_UINT64, &value);
+}
+bool WriteAttr(hid_t obj, const char* name, int64_t value) {
+  return WriteScalarAttr(obj, name, H5T_NATIVE_INT64, &value);
+}
+bool WriteAttr(hid_t obj, const char* name, double value) {
+  return WriteScalarAttr(obj, name, H5T_NATIVE_DOUBLE, &value);
+}
+
+std::optional<std::string> ReadStringAttr(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
+  Handle ftype(H5Aget_type(attr.get()));
+  if (H5Tget_class(ftype.get()) != H5T_STRING) return std::nullopt;
+  if (H5Tis_variable_str(ftype.get()) > 0) {
+    char* p = nullptr;
+    if (H5Aread(attr.get(), VarStringType(), &p) < 0) return std::nullopt;
+    std::string s = p != nullptr ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  size_t n = H5Tget_size(ftype.get());
+  std::vector<char> buf(n + 1, '\0');
+  Handle mtype(H5Tcopy(H5T_C_S1));
+  H5Tset_size(mtype.get(), n + 1);
+  if (H5Aread(attr.get(), mtype.get(), buf.data()) < 0) return std::nullopt;
+  return std::string(buf.data());
+}
+
+std::optional<int64_t> ReadIntAttr(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
+  int64_t v = 0;
+  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ReadDoubleAttr(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
+  double v = 0;
+  if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) < 0) return std::nullopt;
+  return v;
+}
+
+void QuietErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+}  // namespace commprof::h5

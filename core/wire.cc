@@ -1,0 +1,355 @@
+#include "core/wire.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cstring>
+
+namespace commprof::wire {
+namespace {
+
+// Little-endian primitives. The build targets little-endian hosts (checked in CMake), so the
+// event records are copied as they are; scalar fields are still written byte by byte.
+void PutU16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v));
+  out.push_back(static_cast<uint8_t>(v >> 8));
+}
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void PutU64(std::vector<uint8_t>& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void PutStr(std::vector<uint8_t>& out, std::string_view s) {
+  if (s.size() > kMaxStringLen) s = s.substr(0, kMaxStringLen);
+  PutU32(out, static_cast<uint32_t>(s.size()));
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+// Writes a header with a placeholder length; returns the offset of the payload.
+size_t BeginFrame(std::vector<uint8_t>& out, FrameType type) {
+  PutU32(out, kMagic);
+  PutU16(out, kVersion);
+  PutU16(out, static_cast<uint16_t>(type));
+  PutU32(out, 0);
+  PutU32(out, 0);
+  return out.size();
+}
+void EndFrame(std::vector<uint8_t>& out, size_t payload_start) {
+  uint32_t len = static_cast<uint32_t>(out.size() - payload_start);
+  for (int i = 0; i < 4; ++i) out[payload_start - 8 + i] = static_cast<uint8_t>(len >> (8 * i));
+}
+
+// Bounds-checked cursor over a payload. Every getter fails (and stays failed) rather than read
+// past the end; the first failure's field name goes into the error.
+class Cursor {
+ public:
+  Cursor(std::span<const uint8_t> bytes, const char* frame) : b_(bytes), frame_(frame) {}
+
+  bool U8(uint8_t& v, const char* field) { return Raw(&v, 1, field); }
+  bool U32(uint32_t& v, const char* field) {
+    uint8_t t[4] = {};
+    if (!Raw(t, 4, field)) return false;
+    v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(t[i]) << (8 * i);
+    return true;
+  }
+  bool U64(uint64_t& v, const char* field) {
+    uint8_t t[8] = {};
+    if (!Raw(t, 8, field)) return false;
+    v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(t[i]) << (8 * i);
+    return true;
+  }
+  bool I64(int64_t& v, const char* field) {
+    uint64_t u;
+    if (!U64(u, field)) return false;
+    v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool F64(double& v, const char* field) {
+    uint64_t u;
+    if (!U64(u, field)) return false;
+    std::memcpy(&v, &u, sizeof v);
+    return true;
+  }
+  bool Str(std::string& s, const char* field) {
+    uint32_t n;
+    if (!U32(n, field)) return false;
+    if (n > kMaxStringLen) return Fail(field, "string longer than the 4096-byte limit");
+    if (n > Remaining()) return Fail(field, "string runs past the end of the frame");
+    s.assign(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return true;
+  }
+  bool Raw(void* dst, size_t n, const char* field) {
+    if (!err_.empty()) return false;
+    if (n > Remaining()) return Fail(field, "truncated");
+    std::memcpy(dst, b_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  // A count of items of `item_size` bytes must fit in what is left: stops absurd allocations.
+  bool CheckCount(uint64_t count, size_t item_size, const char* field) {
+    if (!err_.empty()) return false;
+    if (count > Remaining() / item_size) return Fail(field, "count exceeds the frame's remaining bytes");
+    return true;
+  }
+  bool Fail(const char* field, const char* why) {
+    if (err_.empty()) err_ = std::string(frame_) + " frame, field '" + field + "': " + why;
+    return false;
+  }
+  size_t Remaining() const { return b_.size() - pos_; }
+  size_t pos() const { return pos_; }
+  Status Finish() {
+    if (err_.empty() && Remaining() != 0) Fail("(end)", "trailing bytes after the last field");
+    return err_.empty() ? Status::Ok() : Corrupt(err_);
+  }
+
+ private:
+  std::span<const uint8_t> b_;
+  const char* frame_;
+  size_t pos_ = 0;
+  std::string err_;
+};
+
+void AppendHelloBody(std::vector<uint8_t>& out, const Hello& h) {
+  PutU32(out, h.rank);
+  PutU32(out, h.world_size);
+  PutU32(out, h.pid);
+  PutU64(out, h.start_steady_ns);
+  PutU64(out, h.start_utc_ns);
+  PutStr(out, h.host);
+  PutStr(out, h.job_id);
+}
+
+}  // namespace
+
+std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data) {
+  std::array<uint8_t, kProofSize> mac{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(), mac.data(), &len);
+  return mac;
+}
+
+void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret) {
+  size_t start = BeginFrame(out, FrameType::kHello);
+  AppendHelloBody(out, hello);
+  auto proof = HmacSha256(secret, std::span<const uint8_t>(out.data() + start, out.size() - start));
+  out.insert(out.end(), proof.begin(), proof.end());
+  EndFrame(out, start);
+}
+
+void AppendHelloAck(std::vector<uint8_t>& out, const HelloAck& ack) {
+  size_t start = BeginFrame(out, FrameType::kHelloAck);
+  out.push_back(ack.accepted ? 1 : 0);
+  PutStr(out, ack.reason);
+  EndFrame(out, start);
+}
+
+void AppendStrings(std::vector<uint8_t>& out, uint32_t first_id, std::span<const std::string_view> strings) {
+  size_t start = BeginFrame(out, FrameType::kStrings);
+  PutU32(out, first_id);
+  PutU32(out, static_cast<uint32_t>(strings.size()));
+  for (auto s : strings) PutStr(out, s);
+  EndFrame(out, start);
+}
+
+void AppendEvents(std::vector<uint8_t>& out, uint64_t batch_seq, const commprof_event* events, size_t count) {
+  size_t start = BeginFrame(out, FrameType::kEvents);
+  PutU64(out, batch_seq);
+  PutU32(out, static_cast<uint32_t>(count));
+  const auto* p = reinterpret_cast<const uint8_t*>(events);
+  out.insert(out.end(), p, p + count * sizeof(commprof_event));
+  EndFrame(out, start);
+}
+
+void AppendClock(std::vector<uint8_t>& out, const Clock& c) {
+  size_t start = BeginFrame(out, FrameType::kClock);
+  PutU64(out, static_cast<uint64_t>(c.offset_ns));
+  uint64_t drift_bits;
+  std::memcpy(&drift_bits, &c.drift_ppm, sizeof drift_bits);
+  PutU64(out, drift_bits);
+  PutU64(out, static_cast<uint64_t>(c.error_bound_ns));
+  PutU64(out, c.anchor_local_ns);
+  PutStr(out, c.method);
+  PutU32(out, static_cast<uint32_t>(c.samples.size()));
+  for (const auto& s : c.samples) {
+    PutU64(out, s.local_send_ns);
+    PutU64(out, s.reference_ns);
+    PutU64(out, s.local_recv_ns);
+  }
+  EndFrame(out, start);
+}
+
+void AppendBye(std::vector<uint8_t>& out, const Bye& bye) {
+  size_t start = BeginFrame(out, FrameType::kBye);
+  PutU32(out, static_cast<uint32_t>(bye.counters.size()));
+  for (const auto& [name, value] : bye.counters) {
+    PutStr(out, name);
+    PutU64(out, value);
+  }
+  EndFrame(out, start);
+}
+
+const char* FrameTypeName(FrameType type) {
+  switch (type) {
+    case FrameType::kHello: return "hello";
+    case FrameType::kHelloAck: return "hello-ack";
+    case FrameType::kStrings: return "strings";
+    case FrameType::kEvents: return "events";
+    case FrameType::kClock: return "clock";
+    case FrameType::kBye: return "bye";
+  }
+  return "unknown";
+}
+
+Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
+  Cursor c(bytes, "header");
+  uint32_t magic = 0, len = 0, reserved = 0;
+  uint8_t v[2] = {}, t[2] = {};
+  if (!c.U32(magic, "magic") || !c.Raw(v, 2, "version") || !c.Raw(t, 2, "type") || !c.U32(len, "length") ||
+      !c.U32(reserved, "reserved")) {
+    return c.Finish();
+  }
+  if (magic != kMagic) return Corrupt("header: bad magic (not a commprof frame)");
+  uint16_t version = static_cast<uint16_t>(v[0] | (v[1] << 8));
+  if (version != kVersion) {
+    return Corrupt("header: unsupported protocol version " + std::to_string(version) + " (this build speaks " +
+                   std::to_string(kVersion) + ")");
+  }
+  uint16_t type = static_cast<uint16_t>(t[0] | (t[1] << 8));
+  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBye)) {
+    return Corrupt("header: unknown frame type " + std::to_string(type));
+  }
+  if (len > kMaxPayload) {
+    return Corrupt("header: payload length " + std::to_string(len) + " exceeds the limit of " +
+                   std::to_string(kMaxPayload));
+  }
+  if (reserved != 0) return Corrupt("header: reserved field is not zero");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return FrameHeader{static_cast<FrameType>(type), len};
+}
+
+Result<Hello> DecodeHello(std::span<const uint8_t> payload) {
+  Cursor c(payload, "hello");
+  Hello h;
+  if (c.U32(h.rank, "rank") && c.U32(h.world_size, "world_size") && c.U32(h.pid, "pid") &&
+      c.U64(h.start_steady_ns, "start_steady_ns") && c.U64(h.start_utc_ns, "start_utc_ns") &&
+      c.Str(h.host, "host") && c.Str(h.job_id, "job_id")) {
+    c.Raw(h.proof.data(), h.proof.size(), "proof");
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  if (h.world_size == 0 || h.rank >= h.world_size) {
+    return Corrupt("hello frame, field 'rank': rank " + std::to_string(h.rank) + " outside world size " +
+                   std::to_string(h.world_size));
+  }
+  return h;
+}
+
+bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret) {
+  if (hello_payload.size() < kProofSize) return false;
+  size_t body = hello_payload.size() - kProofSize;
+  auto expect = HmacSha256(secret, hello_payload.first(body));
+  return CRYPTO_memcmp(expect.data(), hello_payload.data() + body, kProofSize) == 0;
+}
+
+Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> payload) {
+  Cursor c(payload, "hello-ack");
+  HelloAck a;
+  uint8_t accepted = 0;
+  if (c.U8(accepted, "accepted")) c.Str(a.reason, "reason");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  a.accepted = accepted != 0;
+  return a;
+}
+
+Result<Strings> DecodeStrings(std::span<const uint8_t> payload) {
+  Cursor c(payload, "strings");
+  Strings s;
+  uint32_t count = 0;
+  if (c.U32(s.first_id, "first_id") && c.U32(count, "count") && c.CheckCount(count, 4, "count")) {
+    s.strings.resize(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!c.Str(s.strings[i], "string")) break;
+    }
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return s;
+}
+
+Result<Events> DecodeEvents(std::span<const uint8_t> payload) {
+  Cursor c(payload, "events");
+  Events e;
+  uint32_t count = 0;
+  if (c.U64(e.batch_seq, "batch_seq") && c.U32(count, "count") &&
+      c.CheckCount(count, sizeof(commprof_event), "count")) {
+    e.events.resize(count);
+    c.Raw(e.events.data(), count * sizeof(commprof_event), "events");
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  for (size_t i = 0; i < e.events.size(); ++i) {
+    const auto& ev = e.events[i];
+    if (ev.kind == COMMPROF_KIND_NONE || ev.kind >= COMMPROF_KIND_COUNT_) {
+      return Corrupt("events frame, event " + std::to_string(i) + ", field 'kind': unknown kind " +
+                     std::to_string(ev.kind));
+    }
+    if (ev.end_ns < ev.start_ns) {
+      return Corrupt("events frame, event " + std::to_string(i) + ", field 'end_ns': ends before it starts");
+    }
+  }
+  return e;
+}
+
+Result<Clock> DecodeClock(std::span<const uint8_t> payload) {
+  Cursor c(payload, "clock");
+  Clock k;
+  uint32_t n = 0;
+  if (c.I64(k.offset_ns, "offset_ns") && c.F64(k.drift_ppm, "drift_ppm") &&
+      c.I64(k.error_bound_ns, "error_bound_ns") && c.U64(k.anchor_local_ns, "anchor_local_ns") &&
+      c.Str(k.method, "method") && c.U32(n, "sample_count") && c.CheckCount(n, 24, "sample_count")) {
+    k.samples.resize(n);
+    for (auto& s : k.samples) {
+      if (!c.U64(s.local_send_ns, "local_send_ns") || !c.U64(s.reference_ns, "reference_ns") ||
+          !c.U64(s.local_recv_ns, "local_recv_ns")) {
+        break;
+      }
+    }
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return k;
+}
+
+Result<Bye> DecodeBye(std::span<const uint8_t> payload) {
+  Cursor c(payload, "bye");
+  Bye b;
+  uint32_t n = 0;
+  if (c.U32(n, "counter_count") && c.CheckCount(n, 12, "counter_count")) {
+    b.counters.resize(n);
+    for (auto& [name, value] : b.counters) {
+      if (!c.Str(name, "counter_name") || !c.U64(value, "counter_value")) break;
+    }
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return b;
+}
+
+Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload) {
+  long offset = std::ftell(file);
+  uint8_t raw[kHeaderSize];
+  size_t got = std::fread(raw, 1, kHeaderSize, file);
+  if (got == 0 && std::feof(file)) return false;
+  if (got != kHeaderSize) return Corrupt("truncated frame header at byte " + std::to_string(offset));
+  auto h = DecodeHeader(raw);
+  if (!h.ok()) return Corrupt(h.status().message() + " at byte " + std::to_string(offset));
+  header = h.value();
+  payload.resize(header.payload_len);
+  if (std::fread(payload.data(), 1, payload.size(), file) != payload.size()) {
+    return Corrupt(std::string("truncated ") + FrameTypeName(header.type) + " frame at byte " +
+                   std::to_string(offset));
+  }
+  return true;
+}
+
+}  // namespace commprof::wire

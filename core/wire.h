@@ -1,0 +1,125 @@
+// The collector -> aggregator wire format (docs/wire-protocol.md is the user-facing contract).
+//
+// A stream is a sequence of frames. Every frame is a 16-byte little-endian header
+//   u32 magic "CPWF" | u16 version | u16 type | u32 payload length | u32 reserved (0)
+// followed by the payload. The same frames are written to spool files, so one decoder serves the
+// network and `commprof merge`. Every read is bounds-checked: a decoder never trusts a length it
+// has not checked against the bytes it holds, and a bad frame is a Status, never a crash.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "commprof/event.h"
+#include "core/status.h"
+
+namespace commprof::wire {
+
+inline constexpr uint32_t kMagic = 0x46575043;  // bytes "CPWF" on the wire
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 16;
+inline constexpr uint32_t kMaxPayload = 16u << 20;  // 16 MiB; larger lengths are rejected
+inline constexpr size_t kProofSize = 32;            // HMAC-SHA256
+inline constexpr size_t kMaxStringLen = 4096;
+
+enum class FrameType : uint16_t {
+  kHello = 1,
+  kHelloAck = 2,
+  kStrings = 3,
+  kEvents = 4,
+  kClock = 5,
+  kBye = 6,
+};
+
+struct FrameHeader {
+  FrameType type{};
+  uint32_t payload_len = 0;
+};
+
+struct Hello {
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint32_t pid = 0;
+  uint64_t start_steady_ns = 0;  // the rank's steady clock ...
+  uint64_t start_utc_ns = 0;     // ... and UTC, read together at collector start
+  std::string host;
+  std::string job_id;
+  std::array<uint8_t, kProofSize> proof{};  // HMAC-SHA256(secret, payload bytes before the proof)
+};
+
+struct HelloAck {
+  bool accepted = false;
+  std::string reason;
+};
+
+struct Strings {
+  uint32_t first_id = 0;
+  std::vector<std::string> strings;
+};
+
+struct Events {
+  uint64_t batch_seq = 0;  // per connection, from 0, +1 per batch: gaps mean lost batches
+  std::vector<commprof_event> events;
+};
+
+struct ClockSample {
+  uint64_t local_send_ns = 0;
+  uint64_t reference_ns = 0;
+  uint64_t local_recv_ns = 0;
+};
+
+// reference time = local + offset_ns + drift_ppm * 1e-6 * (local - anchor_local_ns)
+struct Clock {
+  int64_t offset_ns = 0;
+  double drift_ppm = 0.0;
+  int64_t error_bound_ns = -1;  // -1: not measured
+  uint64_t anchor_local_ns = 0;
+  std::string method;           // "none", "mpi-pingpong", ...
+  std::vector<ClockSample> samples;
+};
+
+struct Bye {
+  std::vector<std::pair<std::string, uint64_t>> counters;  // events_recorded, dropped_*, ...
+};
+
+// ---- encoding (appends whole frames to `out`) ----
+void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret);
+void AppendHelloAck(std::vector<uint8_t>& out, const HelloAck& ack);
+void AppendStrings(std::vector<uint8_t>& out, uint32_t first_id, std::span<const std::string_view> strings);
+void AppendEvents(std::vector<uint8_t>& out, uint64_t batch_seq, const commprof_event* events, size_t count);
+void AppendClock(std::vector<uint8_t>& out, const Clock& clock);
+void AppendBye(std::vector<uint8_t>& out, const Bye& bye);
+
+// Size of an events frame holding `count` events.
+constexpr size_t EventsFrameSize(size_t count) { return kHeaderSize + 12 + count * sizeof(commprof_event); }
+
+// ---- decoding ----
+// `bytes` must hold exactly kHeaderSize bytes.
+Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes);
+Result<Hello> DecodeHello(std::span<const uint8_t> payload);
+Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> payload);
+Result<Strings> DecodeStrings(std::span<const uint8_t> payload);
+Result<Events> DecodeEvents(std::span<const uint8_t> payload);
+Result<Clock> DecodeClock(std::span<const uint8_t> payload);
+Result<Bye> DecodeBye(std::span<const uint8_t> payload);
+
+// True when hello.proof is the HMAC of this hello under `secret` (constant-time compare).
+bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);
+
+// HMAC-SHA256 of `data` under `key`.
+std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data);
+
+const char* FrameTypeName(FrameType type);
+
+// Reads the next whole frame from a spool file. Returns false at a clean end of file; a
+// truncated or invalid frame returns the Status naming the byte offset.
+Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload);
+
+}  // namespace commprof::wire

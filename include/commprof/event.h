@@ -1,0 +1,124 @@
+/* commprof event schema, shared by the collector, the wire codec, the HDF5 file and the analysis.
+ *
+ * One fixed-size, trivially-copyable 64-byte record per event (DESIGN.md §3). The same bytes
+ * travel on the wire (little-endian) and land in the HDF5 `events` table, so the layout below is
+ * a user-facing contract documented in docs/file-format.md and docs/wire-protocol.md: append
+ * fields only by bumping the format version. */
+#ifndef COMMPROF_EVENT_H
+#define COMMPROF_EVENT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What happened. Values are stored in files; never renumber. */
+enum commprof_kind {
+  COMMPROF_KIND_NONE = 0,
+  COMMPROF_KIND_MPI_INIT = 1,       /* MPI_Init / MPI_Init_thread */
+  COMMPROF_KIND_MPI_FINALIZE = 2,
+  COMMPROF_KIND_MPI_COLLECTIVE = 3, /* blocking collective, or a non-blocking one from issue to completion */
+  COMMPROF_KIND_MPI_P2P = 4,        /* Send/Recv/Sendrecv, or Isend/Irecv from post to completion */
+  COMMPROF_KIND_MPI_WAIT = 5,       /* time inside Wait/Waitall/Waitany/Test */
+  COMMPROF_KIND_MPI_COMM = 6,       /* communicator creation (dup/split/create): comm_id = new id */
+  COMMPROF_KIND_USER_RANGE = 7,     /* commprof_range_push/pop */
+  COMMPROF_KIND_USER_MARK = 8,      /* commprof_mark */
+  COMMPROF_KIND_STEP = 9,           /* commprof_step: seq = step number */
+  COMMPROF_KIND_COMPUTE_KERNEL = 10,
+  COMMPROF_KIND_COMM_KERNEL = 11,
+  COMMPROF_KIND_MEMCPY = 12,
+  COMMPROF_KIND_MEMSET = 13,
+  COMMPROF_KIND_MEM_ALLOC = 14,
+  COMMPROF_KIND_MEM_FREE = 15,
+  COMMPROF_KIND_NCCL_API = 16,
+  COMMPROF_KIND_NCCL_COLLECTIVE = 17,
+  COMMPROF_KIND_NVTX_RANGE = 18,
+  COMMPROF_KIND_NVTX_MARK = 19,
+  COMMPROF_KIND_SYNC = 20,
+  COMMPROF_KIND_COUNT_ = 21
+};
+
+/* Which operation, for MPI_COLLECTIVE / MPI_P2P / MPI_WAIT (stored in `subtype`). */
+enum commprof_op_type {
+  COMMPROF_OP_NONE = 0,
+  COMMPROF_OP_BARRIER = 1,
+  COMMPROF_OP_BCAST = 2,
+  COMMPROF_OP_REDUCE = 3,
+  COMMPROF_OP_ALLREDUCE = 4,
+  COMMPROF_OP_GATHER = 5,
+  COMMPROF_OP_GATHERV = 6,
+  COMMPROF_OP_SCATTER = 7,
+  COMMPROF_OP_SCATTERV = 8,
+  COMMPROF_OP_ALLGATHER = 9,
+  COMMPROF_OP_ALLGATHERV = 10,
+  COMMPROF_OP_ALLTOALL = 11,
+  COMMPROF_OP_ALLTOALLV = 12,
+  COMMPROF_OP_REDUCE_SCATTER = 13,
+  COMMPROF_OP_REDUCE_SCATTER_BLOCK = 14,
+  COMMPROF_OP_SCAN = 15,
+  COMMPROF_OP_SEND = 32,
+  COMMPROF_OP_RECV = 33,
+  COMMPROF_OP_SENDRECV = 34,
+  COMMPROF_OP_WAIT = 48,
+  COMMPROF_OP_WAITALL = 49,
+  COMMPROF_OP_WAITANY = 50,
+  COMMPROF_OP_TEST = 51,
+  COMMPROF_OP_COMM_DUP = 64,
+  COMMPROF_OP_COMM_SPLIT = 65,
+  COMMPROF_OP_COMM_CREATE = 66
+};
+
+/* Element datatype (stored in `datatype`). */
+enum commprof_datatype {
+  COMMPROF_DT_NONE = 0, COMMPROF_DT_BYTE = 1, COMMPROF_DT_CHAR = 2, COMMPROF_DT_INT8 = 3,
+  COMMPROF_DT_UINT8 = 4, COMMPROF_DT_INT16 = 5, COMMPROF_DT_UINT16 = 6, COMMPROF_DT_INT32 = 7,
+  COMMPROF_DT_UINT32 = 8, COMMPROF_DT_INT64 = 9, COMMPROF_DT_UINT64 = 10, COMMPROF_DT_FLOAT16 = 11,
+  COMMPROF_DT_BFLOAT16 = 12, COMMPROF_DT_FLOAT32 = 13, COMMPROF_DT_FLOAT64 = 14,
+  COMMPROF_DT_LONG_DOUBLE = 15, COMMPROF_DT_DERIVED = 254, COMMPROF_DT_OTHER = 255
+};
+
+/* Reduction operation (stored in `reduce_op`). */
+enum commprof_reduce_op {
+  COMMPROF_RED_NONE = 0, COMMPROF_RED_SUM = 1, COMMPROF_RED_PROD = 2, COMMPROF_RED_MAX = 3,
+  COMMPROF_RED_MIN = 4, COMMPROF_RED_LAND = 5, COMMPROF_RED_LOR = 6, COMMPROF_RED_BAND = 7,
+  COMMPROF_RED_BOR = 8, COMMPROF_RED_MAXLOC = 9, COMMPROF_RED_MINLOC = 10, COMMPROF_RED_USER = 255
+};
+
+/* Bits of `flags`. */
+enum commprof_event_flags {
+  COMMPROF_FLAG_NONBLOCKING = 1u << 0, /* issued by an I-call; start = issue, end = completion */
+  COMMPROF_FLAG_INCOMPLETE = 1u << 1,  /* never completed (request lost or process ended) */
+  COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2 /* communicator made by a call we do not wrap: comm_id is local only */
+};
+
+/* comm_id of MPI_COMM_WORLD; other communicators get (creator world rank << 32) | counter. */
+#define COMMPROF_COMM_WORLD_ID 0ull
+#define COMMPROF_NO_PEER (-1)
+
+typedef struct commprof_event {
+  uint64_t start_ns;    /* local steady clock */
+  uint64_t end_ns;      /* == start_ns for instantaneous events */
+  uint64_t bytes;       /* payload size, see docs/file-format.md for each operation */
+  uint64_t comm_id;     /* job-unique communicator id */
+  uint64_t seq;         /* per-communicator collective sequence number (from 0), step number, ... */
+  uint32_t correlation; /* request / launch correlation id, 0 if none */
+  uint32_t name_id;     /* index into the rank's string table */
+  uint32_t thread_id;   /* small per-process thread index (or stream for GPU events) */
+  int32_t peer;         /* root of a rooted collective, peer of a p2p op, or COMMPROF_NO_PEER */
+  uint16_t device;      /* GPU ordinal, 0xFFFF for host events */
+  uint8_t kind;         /* enum commprof_kind */
+  uint8_t subtype;      /* enum commprof_op_type */
+  uint8_t datatype;     /* enum commprof_datatype */
+  uint8_t reduce_op;    /* enum commprof_reduce_op */
+  uint16_t flags;       /* enum commprof_event_flags */
+} commprof_event;
+
+#define COMMPROF_HOST_DEVICE 0xFFFFu
+
+#ifdef __cplusplus
+}
+static_assert(sizeof(commprof_event) == 64, "the event record is a 64-byte file/wire contract");
+#endif
+
+#endif /* COMMPROF_EVENT_H */
