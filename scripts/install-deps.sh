@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages commprof builds, tests and runs with (DESIGN.md §2).
+# Idempotent and quiet when everything is already there. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  libopenmpi-dev openmpi-bin
+  libhdf5-dev hdf5-tools python3-h5py python3-numpy
+  libboost-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq || echo "install-deps: apt-get update failed; trying the install with the current lists" >&2
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

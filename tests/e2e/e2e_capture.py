@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the capture pipeline with real Open MPI, real TCP and real HDF5 files,
+read back with h5py (a second reader, not ours).
+
+Usage: e2e_capture.py CASE --build BUILD_DIR --work WORK_DIR
+Each CASE is one ctest test; a failed check raises with what was expected and what was found.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+KIND = {"mpi_init": 1, "mpi_finalize": 2, "mpi_collective": 3, "mpi_p2p": 4, "mpi_wait": 5,
+        "mpi_comm": 6, "user_range": 7, "user_mark": 8, "step": 9}
+FLAG_NONBLOCKING = 1
+NO_PEER = -1
+
+
+class Ctx:
+    def __init__(self, build, work):
+        self.build = os.path.abspath(build)
+        self.work = os.path.abspath(work)
+        self.commprof = os.path.join(self.build, "cli", "commprof")
+        self.example = os.path.join(self.build, "examples", "mpi_straggler")
+        self.library = os.path.join(self.build, "collector", "libcommprof.so")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+
+def mpirun(n=4):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return cmd
+
+
+def run(cmd, env=None, timeout=120, check_rc=None):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError(f"{' '.join(cmd)}: exit code {p.returncode}, expected {check_rc}\n"
+                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def load_rank(f, rank):
+    g = f["ranks"][str(rank)]
+    ev = g["events"][...]
+    names = g["strings"].asstr()[...]
+    return g, ev, names
+
+
+def named(ev, names, name):
+    ids = [i for i, s in enumerate(names) if s == name]
+    if not ids:
+        return ev[:0]
+    return ev[np.isin(ev["name_id"], ids)]
+
+
+def profile(ctx, out, app_args, n=4, env=None, check_rc=0):
+    cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(n) + [ctx.example] + app_args
+    return run(cmd, env=env, check_rc=check_rc)
+
+
+# ---------------------------------------------------------------------------------------------
+def case_collective(ctx, collective):
+    """Every rank holds exactly `iters` calls of the collective on MPI_COMM_WORLD, each with the
+    same (communicator, sequence) on every rank; the split communicator has its own id."""
+    iters = 25
+    out = ctx.path(f"{collective}.h5")
+    profile(ctx, out, ["--iters", str(iters), "--bytes", "64", "--compute-us", "200", "--slow-rank", "2",
+                       "--slow-us", "300", "--collective", collective])
+    mpi_name = {"allreduce": "MPI_Allreduce", "allgather": "MPI_Allgather", "bcast": "MPI_Bcast",
+                "alltoall": "MPI_Alltoall", "reduce_scatter": "MPI_Reduce_scatter_block"}[collective]
+    expected_bytes = {"allreduce": 64, "allgather": 64 * 4, "bcast": 64, "alltoall": 64 // 4 * 4,
+                      "reduce_scatter": 64 // 4 // 4 * 4 * 4}[collective]
+    with h5py.File(out, "r") as f:
+        expect(f.attrs["format"] == "commprof", "root attribute format")
+        expect(int(f.attrs["world_size"]) == 4, f"world_size {f.attrs['world_size']}")
+        expect(int(f.attrs["finalized"]) == 1, "file not finalized")
+        seqs = {}
+        sub_ids = {}
+        for rank in range(4):
+            g, ev, names = load_rank(f, rank)
+            expect(g.attrs["status"] == "complete", f"rank {rank} status {g.attrs['status']}")
+            expect(int(g.attrs["pid"]) > 0 and g.attrs["host"], f"rank {rank} host/pid")
+            expect(int(g.attrs["dropped_events"]) == 0, f"rank {rank} dropped {g.attrs['dropped_events']}")
+            calls = named(ev, names, mpi_name)
+            expect(len(calls) == iters, f"rank {rank}: {len(calls)} {mpi_name} events, expected {iters}")
+            expect(np.all(calls["kind"] == KIND["mpi_collective"]), "kind of collective events")
+            expect(np.all(calls["comm_id"] == 0), f"rank {rank}: {mpi_name} not on comm 0")
+            expect(np.all(calls["end_ns"] >= calls["start_ns"]), "end before start")
+            expect(np.all(calls["bytes"] == expected_bytes),
+                   f"rank {rank}: bytes {set(calls['bytes'].tolist())}, expected {expected_bytes}")
+            if collective == "bcast":
+                expect(np.all(calls["peer"] == 0), "bcast root")
+            seqs[rank] = calls["seq"].tolist()
+            barriers = named(ev, names, "MPI_Barrier")
+            expect(len(barriers) == 2, f"rank {rank}: {len(barriers)} barriers, expected 2")
+            world_barrier = barriers[barriers["comm_id"] == 0]
+            expect(len(world_barrier) == 1 and world_barrier["seq"][0] == 0, "world barrier is seq 0")
+            sub = barriers[barriers["comm_id"] != 0]
+            expect(len(sub) == 1 and sub["seq"][0] == 0, f"rank {rank}: split-communicator barrier")
+            sub_ids[rank] = int(sub["comm_id"][0])
+            split = named(ev, names, "MPI_Comm_split")
+            expect(len(split) == 1 and int(split["comm_id"][0]) == sub_ids[rank],
+                   f"rank {rank}: MPI_Comm_split event names the new communicator")
+            expect(int(split["seq"][0]) == 0, "split's parent is MPI_COMM_WORLD")
+            ordered = ev[np.argsort(ev["start_ns"], kind="stable")]
+            expect(ordered["kind"][0] == KIND["mpi_init"] and ordered["kind"][-1] == KIND["mpi_finalize"],
+                   f"rank {rank}: first/last events are init/finalize")
+        expect(all(seqs[r] == list(range(1, iters + 1)) for r in range(4)),
+               f"sequence numbers differ across ranks or are not 1..{iters}: {seqs}")
+        expect(sub_ids[0] == sub_ids[2] and sub_ids[1] == sub_ids[3], f"split members agree: {sub_ids}")
+        expect(sub_ids[0] != sub_ids[1], f"two split communicators share an id: {sub_ids}")
+
+
+def case_nonblocking(ctx):
+    """Iallreduce events span issue to completion and carry the non-blocking flag; the Wait and
+    Test calls are recorded as MPI time."""
+    iters = 30
+    out = ctx.path("nonblocking.h5")
+    profile(ctx, out, ["--iters", str(iters), "--compute-us", "400", "--nonblocking"])
+    with h5py.File(out, "r") as f:
+        seqs = []
+        for rank in range(4):
+            _, ev, names = load_rank(f, rank)
+            ia = named(ev, names, "MPI_Iallreduce")
+            expect(len(ia) == iters, f"rank {rank}: {len(ia)} Iallreduce, expected {iters}")
+            expect(np.all(ia["flags"] & FLAG_NONBLOCKING), "non-blocking flag")
+            expect(np.all(ia["subtype"] == 4), "Iallreduce has the allreduce op type")
+            waits = named(ev, names, "MPI_Wait")
+            tests = named(ev, names, "MPI_Test")
+            expect(len(waits) == iters, f"rank {rank}: {len(waits)} MPI_Wait, expected {iters}")
+            expect(len(tests) > 0, f"rank {rank}: no MPI_Test recorded")
+            # Completion time is the end of the Wait or Test that saw it complete.
+            completions = set(waits["end_ns"].tolist()) | set(tests["end_ns"].tolist())
+            expect(all(int(e) in completions for e in ia["end_ns"]), f"rank {rank}: completion not at a Wait/Test end")
+            # The operation overlaps the compute: it lasts at least most of the 400 us compute.
+            expect(np.median(ia["end_ns"] - ia["start_ns"]) > 300_000,
+                   f"rank {rank}: median Iallreduce span {np.median(ia['end_ns'] - ia['start_ns'])} ns")
+            seqs.append(ia["seq"].tolist())
+        expect(all(s == seqs[0] for s in seqs), "Iallreduce sequence numbers agree across ranks")
+
+
+def case_all_calls(ctx):
+    """Every wrapped MPI call, once, with known bytes, roots, peers and communicators."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "mpi_all_calls")
+    out = ctx.path("all_calls.h5")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [exe], check_rc=0)
+    coll = [("MPI_Barrier", 0, 0, None), ("MPI_Bcast", 1, 32, 1), ("MPI_Reduce", 2, 32, 2),
+            ("MPI_Allreduce", 3, 32, None), ("MPI_Gather", 4, 128, 0), ("MPI_Scatter", 6, 128, 3),
+            ("MPI_Allgather", 8, 128, None), ("MPI_Allgatherv", 9, 128, None), ("MPI_Alltoall", 10, 128, None),
+            ("MPI_Alltoallv", 11, 128, None), ("MPI_Reduce_scatter", 12, 128, None),
+            ("MPI_Reduce_scatter_block", 13, 128, None), ("MPI_Scan", 14, 32, None),
+            ("MPI_Iallreduce", 15, 32, None), ("MPI_Ibcast", 16, 32, 0), ("MPI_Iallgather", 17, 128, None),
+            ("MPI_Ialltoall", 18, 32, None)]
+    with h5py.File(out, "r") as f:
+        ids = {}
+        for rank in range(4):
+            _, ev, names = load_rank(f, rank)
+            world = ev[(ev["kind"] == KIND["mpi_collective"]) & (ev["comm_id"] == 0)]
+            expect(sorted(world["seq"].tolist()) == list(range(19)), f"rank {rank}: world seqs {sorted(world['seq'])}")
+            for name, seq, nbytes, root in coll:
+                e = named(ev, names, name)
+                e = e[e["comm_id"] == 0]
+                expect(len(e) == 1, f"rank {rank}: {len(e)} {name} on world")
+                expect(int(e["seq"][0]) == seq, f"rank {rank}: {name} seq {e['seq'][0]}, expected {seq}")
+                expect(int(e["bytes"][0]) == nbytes, f"rank {rank}: {name} bytes {e['bytes'][0]}, expected {nbytes}")
+                if root is not None:
+                    expect(int(e["peer"][0]) == root, f"rank {rank}: {name} root {e['peer'][0]}")
+                expect(int(e["datatype"][0]) in (0, 7), f"rank {rank}: {name} datatype {e['datatype'][0]}")
+            red = named(ev, names, "MPI_Allreduce")
+            expect(int(red[red["comm_id"] == 0]["reduce_op"][0]) == 3, "Allreduce records MPI_MAX")
+            gv = named(ev, names, "MPI_Gatherv")
+            expect(int(gv["bytes"][0]) == (128 if rank == 0 else 32), f"rank {rank}: Gatherv bytes {gv['bytes'][0]}")
+            sv = named(ev, names, "MPI_Scatterv")
+            expect(int(sv["bytes"][0]) == (128 if rank == 3 else 32), f"rank {rank}: Scatterv bytes {sv['bytes'][0]}")
+            # Point to point: ring right = rank+1, tag 7+rank; the wildcard receive learns the source.
+            right, left = (rank + 1) % 4, (rank + 3) % 4
+            send = named(ev, names, "MPI_Send")
+            expect(len(send) == 1 and int(send["peer"][0]) == right and int(send["correlation"][0]) == 7 + rank
+                   and int(send["bytes"][0]) == 32, f"rank {rank}: MPI_Send {send}")
+            recv = named(ev, names, "MPI_Recv")
+            expect(len(recv) == 1 and int(recv["peer"][0]) == left and int(recv["correlation"][0]) == 7 + left
+                   and int(recv["bytes"][0]) == 32, f"rank {rank}: MPI_Recv {recv}")
+            irecv = named(ev, names, "MPI_Irecv")
+            expect(len(irecv) == 1 and int(irecv["peer"][0]) == left and int(irecv["bytes"][0]) == 16
+                   and irecv["flags"][0] & FLAG_NONBLOCKING, f"rank {rank}: MPI_Irecv {irecv}")
+            isend = named(ev, names, "MPI_Isend")
+            expect(len(isend) == 1 and int(isend["peer"][0]) == right and int(isend["bytes"][0]) == 16,
+                   f"rank {rank}: MPI_Isend {isend}")
+            sr = named(ev, names, "MPI_Sendrecv")
+            expect(len(sr) == 1 and int(sr["bytes"][0]) == 64 and int(sr["peer"][0]) == right,
+                   f"rank {rank}: MPI_Sendrecv {sr}")
+            for wname, count in [("MPI_Wait", 1), ("MPI_Waitall", 1), ("MPI_Waitany", 2)]:
+                w = named(ev, names, wname)
+                expect(len(w) == count and np.all(w["kind"] == KIND["mpi_wait"]), f"rank {rank}: {wname} x{len(w)}")
+            expect(len(named(ev, names, "MPI_Test")) >= 1, f"rank {rank}: MPI_Test")
+            # Communicators: dup, split (halves), create (evens only).
+            comm_ev = ev[ev["kind"] == KIND["mpi_comm"]]
+            dup = named(comm_ev, names, "MPI_Comm_dup")
+            split = named(comm_ev, names, "MPI_Comm_split")
+            create = named(comm_ev, names, "MPI_Comm_create")
+            expect(len(dup) == 1 and len(split) == 1, f"rank {rank}: comm events")
+            expect(len(create) == (1 if rank % 2 == 0 else 0), f"rank {rank}: {len(create)} MPI_Comm_create")
+            ids[rank] = (int(dup["comm_id"][0]), int(split["comm_id"][0]),
+                         int(create["comm_id"][0]) if len(create) else None)
+            for cid, nbytes in [(ids[rank][0], 4), (ids[rank][1], 8)]:
+                a = named(ev, names, "MPI_Allreduce")
+                a = a[a["comm_id"] == cid]
+                expect(len(a) == 1 and int(a["seq"][0]) == 0 and int(a["bytes"][0]) == nbytes,
+                       f"rank {rank}: allreduce on comm {cid:#x}: {a}")
+            if rank % 2 == 0:
+                b = named(ev, names, "MPI_Barrier")
+                expect(len(b[b["comm_id"] == ids[rank][2]]) == 1, f"rank {rank}: barrier on the created comm")
+        expect(len({ids[r][0] for r in range(4)}) == 1, f"dup id agreed by all: {ids}")
+        expect(ids[0][1] == ids[1][1] and ids[2][1] == ids[3][1] and ids[0][1] != ids[2][1], f"split ids: {ids}")
+        expect(ids[0][2] == ids[2][2], f"create ids: {ids}")
+        every = [ids[0][0], ids[0][1], ids[2][1], ids[0][2]]
+        expect(len(set(every)) == 4 and 0 not in every, f"communicator ids are distinct and not world: {every}")
+
+
+def case_exit_code(ctx):
+    """commprof run returns the application's exit code, through mpirun and directly."""
+    out = ctx.path("exit.h5")
+    p = profile(ctx, out, ["--iters", "5", "--compute-us", "10"], env={"MPI_STRAGGLER_EXIT_CODE": "7"}, check_rc=None)
+    expect(p.returncode == 7, f"through mpirun: exit code {p.returncode}, expected 7\n{p.stderr}")
+    with h5py.File(out, "r") as f:
+        expect(len(f["ranks"]) == 4, "ranks recorded despite the non-zero exit")
+    p = run([ctx.commprof, "run", "-q", "-o", ctx.path("direct.h5"), "--", "/bin/sh", "-c", "exit 5"])
+    expect(p.returncode == 5, f"direct program: exit code {p.returncode}, expected 5")
+    p = run([ctx.commprof, "run", "-q", "-o", ctx.path("missing.h5"), "--", ctx.path("no-such-program")])
+    expect(p.returncode == 127, f"missing program: exit code {p.returncode}, expected 127")
+    p = run([ctx.commprof, "run", "-o", ctx.path("x.h5")])
+    expect(p.returncode == 2, f"run without a command: exit code {p.returncode}, expected 2")
+
+
+def case_killed_rank(ctx):
+    """SIGKILL of one rank mid-run leaves a readable file with the other ranks' data and the
+    killed rank marked disconnected."""
+    out = ctx.path("killed.h5")
+    p = profile(ctx, out, ["--iters", "400", "--compute-us", "2000"], env={"MPI_STRAGGLER_ABORT_RANK": "1"},
+                check_rc=None)
+    expect(p.returncode != 0, "a killed rank must make the job fail")
+    with h5py.File(out, "r") as f:
+        g1 = f["ranks"]["1"]
+        expect(g1.attrs["status"] == "disconnected", f"killed rank status {g1.attrs['status']}")
+        for rank in (0, 2, 3):
+            g, ev, names = load_rank(f, rank)
+            n = len(named(ev, names, "MPI_Allreduce"))
+            expect(n >= 100, f"rank {rank}: only {n} allreduce events survived (killed at iteration 200)")
+        _, ev1, names1 = load_rank(f, 1)
+        n1 = len(named(ev1, names1, "MPI_Allreduce"))
+        expect(100 <= n1 <= 200, f"killed rank kept {n1} allreduce events, expected up to its death at 200")
+    # Our own reader agrees.
+    info = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+    expect([r["status"] for r in info["ranks"]][1] == "disconnected", "commprof info shows the disconnected rank")
+    # h5dump, a third reader, opens it too.
+    run(["h5dump", "-H", out], check_rc=0)
+
+
+def case_spool_and_merge(ctx):
+    """With the aggregator unreachable, every rank spools; commprof merge turns the spools into the
+    same file a live run writes."""
+    spool = ctx.path("spool")
+    iters = 20
+    env = {"COMMPROF_AGGREGATOR": "127.0.0.1:1", "COMMPROF_SPOOL_DIR": spool, "COMMPROF_JOB_ID": "spooljob",
+           "COMMPROF_SECRET": "s3cret", "COMMPROF_CONNECT_TIMEOUT_MS": "500"}
+    cmd = mpirun(4)
+    for k in list(env) + ["LD_PRELOAD"]:
+        cmd += ["-x", k]
+    env["LD_PRELOAD"] = ctx.library
+    p = run(cmd + [ctx.example, "--iters", str(iters), "--compute-us", "100"], env=env, check_rc=0)
+    expect("spooling to" in p.stderr, f"ranks announce spooling:\n{p.stderr}")
+    files = sorted(os.listdir(spool))
+    expect(len(files) == 4 and all(x.endswith(".cpspool") for x in files), f"spool files: {files}")
+    out = ctx.path("merged.h5")
+    p = run([ctx.commprof, "merge", spool, "-o", out], check_rc=0)
+    with h5py.File(out, "r") as f:
+        expect(f.attrs["job_id"] == "spooljob", f"job id {f.attrs['job_id']}")
+        expect(int(f.attrs["world_size"]) == 4, "world size")
+        for rank in range(4):
+            g, ev, names = load_rank(f, rank)
+            expect(g.attrs["status"] == "complete", f"rank {rank}: {g.attrs['status']}")
+            expect(int(g.attrs["spooled"]) == 1, "spooled counter")
+            calls = named(ev, names, "MPI_Allreduce")
+            expect(calls["seq"].tolist() == list(range(1, iters + 1)), f"rank {rank}: merged seqs {calls['seq']}")
+    # The secret check applies to spools when asked: a wrong secret refuses every file.
+    p = run([ctx.commprof, "merge", spool, "-o", ctx.path("refused.h5"), "--secret", "wrong"])
+    expect(p.returncode == 1 and "wrong HMAC" in p.stderr, f"merge --secret wrong: rc {p.returncode}\n{p.stderr}")
+    # A truncated spool keeps the frames before the cut and says where it broke.
+    victim = os.path.join(spool, files[2])
+    size = os.path.getsize(victim)
+    with open(victim, "r+b") as fh:
+        fh.truncate(size - 10)
+    p = run([ctx.commprof, "merge", spool, "-o", ctx.path("truncated.h5")])
+    expect(p.returncode == 1 and "truncated" in p.stderr and files[2] in p.stderr, f"truncated spool:\n{p.stderr}")
+    with h5py.File(ctx.path("truncated.h5"), "r") as f:
+        statuses = [f["ranks"][str(r)].attrs["status"] for r in range(4)]
+        expect(statuses.count("complete") == 3 and statuses.count("disconnected") == 1, f"statuses {statuses}")
+
+
+def case_wrong_secret(ctx):
+    """Ranks presenting a wrong proof of the job secret are refused and nothing of theirs is
+    stored, even from their spools."""
+    out = ctx.path("wrong.h5")
+    shell = " ".join(["COMMPROF_SECRET=forged", "exec"] + mpirun(2) + [ctx.example, "--iters", "5", "--compute-us", "10"])
+    p = run([ctx.commprof, "run", "-o", out, "--", "/bin/sh", "-c", shell])
+    expect(p.returncode == 0, f"the job itself runs on: rc {p.returncode}\n{p.stderr}")
+    expect(p.stderr.count("refused connection") == 2, f"two refusals logged:\n{p.stderr}")
+    expect("wrong HMAC proof" in p.stderr, "refusal names the reason")
+    with h5py.File(out, "r") as f:
+        expect(len(f["ranks"]) == 0, f"nothing stored from refused ranks: {list(f['ranks'])}")
+
+
+def case_info_json(ctx):
+    """commprof info --json: the documented keys with the run's values."""
+    out = ctx.path("info.h5")
+    profile(ctx, out, ["--iters", "12", "--compute-us", "50"])
+    info = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+    for key in ["format", "format_version", "job_id", "command_line", "world_size", "start_epoch_ns", "ranks"]:
+        expect(key in info, f"missing key {key}")
+    expect(info["world_size"] == 4 and len(info["ranks"]) == 4, "world size and ranks")
+    expect("mpi_straggler" in info["command_line"], "command line stored")
+    for r in info["ranks"]:
+        for key in ["rank", "host", "pid", "status", "event_count", "events_by_kind", "events_by_name",
+                    "dropped_events", "clock_offset_ns", "clock_drift_ppm", "clock_error_bound_ns"]:
+            expect(key in r, f"rank missing key {key}")
+        expect(r["events_by_name"]["MPI_Allreduce"] == 12, f"rank {r['rank']}: {r['events_by_name']}")
+        expect(r["events_by_kind"]["mpi_collective"] == 14, f"12 allreduce + 2 barriers: {r['events_by_kind']}")
+        expect(r["event_count"] == sum(r["events_by_kind"].values()), "event_count is the sum over kinds")
+    text = run([ctx.commprof, "info", out], check_rc=0).stdout
+    expect("MPI_Allreduce" in text and "complete" in text, "text output")
+    p = run([ctx.commprof, "info", ctx.path("does-not-exist.h5")])
+    expect(p.returncode == 1 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+
+
+def case_c_api(ctx):
+    """A non-MPI program profiled directly: ranges (nested, two threads), marks, steps."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "c_api_program")
+    out = ctx.path("capi.h5")
+    run([ctx.commprof, "run", "-o", out, "--", exe], check_rc=0)
+    with h5py.File(out, "r") as f:
+        expect(int(f.attrs["world_size"]) == 1, "one rank")
+        g, ev, names = load_rank(f, 0)
+        expect(g.attrs["status"] == "complete", f"status {g.attrs['status']}")
+        outer, inner, work = (named(ev, names, n) for n in ("outer", "inner", "worker-iter"))
+        expect(len(outer) == 5 and len(inner) == 5 and len(work) == 10, f"{len(outer)} {len(inner)} {len(work)}")
+        expect(np.all(outer["kind"] == KIND["user_range"]) and np.all(outer["seq"] == 0) and np.all(inner["seq"] == 1),
+               "range kinds and depths")
+        expect(np.all(inner["start_ns"] >= outer["start_ns"]) and np.all(inner["end_ns"] <= outer["end_ns"]),
+               "inner ranges nest inside outer ones")
+        expect(np.all(inner["end_ns"] - inner["start_ns"] >= 100_000), "inner range spans its 100 us spin")
+        expect(len(set(work["thread_id"].tolist())) == 1 and work["thread_id"][0] != outer["thread_id"][0],
+               "worker thread has its own thread id")
+        marks = named(ev, names, "checkpoint")
+        expect(len(marks) == 5 and np.all(marks["kind"] == KIND["user_mark"]), "marks")
+        expect(len(named(ev, names, "invisible")) == 0, "nothing recorded while disabled")
+        steps = ev[ev["kind"] == KIND["step"]]
+        expect(steps["seq"].tolist() == [0, 1, 2, 3, 4], f"steps {steps['seq']}")
+
+
+CASES = {
+    "allreduce": lambda c: case_collective(c, "allreduce"),
+    "allgather": lambda c: case_collective(c, "allgather"),
+    "bcast": lambda c: case_collective(c, "bcast"),
+    "alltoall": lambda c: case_collective(c, "alltoall"),
+    "reduce_scatter": lambda c: case_collective(c, "reduce_scatter"),
+    "nonblocking": case_nonblocking,
+    "all_calls": case_all_calls,
+    "exit_code": case_exit_code,
+    "killed_rank": case_killed_rank,
+    "spool_and_merge": case_spool_and_merge,
+    "wrong_secret": case_wrong_secret,
+    "info_json": case_info_json,
+    "c_api": case_c_api,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    ctx = Ctx(a.build, a.work)
+    CASES[a.case](ctx)
+    print(f"{a.case}: ok")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
