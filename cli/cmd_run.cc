@@ -43,6 +43,7 @@ struct Options {
 };
 
 pid_t g_child = -1;
+std::vector<std::string> g_after_dash_dash;
 
 void ForwardSignal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
@@ -114,6 +115,10 @@ std::string JoinCommand(const std::vector<std::string>& argv) {
 int RunJob(Options o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
+    return 2;
+  }
+  if (o.command[0].size() > 1 && o.command[0][0] == '-') {
+    std::fprintf(stderr, "commprof run: unknown option '%s' (see commprof run --help)\n", o.command[0].c_str());
     return 2;
   }
   std::string library = FindLibrary(o);
@@ -255,10 +260,14 @@ int RunJob(Options o) {
 
 }  // namespace
 
+void SetRunArgsAfterDashDash(std::vector<std::string> args) { g_after_dash_dash = std::move(args); }
+
 Runner AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
-      "run", "Profile a job: commprof run [-o FILE.h5] -- mpirun -np 4 ./app ARGS (or the program itself).\n"
+      "run", "Profile a job: commprof run [-o FILE.h5] [--] LAUNCHER ARGS... where LAUNCHER is\n"
+             "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
+             "Everything from the first argument that is not a run option belongs to the job.\n"
              "Returns the job's exit code (128+signal if it was killed).");
   sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
   sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
@@ -272,8 +281,6 @@ Runner AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
-  sub->add_option("command", o->command, "the launcher (mpirun/mpiexec) or the program, with its arguments")
-      ->required();
   sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" +
               []() {
                 std::string s;
@@ -282,8 +289,19 @@ Runner AddRunCommand(CLI::App& app) {
                 }
                 return s;
               }());
-  sub->prefix_command();  // everything after the options belongs to the job
-  return [o] { return RunJob(*o); };
+  sub->prefix_command();  // everything from the first positional on belongs to the job
+  return [o, sub] {
+    // prefix_command(): the first positional starts the job's command line; CLI11 leaves the
+    // rest (which may look like our options, e.g. mpirun's -x) in remaining().
+    Options opts = *o;
+    opts.command = sub->remaining();
+    if (!g_after_dash_dash.empty()) {
+      // "--" inside the job's own arguments (commprof run mpirun -np 2 -- ./app) stays there.
+      if (!opts.command.empty()) opts.command.push_back("--");
+      opts.command.insert(opts.command.end(), g_after_dash_dash.begin(), g_after_dash_dash.end());
+    }
+    return RunJob(std::move(opts));
+  };
 }
 
 }  // namespace commprof::cli

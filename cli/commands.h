@@ -6,12 +6,17 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace commprof::cli {
 
 using Runner = std::function<int()>;
 
 Runner AddRunCommand(CLI::App& app);
+// `commprof run ... -- JOB...`: main() hands the words after the first "--" here, because
+// CLI11 would otherwise try to parse the job's own options.
+void SetRunArgsAfterDashDash(std::vector<std::string> args);
 Runner AddInfoCommand(CLI::App& app);
 Runner AddMergeCommand(CLI::App& app);
 

@@ -21,8 +21,18 @@ int main(int argc, char** argv) {
   add(&commprof::cli::AddInfoCommand);
   add(&commprof::cli::AddMergeCommand);
 
+  int parse_argc = argc;
+  if (argc > 1 && std::string(argv[1]) == "run") {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--") {
+        commprof::cli::SetRunArgsAfterDashDash(std::vector<std::string>(argv + i + 1, argv + argc));
+        parse_argc = i;
+        break;
+      }
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parse_argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // usage errors are exit code 2, as documented
