@@ -67,10 +67,11 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
   }
 }
 
-void RankStream::End(const std::string& reason) {
+void RankStream::End(const std::string& reason, bool corrupt) {
   if (ended_ || !accepted_) return;
   ended_ = true;
-  ingest_.CloseRank(rank_, bye_ ? RankEnd::kComplete : RankEnd::kDisconnected, counters_, batches_lost_, reason);
+  RankEnd end = bye_ ? RankEnd::kComplete : (corrupt ? RankEnd::kCorrupt : RankEnd::kDisconnected);
+  ingest_.CloseRank(rank_, end, counters_, batches_lost_, reason);
 }
 
 }  // namespace commprof

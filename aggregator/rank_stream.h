@@ -23,8 +23,9 @@ class RankStream {
   RankStream(Ingest& ingest, StreamPolicy policy) : ingest_(ingest), policy_(std::move(policy)) {}
 
   Status OnFrame(wire::FrameType type, std::span<const uint8_t> payload);
-  // The stream ended (EOF, error, or bye seen). Safe to call more than once.
-  void End(const std::string& reason);
+  // The stream ended (EOF, error, or bye seen); `corrupt` when it ended at a bad frame. Safe to
+  // call more than once: the first call decides.
+  void End(const std::string& reason, bool corrupt = false);
 
   bool accepted() const { return accepted_; }
   bool said_bye() const { return bye_; }

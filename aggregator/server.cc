@@ -99,17 +99,17 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       COMMPROF_LOG_WARN("dropping connection from %s: %s", peer_.c_str(), why.c_str());
     }
-    Finish(why);
+    Finish(why, /*corrupt=*/true);
   }
 
-  void Finish(const std::string& reason) {
+  void Finish(const std::string& reason, bool corrupt = false) {
     if (finished_) return;
     finished_ = true;
     if (stream_.accepted()) {
       if (!stream_.said_bye()) {
         COMMPROF_LOG_WARN("rank %u disconnected without a bye (%s)", stream_.rank(), reason.c_str());
       }
-      stream_.End(reason);
+      stream_.End(reason, corrupt);
       stats_.ended++;
     }
     Close();

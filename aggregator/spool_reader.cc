@@ -37,13 +37,15 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
     return out;
   }
   RankStream stream(ingest, policy);
+  bool truncated = false;
   wire::FrameHeader h;
   std::vector<uint8_t> payload;
   for (;;) {
     long offset = std::ftell(file.f);
     auto got = wire::ReadFrame(file.f, h, payload);
     if (!got.ok()) {
-      out.status = Corrupt(path + ": " + got.status().message());
+      truncated = got.status().code() == StatusCode::kIoError;
+      out.status = Status(got.status().code(), path + ": " + got.status().message());
       break;
     }
     if (!got.value()) break;
@@ -58,7 +60,8 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
   out.accepted = stream.accepted();
   out.rank = stream.rank();
   out.job_id = stream.hello().job_id;
-  stream.End(out.status.ok() ? "end of spool file" : out.status.message());
+  // A spool cut short (its writer was killed) ends like a lost connection; a bad frame is corrupt.
+  stream.End(out.status.ok() ? "end of spool file" : out.status.message(), !out.status.ok() && !truncated);
   return out;
 }
 

@@ -6,6 +6,7 @@
 // arrive, ingests any spool files the ranks left, finalizes the file and returns the job's code.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +98,14 @@ std::string FindLibrary(const Options& o) {
   return {};
 }
 
+// Async-signal-safe (it runs between fork and exec in a multi-threaded process).
+void CloseDescriptorsAbove2() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+  for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+}
+
 bool IsOpenMpiLauncher(const std::string& arg0) {
   std::string base = fs::path(arg0).filename().string();
   return base == "mpirun" || base == "mpiexec" || base == "orterun" || base == "oshrun";
@@ -175,10 +184,11 @@ int RunJob(Options o) {
   argv.push_back(o.command[0]);
   bool openmpi = IsOpenMpiLauncher(o.command[0]);
   if (openmpi) {
-    // -x NAME=VALUE sets it in the ranks only: mpirun itself is not profiled.
-    for (const auto& [k, v] : vars) {
+    // -x NAME forwards mpirun's value (set below in its environment), so the secret never shows
+    // in a process listing; LD_PRELOAD goes as NAME=VALUE so that mpirun itself is not profiled.
+    for (const auto& kv : vars) {
       argv.push_back("-x");
-      argv.push_back(k + "=" + v);
+      argv.push_back(kv.first);
     }
     argv.push_back("-x");
     argv.push_back("LD_PRELOAD=" + preload);
@@ -192,6 +202,9 @@ int RunJob(Options o) {
   std::fflush(stderr);
   pid_t child = ::fork();
   if (child == 0) {
+    // The job must not inherit our descriptors: an inherited HDF5 file handle would keep the
+    // output locked against readers for as long as any job process lives.
+    CloseDescriptorsAbove2();
     for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
     if (!openmpi) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     std::vector<char*> cargv;
@@ -216,19 +229,21 @@ int RunJob(Options o) {
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
   // The job is gone; give connected ranks a moment to deliver their last frames.
-  const ServerStats& stats = server.value()->stats();
+  const ServerStats& live = server.value()->stats();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.grace_s);
-  while (std::chrono::steady_clock::now() < deadline && stats.open.load() > 0) {
+  while (std::chrono::steady_clock::now() < deadline && live.open.load() > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (stats.open.load() > 0) {
+  if (live.open.load() > 0) {
     std::fprintf(stderr, "commprof: %u connection(s) still open after %.1f s; marking them disconnected\n",
-                 stats.open.load(), o.grace_s);
+                 live.open.load(), o.grace_s);
   }
   boost::asio::post(io, [&] { server.value()->Close(); });
   guard.reset();
   io.stop();
   io_thread.join();
+  const uint32_t ranks_accepted = live.accepted.load();
+  const uint32_t ranks_refused = live.refused.load();
   server.value().reset();  // closes the sessions: ranks without a bye are marked disconnected
 
   // Ranks that could not reach us spooled: fold their spools into the same file.
@@ -251,7 +266,7 @@ int RunJob(Options o) {
   if (!st.ok()) std::fprintf(stderr, "commprof: writing %s: %s\n", o.output.c_str(), st.message().c_str());
   if (!o.quiet) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
-                 o.output.c_str(), stats.accepted.load(), stats.refused.load(),
+                 o.output.c_str(), ranks_accepted, ranks_refused,
                  static_cast<unsigned long long>(ingest.value()->events_written()), job_rc);
   }
   if (!st.ok() && job_rc == 0) return 1;

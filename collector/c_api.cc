@@ -78,6 +78,7 @@ void commprof_step(uint64_t step) {
   if (rt == nullptr) return;
   commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
   e.seq = step;
+  e.name_id = rt->Intern("step");
   rt->Record(e);
 }
 

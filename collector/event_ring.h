@@ -14,9 +14,14 @@ namespace commprof {
 class EventRing {
  public:
   // capacity is rounded up to a power of two.
-  explicit EventRing(uint32_t capacity) {
+  static uint32_t RoundedCapacity(uint32_t capacity) {
     uint32_t c = 16;
-    while (c < capacity) c <<= 1;
+    while (c < capacity && c < (1u << 31)) c <<= 1;
+    return c;
+  }
+
+  explicit EventRing(uint32_t capacity) {
+    uint32_t c = RoundedCapacity(capacity);
     capacity_ = c;
     mask_ = c - 1;
     slots_ = std::make_unique<commprof_event[]>(c);

@@ -42,7 +42,7 @@ uint64_t AssignCommId(MPI_Comm comm) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   uint64_t id = 0;
-  if (rank == 0) id = (g_world_rank << 32) | (g_created.fetch_add(1) + 1);
+  if (rank == 0) id = ((g_world_rank + 1) << 32) | (g_created.fetch_add(1) + 1);
   PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, comm);
   Attach(comm, id, false);
   return id;
@@ -54,7 +54,7 @@ CommInfo* LookupComm(MPI_Comm comm) {
   if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
   if (found) return static_cast<CommInfo*>(value);
   // High bit marks rank-local ids so they can never collide with agreed ones.
-  uint64_t id = (1ull << 63) | (g_world_rank << 32) | (g_untracked.fetch_add(1) + 1);
+  uint64_t id = (1ull << 63) | ((g_world_rank + 1) << 32) | (g_untracked.fetch_add(1) + 1);
   return Attach(comm, id, true);
 }
 

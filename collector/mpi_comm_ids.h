@@ -1,7 +1,8 @@
 // Job-unique communicator ids and per-communicator collective sequence numbers (DESIGN.md §7).
 //
-// MPI_COMM_WORLD is id 0. A communicator made by a wrapped call (dup, split, split_type, create,
-// create_group, cart_create) gets (world rank of its rank 0 << 32) | that rank's creation counter,
+// MPI_COMM_WORLD is id 1 (0 means "no communicator"). A communicator made by a wrapped call (dup,
+// split, split_type, create, create_group, cart_create) gets ((world rank of its rank 0 + 1) << 32)
+// | that rank's creation counter,
 // broadcast from its rank 0 over the new communicator inside the creating call, so all members
 // agree on it. Ids are unique without any job-wide coordination because each world rank numbers
 // only the communicators it leads. The id and the sequence counter live in an MPI attribute on

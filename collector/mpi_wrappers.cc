@@ -276,7 +276,7 @@ void OnInit(uint64_t t0) {
   e.start_ns = t0;
   e.end_ns = rt->Now();
   e.comm_id = COMMPROF_COMM_WORLD_ID;
-  e.bytes = static_cast<uint64_t>(size);
+  e.bytes = static_cast<uint64_t>(size);  // world size
   e.peer = COMMPROF_NO_PEER;
   e.device = COMMPROF_HOST_DEVICE;
   rt->Record(e);
@@ -646,6 +646,21 @@ int MPI_Testsome(int count, MPI_Request reqs[], int* outcount, int indices[], MP
   RecordWait(rt, COMMPROF_OP_TEST, kNameTestsome, t0, t1, count);
   if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) {
     for (int i = 0; i < *outcount; ++i) Complete(rt, saved[indices[i]], &st[i], t1);
+  }
+  return rc;
+}
+
+int MPI_Request_free(MPI_Request* req) {
+  Runtime* rt = ActiveRuntime();
+  if (rt == nullptr) return PMPI_Request_free(req);
+  MPI_Request saved = *req;
+  int rc = PMPI_Request_free(req);
+  commprof_event e;
+  if (rc == MPI_SUCCESS && saved != MPI_REQUEST_NULL && rt->requests().Take(RequestKey(saved), e)) {
+    // The operation goes on without us ever seeing it complete: keep it, flagged, ending here.
+    e.end_ns = rt->Now();
+    e.flags |= COMMPROF_FLAG_INCOMPLETE;
+    rt->Record(e);
   }
   return rc;
 }

@@ -55,6 +55,21 @@ class RequestTable {
 
   uint64_t overflow() const { return overflow_.load(std::memory_order_relaxed); }
 
+  // Removes every entry still parked (at shutdown: operations never seen to complete).
+  template <typename Fn>
+  void TakeAll(Fn&& fn) {
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      Slot& s = slots_[i];
+      uintptr_t key = s.key.load(std::memory_order_acquire);
+      if (key <= kBusy) continue;
+      if (s.key.compare_exchange_strong(key, kBusy, std::memory_order_acquire)) {
+        commprof_event e = s.event;
+        s.key.store(kEmpty, std::memory_order_release);
+        fn(e);
+      }
+    }
+  }
+
  private:
   static constexpr uint32_t kProbe = 16;
   static constexpr uintptr_t kEmpty = 0;

@@ -37,7 +37,8 @@ Runtime::Runtime(Config config, Identity identity)
       identity_(std::move(identity)),
       start_(TakeClockAnchor()),
       requests_(config_.request_slots) {
-  uint64_t ring_bytes = static_cast<uint64_t>(config_.buffer_events) * sizeof(commprof_event);
+  // Rings round their capacity up to a power of two: budget with what they really take.
+  uint64_t ring_bytes = static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
   rings_allowed_ = static_cast<uint32_t>((static_cast<uint64_t>(config_.memory_mb) << 20) / ring_bytes);
   if (rings_allowed_ == 0) rings_allowed_ = 1;
   clock_.method = "none";
@@ -53,6 +54,12 @@ void Runtime::Start() {
 
 void Runtime::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    // Non-blocking operations never seen to complete are kept, flagged, rather than lost.
+    requests_.TakeAll([this](commprof_event e) {
+      e.flags |= COMMPROF_FLAG_INCOMPLETE;
+      dropped_requests_incomplete_.fetch_add(1, std::memory_order_relaxed);
+      Record(e);
+    });
     if (shipper_) shipper_->Stop();
   });
 }
@@ -105,6 +112,7 @@ wire::Bye Runtime::Counters() const {
       {"dropped_range_depth", dropped_range_depth_.load()},
       {"dropped_requests", requests_.overflow() + dropped_requests_.load()},
       {"dropped_strings", strings_.overflow_count()},
+      {"requests_incomplete", dropped_requests_incomplete_.load()},
   };
   return bye;
 }

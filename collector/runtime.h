@@ -122,6 +122,7 @@ class Runtime {
   std::atomic<uint64_t> dropped_no_buffer_{0};
   std::atomic<uint64_t> dropped_range_depth_{0};
   std::atomic<uint64_t> dropped_requests_{0};
+  std::atomic<uint64_t> dropped_requests_incomplete_{0};  // recorded with the INCOMPLETE flag
 
   mutable std::mutex clock_mu_;
   wire::Clock clock_;

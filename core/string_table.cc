@@ -3,8 +3,10 @@
 namespace commprof {
 
 StringTable::StringTable() {
+  storage_.emplace_back("");
+  ids_.emplace(storage_.back(), kNoNameId);
   storage_.emplace_back("<overflow>");
-  ids_.emplace(storage_.back(), 0);
+  ids_.emplace(storage_.back(), kOverflowId);
 }
 
 uint32_t StringTable::Intern(std::string_view text) {

@@ -21,7 +21,8 @@ class StringTable {
   // Beyond this many distinct strings, Intern returns kOverflowId and counts the overflow: a
   // program that puts unbounded text (e.g. a counter) into names cannot exhaust memory.
   static constexpr uint32_t kMaxStrings = 1u << 20;
-  static constexpr uint32_t kOverflowId = 0;  // id 0 is always "<overflow>"
+  static constexpr uint32_t kNoNameId = 0;    // id 0 is always "" (an event without a name)
+  static constexpr uint32_t kOverflowId = 1;  // id 1 is always "<overflow>"
 
   StringTable();
 

@@ -340,13 +340,15 @@ Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t
   uint8_t raw[kHeaderSize];
   size_t got = std::fread(raw, 1, kHeaderSize, file);
   if (got == 0 && std::feof(file)) return false;
-  if (got != kHeaderSize) return Corrupt("truncated frame header at byte " + std::to_string(offset));
+  // Truncation is an I/O-level end (a writer killed mid-frame), reported as kIoError; a frame that
+  // is whole but wrong is kCorrupt.
+  if (got != kHeaderSize) return IoError("truncated frame header at byte " + std::to_string(offset));
   auto h = DecodeHeader(raw);
   if (!h.ok()) return Corrupt(h.status().message() + " at byte " + std::to_string(offset));
   header = h.value();
   payload.resize(header.payload_len);
   if (std::fread(payload.data(), 1, payload.size(), file) != payload.size()) {
-    return Corrupt(std::string("truncated ") + FrameTypeName(header.type) + " frame at byte " +
+    return IoError(std::string("truncated ") + FrameTypeName(header.type) + " frame at byte " +
                    std::to_string(offset));
   }
   return true;

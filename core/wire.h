@@ -119,7 +119,7 @@ std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const
 const char* FrameTypeName(FrameType type);
 
 // Reads the next whole frame from a spool file. Returns false at a clean end of file; a
-// truncated or invalid frame returns the Status naming the byte offset.
+// truncated frame is kIoError, an invalid one kCorrupt, both naming the byte offset.
 Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload);
 
 }  // namespace commprof::wire

@@ -92,8 +92,11 @@ enum commprof_event_flags {
   COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2 /* communicator made by a call we do not wrap: comm_id is local only */
 };
 
-/* comm_id of MPI_COMM_WORLD; other communicators get (creator world rank << 32) | counter. */
-#define COMMPROF_COMM_WORLD_ID 0ull
+/* comm_id 0: the event is not about a communicator. MPI_COMM_WORLD is 1; a communicator created
+ * by a wrapped call gets ((world rank of its rank 0 + 1) << 32) | that rank's creation counter
+ * (from 1); one we did not see created gets a rank-local id with the top bit set. */
+#define COMMPROF_NO_COMM_ID 0ull
+#define COMMPROF_COMM_WORLD_ID 1ull
 #define COMMPROF_NO_PEER (-1)
 
 typedef struct commprof_event {

@@ -103,7 +103,7 @@ def case_collective(ctx, collective):
             calls = named(ev, names, mpi_name)
             expect(len(calls) == iters, f"rank {rank}: {len(calls)} {mpi_name} events, expected {iters}")
             expect(np.all(calls["kind"] == KIND["mpi_collective"]), "kind of collective events")
-            expect(np.all(calls["comm_id"] == 0), f"rank {rank}: {mpi_name} not on comm 0")
+            expect(np.all(calls["comm_id"] == 1), f"rank {rank}: {mpi_name} not on MPI_COMM_WORLD (id 1)")
             expect(np.all(calls["end_ns"] >= calls["start_ns"]), "end before start")
             expect(np.all(calls["bytes"] == expected_bytes),
                    f"rank {rank}: bytes {set(calls['bytes'].tolist())}, expected {expected_bytes}")
@@ -112,15 +112,17 @@ def case_collective(ctx, collective):
             seqs[rank] = calls["seq"].tolist()
             barriers = named(ev, names, "MPI_Barrier")
             expect(len(barriers) == 2, f"rank {rank}: {len(barriers)} barriers, expected 2")
-            world_barrier = barriers[barriers["comm_id"] == 0]
+            world_barrier = barriers[barriers["comm_id"] == 1]
             expect(len(world_barrier) == 1 and world_barrier["seq"][0] == 0, "world barrier is seq 0")
-            sub = barriers[barriers["comm_id"] != 0]
+            sub = barriers[barriers["comm_id"] != 1]
             expect(len(sub) == 1 and sub["seq"][0] == 0, f"rank {rank}: split-communicator barrier")
             sub_ids[rank] = int(sub["comm_id"][0])
             split = named(ev, names, "MPI_Comm_split")
             expect(len(split) == 1 and int(split["comm_id"][0]) == sub_ids[rank],
                    f"rank {rank}: MPI_Comm_split event names the new communicator")
-            expect(int(split["seq"][0]) == 0, "split's parent is MPI_COMM_WORLD")
+            expect(int(split["seq"][0]) == 1, "split's parent is MPI_COMM_WORLD")
+            expect(int(split["peer"][0]) == rank // 2, f"rank {rank}: its rank in the split communicator")
+            expect(sub_ids[rank] >> 32 == (rank % 2) + 1, f"rank {rank}: id {sub_ids[rank]:#x} names its creator")
             ordered = ev[np.argsort(ev["start_ns"], kind="stable")]
             expect(ordered["kind"][0] == KIND["mpi_init"] and ordered["kind"][-1] == KIND["mpi_finalize"],
                    f"rank {rank}: first/last events are init/finalize")
@@ -174,11 +176,11 @@ def case_all_calls(ctx):
         ids = {}
         for rank in range(4):
             _, ev, names = load_rank(f, rank)
-            world = ev[(ev["kind"] == KIND["mpi_collective"]) & (ev["comm_id"] == 0)]
+            world = ev[(ev["kind"] == KIND["mpi_collective"]) & (ev["comm_id"] == 1)]
             expect(sorted(world["seq"].tolist()) == list(range(19)), f"rank {rank}: world seqs {sorted(world['seq'])}")
             for name, seq, nbytes, root in coll:
                 e = named(ev, names, name)
-                e = e[e["comm_id"] == 0]
+                e = e[e["comm_id"] == 1]
                 expect(len(e) == 1, f"rank {rank}: {len(e)} {name} on world")
                 expect(int(e["seq"][0]) == seq, f"rank {rank}: {name} seq {e['seq'][0]}, expected {seq}")
                 expect(int(e["bytes"][0]) == nbytes, f"rank {rank}: {name} bytes {e['bytes'][0]}, expected {nbytes}")
@@ -186,7 +188,7 @@ def case_all_calls(ctx):
                     expect(int(e["peer"][0]) == root, f"rank {rank}: {name} root {e['peer'][0]}")
                 expect(int(e["datatype"][0]) in (0, 7), f"rank {rank}: {name} datatype {e['datatype'][0]}")
             red = named(ev, names, "MPI_Allreduce")
-            expect(int(red[red["comm_id"] == 0]["reduce_op"][0]) == 3, "Allreduce records MPI_MAX")
+            expect(int(red[red["comm_id"] == 1]["reduce_op"][0]) == 3, "Allreduce records MPI_MAX")
             gv = named(ev, names, "MPI_Gatherv")
             expect(int(gv["bytes"][0]) == (128 if rank == 0 else 32), f"rank {rank}: Gatherv bytes {gv['bytes'][0]}")
             sv = named(ev, names, "MPI_Scatterv")
@@ -233,7 +235,7 @@ def case_all_calls(ctx):
         expect(ids[0][1] == ids[1][1] and ids[2][1] == ids[3][1] and ids[0][1] != ids[2][1], f"split ids: {ids}")
         expect(ids[0][2] == ids[2][2], f"create ids: {ids}")
         every = [ids[0][0], ids[0][1], ids[2][1], ids[0][2]]
-        expect(len(set(every)) == 4 and 0 not in every, f"communicator ids are distinct and not world: {every}")
+        expect(len(set(every)) == 4 and not {0, 1} & set(every), f"communicator ids are distinct and not world: {every}")
 
 
 def case_exit_code(ctx):
@@ -249,6 +251,12 @@ def case_exit_code(ctx):
     expect(p.returncode == 127, f"missing program: exit code {p.returncode}, expected 127")
     p = run([ctx.commprof, "run", "-o", ctx.path("x.h5")])
     expect(p.returncode == 2, f"run without a command: exit code {p.returncode}, expected 2")
+    p = run([ctx.commprof, "run", "--no-such-option", "--", "/bin/true"])
+    expect(p.returncode == 2 and "--no-such-option" in p.stderr, f"unknown run option: rc {p.returncode}")
+    # The job's own arguments reach it untouched, even when they look like ours.
+    for argv in (["/bin/echo", "-o", "x", "--", "-q"], ["--", "/bin/echo", "-o", "x", "--", "-q"]):
+        p = run([ctx.commprof, "run", "-q", "-o", ctx.path("args.h5")] + argv, check_rc=0)
+        expect(p.stdout.strip() == "-o x -- -q", f"job arguments changed: {argv} -> {p.stdout!r}")
 
 
 def case_killed_rank(ctx):
@@ -374,6 +382,7 @@ def case_c_api(ctx):
         expect(len(named(ev, names, "invisible")) == 0, "nothing recorded while disabled")
         steps = ev[ev["kind"] == KIND["step"]]
         expect(steps["seq"].tolist() == [0, 1, 2, 3, 4], f"steps {steps['seq']}")
+        expect(all(names[i] == "step" for i in steps["name_id"]), "step events are named 'step'")
 
 
 CASES = {

@@ -1,0 +1,76 @@
+#include "core/clock_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace commprof {
+
+bool EstimateEpoch(std::span<const ClockSampleNs> samples, ClockPoint& out) {
+  bool found = false;
+  int64_t best_rtt = 0;
+  for (const auto& s : samples) {
+    int64_t rtt = s.local_recv - s.local_send;
+    if (rtt < 0) continue;
+    if (!found || rtt < best_rtt) {
+      found = true;
+      best_rtt = rtt;
+      // Midpoint without overflow: send + rtt/2.
+      int64_t mid = s.local_send + rtt / 2;
+      out.local_ns = mid;
+      out.offset_ns = s.reference - mid;
+      out.half_rtt_ns = (rtt + 1) / 2;  // round up: the bound must hold
+    }
+  }
+  return found;
+}
+
+ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {
+  std::sort(points_.begin(), points_.end(),
+            [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
+}
+
+namespace {
+// Offset on the line through a and b at t (a.local_ns != b.local_ns).
+int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
+  long double slope = static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+  return a.offset_ns + static_cast<int64_t>(std::llround(slope * static_cast<long double>(t - a.local_ns)));
+}
+}  // namespace
+
+int64_t ClockModel::Offset(int64_t t) const {
+  if (points_.empty()) return 0;
+  if (points_.size() == 1) return points_[0].offset_ns;
+  // Segment containing t; before the first / after the last, extend the end segments.
+  auto it = std::upper_bound(points_.begin(), points_.end(), t,
+                             [](int64_t v, const ClockPoint& p) { return v < p.local_ns; });
+  size_t hi = static_cast<size_t>(it - points_.begin());
+  if (hi == 0) hi = 1;
+  if (hi >= points_.size()) hi = points_.size() - 1;
+  const ClockPoint& a = points_[hi - 1];
+  const ClockPoint& b = points_[hi];
+  if (a.local_ns == b.local_ns) return a.offset_ns;
+  return Interpolate(a, b, t);
+}
+
+double ClockModel::DriftPpm() const {
+  if (points_.size() < 2) return 0.0;
+  const ClockPoint& a = points_.front();
+  const ClockPoint& b = points_.back();
+  if (a.local_ns == b.local_ns) return 0.0;
+  return 1e6 * static_cast<double>(b.offset_ns - a.offset_ns) / static_cast<double>(b.local_ns - a.local_ns);
+}
+
+int64_t ClockModel::ErrorBoundNs() const {
+  if (points_.empty()) return -1;
+  int64_t half = 0;
+  for (const auto& p : points_) half = std::max(half, p.half_rtt_ns);
+  int64_t residual = 0;
+  if (points_.size() > 2 && points_.front().local_ns != points_.back().local_ns) {
+    for (const auto& p : points_) {
+      residual = std::max(residual, std::abs(p.offset_ns - Interpolate(points_.front(), points_.back(), p.local_ns)));
+    }
+  }
+  return half + residual;
+}
+
+}  // namespace commprof

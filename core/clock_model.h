@@ -1,0 +1,60 @@
+// Clock alignment math (DESIGN.md §4, docs/clock-alignment.md).
+//
+// Purpose: place every rank's local steady clock on one reference time base (rank 0's clock for
+// MPI jobs, the aggregator's for jobs without MPI) with a stated error bound.
+// Concepts: a *sample* is one ping-pong: the rank reads its clock (t_send), the reference answers
+// with its clock (t_ref), the rank reads again (t_recv). Whatever the delays, the true offset
+// (reference - local) lies in [t_ref - t_recv, t_ref - t_send]; the midpoint is off by at most half
+// the round trip. An *epoch* is a burst of samples (at MPI_Init, periodically, at MPI_Finalize);
+// it keeps its minimum-round-trip sample, which gives a point (local time, offset, half RTT).
+// The *model* is piecewise linear through the epoch points (one segment per pair of consecutive
+// epochs, extended flat-slope beyond the ends), so drift is tracked as it changes.
+// Error bound: the largest half round trip among the points plus the residual of the points
+// around the straight line through the first and last ones (a figure for how far the drift
+// strayed from linear between epochs).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace commprof {
+
+struct ClockSampleNs {
+  int64_t local_send = 0;
+  int64_t reference = 0;
+  int64_t local_recv = 0;
+};
+
+struct ClockPoint {
+  int64_t local_ns = 0;    // local time of the chosen sample's midpoint
+  int64_t offset_ns = 0;   // reference - local at that time
+  int64_t half_rtt_ns = 0;
+};
+
+// The minimum-round-trip sample of one epoch (ties: the earliest). Samples with a negative round
+// trip (a broken clock) are ignored; returns false when none is usable.
+bool EstimateEpoch(std::span<const ClockSampleNs> samples, ClockPoint& out);
+
+class ClockModel {
+ public:
+  ClockModel() = default;
+  explicit ClockModel(std::vector<ClockPoint> points);  // sorted by local_ns inside
+
+  // reference = local + Offset(local)
+  int64_t Offset(int64_t local_ns) const;
+  int64_t ToReference(int64_t local_ns) const { return local_ns + Offset(local_ns); }
+
+  // Summary figures: offset at `at_local_ns` (the rank's job start), drift of the straight line
+  // through the first and last points in ppm (reference runs faster by this much), error bound.
+  int64_t OffsetAt(int64_t at_local_ns) const { return Offset(at_local_ns); }
+  double DriftPpm() const;
+  int64_t ErrorBoundNs() const;  // -1 without points
+  const std::vector<ClockPoint>& points() const { return points_; }
+  bool empty() const { return points_.empty(); }
+
+ private:
+  std::vector<ClockPoint> points_;
+};
+
+}  // namespace commprof
