@@ -86,6 +86,7 @@ class Cursor {
   bool Raw(void* dst, size_t n, const char* field) {
     if (!err_.empty()) return false;
     if (n > Remaining()) return Fail(field, "truncated");
+    if (n == 0) return true;  // dst may be null (an empty vector's data()): memcpy must not see it
     std::memcpy(dst, b_.data() + pos_, n);
     pos_ += n;
     return true;

@@ -1,0 +1,206 @@
+// The HDF5 writer's own rules: what it refuses, and what it stores for large and compressed tables.
+#include "aggregator/hdf5/hdf5_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/load/profile_reader.h"
+
+namespace commprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "commprof-w-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+wire::Hello Hello(uint32_t rank, uint32_t world) {
+  wire::Hello h;
+  h.rank = rank;
+  h.world_size = world;
+  h.pid = 10 + rank;
+  h.host = "h" + std::to_string(rank);
+  return h;
+}
+
+std::vector<commprof_event> Events(size_t n, uint64_t first_seq) {
+  std::vector<commprof_event> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i].kind = COMMPROF_KIND_COMPUTE_KERNEL;
+    v[i].seq = first_seq + i;
+    v[i].start_ns = 3 * (first_seq + i);
+    v[i].end_ns = 3 * (first_seq + i) + 2;
+    v[i].device = static_cast<uint16_t>((first_seq + i) % 8);
+    v[i].bytes = (first_seq + i) % 1000;
+  }
+  return v;
+}
+
+std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks = nullptr) {
+  std::vector<commprof_event> all;
+  size_t n = 0;
+  Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> c) {
+    ++n;
+    all.insert(all.end(), c.begin(), c.end());
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (chunks != nullptr) *chunks = n;
+  return all;
+}
+
+TEST(Hdf5Writer, CreateInAMissingDirectoryFailsNamingThePath) {
+  auto w = Hdf5Writer::Create("/nonexistent-commprof-dir/out.h5", JobMeta{}, WriterOptions{});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kIoError);
+  EXPECT_NE(w.status().message().find("/nonexistent-commprof-dir/out.h5"), std::string::npos);
+}
+
+TEST(Hdf5Writer, OpeningARankTwiceIsRejected) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_TRUE(w.value()->OpenRank(Hello(0, 1)).ok());
+  Status st = w.value()->OpenRank(Hello(0, 1));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("rank 0 is already in"), std::string::npos) << st.message();
+}
+
+TEST(Hdf5Writer, StringTableMustContinueWhereItEnded) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.value()->OpenRank(Hello(0, 1)).ok());
+  ASSERT_TRUE(w.value()->AppendStrings(0, wire::Strings{0, {"a", "b"}}).ok());
+  Status gap = w.value()->AppendStrings(0, wire::Strings{3, {"d"}});
+  EXPECT_EQ(gap.code(), StatusCode::kCorrupt);
+  EXPECT_NE(gap.message().find("continues at id 3 but 2 ids are known"), std::string::npos) << gap.message();
+  Status again = w.value()->AppendStrings(0, wire::Strings{0, {"a"}});
+  EXPECT_EQ(again.code(), StatusCode::kCorrupt);
+  EXPECT_TRUE(w.value()->AppendStrings(0, wire::Strings{2, {"c"}}).ok());
+  ASSERT_TRUE(w.value()->Finalize().ok());
+  auto r = ProfileReader::Open(dir / "a.h5");
+  ASSERT_TRUE(r.ok());
+  auto s = r.value()->Strings(0);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.value(), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(Hdf5Writer, FramesForAnUnknownRankAreInternalErrors) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
+  ASSERT_TRUE(w.ok());
+  auto ev = Events(1, 0);
+  EXPECT_EQ(w.value()->AppendEvents(4, ev).code(), StatusCode::kInternal);
+  EXPECT_EQ(w.value()->AppendStrings(4, wire::Strings{0, {"x"}}).code(), StatusCode::kInternal);
+  EXPECT_EQ(w.value()->SetClock(4, wire::Clock{}).code(), StatusCode::kInternal);
+  EXPECT_EQ(w.value()->CloseRank(4, RankEnd::kComplete, {}, 0, "").code(), StatusCode::kInternal);
+}
+
+TEST(Hdf5Writer, EventsSpanningManyChunksReadBackInOrder) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  constexpr size_t kTotal = 70001;  // > one writer chunk (16384) and > one reader chunk (65536)
+  {
+    auto w = Hdf5Writer::Create(dir / "big.h5", JobMeta{}, WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(0, 1)).ok());
+    size_t written = 0;
+    for (size_t batch : {size_t{1}, size_t{4095}, size_t{30000}, size_t{0}, size_t{35905}}) {
+      auto ev = Events(batch, written);
+      ASSERT_TRUE(w.value()->AppendEvents(0, ev).ok());
+      written += batch;
+    }
+    ASSERT_EQ(written, kTotal);
+    ASSERT_TRUE(w.value()->CloseRank(0, RankEnd::kComplete, {}, 0, "bye").ok());
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  auto r = ProfileReader::Open(dir / "big.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value()->info().ranks.at(0).event_count, kTotal);
+  EXPECT_EQ(r.value()->info().ranks.at(0).counters.at("events_written"), kTotal);
+  size_t chunks = 0;
+  auto got = ReadEvents(*r.value(), 0, &chunks);
+  EXPECT_EQ(chunks, 2u);
+  ASSERT_EQ(got.size(), kTotal);
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].seq != i || got[i].start_ns != 3 * i || got[i].device != i % 8 || got[i].bytes != i % 1000) ++bad;
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Hdf5Writer, CompressedEventsReadBackTheSame) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  auto ev = Events(5000, 100);
+  {
+    WriterOptions opt;
+    opt.deflate_level = 4;
+    auto w = Hdf5Writer::Create(dir / "z.h5", JobMeta{}, opt);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(0, 1)).ok());
+    ASSERT_TRUE(w.value()->AppendEvents(0, ev).ok());
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  auto r = ProfileReader::Open(dir / "z.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto got = ReadEvents(*r.value(), 0);
+  ASSERT_EQ(got.size(), ev.size());
+  EXPECT_EQ(std::memcmp(got.data(), ev.data(), ev.size() * sizeof(commprof_event)), 0);
+}
+
+TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  {
+    auto w = Hdf5Writer::Create(dir / "w.h5", JobMeta{}, WriterOptions{});  // world_size 0: unknown
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(3, 4)).ok());
+    ASSERT_TRUE(w.value()->CloseRank(3, RankEnd::kCorrupt, {{"dropped_a", 2}, {"dropped_b", 3}, {"other", 9}}, 0,
+                                     "bad frame")
+                    .ok());
+    // destroyed without Finalize: the destructor finalizes
+  }
+  auto r = ProfileReader::Open(dir / "w.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ProfileInfo& info = r.value()->info();
+  EXPECT_TRUE(info.finalized);
+  EXPECT_EQ(info.world_size, 4u);
+  ASSERT_EQ(info.ranks.size(), 4u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(info.ranks[i].status, "missing") << i;
+  EXPECT_EQ(info.ranks[3].status, "corrupt");
+  EXPECT_EQ(info.ranks[3].end_reason, "bad frame");
+  EXPECT_EQ(info.ranks[3].dropped_events, 5u) << "dropped_events sums the dropped_* counters";
+  EXPECT_EQ(info.ranks[3].counters.count("other"), 0u) << "only counter-like names are counters";
+}
+
+TEST(Hdf5Writer, RankEndNames) {
+  EXPECT_STREQ(RankEndName(RankEnd::kComplete), "complete");
+  EXPECT_STREQ(RankEndName(RankEnd::kDisconnected), "disconnected");
+  EXPECT_STREQ(RankEndName(RankEnd::kCorrupt), "corrupt");
+}
+
+}  // namespace
+}  // namespace commprof

@@ -1,0 +1,133 @@
+// Collector configuration from COMMPROF_* environment variables.
+#include "core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commprof {
+namespace {
+
+const char* const kVars[] = {"COMMPROF_AGGREGATOR",   "COMMPROF_SECRET",        "COMMPROF_JOB_ID",
+                             "COMMPROF_SPOOL_DIR",    "COMMPROF_BUFFER_EVENTS", "COMMPROF_MEMORY_MB",
+                             "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS"};
+
+// Clears the COMMPROF_* variables for one test and restores them afterwards.
+class ConfigEnv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : kVars) {
+      const char* old = std::getenv(v);
+      saved_.emplace_back(v, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(v);
+    }
+  }
+  void TearDown() override {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  static void Set(const char* name, const char* value) { ASSERT_EQ(setenv(name, value, 1), 0); }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(ConfigEnv, DefaultsApplyWhenNothingIsSet) {
+  Config c = ConfigFromEnv();
+  EXPECT_EQ(c.aggregator, "");
+  EXPECT_EQ(c.secret, "");
+  EXPECT_EQ(c.job_id, "");
+  EXPECT_EQ(c.spool_dir, "commprof-spool");
+  EXPECT_EQ(c.buffer_events, 65536u);
+  EXPECT_EQ(c.memory_mb, 256u);
+  EXPECT_EQ(c.flush_ms, 20u);
+  EXPECT_EQ(c.request_slots, 65536u);
+  EXPECT_EQ(c.connect_timeout_ms, 5000u);
+}
+
+TEST_F(ConfigEnv, EnvironmentOverridesEveryOption) {
+  Set("COMMPROF_AGGREGATOR", "10.0.0.1:7777");
+  Set("COMMPROF_SECRET", "hunter2");
+  Set("COMMPROF_JOB_ID", "job-9");
+  Set("COMMPROF_SPOOL_DIR", "/tmp/spool-here");
+  Set("COMMPROF_BUFFER_EVENTS", "1024");
+  Set("COMMPROF_MEMORY_MB", "64");
+  Set("COMMPROF_FLUSH_MS", "5");
+  Set("COMMPROF_REQUEST_SLOTS", "2048");
+  Set("COMMPROF_CONNECT_TIMEOUT_MS", "0");
+  Config c = ConfigFromEnv();
+  EXPECT_EQ(c.aggregator, "10.0.0.1:7777");
+  EXPECT_EQ(c.secret, "hunter2");
+  EXPECT_EQ(c.job_id, "job-9");
+  EXPECT_EQ(c.spool_dir, "/tmp/spool-here");
+  EXPECT_EQ(c.buffer_events, 1024u);
+  EXPECT_EQ(c.memory_mb, 64u);
+  EXPECT_EQ(c.flush_ms, 5u);
+  EXPECT_EQ(c.request_slots, 2048u);
+  EXPECT_EQ(c.connect_timeout_ms, 0u);
+}
+
+TEST_F(ConfigEnv, LargestThirtyTwoBitValueIsAccepted) {
+  Set("COMMPROF_CONNECT_TIMEOUT_MS", "4294967295");
+  EXPECT_EQ(ConfigFromEnv().connect_timeout_ms, 4294967295u);
+}
+
+TEST_F(ConfigEnv, MalformedNumbersFallBackToTheDefault) {
+  Set("COMMPROF_BUFFER_EVENTS", "12abc");
+  Set("COMMPROF_MEMORY_MB", "");
+  Set("COMMPROF_FLUSH_MS", "fast");
+  Set("COMMPROF_REQUEST_SLOTS", "4294967296");  // does not fit in 32 bits
+  Set("COMMPROF_CONNECT_TIMEOUT_MS", "-1");
+  Config c = ConfigFromEnv();
+  EXPECT_EQ(c.buffer_events, 65536u);
+  EXPECT_EQ(c.memory_mb, 256u);
+  EXPECT_EQ(c.flush_ms, 20u);
+  EXPECT_EQ(c.request_slots, 65536u);
+  EXPECT_EQ(c.connect_timeout_ms, 5000u);
+}
+
+TEST_F(ConfigEnv, NumbersBelowTheMinimumFallBackToTheDefault) {
+  Set("COMMPROF_BUFFER_EVENTS", "15");  // minimum 16
+  Set("COMMPROF_MEMORY_MB", "0");       // minimum 1
+  Set("COMMPROF_FLUSH_MS", "0");        // minimum 1
+  Set("COMMPROF_REQUEST_SLOTS", "8");   // minimum 16
+  Config c = ConfigFromEnv();
+  EXPECT_EQ(c.buffer_events, 65536u);
+  EXPECT_EQ(c.memory_mb, 256u);
+  EXPECT_EQ(c.flush_ms, 20u);
+  EXPECT_EQ(c.request_slots, 65536u);
+  Set("COMMPROF_BUFFER_EVENTS", "16");
+  Set("COMMPROF_FLUSH_MS", "1");
+  c = ConfigFromEnv();
+  EXPECT_EQ(c.buffer_events, 16u);
+  EXPECT_EQ(c.flush_ms, 1u);
+}
+
+TEST(ConfigOptions, DeclaresEveryVariableOnceWithADescription) {
+  auto opts = ConfigOptions();
+  for (const char* v : kVars) {
+    int found = 0;
+    for (const auto& o : opts) {
+      if (std::string_view(o.env) == v) {
+        ++found;
+        EXPECT_NE(std::string_view(o.description), "") << v;
+      }
+    }
+    EXPECT_EQ(found, 1) << v;
+  }
+  bool has_log = false;
+  for (const auto& o : opts) has_log = has_log || std::string_view(o.env) == "COMMPROF_LOG";
+  EXPECT_TRUE(has_log);
+}
+
+}  // namespace
+}  // namespace commprof

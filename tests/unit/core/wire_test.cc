@@ -1,0 +1,585 @@
+// Wire codec: every frame round-trips, and every malformed header or payload is a Status.
+#include "core/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace commprof_test {
+uint64_t LargeAllocationCount();
+}
+
+namespace commprof::wire {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+commprof_event MakeEvent(uint64_t base, uint8_t kind) {
+  commprof_event e{};
+  e.start_ns = 1000 + base;
+  e.end_ns = 2000 + base * 3;
+  e.bytes = 4096 * (base + 1);
+  e.comm_id = (uint64_t{3} << 32) | base;
+  e.seq = 77 + base;
+  e.correlation = static_cast<uint32_t>(0xC0000000u + base);
+  e.name_id = static_cast<uint32_t>(5 + base);
+  e.thread_id = static_cast<uint32_t>(base % 7);
+  e.peer = base % 2 == 0 ? COMMPROF_NO_PEER : static_cast<int32_t>(base);
+  e.device = base % 2 == 0 ? static_cast<uint16_t>(COMMPROF_HOST_DEVICE) : static_cast<uint16_t>(base);
+  e.kind = kind;
+  e.subtype = static_cast<uint8_t>(COMMPROF_OP_ALLREDUCE + base);
+  e.datatype = COMMPROF_DT_FLOAT32;
+  e.reduce_op = COMMPROF_RED_SUM;
+  e.flags = static_cast<uint16_t>(base % 2 == 0 ? COMMPROF_FLAG_NONBLOCKING : COMMPROF_FLAG_INCOMPLETE);
+  return e;
+}
+
+void ExpectEventEq(const commprof_event& a, const commprof_event& b, size_t index) {
+  SCOPED_TRACE("event " + std::to_string(index));
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.comm_id, b.comm_id);
+  EXPECT_EQ(a.seq, b.seq);
+  EXPECT_EQ(a.correlation, b.correlation);
+  EXPECT_EQ(a.name_id, b.name_id);
+  EXPECT_EQ(a.thread_id, b.thread_id);
+  EXPECT_EQ(a.peer, b.peer);
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.subtype, b.subtype);
+  EXPECT_EQ(a.datatype, b.datatype);
+  EXPECT_EQ(a.reduce_op, b.reduce_op);
+  EXPECT_EQ(a.flags, b.flags);
+}
+
+// Checks the frame's header and returns its payload.
+Bytes PayloadOf(const Bytes& frame, FrameType expected_type) {
+  EXPECT_GE(frame.size(), kHeaderSize);
+  auto h = DecodeHeader(std::span<const uint8_t>(frame.data(), kHeaderSize));
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  if (!h.ok()) return {};
+  EXPECT_EQ(h->type, expected_type);
+  EXPECT_EQ(h->payload_len, frame.size() - kHeaderSize);
+  return Bytes(frame.begin() + kHeaderSize, frame.end());
+}
+
+Hello MakeHello() {
+  Hello h;
+  h.rank = 3;
+  h.world_size = 8;
+  h.pid = 4242;
+  h.start_steady_ns = 123456789012345ull;
+  h.start_utc_ns = 1700000000123456789ull;
+  h.host = "node-017";
+  h.job_id = "job-42";
+  return h;
+}
+
+Clock MakeClock() {
+  Clock c;
+  c.offset_ns = -123456789;
+  c.drift_ppm = 1.25;
+  c.error_bound_ns = 4500;
+  c.anchor_local_ns = 999999999ull;
+  c.method = "mpi-pingpong";
+  c.samples = {{10, 20, 30}, {40, 55, 70}, {1ull << 40, (1ull << 40) + 5, (1ull << 40) + 11}};
+  return c;
+}
+
+Bye MakeBye() {
+  Bye b;
+  b.counters = {{"events_recorded", 1000}, {"dropped_ring_full", 7}, {"spooled", 0}, {"big", ~uint64_t{0}}};
+  return b;
+}
+
+Bytes HelloPayload(const std::string& secret) {
+  Bytes frame;
+  AppendHello(frame, MakeHello(), secret);
+  return PayloadOf(frame, FrameType::kHello);
+}
+
+Bytes StringsPayload() {
+  std::vector<std::string_view> s = {"MPI_Allreduce", "", "名前", "step"};
+  Bytes frame;
+  AppendStrings(frame, 5, s);
+  return PayloadOf(frame, FrameType::kStrings);
+}
+
+Bytes EventsPayload(const std::vector<commprof_event>& events, uint64_t batch_seq = 9) {
+  Bytes frame;
+  AppendEvents(frame, batch_seq, events.data(), events.size());
+  EXPECT_EQ(frame.size(), EventsFrameSize(events.size()));
+  return PayloadOf(frame, FrameType::kEvents);
+}
+
+std::vector<commprof_event> ThreeEvents() {
+  return {MakeEvent(0, COMMPROF_KIND_MPI_COLLECTIVE), MakeEvent(1, COMMPROF_KIND_MPI_P2P),
+          MakeEvent(2, COMMPROF_KIND_NCCL_COLLECTIVE)};
+}
+
+Bytes HeaderBytes(uint32_t magic, uint16_t version, uint16_t type, uint32_t len, uint32_t reserved) {
+  Bytes b;
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(magic >> (8 * i)));
+  for (int i = 0; i < 2; ++i) b.push_back(static_cast<uint8_t>(version >> (8 * i)));
+  for (int i = 0; i < 2; ++i) b.push_back(static_cast<uint8_t>(type >> (8 * i)));
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(len >> (8 * i)));
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(reserved >> (8 * i)));
+  return b;
+}
+
+// ---- round trips ----
+
+TEST(WireCodec, HelloRoundTripsEveryFieldAndCarriesTheHmacOfItsBody) {
+  Bytes payload = HelloPayload("s3cret");
+  auto h = DecodeHello(payload);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  Hello want = MakeHello();
+  EXPECT_EQ(h->rank, want.rank);
+  EXPECT_EQ(h->world_size, want.world_size);
+  EXPECT_EQ(h->pid, want.pid);
+  EXPECT_EQ(h->start_steady_ns, want.start_steady_ns);
+  EXPECT_EQ(h->start_utc_ns, want.start_utc_ns);
+  EXPECT_EQ(h->host, want.host);
+  EXPECT_EQ(h->job_id, want.job_id);
+  auto mac = HmacSha256("s3cret", std::span<const uint8_t>(payload.data(), payload.size() - kProofSize));
+  EXPECT_EQ(h->proof, mac);
+}
+
+TEST(WireCodec, HelloAckRoundTripsAcceptanceAndReason) {
+  for (bool accepted : {true, false}) {
+    Bytes frame;
+    AppendHelloAck(frame, HelloAck{accepted, accepted ? "" : "wrong HMAC proof"});
+    auto a = DecodeHelloAck(PayloadOf(frame, FrameType::kHelloAck));
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(a->accepted, accepted);
+    EXPECT_EQ(a->reason, accepted ? "" : "wrong HMAC proof");
+  }
+}
+
+TEST(WireCodec, StringsRoundTripFirstIdAndEveryStringInOrder) {
+  auto s = DecodeStrings(StringsPayload());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->first_id, 5u);
+  EXPECT_EQ(s->strings, (std::vector<std::string>{"MPI_Allreduce", "", "名前", "step"}));
+}
+
+TEST(WireCodec, EncoderCutsStringsAtTheLengthLimitSoTheDecoderAcceptsThem) {
+  std::string long_name(kMaxStringLen + 100, 'x');
+  std::vector<std::string_view> in = {long_name};
+  Bytes frame;
+  AppendStrings(frame, 0, in);
+  auto s = DecodeStrings(PayloadOf(frame, FrameType::kStrings));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->strings.size(), 1u);
+  EXPECT_EQ(s->strings[0], std::string(kMaxStringLen, 'x'));
+}
+
+TEST(WireCodec, EventsRoundTripSeveralDistinctEventsFieldByField) {
+  auto in = ThreeEvents();
+  auto e = DecodeEvents(EventsPayload(in, 12345));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->batch_seq, 12345u);
+  ASSERT_EQ(e->events.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) ExpectEventEq(e->events[i], in[i], i);
+}
+
+TEST(WireCodec, EmptyEventsBatchRoundTrips) {
+  auto e = DecodeEvents(EventsPayload({}, 3));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->batch_seq, 3u);
+  EXPECT_TRUE(e->events.empty());
+}
+
+TEST(WireCodec, ClockRoundTripsModelAndSamples) {
+  Bytes frame;
+  AppendClock(frame, MakeClock());
+  auto c = DecodeClock(PayloadOf(frame, FrameType::kClock));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Clock want = MakeClock();
+  EXPECT_EQ(c->offset_ns, want.offset_ns);
+  EXPECT_EQ(c->drift_ppm, want.drift_ppm);
+  EXPECT_EQ(c->error_bound_ns, want.error_bound_ns);
+  EXPECT_EQ(c->anchor_local_ns, want.anchor_local_ns);
+  EXPECT_EQ(c->method, want.method);
+  ASSERT_EQ(c->samples.size(), want.samples.size());
+  for (size_t i = 0; i < want.samples.size(); ++i) {
+    EXPECT_EQ(c->samples[i].local_send_ns, want.samples[i].local_send_ns) << i;
+    EXPECT_EQ(c->samples[i].reference_ns, want.samples[i].reference_ns) << i;
+    EXPECT_EQ(c->samples[i].local_recv_ns, want.samples[i].local_recv_ns) << i;
+  }
+}
+
+TEST(WireCodec, ByeRoundTripsCountersInOrder) {
+  Bytes frame;
+  AppendBye(frame, MakeBye());
+  auto b = DecodeBye(PayloadOf(frame, FrameType::kBye));
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->counters, MakeBye().counters);
+}
+
+TEST(WireCodec, FrameTypeNamesAreTheDocumentedOnes) {
+  EXPECT_STREQ(FrameTypeName(FrameType::kHello), "hello");
+  EXPECT_STREQ(FrameTypeName(FrameType::kHelloAck), "hello-ack");
+  EXPECT_STREQ(FrameTypeName(FrameType::kStrings), "strings");
+  EXPECT_STREQ(FrameTypeName(FrameType::kEvents), "events");
+  EXPECT_STREQ(FrameTypeName(FrameType::kClock), "clock");
+  EXPECT_STREQ(FrameTypeName(FrameType::kBye), "bye");
+  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(99)), "unknown");
+}
+
+// ---- header ----
+
+TEST(WireCodec, DecodeHeaderAcceptsAWellFormedHeader) {
+  auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, 4, kMaxPayload, 0));
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->type, FrameType::kEvents);
+  EXPECT_EQ(h->payload_len, kMaxPayload);
+}
+
+TEST(WireCodec, DecodeHeaderRejectsBadMagic) {
+  auto h = DecodeHeader(HeaderBytes(0x46575044, kVersion, 1, 0, 0));
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(h.status().message().find("magic"), std::string::npos) << h.status().message();
+}
+
+TEST(WireCodec, DecodeHeaderRejectsUnsupportedVersion) {
+  auto h = DecodeHeader(HeaderBytes(kMagic, 2, 1, 0, 0));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("version 2"), std::string::npos) << h.status().message();
+  EXPECT_FALSE(DecodeHeader(HeaderBytes(kMagic, 0, 1, 0, 0)).ok());
+}
+
+TEST(WireCodec, DecodeHeaderRejectsUnknownFrameType) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{7}, uint16_t{0xFFFF}}) {
+    auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 0, 0));
+    ASSERT_FALSE(h.ok()) << type;
+    EXPECT_NE(h.status().message().find("unknown frame type " + std::to_string(type)), std::string::npos)
+        << h.status().message();
+  }
+}
+
+TEST(WireCodec, DecodeHeaderRejectsPayloadLongerThanLimit) {
+  for (uint32_t len : {kMaxPayload + 1, uint32_t{0xFFFFFFFF}}) {
+    auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, 4, len, 0));
+    ASSERT_FALSE(h.ok()) << len;
+    EXPECT_NE(h.status().message().find("exceeds the limit"), std::string::npos) << h.status().message();
+  }
+}
+
+TEST(WireCodec, DecodeHeaderRejectsNonzeroReserved) {
+  auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, 1, 0, 1));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("reserved"), std::string::npos) << h.status().message();
+}
+
+TEST(WireCodec, DecodeHeaderRejectsAShortOrLongBuffer) {
+  Bytes good = HeaderBytes(kMagic, kVersion, 1, 0, 0);
+  EXPECT_FALSE(DecodeHeader(std::span<const uint8_t>(good.data(), kHeaderSize - 1)).ok());
+  good.push_back(0);
+  EXPECT_FALSE(DecodeHeader(good).ok());
+}
+
+// ---- truncation and trailing bytes ----
+
+struct DecoderCase {
+  const char* name;
+  Bytes payload;
+  std::function<Status(std::span<const uint8_t>)> decode;
+};
+
+std::vector<DecoderCase> AllDecoders() {
+  Bytes ack_frame;
+  AppendHelloAck(ack_frame, HelloAck{false, "no"});
+  Bytes clock_frame;
+  AppendClock(clock_frame, MakeClock());
+  Bytes bye_frame;
+  AppendBye(bye_frame, MakeBye());
+  return {
+      {"hello", HelloPayload("k"), [](auto p) { return DecodeHello(p).status(); }},
+      {"hello-ack", PayloadOf(ack_frame, FrameType::kHelloAck), [](auto p) { return DecodeHelloAck(p).status(); }},
+      {"strings", StringsPayload(), [](auto p) { return DecodeStrings(p).status(); }},
+      {"events", EventsPayload(ThreeEvents()), [](auto p) { return DecodeEvents(p).status(); }},
+      {"clock", PayloadOf(clock_frame, FrameType::kClock), [](auto p) { return DecodeClock(p).status(); }},
+      {"bye", PayloadOf(bye_frame, FrameType::kBye), [](auto p) { return DecodeBye(p).status(); }},
+  };
+}
+
+TEST(WireCodec, EveryDecoderRejectsEveryTruncationOfAValidPayload) {
+  for (const auto& c : AllDecoders()) {
+    SCOPED_TRACE(c.name);
+    ASSERT_TRUE(c.decode(c.payload).ok()) << "the untruncated payload must decode";
+    for (size_t len = 0; len < c.payload.size(); ++len) {
+      Status st = c.decode(std::span<const uint8_t>(c.payload.data(), len));
+      EXPECT_FALSE(st.ok()) << "prefix of " << len << " of " << c.payload.size() << " bytes accepted";
+      EXPECT_EQ(st.code(), StatusCode::kCorrupt) << len;
+    }
+  }
+}
+
+TEST(WireCodec, EveryDecoderRejectsTrailingBytes) {
+  for (auto& c : AllDecoders()) {
+    SCOPED_TRACE(c.name);
+    c.payload.push_back(0);
+    Status st = c.decode(c.payload);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("trailing bytes"), std::string::npos) << st.message();
+  }
+}
+
+// A count field claiming far more items than the payload holds: rejected before any allocation.
+void ExpectCountRejected(const char* name, const Bytes& payload,
+                         const std::function<Status(std::span<const uint8_t>)>& decode) {
+  SCOPED_TRACE(name);
+  uint64_t before = commprof_test::LargeAllocationCount();
+  Status st = decode(payload);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("count exceeds the frame's remaining bytes"), std::string::npos) << st.message();
+  EXPECT_EQ(commprof_test::LargeAllocationCount(), before) << "the decoder allocated for the claimed count";
+}
+
+// The probe the "without allocating" tests rely on does see a large allocation.
+TEST(LargeAllocationProbe, CountsAllocationsOfSixteenMebibytesOrMore) {
+  uint64_t before = commprof_test::LargeAllocationCount();
+  void* small = ::operator new(kMaxPayload - 1);
+  ::operator delete(small);
+  EXPECT_EQ(commprof_test::LargeAllocationCount(), before);
+  void* big = ::operator new(kMaxPayload);
+  ::operator delete(big);
+  EXPECT_EQ(commprof_test::LargeAllocationCount(), before + 1);
+  std::vector<uint8_t> resized;
+  resized.resize(kMaxPayload + 1);
+  EXPECT_EQ(commprof_test::LargeAllocationCount(), before + 2);
+}
+
+TEST(WireCodec, HugeItemCountsAreRejectedWithoutAllocating) {
+  // strings: first_id, count = 0xFFFFFFFF, one short string
+  Bytes strings = {0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 1, 0, 0, 0, 'x'};
+  ExpectCountRejected("strings", strings, [](auto p) { return DecodeStrings(p).status(); });
+  // events: batch_seq, count = 0xFFFFFFFF, one event's worth of bytes
+  Bytes events(8, 0);
+  events.insert(events.end(), {0xFF, 0xFF, 0xFF, 0xFF});
+  events.resize(events.size() + sizeof(commprof_event), 0);
+  ExpectCountRejected("events", events, [](auto p) { return DecodeEvents(p).status(); });
+  // events: a count just one more than the bytes hold
+  Bytes events2 = EventsPayload(ThreeEvents());
+  events2[8] = 4;
+  ExpectCountRejected("events+1", events2, [](auto p) { return DecodeEvents(p).status(); });
+  // bye: counter_count = 0xFFFFFFFF
+  Bytes bye = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  ExpectCountRejected("bye", bye, [](auto p) { return DecodeBye(p).status(); });
+  // clock: sample_count = 0xFFFFFFFF after an empty method string
+  Bytes clock(32, 0);
+  clock.insert(clock.end(), {0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF});
+  clock.resize(clock.size() + 24, 0);
+  ExpectCountRejected("clock", clock, [](auto p) { return DecodeClock(p).status(); });
+}
+
+TEST(WireCodec, StringLongerThanLimitIsRejected) {
+  // strings frame with one string whose length field says 4097
+  Bytes p = {0, 0, 0, 0, 1, 0, 0, 0, 0x01, 0x10, 0, 0};
+  p.resize(p.size() + kMaxStringLen + 1, 'a');
+  auto s = DecodeStrings(p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("4096-byte limit"), std::string::npos) << s.status().message();
+}
+
+TEST(WireCodec, EventWithUnknownKindIsRejectedNamingTheEventIndex) {
+  for (uint8_t bad : {uint8_t{COMMPROF_KIND_NONE}, uint8_t{COMMPROF_KIND_COUNT_}, uint8_t{200}}) {
+    auto in = ThreeEvents();
+    in[2].kind = bad;
+    auto e = DecodeEvents(EventsPayload(in));
+    ASSERT_FALSE(e.ok()) << int{bad};
+    const std::string& m = e.status().message();
+    EXPECT_NE(m.find("event 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("'kind'"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown kind " + std::to_string(bad)), std::string::npos) << m;
+  }
+}
+
+TEST(WireCodec, EventEndingBeforeItStartsIsRejectedNamingTheEventIndex) {
+  auto in = ThreeEvents();
+  in[1].end_ns = in[1].start_ns - 1;
+  auto e = DecodeEvents(EventsPayload(in));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("event 1"), std::string::npos) << e.status().message();
+  EXPECT_NE(e.status().message().find("end_ns"), std::string::npos) << e.status().message();
+  // an instantaneous event (end == start) is fine
+  in[1].end_ns = in[1].start_ns;
+  EXPECT_TRUE(DecodeEvents(EventsPayload(in)).ok());
+}
+
+TEST(WireCodec, HelloWithRankOutsideWorldIsRejected) {
+  const std::vector<std::pair<uint32_t, uint32_t>> cases = {{8, 8}, {0, 0}, {9, 8}};
+  for (auto [rank, world] : cases) {
+    Hello h = MakeHello();
+    h.rank = rank;
+    h.world_size = world;
+    Bytes frame;
+    AppendHello(frame, h, "k");
+    auto d = DecodeHello(PayloadOf(frame, FrameType::kHello));
+    ASSERT_FALSE(d.ok()) << rank << "/" << world;
+    EXPECT_NE(d.status().message().find("outside world size"), std::string::npos) << d.status().message();
+  }
+}
+
+// ---- HMAC ----
+
+TEST(WireCodec, VerifyHelloProofAcceptsTheRightSecret) {
+  EXPECT_TRUE(VerifyHelloProof(HelloPayload("job secret"), "job secret"));
+}
+
+TEST(WireCodec, VerifyHelloProofRejectsAWrongOrEmptySecret) {
+  Bytes p = HelloPayload("job secret");
+  EXPECT_FALSE(VerifyHelloProof(p, "job secreT"));
+  EXPECT_FALSE(VerifyHelloProof(p, "job secret "));
+  EXPECT_FALSE(VerifyHelloProof(p, ""));
+  // and a hello made with the empty secret does not pass for a real one
+  EXPECT_FALSE(VerifyHelloProof(HelloPayload(""), "job secret"));
+}
+
+TEST(WireCodec, VerifyHelloProofRejectsAPayloadWithAnyOneByteFlipped) {
+  Bytes p = HelloPayload("job secret");
+  for (size_t i = 0; i < p.size(); ++i) {
+    Bytes q = p;
+    q[i] ^= 0x01;
+    EXPECT_FALSE(VerifyHelloProof(q, "job secret")) << "flipped byte " << i;
+  }
+}
+
+TEST(WireCodec, VerifyHelloProofRejectsAPayloadShorterThanTheProof) {
+  Bytes p(kProofSize - 1, 0);
+  EXPECT_FALSE(VerifyHelloProof(p, ""));
+}
+
+TEST(WireCodec, HmacSha256MatchesRfc4231TestCase2) {
+  std::string data = "what do ya want for nothing?";
+  auto mac = HmacSha256("Jefe", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+  const uint8_t want[kProofSize] = {0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24,
+                                    0x26, 0x08, 0x95, 0x75, 0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27,
+                                    0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec, 0x38, 0x43};
+  EXPECT_EQ(std::memcmp(mac.data(), want, kProofSize), 0);
+}
+
+// ---- ReadFrame ----
+
+struct TmpFile {
+  std::FILE* f = std::tmpfile();
+  ~TmpFile() {
+    if (f != nullptr) std::fclose(f);
+  }
+  void Write(const Bytes& b) {
+    ASSERT_EQ(std::fwrite(b.data(), 1, b.size(), f), b.size());
+    std::fflush(f);
+    std::rewind(f);
+  }
+};
+
+Bytes TwoFrames() {
+  Bytes b;
+  AppendHello(b, MakeHello(), "k");
+  auto ev = ThreeEvents();
+  AppendEvents(b, 0, ev.data(), ev.size());
+  return b;
+}
+
+TEST(WireReadFrame, ReadsWholeFramesThenReportsCleanEndOfFile) {
+  TmpFile t;
+  ASSERT_NE(t.f, nullptr);
+  t.Write(TwoFrames());
+  FrameHeader h;
+  Bytes payload;
+  auto r1 = ReadFrame(t.f, h, payload);
+  ASSERT_TRUE(r1.ok()) << r1.status().message();
+  EXPECT_TRUE(r1.value());
+  EXPECT_EQ(h.type, FrameType::kHello);
+  EXPECT_TRUE(DecodeHello(payload).ok());
+  auto r2 = ReadFrame(t.f, h, payload);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_TRUE(r2.value());
+  EXPECT_EQ(h.type, FrameType::kEvents);
+  auto e = DecodeEvents(payload);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->events.size(), 3u);
+  auto r3 = ReadFrame(t.f, h, payload);
+  ASSERT_TRUE(r3.ok()) << r3.status().message();
+  EXPECT_FALSE(r3.value());
+}
+
+TEST(WireReadFrame, EmptyFileIsACleanEnd) {
+  TmpFile t;
+  ASSERT_NE(t.f, nullptr);
+  FrameHeader h;
+  Bytes payload;
+  auto r = ReadFrame(t.f, h, payload);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r.value());
+}
+
+TEST(WireReadFrame, TruncatedHeaderNamesTheByteOffset) {
+  Bytes b = TwoFrames();
+  Bytes first;
+  AppendHello(first, MakeHello(), "k");
+  size_t second_at = first.size();
+  b.resize(second_at + 5);  // 5 bytes of the second header
+  TmpFile t;
+  ASSERT_NE(t.f, nullptr);
+  t.Write(b);
+  FrameHeader h;
+  Bytes payload;
+  ASSERT_TRUE(ReadFrame(t.f, h, payload).ok());
+  auto r = ReadFrame(t.f, h, payload);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError) << "truncation is an I/O-level end";
+  EXPECT_NE(r.status().message().find("truncated frame header at byte " + std::to_string(second_at)),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(WireReadFrame, TruncatedPayloadNamesTheFrameAndByteOffset) {
+  Bytes b = TwoFrames();
+  Bytes first;
+  AppendHello(first, MakeHello(), "k");
+  size_t second_at = first.size();
+  b.pop_back();  // one byte short of the events frame
+  TmpFile t;
+  ASSERT_NE(t.f, nullptr);
+  t.Write(b);
+  FrameHeader h;
+  Bytes payload;
+  ASSERT_TRUE(ReadFrame(t.f, h, payload).ok());
+  auto r = ReadFrame(t.f, h, payload);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError) << "truncation is an I/O-level end";
+  EXPECT_NE(r.status().message().find("truncated events frame at byte " + std::to_string(second_at)),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(WireReadFrame, InvalidHeaderNamesTheByteOffset) {
+  Bytes b;
+  AppendHello(b, MakeHello(), "k");
+  size_t second_at = b.size();
+  Bytes bad = HeaderBytes(kMagic, 2, 4, 0, 0);
+  b.insert(b.end(), bad.begin(), bad.end());
+  TmpFile t;
+  ASSERT_NE(t.f, nullptr);
+  t.Write(b);
+  FrameHeader h;
+  Bytes payload;
+  ASSERT_TRUE(ReadFrame(t.f, h, payload).ok());
+  auto r = ReadFrame(t.f, h, payload);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << "a whole but invalid frame is corrupt";
+  EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("at byte " + std::to_string(second_at)), std::string::npos)
+      << r.status().message();
+}
+
+}  // namespace
+}  // namespace commprof::wire
