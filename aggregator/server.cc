@@ -3,6 +3,7 @@
 #include <array>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -53,6 +54,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Handle() {
+    if (current_.type == wire::FrameType::kClockPing) return AnswerPing();
     bool was_accepted = stream_.accepted();
     Status st = stream_.OnFrame(current_.type, payload_);
     if (!st.ok()) {
@@ -72,6 +74,21 @@ class Session : public std::enable_shared_from_this<Session> {
       return Finish("bye");
     }
     ReadHeader();
+  }
+
+  // Clock alignment for ranks without MPI: our steady clock is their reference. Answer at once;
+  // the rank waits for the pong before its next ping, so writes never overlap.
+  void AnswerPing() {
+    uint64_t now = SteadyNowNs();
+    auto ping = wire::DecodeClockPing(payload_);
+    if (!stream_.accepted()) return Drop("clock-ping before the hello");
+    if (!ping.ok()) return Drop(ping.status().message());
+    out_.clear();
+    wire::AppendClockPong(out_, wire::ClockPong{ping.value(), now});
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+      if (ec) return self->Finish("cannot send clock-pong: " + ec.message());
+      self->ReadHeader();
+    });
   }
 
   void SendAckThen(const wire::HelloAck& ack, bool close_after) {

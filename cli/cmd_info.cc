@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/load/profile_reader.h"
+#include "analysis/match/clock_violations.h"
 #include "cli/commands.h"
 
 namespace commprof::cli {
@@ -53,6 +54,13 @@ int RunInfo(const Options& o) {
     }
   }
 
+  auto aligned = CountClockViolations(*reader.value(), true);
+  auto raw = CountClockViolations(*reader.value(), false);
+  if (!aligned.ok() || !raw.ok()) {
+    std::fprintf(stderr, "commprof info: %s\n", (aligned.ok() ? raw.status() : aligned.status()).message().c_str());
+    return 1;
+  }
+
   if (o.json) {
     nlohmann::ordered_json j;
     j["path"] = info.path;
@@ -64,6 +72,9 @@ int RunInfo(const Options& o) {
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
     j["finalized"] = info.finalized;
+    j["clock"] = {{"instances_checked", aligned->instances_checked},
+                  {"violations", aligned->violations},
+                  {"violations_unaligned", raw->violations}};
     j["ranks"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < info.ranks.size(); ++i) {
       const RankInfo& r = info.ranks[i];
@@ -94,7 +105,12 @@ int RunInfo(const Options& o) {
   std::printf("job:         %s\n", info.job_id.c_str());
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
-  std::printf("start (UTC): %s\n\n", FormatUtc(info.start_epoch_ns).c_str());
+  std::printf("start (UTC): %s\n", FormatUtc(info.start_epoch_ns).c_str());
+  std::printf("clock:       %llu clock-condition violation(s) in %llu blocking collective instance(s) after "
+              "alignment (%llu on raw clocks)\n\n",
+              static_cast<unsigned long long>(aligned->violations),
+              static_cast<unsigned long long>(aligned->instances_checked),
+              static_cast<unsigned long long>(raw->violations));
   std::printf("%-5s %-20s %-8s %-13s %10s %8s %14s %10s %12s\n", "rank", "host", "pid", "status", "events", "dropped",
               "clock offset", "drift", "error bound");
   for (const RankInfo& r : info.ranks) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collector/mpi_clock_sync.h"
 #include "collector/mpi_comm_ids.h"
 #include "collector/runtime.h"
 #include "commprof/event.h"
@@ -19,6 +20,7 @@ namespace commprof {
 namespace {
 
 uint32_t g_op_name[256];  // name ids of the wrapped calls, interned once at MPI_Init
+MpiClockSync* g_clock_sync = nullptr;  // created at MPI_Init when alignment is on; lives until exit
 
 const char* OpName(uint8_t op) {
   switch (op) {
@@ -171,6 +173,10 @@ int Traced(const Call& c, F&& pmpi) {
   int rc = pmpi();
   e.end_ns = rt->Now();
   rt->Record(e);
+  // Periodic clock epochs ride on blocking world collectives (see mpi_clock_sync.h).
+  if (g_clock_sync != nullptr && e.kind == COMMPROF_KIND_MPI_COLLECTIVE && e.comm_id == COMMPROF_COMM_WORLD_ID) {
+    g_clock_sync->AfterWorldCollective(e.seq);
+  }
   return rc;
 }
 
@@ -273,13 +279,17 @@ void OnInit(uint64_t t0) {
   commprof_event e{};
   e.kind = COMMPROF_KIND_MPI_INIT;
   e.name_id = g_op_name[kNameInit];
-  e.start_ns = t0;
+  e.start_ns = rt->ToLocal(t0);
   e.end_ns = rt->Now();
   e.comm_id = COMMPROF_COMM_WORLD_ID;
   e.bytes = static_cast<uint64_t>(size);  // world size
   e.peer = COMMPROF_NO_PEER;
   e.device = COMMPROF_HOST_DEVICE;
   rt->Record(e);
+  if (rt->config().clock_sync && g_clock_sync == nullptr) {
+    g_clock_sync = new MpiClockSync(*rt, rt->config().clock_sync_rounds, rt->config().clock_sync_interval_ms);
+    g_clock_sync->Start();
+  }
 }
 
 Call Coll(uint8_t op, MPI_Comm comm, uint64_t bytes, MPI_Datatype dt = MPI_DATATYPE_NULL,
@@ -333,6 +343,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 int MPI_Finalize(void) {
   Runtime* rt = ActiveRuntime();
   if (rt == nullptr) return PMPI_Finalize();
+  if (g_clock_sync != nullptr) g_clock_sync->Finish();  // needs MPI: before PMPI_Finalize
   uint64_t t0 = rt->Now();
   int rc = PMPI_Finalize();
   commprof_event e{};

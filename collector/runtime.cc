@@ -35,8 +35,20 @@ Runtime::Runtime(Config config, Identity identity)
     : id_(g_next_runtime_id.fetch_add(1)),
       config_(std::move(config)),
       identity_(std::move(identity)),
-      start_(TakeClockAnchor()),
       requests_(config_.request_slots) {
+  double offset = 0, drift = 0;
+  bool has_offset = PerRankValue(config_.fake_clock_offset_ns, identity_.rank, offset);
+  bool has_drift = PerRankValue(config_.fake_clock_drift_ppm, identity_.rank, drift);
+  if (has_offset || has_drift) {
+    fake_clock_ = true;
+    fake_offset_ns_ = static_cast<int64_t>(offset);
+    fake_drift_ppm_ = drift;
+    fake_base_ns_ = SteadyNowNs();
+    COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
+                      static_cast<long long>(fake_offset_ns_), fake_drift_ppm_);
+  }
+  start_ = TakeClockAnchor();
+  start_.steady_ns = ToLocal(start_.steady_ns);
   // Rings round their capacity up to a power of two: budget with what they really take.
   uint64_t ring_bytes = static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
   rings_allowed_ = static_cast<uint32_t>((static_cast<uint64_t>(config_.memory_mb) << 20) / ring_bytes);
@@ -87,6 +99,18 @@ ThreadState* Runtime::RegisterThread() {
 void Runtime::SetClock(const wire::Clock& clock) {
   std::lock_guard<std::mutex> lock(clock_mu_);
   clock_ = clock;
+  clock_version_.fetch_add(1, std::memory_order_release);
+}
+
+void Runtime::SetCounter(const std::string& name, uint64_t value) {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  for (auto& [n, v] : extra_counters_) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  extra_counters_.emplace_back(name, value);
 }
 
 wire::Clock Runtime::clock() const {
@@ -114,6 +138,8 @@ wire::Bye Runtime::Counters() const {
       {"dropped_strings", strings_.overflow_count()},
       {"requests_incomplete", dropped_requests_incomplete_.load()},
   };
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  bye.counters.insert(bye.counters.end(), extra_counters_.begin(), extra_counters_.end());
   return bye;
 }
 
@@ -152,6 +178,7 @@ Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
   int env_size = WorldSizeFromEnvironment();
   id.rank = static_cast<uint32_t>(mpi_rank >= 0 ? mpi_rank : (env_rank >= 0 ? env_rank : 0));
   id.world_size = static_cast<uint32_t>(mpi_size > 0 ? mpi_size : (env_size > 0 ? env_size : 1));
+  id.mpi = mpi_rank >= 0;
   id.pid = static_cast<uint32_t>(::getpid());
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);

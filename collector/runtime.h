@@ -33,6 +33,7 @@ struct Identity {
   uint32_t world_size = 1;
   uint32_t pid = 0;
   std::string host;
+  bool mpi = false;  // rank of an MPI job: clocks are aligned over MPI, not over TCP
 };
 
 struct ThreadState {
@@ -67,7 +68,14 @@ class Runtime {
     }
   }
   uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
-  uint64_t Now() const { return SteadyNowNs(); }
+  // The rank's local clock: the steady clock, or (testing aid) the steady clock plus an injected
+  // offset and drift, so clock alignment can be tested against a known truth.
+  uint64_t Now() const { return ToLocal(SteadyNowNs()); }
+  uint64_t ToLocal(uint64_t steady_ns) const {
+    if (!fake_clock_) return steady_ns;
+    auto elapsed = static_cast<double>(static_cast<int64_t>(steady_ns - fake_base_ns_));
+    return steady_ns + static_cast<uint64_t>(fake_offset_ns_ + static_cast<int64_t>(elapsed * fake_drift_ppm_ * 1e-6));
+  }
 
   ThreadState* Thread() {
     if (t_slot.owner_id == id_) return t_slot.state;
@@ -78,7 +86,10 @@ class Runtime {
   void RequestFlush();
   void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }
   void CountUntrackedRequest() { dropped_requests_.fetch_add(1, std::memory_order_relaxed); }
-  void SetClock(const wire::Clock& clock);
+  void SetClock(const wire::Clock& clock);  // bumps clock_version()
+  uint64_t clock_version() const { return clock_version_.load(std::memory_order_acquire); }
+  // Counters a source reports once in a while (e.g. clock sync cost); sent in the bye.
+  void SetCounter(const std::string& name, uint64_t value);
 
   RequestTable& requests() { return requests_; }
   StringTable& strings() { return strings_; }
@@ -110,6 +121,10 @@ class Runtime {
   const uint64_t id_;  // distinguishes runtimes created one after another at one address
   Config config_;
   Identity identity_;
+  bool fake_clock_ = false;
+  int64_t fake_offset_ns_ = 0;
+  double fake_drift_ppm_ = 0.0;
+  uint64_t fake_base_ns_ = 0;
   ClockAnchor start_;
   std::atomic<bool> enabled_{true};
   StringTable strings_;
@@ -126,6 +141,8 @@ class Runtime {
 
   mutable std::mutex clock_mu_;
   wire::Clock clock_;
+  std::atomic<uint64_t> clock_version_{0};
+  std::vector<std::pair<std::string, uint64_t>> extra_counters_;  // guarded by clock_mu_
 
   std::unique_ptr<Shipper> shipper_;
   std::once_flag shutdown_once_;

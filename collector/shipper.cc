@@ -1,5 +1,6 @@
 #include "collector/shipper.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "collector/runtime.h"
@@ -101,7 +102,54 @@ void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
   frames.clear();
 }
 
+bool Shipper::TcpSyncWanted() const {
+  return rt_.config().clock_sync && !rt_.identity().mpi && transport_ != nullptr && !spooling_;
+}
+
+void Shipper::TcpEpoch(uint32_t rounds) {
+  std::vector<ClockSample> epoch;
+  std::vector<uint8_t> frame, payload;
+  for (uint32_t k = 0; k < rounds; ++k) {
+    ClockSample s;
+    s.local_send_ns = rt_.Now();
+    frame.clear();
+    wire::AppendClockPing(frame, s.local_send_ns);
+    wire::FrameHeader h;
+    if (!transport_->Send(frame).ok() || !transport_->Receive(h, payload, 2000).ok()) return;  // shipping reports it
+    s.local_recv_ns = rt_.Now();
+    auto pong = h.type == wire::FrameType::kClockPong ? wire::DecodeClockPong(payload)
+                                                       : Result<wire::ClockPong>(Corrupt("not a clock-pong"));
+    if (!pong.ok() || pong->local_send_ns != s.local_send_ns) {
+      COMMPROF_LOG_WARN("clock sync with the aggregator: unexpected answer; keeping the model so far");
+      return;
+    }
+    s.reference_ns = pong->reference_ns;
+    epoch.push_back(s);
+  }
+  ClockPoint p;
+  if (!EstimateEpoch(epoch, p)) return;
+  tcp_points_.push_back(p);
+  tcp_samples_.insert(tcp_samples_.end(), epoch.begin(), epoch.end());
+  ClockModel model(tcp_points_);
+  wire::Clock c;
+  c.anchor_local_ns = rt_.start_anchor().steady_ns;
+  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));
+  c.drift_ppm = model.DriftPpm();
+  c.error_bound_ns = model.ErrorBoundNs();
+  c.method = "tcp-pingpong";
+  c.points = model.points();
+  c.samples = tcp_samples_;
+  rt_.SetClock(c);
+  rt_.SetCounter("clock_sync_epochs", tcp_points_.size());
+  uint32_t interval = rt_.config().clock_sync_interval_ms;
+  next_tcp_sync_ns_ = interval == 0 ? UINT64_MAX : rt_.Now() + static_cast<uint64_t>(interval) * 1000000ull;
+}
+
 void Shipper::ShipOnce() {
+  if (uint64_t v = rt_.clock_version(); v != clock_sent_version_) {
+    clock_sent_version_ = v;
+    wire::AppendClock(out_, rt_.clock());
+  }
   // Strings go first so every name id in the following events is already known to the reader.
   auto fresh = rt_.strings().Since(strings_sent_);
   if (!fresh.empty()) {
@@ -118,6 +166,11 @@ void Shipper::ShipOnce() {
 
 void Shipper::Loop() {
   Connect();
+  if (TcpSyncWanted()) {
+    uint64_t t0 = rt_.Now();
+    TcpEpoch(rt_.config().clock_sync_rounds);
+    rt_.SetCounter("clock_sync_init_ns", rt_.Now() - t0);
+  }
   const auto period = std::chrono::milliseconds(rt_.config().flush_ms);
   for (;;) {
     bool stopping;
@@ -127,9 +180,13 @@ void Shipper::Loop() {
       stopping = stop_;
       flush_ = false;
     }
+    if (!stopping && TcpSyncWanted() && rt_.Now() >= next_tcp_sync_ns_) {
+      TcpEpoch(std::max(1u, rt_.config().clock_sync_rounds / 2));
+    }
     ShipOnce();
     if (stopping) break;
   }
+  if (TcpSyncWanted()) TcpEpoch(rt_.config().clock_sync_rounds);
   wire::AppendClock(out_, rt_.clock());
   wire::Bye bye = rt_.Counters();
   bye.counters.emplace_back("events_shipped", events_shipped_);

@@ -30,6 +30,9 @@ class Shipper {
   void ShipOnce();
   void SendOrSpool(std::vector<uint8_t>& frames);
   void SwitchToSpool(const char* why);
+  // Clock alignment for ranks without MPI: ping-pong against the aggregator over this connection.
+  bool TcpSyncWanted() const;
+  void TcpEpoch(uint32_t rounds);
 
   Runtime& rt_;
   wire::Hello hello_;
@@ -40,6 +43,10 @@ class Shipper {
   uint64_t batches_sent_ = 0;
   uint64_t bytes_sent_ = 0;
   uint64_t events_shipped_ = 0;
+  uint64_t clock_sent_version_ = 0;
+  std::vector<ClockPoint> tcp_points_;
+  std::vector<ClockSample> tcp_samples_;
+  uint64_t next_tcp_sync_ns_ = 0;
   std::vector<uint8_t> out_;
   std::unique_ptr<commprof_event[]> scratch_;
 

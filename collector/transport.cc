@@ -18,6 +18,37 @@
 namespace commprof {
 namespace {
 
+// Reads exactly n bytes before `deadline_ns` (steady clock).
+bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
+  size_t off = 0;
+  while (off < n) {
+    uint64_t now = SteadyNowNs();
+    if (now >= deadline_ns) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) return false;
+    ssize_t got = ::recv(fd, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+Status ReceiveFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns) {
+  uint8_t raw[wire::kHeaderSize];
+  if (!ReadFully(fd, raw, sizeof raw, deadline_ns)) return Unavailable("no frame from the aggregator in time");
+  auto h = wire::DecodeHeader(raw);
+  if (!h.ok()) return h.status();
+  header = h.value();
+  payload.resize(header.payload_len);
+  if (!ReadFully(fd, payload.data(), payload.size(), deadline_ns)) {
+    return Unavailable("truncated frame from the aggregator");
+  }
+  return Status::Ok();
+}
+
 class TcpTransport final : public Transport {
  public:
   explicit TcpTransport(int fd) : fd_(fd) {}
@@ -34,6 +65,9 @@ class TcpTransport final : public Transport {
       off += static_cast<size_t>(n);
     }
     return Status::Ok();
+  }
+  Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) override {
+    return ReceiveFrame(fd_, header, payload, SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull);
   }
   const char* name() const override { return "tcp"; }
 
@@ -52,30 +86,15 @@ class SpoolTransport final : public Transport {
     }
     return Status::Ok();
   }
+  Status Receive(wire::FrameHeader&, std::vector<uint8_t>&, uint32_t) override {
+    return Unavailable("a spool file cannot answer");
+  }
   const char* name() const override { return "spool"; }
 
  private:
   std::FILE* f_;
   std::string path_;
 };
-
-// Reads exactly n bytes before `deadline_ns` (steady clock).
-bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
-  size_t off = 0;
-  while (off < n) {
-    uint64_t now = SteadyNowNs();
-    if (now >= deadline_ns) return false;
-    pollfd pfd{fd, POLLIN, 0};
-    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) return false;
-    ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    off += static_cast<size_t>(got);
-  }
-  return true;
-}
 
 Status MakeDirs(const std::string& dir) {
   std::string cur;
@@ -155,18 +174,12 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   COMMPROF_RETURN_IF_ERROR(transport->Send(frame));
 
   // The aggregator answers with an ack; a refusal (bad proof, duplicate rank) is final.
-  uint64_t ack_deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
-  uint8_t header[wire::kHeaderSize];
-  if (!ReadFully(fd, header, sizeof header, ack_deadline)) {
-    return Unavailable("aggregator " + address + " did not acknowledge the hello");
+  wire::FrameHeader h;
+  std::vector<uint8_t> payload;
+  if (Status st = transport->Receive(h, payload, timeout_ms); !st.ok()) {
+    return Unavailable("aggregator " + address + " did not acknowledge the hello: " + st.message());
   }
-  auto h = wire::DecodeHeader(header);
-  if (!h.ok()) return h.status();
-  if (h->type != wire::FrameType::kHelloAck) return Corrupt("aggregator answered the hello with a non-ack frame");
-  std::vector<uint8_t> payload(h->payload_len);
-  if (!ReadFully(fd, payload.data(), payload.size(), ack_deadline)) {
-    return Unavailable("aggregator " + address + " sent a truncated hello-ack");
-  }
+  if (h.type != wire::FrameType::kHelloAck) return Corrupt("aggregator answered the hello with a non-ack frame");
   auto ack = wire::DecodeHelloAck(payload);
   if (!ack.ok()) return ack.status();
   if (!ack->accepted) return Unauthenticated("aggregator refused this rank: " + ack->reason);

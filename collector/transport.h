@@ -17,6 +17,8 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual Status Send(std::span<const uint8_t> bytes) = 0;
+  // Reads one whole frame within timeout_ms (TCP only: a spool has nothing to answer).
+  virtual Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) = 0;
   virtual const char* name() const = 0;
 };
 

@@ -5,21 +5,33 @@
 
 namespace commprof {
 
-bool EstimateEpoch(std::span<const ClockSampleNs> samples, ClockPoint& out) {
+bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
   bool found = false;
   int64_t best_rtt = 0;
+  // Each sample confines the offset to [ref - recv, ref - send]; all of them hold at once, so
+  // their intersection does too, and it is never wider than the minimum round trip.
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
   for (const auto& s : samples) {
-    int64_t rtt = s.local_recv - s.local_send;
+    int64_t rtt = static_cast<int64_t>(s.local_recv_ns - s.local_send_ns);
     if (rtt < 0) continue;
+    auto ref = static_cast<int64_t>(s.reference_ns);
+    lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns));
+    hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns));
     if (!found || rtt < best_rtt) {
       found = true;
       best_rtt = rtt;
       // Midpoint without overflow: send + rtt/2.
-      int64_t mid = s.local_send + rtt / 2;
+      int64_t mid = static_cast<int64_t>(s.local_send_ns) + rtt / 2;
       out.local_ns = mid;
-      out.offset_ns = s.reference - mid;
+      out.offset_ns = ref - mid;
       out.half_rtt_ns = (rtt + 1) / 2;  // round up: the bound must hold
     }
+  }
+  if (found && lo <= hi && hi - lo < 2 * out.half_rtt_ns) {
+    // Tighter than the minimum-round-trip sample alone, and still guaranteed. (An empty
+    // intersection means a clock stepped during the epoch: then the min-RTT sample stands.)
+    out.offset_ns = lo + (hi - lo) / 2;
+    out.half_rtt_ns = (hi - lo + 1) / 2;
   }
   return found;
 }

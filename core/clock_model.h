@@ -6,7 +6,9 @@
 // with its clock (t_ref), the rank reads again (t_recv). Whatever the delays, the true offset
 // (reference - local) lies in [t_ref - t_recv, t_ref - t_send]; the midpoint is off by at most half
 // the round trip. An *epoch* is a burst of samples (at MPI_Init, periodically, at MPI_Finalize);
-// it keeps its minimum-round-trip sample, which gives a point (local time, offset, half RTT).
+// it keeps its minimum-round-trip sample, which gives a point (local time, offset, half RTT), and
+// narrows it to the intersection of all its samples' intervals when that is tighter (it still
+// holds the truth whatever the delays; the epoch is short enough for drift not to matter).
 // The *model* is piecewise linear through the epoch points (one segment per pair of consecutive
 // epochs, extended flat-slope beyond the ends), so drift is tracked as it changes.
 // Error bound: the largest half round trip among the points plus the residual of the points
@@ -20,21 +22,25 @@
 
 namespace commprof {
 
-struct ClockSampleNs {
-  int64_t local_send = 0;
-  int64_t reference = 0;
-  int64_t local_recv = 0;
+// One ping-pong, all three readings in nanoseconds of the clocks named.
+struct ClockSample {
+  uint64_t local_send_ns = 0;
+  uint64_t reference_ns = 0;
+  uint64_t local_recv_ns = 0;
 };
 
+// One epoch's result: at local time local_ns, reference - local = offset_ns, +- half_rtt_ns.
 struct ClockPoint {
-  int64_t local_ns = 0;    // local time of the chosen sample's midpoint
-  int64_t offset_ns = 0;   // reference - local at that time
+  int64_t local_ns = 0;
+  int64_t offset_ns = 0;
   int64_t half_rtt_ns = 0;
 };
 
-// The minimum-round-trip sample of one epoch (ties: the earliest). Samples with a negative round
-// trip (a broken clock) are ignored; returns false when none is usable.
-bool EstimateEpoch(std::span<const ClockSampleNs> samples, ClockPoint& out);
+// One epoch's point: the minimum-round-trip sample (ties: the earliest), narrowed to the
+// intersection of all samples' feasible intervals when that is non-empty and tighter; half_rtt_ns
+// is then half the intersection's width. Samples with a negative round trip (a broken clock) are
+// ignored; returns false when none is usable.
+bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out);
 
 class ClockModel {
  public:

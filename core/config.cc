@@ -19,6 +19,11 @@ constexpr OptionSpec kOptions[] = {
     {"COMMPROF_REQUEST_SLOTS", "65536", "non-blocking MPI requests tracked at once; more are counted as dropped."},
     {"COMMPROF_CONNECT_TIMEOUT_MS", "5000", "how long a rank waits for the aggregator before spooling."},
     {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug."},
+    {"COMMPROF_CLOCK_SYNC", "on", "clock alignment against rank 0 (MPI) or the aggregator (TCP): on or off."},
+    {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000", "period of re-synchronization during the run (0: only at start and end)."},
+    {"COMMPROF_CLOCK_SYNC_ROUNDS", "64", "ping-pong rounds per synchronization epoch (the minimum round trip is kept)."},
+    {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "", "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
+    {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i."},
 };
 
 std::string EnvOr(const char* name) {
@@ -49,6 +54,23 @@ uint32_t EnvU32(const char* name, uint32_t min_value) {
 
 std::span<const OptionSpec> ConfigOptions() { return kOptions; }
 
+bool PerRankValue(const std::string& list, uint32_t rank, double& out) {
+  size_t start = 0;
+  for (uint32_t i = 0;; ++i) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (i == rank) {
+      char* end = nullptr;
+      double v = std::strtod(item.c_str(), &end);
+      if (item.empty() || end == nullptr || *end != '\0') return false;
+      out = v;
+      return true;
+    }
+    if (comma == std::string::npos) return false;
+    start = comma + 1;
+  }
+}
+
 Config ConfigFromEnv() {
   Config c;
   c.aggregator = EnvOr("COMMPROF_AGGREGATOR");
@@ -60,6 +82,12 @@ Config ConfigFromEnv() {
   c.flush_ms = EnvU32("COMMPROF_FLUSH_MS", 1);
   c.request_slots = EnvU32("COMMPROF_REQUEST_SLOTS", 16);
   c.connect_timeout_ms = EnvU32("COMMPROF_CONNECT_TIMEOUT_MS", 0);
+  std::string sync = EnvOr("COMMPROF_CLOCK_SYNC");
+  c.clock_sync = !(sync == "off" || sync == "0" || sync == "false" || sync == "no");
+  c.clock_sync_interval_ms = EnvU32("COMMPROF_CLOCK_SYNC_INTERVAL_MS", 0);
+  c.clock_sync_rounds = EnvU32("COMMPROF_CLOCK_SYNC_ROUNDS", 1);
+  c.fake_clock_offset_ns = EnvOr("COMMPROF_FAKE_CLOCK_OFFSET_NS");
+  c.fake_clock_drift_ppm = EnvOr("COMMPROF_FAKE_CLOCK_DRIFT_PPM");
   return c;
 }
 

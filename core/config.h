@@ -27,7 +27,15 @@ struct Config {
   uint32_t flush_ms = 0;        // shipper period
   uint32_t request_slots = 0;   // in-flight non-blocking requests tracked
   uint32_t connect_timeout_ms = 0;
+  bool clock_sync = true;
+  uint32_t clock_sync_interval_ms = 0;
+  uint32_t clock_sync_rounds = 0;
+  std::string fake_clock_offset_ns;  // testing aid: per-rank lists, see kOptions
+  std::string fake_clock_drift_ppm;
 };
+
+// Item `rank` of a comma-separated list of numbers; false when absent or not a number.
+bool PerRankValue(const std::string& list, uint32_t rank, double& out);
 
 // Reads the environment; malformed numbers fall back to the default with a warning (the
 // profiled program must run on regardless).

@@ -175,6 +175,12 @@ void AppendClock(std::vector<uint8_t>& out, const Clock& c) {
   PutU64(out, static_cast<uint64_t>(c.error_bound_ns));
   PutU64(out, c.anchor_local_ns);
   PutStr(out, c.method);
+  PutU32(out, static_cast<uint32_t>(c.points.size()));
+  for (const auto& p : c.points) {
+    PutU64(out, static_cast<uint64_t>(p.local_ns));
+    PutU64(out, static_cast<uint64_t>(p.offset_ns));
+    PutU64(out, static_cast<uint64_t>(p.half_rtt_ns));
+  }
   PutU32(out, static_cast<uint32_t>(c.samples.size()));
   for (const auto& s : c.samples) {
     PutU64(out, s.local_send_ns);
@@ -202,6 +208,8 @@ const char* FrameTypeName(FrameType type) {
     case FrameType::kEvents: return "events";
     case FrameType::kClock: return "clock";
     case FrameType::kBye: return "bye";
+    case FrameType::kClockPing: return "clock-ping";
+    case FrameType::kClockPong: return "clock-pong";
   }
   return "unknown";
 }
@@ -221,7 +229,7 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
                    std::to_string(kVersion) + ")");
   }
   uint16_t type = static_cast<uint16_t>(t[0] | (t[1] << 8));
-  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBye)) {
+  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kClockPong)) {
     return Corrupt("header: unknown frame type " + std::to_string(type));
   }
   if (len > kMaxPayload) {
@@ -306,10 +314,19 @@ Result<Events> DecodeEvents(std::span<const uint8_t> payload) {
 Result<Clock> DecodeClock(std::span<const uint8_t> payload) {
   Cursor c(payload, "clock");
   Clock k;
-  uint32_t n = 0;
+  uint32_t n = 0, np = 0;
   if (c.I64(k.offset_ns, "offset_ns") && c.F64(k.drift_ppm, "drift_ppm") &&
       c.I64(k.error_bound_ns, "error_bound_ns") && c.U64(k.anchor_local_ns, "anchor_local_ns") &&
-      c.Str(k.method, "method") && c.U32(n, "sample_count") && c.CheckCount(n, 24, "sample_count")) {
+      c.Str(k.method, "method") && c.U32(np, "point_count") && c.CheckCount(np, 24, "point_count")) {
+    k.points.resize(np);
+    for (auto& p : k.points) {
+      if (!c.I64(p.local_ns, "point_local_ns") || !c.I64(p.offset_ns, "point_offset_ns") ||
+          !c.I64(p.half_rtt_ns, "point_half_rtt_ns")) {
+        break;
+      }
+    }
+  }
+  if (c.U32(n, "sample_count") && c.CheckCount(n, 24, "sample_count")) {
     k.samples.resize(n);
     for (auto& s : k.samples) {
       if (!c.U64(s.local_send_ns, "local_send_ns") || !c.U64(s.reference_ns, "reference_ns") ||
@@ -334,6 +351,35 @@ Result<Bye> DecodeBye(std::span<const uint8_t> payload) {
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return b;
+}
+
+void AppendClockPing(std::vector<uint8_t>& out, uint64_t local_send_ns) {
+  size_t start = BeginFrame(out, FrameType::kClockPing);
+  PutU64(out, local_send_ns);
+  EndFrame(out, start);
+}
+
+void AppendClockPong(std::vector<uint8_t>& out, const ClockPong& pong) {
+  size_t start = BeginFrame(out, FrameType::kClockPong);
+  PutU64(out, pong.local_send_ns);
+  PutU64(out, pong.reference_ns);
+  EndFrame(out, start);
+}
+
+Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload) {
+  Cursor c(payload, "clock-ping");
+  uint64_t t = 0;
+  c.U64(t, "local_send_ns");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return t;
+}
+
+Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload) {
+  Cursor c(payload, "clock-pong");
+  ClockPong p;
+  if (c.U64(p.local_send_ns, "local_send_ns")) c.U64(p.reference_ns, "reference_ns");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return p;
 }
 
 Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload) {

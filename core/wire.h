@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commprof/event.h"
+#include "core/clock_model.h"
 #include "core/status.h"
 
 namespace commprof::wire {
@@ -36,6 +37,8 @@ enum class FrameType : uint16_t {
   kEvents = 4,
   kClock = 5,
   kBye = 6,
+  kClockPing = 7,  // collector -> aggregator: TCP clock exchange for jobs without MPI
+  kClockPong = 8,  // aggregator -> collector: the ping's send time echoed plus the reference time
 };
 
 struct FrameHeader {
@@ -69,20 +72,25 @@ struct Events {
   std::vector<commprof_event> events;
 };
 
-struct ClockSample {
-  uint64_t local_send_ns = 0;
-  uint64_t reference_ns = 0;
-  uint64_t local_recv_ns = 0;
-};
+using ClockSample = commprof::ClockSample;  // core/clock_model.h
+using ClockPoint = commprof::ClockPoint;
 
-// reference time = local + offset_ns + drift_ppm * 1e-6 * (local - anchor_local_ns)
+// The rank's clock model (core/clock_model.h): piecewise linear through `points`. The summary
+// figures are what `commprof info` shows: offset at anchor_local_ns (the rank's start), drift of
+// the line through the first and last points, and the error bound.
 struct Clock {
   int64_t offset_ns = 0;
   double drift_ppm = 0.0;
   int64_t error_bound_ns = -1;  // -1: not measured
   uint64_t anchor_local_ns = 0;
-  std::string method;           // "none", "mpi-pingpong", ...
-  std::vector<ClockSample> samples;
+  std::string method;           // "none", "mpi-pingpong", "tcp-pingpong"
+  std::vector<ClockPoint> points;
+  std::vector<ClockSample> samples;  // every sample of every epoch
+};
+
+struct ClockPong {
+  uint64_t local_send_ns = 0;  // echoed from the ping
+  uint64_t reference_ns = 0;
 };
 
 struct Bye {
@@ -96,6 +104,8 @@ void AppendStrings(std::vector<uint8_t>& out, uint32_t first_id, std::span<const
 void AppendEvents(std::vector<uint8_t>& out, uint64_t batch_seq, const commprof_event* events, size_t count);
 void AppendClock(std::vector<uint8_t>& out, const Clock& clock);
 void AppendBye(std::vector<uint8_t>& out, const Bye& bye);
+void AppendClockPing(std::vector<uint8_t>& out, uint64_t local_send_ns);
+void AppendClockPong(std::vector<uint8_t>& out, const ClockPong& pong);
 
 // Size of an events frame holding `count` events.
 constexpr size_t EventsFrameSize(size_t count) { return kHeaderSize + 12 + count * sizeof(commprof_event); }
@@ -109,6 +119,8 @@ Result<Strings> DecodeStrings(std::span<const uint8_t> payload);
 Result<Events> DecodeEvents(std::span<const uint8_t> payload);
 Result<Clock> DecodeClock(std::span<const uint8_t> payload);
 Result<Bye> DecodeBye(std::span<const uint8_t> payload);
+Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload);
+Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload);
 
 // True when hello.proof is the HMAC of this hello under `secret` (constant-time compare).
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);

@@ -45,6 +45,16 @@ bool AppendRows(hid_t dset, hid_t type, const void* data, hsize_t have, hsize_t 
   return H5Dwrite(dset, type, mspace.get(), fspace.get(), H5P_DEFAULT, data) >= 0;
 }
 
+// (Re)writes an N x 3 table of 8-byte integers; nothing when there are no rows.
+bool WriteTable(hid_t group, const char* name, hid_t type, const void* rows, size_t n) {
+  if (H5Lexists(group, name, H5P_DEFAULT) > 0 && H5Ldelete(group, name, H5P_DEFAULT) < 0) return false;
+  if (n == 0) return true;
+  hsize_t dims[2] = {n, 3};
+  Handle space(H5Screate_simple(2, dims, nullptr));
+  Handle d(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  return d.valid() && H5Dwrite(d.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
+}
+
 }  // namespace
 
 Hdf5Writer::Hdf5Writer(std::string path, JobMeta meta, WriterOptions options)
@@ -136,14 +146,11 @@ Status Hdf5Writer::SetClock(uint32_t rank, const wire::Clock& c) {
             WriteAttr(g, "clock_error_bound_ns", c.error_bound_ns) &&
             WriteAttr(g, "clock_anchor_local_ns", c.anchor_local_ns) && WriteAttr(g, "clock_method", c.method);
   if (!ok) return Err("cannot write clock attributes of rank " + std::to_string(rank));
-  if (!c.samples.empty() && H5Lexists(g, "clock_samples", H5P_DEFAULT) <= 0) {
-    hsize_t dims[2] = {c.samples.size(), 3};
-    Handle space(H5Screate_simple(2, dims, nullptr));
-    Handle d(H5Dcreate2(g, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    static_assert(sizeof(wire::ClockSample) == 24);
-    if (!d.valid() || H5Dwrite(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.samples.data()) < 0) {
-      return Err("cannot write clock samples of rank " + std::to_string(rank));
-    }
+  // The model is re-sent after every sync epoch: each time it replaces the previous tables.
+  static_assert(sizeof(wire::ClockSample) == 24 && sizeof(wire::ClockPoint) == 24);
+  if (!WriteTable(g, "clock_samples", H5T_NATIVE_UINT64, c.samples.data(), c.samples.size()) ||
+      !WriteTable(g, "clock_points", H5T_NATIVE_INT64, c.points.data(), c.points.size())) {
+    return Err("cannot write the clock tables of rank " + std::to_string(rank));
   }
   return Status::Ok();
 }

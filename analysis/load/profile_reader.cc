@@ -95,9 +95,24 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     hsize_t idx = 0;
     H5Aiterate2(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, CollectAttr, &attrs);
     for (const auto& a : attrs) {
-      bool counter = a.rfind("dropped_", 0) == 0 || a.rfind("events_", 0) == 0 || a == "batches_sent" ||
-                     a == "batches_lost" || a == "spooled";
-      if (counter) ri.counters[a] = static_cast<uint64_t>(ReadIntAttr(g.get(), a.c_str()).value_or(0));
+      // Every integer attribute that is not identity or clock metadata is a counter, so counters
+      // a newer collector adds show up without a reader change.
+      bool metadata = a == "rank" || a == "pid" || a.rfind("start_", 0) == 0 || a == "clock_offset_ns" ||
+                      a == "clock_error_bound_ns" || a == "clock_anchor_local_ns";
+      if (!metadata) ri.counters[a] = static_cast<uint64_t>(ReadIntAttr(g.get(), a.c_str()).value_or(0));
+    }
+    ri.start_steady_ns = static_cast<uint64_t>(ReadIntAttr(g.get(), "start_steady_ns").value_or(0));
+    if (H5Lexists(g.get(), "clock_points", H5P_DEFAULT) > 0) {
+      Handle d(H5Dopen2(g.get(), "clock_points", H5P_DEFAULT));
+      Handle space(H5Dget_space(d.get()));
+      hsize_t dims[2] = {0, 0};
+      if (H5Sget_simple_extent_ndims(space.get()) == 2) H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+      if (dims[1] != 3) return Corrupt(path + ": /ranks/" + name + "/clock_points is not an N x 3 table");
+      ri.clock_points.resize(dims[0]);
+      if (dims[0] > 0 &&
+          H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ri.clock_points.data()) < 0) {
+        return Corrupt(path + ": cannot read /ranks/" + name + "/clock_points");
+      }
     }
     ri.dropped_events = ri.counters.count("dropped_events") ? ri.counters["dropped_events"] : 0;
     if (H5Lexists(g.get(), "events", H5P_DEFAULT) > 0) {

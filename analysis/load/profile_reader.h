@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commprof/event.h"
+#include "core/clock_model.h"
 #include "core/h5/h5_util.h"
 #include "core/status.h"
 
@@ -27,6 +28,9 @@ struct RankInfo {
   double clock_drift_ppm = 0.0;
   int64_t clock_error_bound_ns = -1;
   std::string clock_method;
+  std::vector<ClockPoint> clock_points;  // the piecewise-linear model; empty: not aligned
+  uint64_t start_steady_ns = 0;
+  ClockModel clock_model() const { return ClockModel(clock_points); }
   std::map<std::string, uint64_t> counters;  // events_recorded, dropped_*, ...
   uint64_t dropped_events = 0;
 };

@@ -1,0 +1,24 @@
+// Clock-condition violations (docs/clock-alignment.md): after alignment, a blocking collective
+// must not end on a rank before the ranks it depends on have entered it. Counting them is a
+// quality figure for the alignment; they are never hidden or silently repaired.
+//
+// Dependencies by operation: Barrier, Allreduce, Allgather(v), Alltoall(v), Reduce_scatter(_block):
+// every rank waits for every rank. Bcast, Scatter(v): the non-roots wait for the root.
+// Reduce, Gather(v): the root waits for everyone. Scan: rank i waits for ranks 0..i.
+#pragma once
+
+#include <cstdint>
+
+#include "analysis/load/profile_reader.h"
+
+namespace commprof {
+
+struct ClockViolations {
+  uint64_t instances_checked = 0;  // blocking collective instances seen on two or more ranks
+  uint64_t violations = 0;         // instances with at least one violating rank
+};
+
+// One pass over every rank's events. `aligned`: apply each rank's clock model (false: raw times).
+Result<ClockViolations> CountClockViolations(const ProfileReader& reader, bool aligned);
+
+}  // namespace commprof
