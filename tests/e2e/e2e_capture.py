@@ -385,7 +385,83 @@ def case_c_api(ctx):
         expect(all(names[i] == "step" for i in steps["name_id"]), "step events are named 'step'")
 
 
+OFFSETS = [0, 5_000_000, -3_000_000, 12_000_000]
+DRIFTS = [0, 40, -25, 10]
+
+
+def injected_clock_env(sync=True):
+    env = {"COMMPROF_FAKE_CLOCK_OFFSET_NS": ",".join(map(str, OFFSETS)),
+           "COMMPROF_FAKE_CLOCK_DRIFT_PPM": ",".join(map(str, DRIFTS))}
+    if not sync:
+        env["COMMPROF_CLOCK_SYNC"] = "off"
+    return env
+
+
+def case_clock_injected(ctx):
+    """Injected offsets and drifts are recovered within the reported bound (< 20 us here), and
+    after alignment no blocking collective ends before its last rank entered it.
+    64 KiB allreduces: a transfer this size keeps the true margin between the last entry and the
+    first exit above a microsecond, the scale of the alignment error on this machine."""
+    out = ctx.path("clock.h5")
+    profile(ctx, out, ["--iters", "1500", "--bytes", "65536", "--compute-us", "1000"], env=injected_clock_env())
+    info = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+    with h5py.File(out, "r") as f:
+        for r in info["ranks"]:
+            i = r["rank"]
+            bound = r["clock_error_bound_ns"]
+            expect(r["clock_method"] == ("mpi-reference" if i == 0 else "mpi-pingpong"), f"rank {i}: {r['clock_method']}")
+            expect(0 <= bound < 20_000, f"rank {i}: error bound {bound} ns, expected under 20 us")
+            want_offset = -(OFFSETS[i] - OFFSETS[0])
+            expect(abs(r["clock_offset_ns"] - want_offset) <= bound,
+                   f"rank {i}: offset {r['clock_offset_ns']} ns, injected {want_offset} ns, bound {bound} ns")
+            pts = f["ranks"][str(i)]["clock_points"][...]
+            expect(len(pts) >= 3, f"rank {i}: {len(pts)} epochs; expected init, periodic and finalize ones")
+            span = int(pts[-1][0] - pts[0][0])
+            drift_bound = 2 * bound / span * 1e6 if span > 0 else float("inf")
+            want_drift = -(DRIFTS[i] - DRIFTS[0])
+            expect(abs(r["clock_drift_ppm"] - want_drift) <= drift_bound,
+                   f"rank {i}: drift {r['clock_drift_ppm']:.3f} ppm, injected {want_drift} ppm, bound {drift_bound:.3f}")
+            expect(r["counters"]["clock_sync_init_ns"] < 50_000_000, f"rank {i}: init sync took {r['counters']}")
+    c = info["clock"]
+    # 1500 allreduces, the world barrier, one barrier in each of the two split communicators
+    expect(c["instances_checked"] == 1500 + 1 + 2, f"instances checked {c}")
+    expect(c["violations"] == 0, f"violations after alignment: {c}")
+    expect(c["violations_unaligned"] > 0, f"the raw clocks must violate: {c}")
+    text = run([ctx.commprof, "info", out], check_rc=0).stdout
+    expect("0 clock-condition violation(s)" in text, "text output shows the count")
+
+
+def case_clock_sync_off(ctx):
+    """Without alignment the injected offsets stay and show up as violations."""
+    out = ctx.path("noclock.h5")
+    profile(ctx, out, ["--iters", "200", "--bytes", "65536", "--compute-us", "500"], env=injected_clock_env(False))
+    info = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+    for r in info["ranks"]:
+        expect(r["clock_method"] == "none" and r["clock_error_bound_ns"] == -1 and r["clock_offset_ns"] == 0,
+               f"rank {r['rank']}: unaligned clock model {r}")
+    expect(info["clock"]["violations"] > 0 and info["clock"]["violations"] == info["clock"]["violations_unaligned"],
+           f"violations without alignment: {info['clock']}")
+
+
+def case_clock_tcp(ctx):
+    """A program without MPI aligns its clock to the aggregator over TCP."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "c_api_program")
+    out = ctx.path("tcpclock.h5")
+    run([ctx.commprof, "run", "-o", out, "--", exe], env={"COMMPROF_FAKE_CLOCK_OFFSET_NS": "7000000"}, check_rc=0)
+    info = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+    r = info["ranks"][0]
+    expect(r["clock_method"] == "tcp-pingpong", f"method {r['clock_method']}")
+    bound = r["clock_error_bound_ns"]
+    expect(0 <= bound < 200_000, f"bound {bound}")
+    expect(abs(r["clock_offset_ns"] + 7_000_000) <= bound, f"offset {r['clock_offset_ns']} vs -7000000 +- {bound}")
+    with h5py.File(out, "r") as f:
+        expect(len(f["ranks"]["0"]["clock_points"]) >= 2, "start and end epochs")
+
+
 CASES = {
+    "clock_injected": case_clock_injected,
+    "clock_sync_off": case_clock_sync_off,
+    "clock_tcp": case_clock_tcp,
     "allreduce": lambda c: case_collective(c, "allreduce"),
     "allgather": lambda c: case_collective(c, "allgather"),
     "bcast": lambda c: case_collective(c, "bcast"),
