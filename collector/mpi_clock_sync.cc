@@ -81,17 +81,6 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
   Publish();
 }
 
-void MpiClockSync::Publish() {
-  ClockModel model(points_);
-  wire::Clock c;
-  c.anchor_local_ns = rt_.start_anchor().steady_ns;
-  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));
-  c.drift_ppm = model.DriftPpm();
-  c.error_bound_ns = model.ErrorBoundNs();
-  c.method = rank_ == 0 ? "mpi-reference" : "mpi-pingpong";
-  c.points = model.points();
-  c.samples = samples_;
-  rt_.SetClock(c);
-}
+void MpiClockSync::Publish() { rt_.PublishClock(points_, samples_, rank_ == 0 ? "mpi-reference" : "mpi-pingpong"); }
 
 }  // namespace commprof

@@ -102,6 +102,19 @@ void Runtime::SetClock(const wire::Clock& clock) {
   clock_version_.fetch_add(1, std::memory_order_release);
 }
 
+void Runtime::PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> samples, const char* method) {
+  ClockModel model(std::move(points));
+  wire::Clock c;
+  c.anchor_local_ns = start_.steady_ns;
+  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));  // "at job start"
+  c.drift_ppm = model.DriftPpm();
+  c.error_bound_ns = model.ErrorBoundNs();
+  c.method = method;
+  c.points = model.points();
+  c.samples = std::move(samples);
+  SetClock(c);
+}
+
 void Runtime::SetCounter(const std::string& name, uint64_t value) {
   std::lock_guard<std::mutex> lock(clock_mu_);
   for (auto& [n, v] : extra_counters_) {

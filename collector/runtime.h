@@ -87,6 +87,8 @@ class Runtime {
   void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }
   void CountUntrackedRequest() { dropped_requests_.fetch_add(1, std::memory_order_relaxed); }
   void SetClock(const wire::Clock& clock);  // bumps clock_version()
+  // Builds the clock model from a sync method's epoch points and samples and sets it.
+  void PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> samples, const char* method);
   uint64_t clock_version() const { return clock_version_.load(std::memory_order_acquire); }
   // Counters a source reports once in a while (e.g. clock sync cost); sent in the bye.
   void SetCounter(const std::string& name, uint64_t value);

@@ -130,16 +130,7 @@ void Shipper::TcpEpoch(uint32_t rounds) {
   if (!EstimateEpoch(epoch, p)) return;
   tcp_points_.push_back(p);
   tcp_samples_.insert(tcp_samples_.end(), epoch.begin(), epoch.end());
-  ClockModel model(tcp_points_);
-  wire::Clock c;
-  c.anchor_local_ns = rt_.start_anchor().steady_ns;
-  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));
-  c.drift_ppm = model.DriftPpm();
-  c.error_bound_ns = model.ErrorBoundNs();
-  c.method = "tcp-pingpong";
-  c.points = model.points();
-  c.samples = tcp_samples_;
-  rt_.SetClock(c);
+  rt_.PublishClock(tcp_points_, tcp_samples_, "tcp-pingpong");
   rt_.SetCounter("clock_sync_epochs", tcp_points_.size());
   uint32_t interval = rt_.config().clock_sync_interval_ms;
   next_tcp_sync_ns_ = interval == 0 ? UINT64_MAX : rt_.Now() + static_cast<uint64_t>(interval) * 1000000ull;
