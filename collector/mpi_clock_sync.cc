@@ -16,6 +16,7 @@ MpiClockSync::MpiClockSync(Runtime& rt, uint32_t rounds, uint32_t interval_ms)
     : rt_(rt), rounds_(rounds), interval_ms_(interval_ms) {}
 
 void MpiClockSync::Start() {
+  rt_.ClaimClockForMpi();
   PMPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   PMPI_Comm_rank(comm_, &rank_);
   PMPI_Comm_size(comm_, &size_);
@@ -56,7 +57,7 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
     }
     ClockPoint p;
     if (EstimateEpoch(epoch, p)) points_.push_back(p);
-    samples_.insert(samples_.end(), epoch.begin(), epoch.end());
+    epoch_samples_ = std::move(epoch);
   }
   // Rank 0 sizes the next interval in world collectives from the rate it has seen.
   uint64_t next = UINT64_MAX;
@@ -81,6 +82,9 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
   Publish();
 }
 
-void MpiClockSync::Publish() { rt_.PublishClock(points_, samples_, rank_ == 0 ? "mpi-reference" : "mpi-pingpong"); }
+void MpiClockSync::Publish() {
+  rt_.PublishClock(points_, std::move(epoch_samples_), rank_ == 0 ? "mpi-reference" : "mpi-pingpong");
+  epoch_samples_.clear();
+}
 
 }  // namespace commprof

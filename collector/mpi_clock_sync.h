@@ -50,7 +50,7 @@ class MpiClockSync {
   uint64_t last_epoch_ns_ = 0;
   uint64_t epochs_ = 0;
   std::vector<ClockPoint> points_;
-  std::vector<ClockSample> samples_;
+  std::vector<ClockSample> epoch_samples_;  // the latest epoch's, handed to PublishClock
 };
 
 }  // namespace commprof

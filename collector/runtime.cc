@@ -99,19 +99,30 @@ ThreadState* Runtime::RegisterThread() {
 void Runtime::SetClock(const wire::Clock& clock) {
   std::lock_guard<std::mutex> lock(clock_mu_);
   clock_ = clock;
+  pending_samples_.insert(pending_samples_.end(), clock.samples.begin(), clock.samples.end());
+  clock_.samples.clear();
   clock_version_.fetch_add(1, std::memory_order_release);
 }
 
-void Runtime::PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> samples, const char* method) {
+wire::Clock Runtime::TakeClockFrame() {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  wire::Clock c = clock_;
+  c.samples.swap(pending_samples_);
+  return c;
+}
+
+void Runtime::PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> epoch_samples, const char* method) {
   ClockModel model(std::move(points));
   wire::Clock c;
-  c.anchor_local_ns = start_.steady_ns;
-  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));  // "at job start"
+  // "At job start" is the first epoch (MPI_Init, or the connection): the offset is measured there
+  // rather than extrapolated back to the collector's start, so the error bound holds for it.
+  c.anchor_local_ns = model.empty() ? start_.steady_ns : static_cast<uint64_t>(model.points().front().local_ns);
+  c.offset_ns = model.OffsetAt(static_cast<int64_t>(c.anchor_local_ns));
   c.drift_ppm = model.DriftPpm();
   c.error_bound_ns = model.ErrorBoundNs();
   c.method = method;
   c.points = model.points();
-  c.samples = std::move(samples);
+  c.samples = std::move(epoch_samples);
   SetClock(c);
 }
 
@@ -124,11 +135,6 @@ void Runtime::SetCounter(const std::string& name, uint64_t value) {
     }
   }
   extra_counters_.emplace_back(name, value);
-}
-
-wire::Clock Runtime::clock() const {
-  std::lock_guard<std::mutex> lock(clock_mu_);
-  return clock_;
 }
 
 wire::Bye Runtime::Counters() const {
@@ -207,6 +213,13 @@ Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
   auto* rt = new Runtime(ConfigFromEnv(), id);  // owned by g_runtime until ShutdownRuntime
   rt->Start();
   g_runtime.store(rt, std::memory_order_release);
+  // Registered after the libraries the runtime uses have set up their own exit handlers (OpenSSL
+  // during the hello), so ours runs first and ships the last events while they still work.
+  static bool atexit_registered = false;
+  if (!atexit_registered) {
+    std::atexit(ShutdownRuntime);
+    atexit_registered = true;
+  }
   return rt;
 }
 

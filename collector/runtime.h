@@ -87,8 +87,9 @@ class Runtime {
   void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }
   void CountUntrackedRequest() { dropped_requests_.fetch_add(1, std::memory_order_relaxed); }
   void SetClock(const wire::Clock& clock);  // bumps clock_version()
-  // Builds the clock model from a sync method's epoch points and samples and sets it.
-  void PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> samples, const char* method);
+  // Builds the clock model from a sync method's epoch points and sets it, queueing the new
+  // epoch's samples for the next clock frame.
+  void PublishClock(std::vector<ClockPoint> points, std::vector<ClockSample> epoch_samples, const char* method);
   uint64_t clock_version() const { return clock_version_.load(std::memory_order_acquire); }
   // Counters a source reports once in a while (e.g. clock sync cost); sent in the bye.
   void SetCounter(const std::string& name, uint64_t value);
@@ -109,7 +110,11 @@ class Runtime {
     }
   }
   wire::Bye Counters() const;
-  wire::Clock clock() const;
+  // The clock frame to send: the current model with the samples taken since the last call.
+  wire::Clock TakeClockFrame();
+  // MPI alignment takes over from the TCP exchange (a rank that used the C API before MPI_Init).
+  void ClaimClockForMpi() { clock_by_mpi_.store(true, std::memory_order_release); }
+  bool clock_by_mpi() const { return clock_by_mpi_.load(std::memory_order_acquire); }
 
  private:
   struct ThreadSlot {
@@ -144,6 +149,8 @@ class Runtime {
   mutable std::mutex clock_mu_;
   wire::Clock clock_;
   std::atomic<uint64_t> clock_version_{0};
+  std::vector<ClockSample> pending_samples_;  // guarded by clock_mu_
+  std::atomic<bool> clock_by_mpi_{false};
   std::vector<std::pair<std::string, uint64_t>> extra_counters_;  // guarded by clock_mu_
 
   std::unique_ptr<Shipper> shipper_;

@@ -21,6 +21,7 @@ Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<com
   hello_.start_steady_ns = rt_.start_anchor().steady_ns;
   hello_.start_utc_ns = rt_.start_anchor().utc_ns;
   out_.reserve(wire::EventsFrameSize(kBatchEvents) * 2);
+  wire::AppendHello(hello_frame_, hello_, rt_.config().secret);  // see transport.h: here, not on our thread
 }
 
 Shipper::~Shipper() { Stop(); }
@@ -46,7 +47,7 @@ void Shipper::Stop() {
 void Shipper::Connect() {
   const Config& c = rt_.config();
   if (!c.aggregator.empty()) {
-    auto t = ConnectToAggregator(c.aggregator, hello_, c.secret, c.connect_timeout_ms);
+    auto t = ConnectToAggregator(c.aggregator, hello_frame_, c.connect_timeout_ms);
     if (t.ok()) {
       transport_ = std::move(t.value());
       COMMPROF_LOG_DEBUG("connected to aggregator %s", c.aggregator.c_str());
@@ -63,7 +64,7 @@ void Shipper::SwitchToSpool(const char* why) {
   if (spooling_) return;
   spooling_ = true;
   std::string path;
-  auto s = OpenSpool(rt_.config().spool_dir, hello_, rt_.config().secret, &path);
+  auto s = OpenSpool(rt_.config().spool_dir, hello_, hello_frame_, &path);
   if (!s.ok()) {
     COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): events from now on are dropped", why,
                        s.status().message().c_str());
@@ -103,7 +104,8 @@ void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
 }
 
 bool Shipper::TcpSyncWanted() const {
-  return rt_.config().clock_sync && !rt_.identity().mpi && transport_ != nullptr && !spooling_;
+  return rt_.config().clock_sync && !rt_.identity().mpi && !rt_.clock_by_mpi() && !tcp_sync_failed_ &&
+         transport_ != nullptr && !spooling_;
 }
 
 void Shipper::TcpEpoch(uint32_t rounds) {
@@ -115,11 +117,17 @@ void Shipper::TcpEpoch(uint32_t rounds) {
     frame.clear();
     wire::AppendClockPing(frame, s.local_send_ns);
     wire::FrameHeader h;
-    if (!transport_->Send(frame).ok() || !transport_->Receive(h, payload, 2000).ok()) return;  // shipping reports it
+    if (!transport_->Send(frame).ok() || !transport_->Receive(h, payload, 2000).ok()) {
+      // A late pong would confuse every later exchange: give up on TCP alignment, once.
+      tcp_sync_failed_ = true;
+      COMMPROF_LOG_WARN("clock sync with the aggregator: no answer in 2 s; keeping the model so far");
+      return;
+    }
     s.local_recv_ns = rt_.Now();
     auto pong = h.type == wire::FrameType::kClockPong ? wire::DecodeClockPong(payload)
                                                        : Result<wire::ClockPong>(Corrupt("not a clock-pong"));
     if (!pong.ok() || pong->local_send_ns != s.local_send_ns) {
+      tcp_sync_failed_ = true;
       COMMPROF_LOG_WARN("clock sync with the aggregator: unexpected answer; keeping the model so far");
       return;
     }
@@ -128,9 +136,9 @@ void Shipper::TcpEpoch(uint32_t rounds) {
   }
   ClockPoint p;
   if (!EstimateEpoch(epoch, p)) return;
+  if (rt_.clock_by_mpi()) return;  // MPI_Init came meanwhile: its alignment wins
   tcp_points_.push_back(p);
-  tcp_samples_.insert(tcp_samples_.end(), epoch.begin(), epoch.end());
-  rt_.PublishClock(tcp_points_, tcp_samples_, "tcp-pingpong");
+  rt_.PublishClock(tcp_points_, std::move(epoch), "tcp-pingpong");
   rt_.SetCounter("clock_sync_epochs", tcp_points_.size());
   uint32_t interval = rt_.config().clock_sync_interval_ms;
   next_tcp_sync_ns_ = interval == 0 ? UINT64_MAX : rt_.Now() + static_cast<uint64_t>(interval) * 1000000ull;
@@ -139,7 +147,7 @@ void Shipper::TcpEpoch(uint32_t rounds) {
 void Shipper::ShipOnce() {
   if (uint64_t v = rt_.clock_version(); v != clock_sent_version_) {
     clock_sent_version_ = v;
-    wire::AppendClock(out_, rt_.clock());
+    wire::AppendClock(out_, rt_.TakeClockFrame());
   }
   // Strings go first so every name id in the following events is already known to the reader.
   auto fresh = rt_.strings().Since(strings_sent_);
@@ -178,7 +186,7 @@ void Shipper::Loop() {
     if (stopping) break;
   }
   if (TcpSyncWanted()) TcpEpoch(rt_.config().clock_sync_rounds);
-  wire::AppendClock(out_, rt_.clock());
+  wire::AppendClock(out_, rt_.TakeClockFrame());
   wire::Bye bye = rt_.Counters();
   bye.counters.emplace_back("events_shipped", events_shipped_);
   bye.counters.emplace_back("batches_sent", batches_sent_);

@@ -36,6 +36,7 @@ class Shipper {
 
   Runtime& rt_;
   wire::Hello hello_;
+  std::vector<uint8_t> hello_frame_;  // signed once at construction
   std::unique_ptr<Transport> transport_;
   bool spooling_ = false;
   uint32_t strings_sent_ = 0;
@@ -45,8 +46,8 @@ class Shipper {
   uint64_t events_shipped_ = 0;
   uint64_t clock_sent_version_ = 0;
   std::vector<ClockPoint> tcp_points_;
-  std::vector<ClockSample> tcp_samples_;
   uint64_t next_tcp_sync_ns_ = 0;
+  bool tcp_sync_failed_ = false;  // an exchange broke: the stream's state is unknown, stop trying
   std::vector<uint8_t> out_;
   std::unique_ptr<commprof_event[]> scratch_;
 

@@ -120,8 +120,8 @@ bool SplitHostPort(const std::string& address, std::string& host, std::string& p
   return true;
 }
 
-Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, const wire::Hello& hello,
-                                                       const std::string& secret, uint32_t timeout_ms) {
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address,
+                                                       std::span<const uint8_t> hello_frame, uint32_t timeout_ms) {
   std::string host, port;
   if (!SplitHostPort(address, host, port)) {
     return InvalidArgument("COMMPROF_AGGREGATOR='" + address + "' is not host:port");
@@ -169,9 +169,7 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto transport = std::make_unique<TcpTransport>(fd);
 
-  std::vector<uint8_t> frame;
-  wire::AppendHello(frame, hello, secret);
-  COMMPROF_RETURN_IF_ERROR(transport->Send(frame));
+  COMMPROF_RETURN_IF_ERROR(transport->Send(hello_frame));
 
   // The aggregator answers with an ack; a refusal (bad proof, duplicate rank) is final.
   wire::FrameHeader h;
@@ -187,7 +185,7 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
 }
 
 Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
-                                             const std::string& secret, std::string* path_out) {
+                                             std::span<const uint8_t> hello_frame, std::string* path_out) {
   COMMPROF_RETURN_IF_ERROR(MakeDirs(dir));
   std::string job = hello.job_id.empty() ? std::string("nojob") : hello.job_id;
   std::string path = dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" +
@@ -195,9 +193,7 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
   std::FILE* f = std::fopen(path.c_str(), "wbe");
   if (f == nullptr) return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
   auto spool = std::make_unique<SpoolTransport>(f, path);
-  std::vector<uint8_t> frame;
-  wire::AppendHello(frame, hello, secret);
-  COMMPROF_RETURN_IF_ERROR(spool->Send(frame));
+  COMMPROF_RETURN_IF_ERROR(spool->Send(hello_frame));
   if (path_out != nullptr) *path_out = path;
   return std::unique_ptr<Transport>(std::move(spool));
 }

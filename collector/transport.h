@@ -22,13 +22,18 @@ class Transport {
   virtual const char* name() const = 0;
 };
 
-// Connects to host:port, sends the hello and waits for the aggregator's acceptance.
-Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, const wire::Hello& hello,
-                                                       const std::string& secret, uint32_t timeout_ms);
+// Both take the hello as a ready frame: it is signed once, on the thread that starts the runtime,
+// so the shipper thread never calls into OpenSSL (whose exit-time cleanup may already have run
+// when a short program ends while the shipper is still connecting).
 
-// Creates DIR (and parents) and the rank's spool file in it, starting with the hello.
+// Connects to host:port, sends the hello frame and waits for the aggregator's acceptance.
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address,
+                                                       std::span<const uint8_t> hello_frame, uint32_t timeout_ms);
+
+// Creates DIR (and parents) and the rank's spool file in it (named after `hello`), starting
+// with the hello frame.
 Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
-                                             const std::string& secret, std::string* path_out);
+                                             std::span<const uint8_t> hello_frame, std::string* path_out);
 
 // Splits "host:port"; brackets allowed around IPv6 hosts.
 bool SplitHostPort(const std::string& address, std::string& host, std::string& port);

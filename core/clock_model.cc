@@ -37,7 +37,7 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
 }
 
 ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {
-  std::sort(points_.begin(), points_.end(),
+  std::stable_sort(points_.begin(), points_.end(),
             [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
 }
 

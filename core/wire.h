@@ -85,7 +85,9 @@ struct Clock {
   uint64_t anchor_local_ns = 0;
   std::string method;           // "none", "mpi-pingpong", "tcp-pingpong"
   std::vector<ClockPoint> points;
-  std::vector<ClockSample> samples;  // every sample of every epoch
+  // The samples taken since the previous clock frame (a frame stays small however long the run):
+  // readers append them. `points` is always the whole model.
+  std::vector<ClockSample> samples;
 };
 
 struct ClockPong {

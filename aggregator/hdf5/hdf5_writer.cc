@@ -55,6 +55,32 @@ bool WriteTable(hid_t group, const char* name, hid_t type, const void* rows, siz
   return d.valid() && H5Dwrite(d.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
 }
 
+// Clock frames carry only their new samples: append them to an extendable N x 3 table.
+bool AppendSamples(hid_t group, const std::vector<wire::ClockSample>& samples) {
+  if (samples.empty()) return true;
+  Handle d;
+  hsize_t have[2] = {0, 3};
+  if (H5Lexists(group, "clock_samples", H5P_DEFAULT) > 0) {
+    d = Handle(H5Dopen2(group, "clock_samples", H5P_DEFAULT));
+    Handle space(H5Dget_space(d.get()));
+    H5Sget_simple_extent_dims(space.get(), have, nullptr);
+  } else {
+    hsize_t dims[2] = {0, 3}, maxdims[2] = {H5S_UNLIMITED, 3}, chunk[2] = {1024, 3};
+    Handle space(H5Screate_simple(2, dims, maxdims));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_chunk(dcpl.get(), 2, chunk);
+    d = Handle(H5Dcreate2(group, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  }
+  if (!d.valid()) return false;
+  hsize_t grown[2] = {have[0] + samples.size(), 3};
+  if (H5Dset_extent(d.get(), grown) < 0) return false;
+  Handle fspace(H5Dget_space(d.get()));
+  hsize_t start[2] = {have[0], 0}, count[2] = {samples.size(), 3};
+  H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+  Handle mspace(H5Screate_simple(2, count, nullptr));
+  return H5Dwrite(d.get(), H5T_NATIVE_UINT64, mspace.get(), fspace.get(), H5P_DEFAULT, samples.data()) >= 0;
+}
+
 }  // namespace
 
 Hdf5Writer::Hdf5Writer(std::string path, JobMeta meta, WriterOptions options)
@@ -148,7 +174,7 @@ Status Hdf5Writer::SetClock(uint32_t rank, const wire::Clock& c) {
   if (!ok) return Err("cannot write clock attributes of rank " + std::to_string(rank));
   // The model is re-sent after every sync epoch: each time it replaces the previous tables.
   static_assert(sizeof(wire::ClockSample) == 24 && sizeof(wire::ClockPoint) == 24);
-  if (!WriteTable(g, "clock_samples", H5T_NATIVE_UINT64, c.samples.data(), c.samples.size()) ||
+  if (!AppendSamples(g, c.samples) ||
       !WriteTable(g, "clock_points", H5T_NATIVE_INT64, c.points.data(), c.points.size())) {
     return Err("cannot write the clock tables of rank " + std::to_string(rank));
   }

@@ -113,6 +113,17 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
           H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ri.clock_points.data()) < 0) {
         return Corrupt(path + ": cannot read /ranks/" + name + "/clock_points");
       }
+      // The model's arithmetic trusts its points: reject values no clock produces (|offset| over
+      // a day, negative times or round trips) rather than overflow on them.
+      constexpr int64_t kDayNs = 86400LL * 1000000000LL;
+      for (size_t k = 0; k < ri.clock_points.size(); ++k) {
+        const ClockPoint& p = ri.clock_points[k];
+        if (p.local_ns < 0 || p.half_rtt_ns < 0 || p.offset_ns > kDayNs || p.offset_ns < -kDayNs ||
+            p.half_rtt_ns > kDayNs) {
+          return Corrupt(path + ": /ranks/" + name + "/clock_points row " + std::to_string(k) +
+                         " holds impossible values");
+        }
+      }
     }
     ri.dropped_events = ri.counters.count("dropped_events") ? ri.counters["dropped_events"] : 0;
     if (H5Lexists(g.get(), "events", H5P_DEFAULT) > 0) {

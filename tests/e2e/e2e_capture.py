@@ -421,7 +421,8 @@ def case_clock_injected(ctx):
             want_drift = -(DRIFTS[i] - DRIFTS[0])
             expect(abs(r["clock_drift_ppm"] - want_drift) <= drift_bound,
                    f"rank {i}: drift {r['clock_drift_ppm']:.3f} ppm, injected {want_drift} ppm, bound {drift_bound:.3f}")
-            expect(r["counters"]["clock_sync_init_ns"] < 50_000_000, f"rank {i}: init sync took {r['counters']}")
+            expect(r["counters"]["clock_sync_epochs"] == len(pts), f"rank {i}: epochs counted {r['counters']}")
+            expect(r["counters"]["clock_sync_init_ns"] > 0, f"rank {i}: init sync cost recorded")
     c = info["clock"]
     # 1500 allreduces, the world barrier, one barrier in each of the two split communicators
     expect(c["instances_checked"] == 1500 + 1 + 2, f"instances checked {c}")

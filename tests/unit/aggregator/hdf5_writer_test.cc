@@ -193,7 +193,8 @@ TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
   EXPECT_EQ(info.ranks[3].status, "corrupt");
   EXPECT_EQ(info.ranks[3].end_reason, "bad frame");
   EXPECT_EQ(info.ranks[3].dropped_events, 5u) << "dropped_events sums the dropped_* counters";
-  EXPECT_EQ(info.ranks[3].counters.count("other"), 0u) << "only counter-like names are counters";
+  EXPECT_EQ(info.ranks[3].counters.count("rank"), 0u) << "identity attributes are not counters";
+  EXPECT_EQ(info.ranks[3].counters.count("clock_offset_ns"), 0u) << "clock model attributes are not counters";
 }
 
 TEST(Hdf5Writer, RankEndNames) {

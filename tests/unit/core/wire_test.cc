@@ -87,8 +87,28 @@ Clock MakeClock() {
   c.error_bound_ns = 4500;
   c.anchor_local_ns = 999999999ull;
   c.method = "mpi-pingpong";
+  c.points = {{1000, -123456789, 12}, {int64_t{1} << 42, -123400000, 4500}, {-5, INT64_MIN, INT64_MAX}};
   c.samples = {{10, 20, 30}, {40, 55, 70}, {1ull << 40, (1ull << 40) + 5, (1ull << 40) + 11}};
   return c;
+}
+
+Bytes ClockPingPayload() {
+  Bytes frame;
+  AppendClockPing(frame, 0x0123456789ABCDEFull);
+  return PayloadOf(frame, FrameType::kClockPing);
+}
+
+Bytes ClockPongPayload() {
+  Bytes frame;
+  AppendClockPong(frame, ClockPong{0x0123456789ABCDEFull, ~uint64_t{0} - 1});
+  return PayloadOf(frame, FrameType::kClockPong);
+}
+
+// Little-endian u64 at `at`.
+uint64_t U64At(const Bytes& b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(b.at(at + i)) << (8 * i);
+  return v;
 }
 
 Bye MakeBye() {
@@ -206,12 +226,86 @@ TEST(WireCodec, ClockRoundTripsModelAndSamples) {
   EXPECT_EQ(c->error_bound_ns, want.error_bound_ns);
   EXPECT_EQ(c->anchor_local_ns, want.anchor_local_ns);
   EXPECT_EQ(c->method, want.method);
+  ASSERT_EQ(c->points.size(), want.points.size());
+  for (size_t i = 0; i < want.points.size(); ++i) {
+    EXPECT_EQ(c->points[i].local_ns, want.points[i].local_ns) << i;
+    EXPECT_EQ(c->points[i].offset_ns, want.points[i].offset_ns) << i;
+    EXPECT_EQ(c->points[i].half_rtt_ns, want.points[i].half_rtt_ns) << i;
+  }
   ASSERT_EQ(c->samples.size(), want.samples.size());
   for (size_t i = 0; i < want.samples.size(); ++i) {
     EXPECT_EQ(c->samples[i].local_send_ns, want.samples[i].local_send_ns) << i;
     EXPECT_EQ(c->samples[i].reference_ns, want.samples[i].reference_ns) << i;
     EXPECT_EQ(c->samples[i].local_recv_ns, want.samples[i].local_recv_ns) << i;
   }
+}
+
+TEST(WireCodec, ClockPayloadHasTheDocumentedLayout) {
+  // offset, drift, bound, anchor (4 x 8) | method str | u32 point_count | 24 x points |
+  // u32 sample_count | 24 x samples (docs/wire-protocol.md)
+  Clock c = MakeClock();
+  Bytes frame;
+  AppendClock(frame, c);
+  Bytes p = PayloadOf(frame, FrameType::kClock);
+  size_t method_end = 32 + 4 + c.method.size();
+  ASSERT_EQ(p.size(), method_end + 4 + 24 * 3 + 4 + 24 * 3);
+  EXPECT_EQ(U64At(p, 0), static_cast<uint64_t>(int64_t{-123456789}));
+  double drift = 0;
+  uint64_t bits = U64At(p, 8);
+  std::memcpy(&drift, &bits, sizeof drift);
+  EXPECT_EQ(drift, 1.25);
+  EXPECT_EQ(U64At(p, 16), 4500u);
+  EXPECT_EQ(U64At(p, 24), 999999999u);
+  EXPECT_EQ(p[32], c.method.size());
+  EXPECT_EQ(std::string(p.begin() + 36, p.begin() + static_cast<long>(method_end)), "mpi-pingpong");
+  EXPECT_EQ(p[method_end], 3u) << "point_count";
+  EXPECT_EQ(U64At(p, method_end + 4), 1000u) << "first point's local_ns";
+  EXPECT_EQ(U64At(p, method_end + 4 + 8), static_cast<uint64_t>(int64_t{-123456789})) << "its offset_ns";
+  EXPECT_EQ(U64At(p, method_end + 4 + 16), 12u) << "its half_rtt_ns";
+  size_t samples_at = method_end + 4 + 24 * 3;
+  EXPECT_EQ(p[samples_at], 3u) << "sample_count";
+  EXPECT_EQ(U64At(p, samples_at + 4), 10u);
+  EXPECT_EQ(U64At(p, samples_at + 4 + 8), 20u);
+  EXPECT_EQ(U64At(p, samples_at + 4 + 16), 30u);
+}
+
+TEST(WireCodec, ClockWithoutPointsOrSamplesRoundTrips) {
+  Clock in;
+  in.method = "none";
+  Bytes frame;
+  AppendClock(frame, in);
+  Bytes p = PayloadOf(frame, FrameType::kClock);
+  EXPECT_EQ(p.size(), 32u + 4 + 4 + 4 + 4);
+  auto c = DecodeClock(p);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->error_bound_ns, -1);
+  EXPECT_EQ(c->method, "none");
+  EXPECT_TRUE(c->points.empty());
+  EXPECT_TRUE(c->samples.empty());
+}
+
+TEST(WireCodec, ClockPingRoundTripsItsSendTimeInAnEightBytePayload) {
+  for (uint64_t t : {uint64_t{0}, uint64_t{0x0123456789ABCDEFull}, ~uint64_t{0}}) {
+    Bytes frame;
+    AppendClockPing(frame, t);
+    ASSERT_EQ(frame.size(), kHeaderSize + 8);
+    Bytes p = PayloadOf(frame, FrameType::kClockPing);
+    EXPECT_EQ(U64At(p, 0), t);
+    auto got = DecodeClockPing(p);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got.value(), t);
+  }
+}
+
+TEST(WireCodec, ClockPongRoundTripsTheEchoedSendTimeAndTheReferenceTime) {
+  Bytes p = ClockPongPayload();
+  ASSERT_EQ(p.size(), 16u);
+  EXPECT_EQ(U64At(p, 0), 0x0123456789ABCDEFull) << "local_send_ns first";
+  EXPECT_EQ(U64At(p, 8), ~uint64_t{0} - 1) << "reference_ns second";
+  auto got = DecodeClockPong(p);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->local_send_ns, 0x0123456789ABCDEFull);
+  EXPECT_EQ(got->reference_ns, ~uint64_t{0} - 1);
 }
 
 TEST(WireCodec, ByeRoundTripsCountersInOrder) {
@@ -229,6 +323,9 @@ TEST(WireCodec, FrameTypeNamesAreTheDocumentedOnes) {
   EXPECT_STREQ(FrameTypeName(FrameType::kEvents), "events");
   EXPECT_STREQ(FrameTypeName(FrameType::kClock), "clock");
   EXPECT_STREQ(FrameTypeName(FrameType::kBye), "bye");
+  EXPECT_STREQ(FrameTypeName(FrameType::kClockPing), "clock-ping");
+  EXPECT_STREQ(FrameTypeName(FrameType::kClockPong), "clock-pong");
+  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(9)), "unknown");
   EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(99)), "unknown");
 }
 
@@ -255,8 +352,16 @@ TEST(WireCodec, DecodeHeaderRejectsUnsupportedVersion) {
   EXPECT_FALSE(DecodeHeader(HeaderBytes(kMagic, 0, 1, 0, 0)).ok());
 }
 
+TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToClockPong) {
+  for (uint16_t type = 1; type <= 8; ++type) {
+    auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 16, 0));
+    ASSERT_TRUE(h.ok()) << type << ": " << h.status().message();
+    EXPECT_EQ(static_cast<uint16_t>(h->type), type);
+  }
+}
+
 TEST(WireCodec, DecodeHeaderRejectsUnknownFrameType) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{7}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{9}, uint16_t{0xFFFF}}) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 0, 0));
     ASSERT_FALSE(h.ok()) << type;
     EXPECT_NE(h.status().message().find("unknown frame type " + std::to_string(type)), std::string::npos)
@@ -307,6 +412,8 @@ std::vector<DecoderCase> AllDecoders() {
       {"events", EventsPayload(ThreeEvents()), [](auto p) { return DecodeEvents(p).status(); }},
       {"clock", PayloadOf(clock_frame, FrameType::kClock), [](auto p) { return DecodeClock(p).status(); }},
       {"bye", PayloadOf(bye_frame, FrameType::kBye), [](auto p) { return DecodeBye(p).status(); }},
+      {"clock-ping", ClockPingPayload(), [](auto p) { return DecodeClockPing(p).status(); }},
+      {"clock-pong", ClockPongPayload(), [](auto p) { return DecodeClockPong(p).status(); }},
   };
 }
 
@@ -373,11 +480,33 @@ TEST(WireCodec, HugeItemCountsAreRejectedWithoutAllocating) {
   // bye: counter_count = 0xFFFFFFFF
   Bytes bye = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   ExpectCountRejected("bye", bye, [](auto p) { return DecodeBye(p).status(); });
-  // clock: sample_count = 0xFFFFFFFF after an empty method string
+  // clock: point_count = 0xFFFFFFFF after an empty method string
   Bytes clock(32, 0);
   clock.insert(clock.end(), {0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF});
   clock.resize(clock.size() + 24, 0);
-  ExpectCountRejected("clock", clock, [](auto p) { return DecodeClock(p).status(); });
+  ExpectCountRejected("clock points", clock, [](auto p) { return DecodeClock(p).status(); });
+  // clock: no points, then sample_count = 0xFFFFFFFF
+  Bytes clock2(32, 0);
+  clock2.insert(clock2.end(), {0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF});
+  clock2.resize(clock2.size() + 24, 0);
+  ExpectCountRejected("clock samples", clock2, [](auto p) { return DecodeClock(p).status(); });
+}
+
+TEST(WireCodec, ClockPointCountOneTooLargeIsCaughtByTheFieldsAfterIt) {
+  // a point_count one more than the points that follow (3 claimed as 4)
+  Bytes frame;
+  AppendClock(frame, MakeClock());
+  Bytes clock3 = PayloadOf(frame, FrameType::kClock);
+  size_t point_count_at = 32 + 4 + MakeClock().method.size();
+  ASSERT_EQ(clock3[point_count_at], 3u);
+  // 4 x 24 bytes fit in what is left, so the count check passes; the fourth "point" eats the
+  // sample_count and 20 bytes of sample 0, the next u32 (the high half of that sample's
+  // local_recv_ns, 0) reads as sample_count 0, and the two samples left over are trailing bytes.
+  clock3[point_count_at] = 4;
+  auto d3 = DecodeClock(clock3);
+  ASSERT_FALSE(d3.ok());
+  EXPECT_EQ(d3.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(d3.status().message().find("trailing bytes"), std::string::npos) << d3.status().message();
 }
 
 TEST(WireCodec, StringLongerThanLimitIsRejected) {

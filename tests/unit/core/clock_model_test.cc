@@ -1,0 +1,288 @@
+// Clock alignment math (core/clock_model.h): every expected value below is computed by hand from
+// the stated true offset and delays, not taken from the code under test.
+#include "core/clock_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace commprof {
+namespace {
+
+// One ping-pong against a reference whose clock reads local + `offset` (constant over the sample):
+// the rank sends at local `send`, the ping takes `out` ns, the pong `in` ns (both in local ns).
+ClockSample Sample(int64_t send, int64_t offset, int64_t out, int64_t in) {
+  ClockSample s;
+  s.local_send_ns = static_cast<uint64_t>(send);
+  s.reference_ns = static_cast<uint64_t>(send + out + offset);
+  s.local_recv_ns = static_cast<uint64_t>(send + out + in);
+  return s;
+}
+
+void ExpectPoint(const ClockPoint& p, int64_t local, int64_t offset, int64_t half) {
+  EXPECT_EQ(p.local_ns, local);
+  EXPECT_EQ(p.offset_ns, offset);
+  EXPECT_EQ(p.half_rtt_ns, half);
+}
+
+// ---- EstimateEpoch ----
+
+TEST(EstimateEpoch, SymmetricDelaysGiveTheExactOffsetAtTheMidpoint) {
+  // true offset 1000; 50 ns each way: reference read at local 10050, i.e. reference 11050
+  std::vector<ClockSample> one = {Sample(10000, 1000, 50, 50)};
+  EXPECT_EQ(one[0].reference_ns, 11050u);
+  EXPECT_EQ(one[0].local_recv_ns, 10100u);
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(one, p));
+  ExpectPoint(p, 10050, 1000, 50);
+}
+
+TEST(EstimateEpoch, AmongSymmetricSamplesTheMinimumRoundTripOneIsKept) {
+  // Symmetric intervals [1000 - d, 1000 + d] all nest inside one another: the intersection is the
+  // minimum-RTT sample's own interval, so nothing narrows.
+  std::vector<ClockSample> s = {Sample(0, 1000, 30, 30), Sample(1000, 1000, 20, 20), Sample(2000, 1000, 80, 80)};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 1020, 1000, 20);
+}
+
+TEST(EstimateEpoch, AsymmetricDelaysGiveAnOffsetWithinHalfTheRoundTripOfTheTruth) {
+  // true offset 1000, 90 ns out and 10 ns back: rtt 100, midpoint local 10050, reference read
+  // 10000 + 90 + 1000 = 11090, so the estimate is 11090 - 10050 = 1040 (40 from the truth, <= 50).
+  std::vector<ClockSample> s = {Sample(10000, 1000, 90, 10)};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 10050, 1040, 50);
+  EXPECT_LE(std::llabs(p.offset_ns - 1000), p.half_rtt_ns);
+  // the mirror image errs the other way by the same amount
+  std::vector<ClockSample> m = {Sample(10000, 1000, 10, 90)};
+  ASSERT_TRUE(EstimateEpoch(m, p));
+  ExpectPoint(p, 10050, 960, 50);
+}
+
+TEST(EstimateEpoch, AnOddRoundTripRoundsTheHalfUpSoTheBoundStillHolds) {
+  // rtt 101: midpoint send + 50, half (101 + 1) / 2 = 51. Truth -700, 101 ns out, 0 back:
+  // reference read at local 10101 -> 9401. The sample's own interval [9401 - 10101, 9401 - 10000]
+  // = [-700, -599] is 101 wide, narrower than 2 x 51, so the intersection rule takes over even
+  // for one sample: offset -700 + 101 / 2 = -650 (not the midpoint estimate 9401 - 10050 = -649),
+  // half (101 + 1) / 2 = 51; 50 from the truth.
+  std::vector<ClockSample> s = {Sample(10000, -700, 101, 0)};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 10050, -650, 51);
+  EXPECT_LE(std::llabs(p.offset_ns - (-700)), p.half_rtt_ns);
+}
+
+TEST(EstimateEpoch, AnOutlierWithAHugeRoundTripChangesNothing) {
+  std::vector<ClockSample> s = {Sample(0, 1000, 30, 30), Sample(1000, 1000, 20, 20), Sample(2000, 1000, 80, 80)};
+  ClockPoint base;
+  ASSERT_TRUE(EstimateEpoch(s, base));
+  // 999 us out, 1 us back: interval [0, 1000000], which contains the truth and narrows nothing
+  s.insert(s.begin() + 1, Sample(5000, 1000, 999000, 1000));
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, base.local_ns, base.offset_ns, base.half_rtt_ns);
+  ExpectPoint(p, 1020, 1000, 20);
+}
+
+TEST(EstimateEpoch, IntersectingIntervalsNarrowTheMinimumRoundTripSample) {
+  // truth 1000. A: 10 out, 40 back (rtt 50) -> [960, 1010]; B: 45 out, 15 back (rtt 60) -> [985, 1045].
+  // A alone: local 25, offset 1010 - 25 = 985, half 25. Intersection [985, 1010] (width 25 < 50):
+  // offset 985 + 25/2 = 997, half (25 + 1)/2 = 13; local stays A's midpoint.
+  std::vector<ClockSample> s = {Sample(0, 1000, 10, 40), Sample(1000, 1000, 45, 15)};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 25, 997, 13);
+  EXPECT_LE(std::llabs(p.offset_ns - 1000), p.half_rtt_ns);
+  // order does not matter
+  std::vector<ClockSample> r = {s[1], s[0]};
+  ASSERT_TRUE(EstimateEpoch(r, p));
+  ExpectPoint(p, 25, 997, 13);
+}
+
+TEST(EstimateEpoch, AnEmptyIntersectionLeavesTheMinimumRoundTripSample) {
+  // A as above [960, 1010]; C after a clock step: send 3000, recv 3100, reference 5100 -> [2000, 2100]
+  std::vector<ClockSample> s = {Sample(0, 1000, 10, 40), ClockSample{3000, 5100, 3100}};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 25, 985, 25);
+}
+
+TEST(EstimateEpoch, TiesOnTheRoundTripKeepTheEarliestSample) {
+  std::vector<ClockSample> s = {Sample(0, 1000, 50, 50), Sample(5000, 1000, 50, 50)};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 50, 1000, 50);
+}
+
+TEST(EstimateEpoch, NegativeRoundTripSamplesAreIgnored) {
+  // recv before send: a broken clock. Its "interval" [ref - recv, ref - send] = [-400 + 9e5, ...]
+  // must neither be chosen nor take part in the intersection.
+  ClockSample broken{500, 900000, 400};
+  std::vector<ClockSample> s = {broken, Sample(0, 1000, 10, 40), broken, Sample(1000, 1000, 45, 15), broken};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 25, 997, 13);
+}
+
+TEST(EstimateEpoch, OnlyNegativeRoundTripsOrNoSamplesAtAllGiveNoPoint) {
+  ClockPoint p{7, 8, 9};
+  std::vector<ClockSample> bad = {{500, 900000, 400}, {10, 0, 9}};
+  EXPECT_FALSE(EstimateEpoch(bad, p));
+  EXPECT_FALSE(EstimateEpoch(std::vector<ClockSample>{}, p));
+}
+
+TEST(EstimateEpoch, AZeroRoundTripIsAnExactReading) {
+  std::vector<ClockSample> s = {{4000, 4123, 4000}};
+  ClockPoint p;
+  ASSERT_TRUE(EstimateEpoch(s, p));
+  ExpectPoint(p, 4000, 123, 0);
+}
+
+// ---- ClockModel ----
+
+TEST(ClockModel, WithoutPointsItIsTheIdentityAndUnmeasured) {
+  ClockModel m;
+  EXPECT_TRUE(m.empty());
+  EXPECT_EQ(m.Offset(123456), 0);
+  EXPECT_EQ(m.ToReference(123456), 123456);
+  EXPECT_EQ(m.DriftPpm(), 0.0);
+  EXPECT_EQ(m.ErrorBoundNs(), -1);
+}
+
+TEST(ClockModel, OnePointIsAConstantOffset) {
+  ClockModel m({{1000, 500, 7}});
+  EXPECT_FALSE(m.empty());
+  for (int64_t t : {int64_t{-1000000}, int64_t{0}, int64_t{1000}, int64_t{1} << 50}) {
+    EXPECT_EQ(m.Offset(t), 500) << t;
+    EXPECT_EQ(m.ToReference(t), t + 500) << t;
+  }
+  EXPECT_EQ(m.OffsetAt(42), 500);
+  EXPECT_EQ(m.DriftPpm(), 0.0);
+  EXPECT_EQ(m.ErrorBoundNs(), 7);
+}
+
+TEST(ClockModel, TwoPointsGiveTheExactDriftAndInterpolateAndExtrapolateOnTheirLine) {
+  // offset 5000 at 1 s, 45000 at 2 s: slope 40000 / 1e9 = 40 ppm
+  ClockModel m({{1'000'000'000, 5000, 10}, {2'000'000'000, 45000, 20}});
+  EXPECT_EQ(m.DriftPpm(), 40.0);
+  EXPECT_EQ(m.Offset(1'000'000'000), 5000);
+  EXPECT_EQ(m.Offset(2'000'000'000), 45000);
+  EXPECT_EQ(m.Offset(1'500'000'000), 25000);       // 5000 + 40e-6 * 5e8
+  EXPECT_EQ(m.Offset(1'250'000'000), 15000);       // 5000 + 40e-6 * 2.5e8
+  EXPECT_EQ(m.Offset(1'000'012'300), 5000);        // 40e-6 * 12300 = 0.492 rounds to 0
+  EXPECT_EQ(m.Offset(1'000'013'000), 5001);        // 0.52 rounds to 1
+  EXPECT_EQ(m.Offset(0), -35000);                  // before the first point: 5000 - 40e-6 * 1e9
+  EXPECT_EQ(m.Offset(3'000'000'000), 85000);       // after the last: 45000 + 40e-6 * 1e9
+  EXPECT_EQ(m.ToReference(1'500'000'000), 1'500'025'000);
+  EXPECT_EQ(m.OffsetAt(500'000'000), -15000);      // the summary offset at an anchor before the first epoch
+  EXPECT_EQ(m.ErrorBoundNs(), 20);                 // largest half RTT; two points have no residual
+}
+
+TEST(ClockModel, PointsAreSortedByLocalTime) {
+  ClockModel m({{2'000'000'000, 45000, 20}, {1'000'000'000, 5000, 10}});
+  ASSERT_EQ(m.points().size(), 2u);
+  EXPECT_EQ(m.points()[0].local_ns, 1'000'000'000);
+  EXPECT_EQ(m.points()[1].local_ns, 2'000'000'000);
+  EXPECT_EQ(m.Offset(1'500'000'000), 25000);
+  EXPECT_EQ(m.DriftPpm(), 40.0);
+}
+
+TEST(ClockModel, ThreePointsArePiecewiseLinearWithTheEndSegmentsExtended) {
+  // segment 1: (0, 0) -> (1 ms, 100): +100 ppm; segment 2: (1 ms, 100) -> (3 ms, -300): -200 ppm
+  ClockModel m({{3'000'000, -300, 6}, {0, 0, 5}, {1'000'000, 100, 8}});
+  EXPECT_EQ(m.Offset(0), 0);
+  EXPECT_EQ(m.Offset(500'000), 50);
+  EXPECT_EQ(m.Offset(1'000'000), 100);     // a middle point belongs to both segments
+  EXPECT_EQ(m.Offset(1'500'000), 0);       // 100 - 200e-6 * 5e5
+  EXPECT_EQ(m.Offset(2'000'000), -100);
+  EXPECT_EQ(m.Offset(3'000'000), -300);
+  EXPECT_EQ(m.Offset(-1'000'000), -100);   // first segment extended back
+  EXPECT_EQ(m.Offset(4'000'000), -500);    // last segment extended forward
+  // drift: the line through the first and last points, -300 / 3e6 = -100 ppm
+  EXPECT_DOUBLE_EQ(m.DriftPpm(), -100.0);
+  // bound: largest half RTT (8) + largest residual around that line: at 1 ms the line says -100,
+  // the point says 100 -> 200. 8 + 200 = 208.
+  EXPECT_EQ(m.ErrorBoundNs(), 208);
+}
+
+TEST(ClockModel, ErrorBoundIsTheLargestHalfRoundTripPlusTheLargestResidual) {
+  // four points; line through first (0, 1000) and last (4e6, 1400): slope 1e-4
+  // residuals: at 1e6: 1150 - 1100 = 50; at 3e6: 1270 - 1300 = -30 -> max |.| = 50
+  // half RTTs 3, 11, 4, 9 -> 11. Bound 61.
+  ClockModel m({{0, 1000, 3}, {1'000'000, 1150, 11}, {3'000'000, 1270, 4}, {4'000'000, 1400, 9}});
+  EXPECT_EQ(m.ErrorBoundNs(), 61);
+  EXPECT_DOUBLE_EQ(m.DriftPpm(), 100.0);
+  EXPECT_EQ(m.Offset(2'000'000), 1210);  // between 1150 @1e6 and 1270 @3e6
+}
+
+// A simulated rank whose clock drifts linearly against the reference: offset(L) = theta0 + D * L
+// (local time L), measured by epochs of ping-pongs with random delays drawn from one distribution
+// for both directions (a 5 us floor plus up to 45 us). The model must recover the offset
+// everywhere in the run, and the drift, within the bound it reports.
+//
+// Stated tolerance: the bound treats the offset as constant within one epoch (the intersection
+// of all its samples is taken as if they were simultaneous), so a point may miss by its half
+// width plus the drift accumulated over its epoch: D x epoch duration, under 1.7 ms x 40 ppm
+// = 68 ns here, against half widths of microseconds.
+TEST(ClockModel, RecoversAnInjectedLinearDriftFromSimulatedEpochsWithinItsBound) {
+  constexpr double kDrift = 40e-6;          // 40 ppm: reference runs faster than local
+  constexpr int64_t kTheta0 = -12'345'678;  // offset at local 0
+  auto truth = [&](int64_t local) {
+    return static_cast<double>(kTheta0) + kDrift * static_cast<double>(local);
+  };
+  std::mt19937_64 rng(20240601);
+  std::uniform_int_distribution<int64_t> delay(5'000, 50'000);
+
+  std::vector<ClockPoint> points;
+  int64_t local = 1'000'000'000;
+  double intra_epoch = 0;  // the stated tolerance above, measured
+  int64_t max_half = 0;
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    std::vector<ClockSample> samples;
+    int64_t epoch_start = local;
+    for (int k = 0; k < 16; ++k) {
+      int64_t out = delay(rng), in = delay(rng);
+      ClockSample s;
+      s.local_send_ns = static_cast<uint64_t>(local);
+      int64_t at_ref = local + out;  // local time at which the reference reads its clock
+      s.reference_ns = static_cast<uint64_t>(at_ref + std::llround(truth(at_ref)));
+      s.local_recv_ns = static_cast<uint64_t>(at_ref + in);
+      samples.push_back(s);
+      local = at_ref + in + 1'000;
+    }
+    intra_epoch = std::max(intra_epoch, kDrift * static_cast<double>(local - epoch_start));
+    ClockPoint p;
+    ASSERT_TRUE(EstimateEpoch(samples, p)) << epoch;
+    // the 5 us floor on both legs keeps every interval, and so their intersection, about 10 us wide
+    // (less the 68 ns the offset moves within the epoch)
+    EXPECT_GE(p.half_rtt_ns, 4'966) << epoch;
+    EXPECT_LE(std::fabs(static_cast<double>(p.offset_ns) - truth(p.local_ns)), p.half_rtt_ns + 68.0 + 1.0) << epoch;
+    max_half = std::max(max_half, p.half_rtt_ns);
+    points.push_back(p);
+    local += 1'000'000'000;  // next epoch a second later
+  }
+  EXPECT_LE(intra_epoch, 68.0);
+  ClockModel m(points);
+  int64_t bound = m.ErrorBoundNs();
+  EXPECT_GE(bound, max_half);
+  // Every point is within max_half (+68) of a straight line, so the first-last line strays from
+  // each point by at most 2 x (max_half + 68): the bound can never exceed 3 x max_half + 204.
+  EXPECT_LE(bound, 3 * max_half + 204);
+  int64_t first = points.front().local_ns, last = points.back().local_ns;
+  int checked = 0;
+  for (int64_t t = first; t <= last; t += 37'000'000, ++checked) {
+    EXPECT_LE(std::fabs(static_cast<double>(m.Offset(t)) - truth(t)), bound + 68.0 + 1.0) << "at local " << t;
+  }
+  EXPECT_GE(checked, 240);
+  // The drift of the first-last line: each end is off by at most the bound.
+  double span = static_cast<double>(last - first);
+  EXPECT_NEAR(m.DriftPpm(), 40.0, 2.0 * static_cast<double>(bound + 69) / span * 1e6);
+}
+
+}  // namespace
+}  // namespace commprof
