@@ -27,6 +27,7 @@
 #include "collector/runtime.h"
 #include "core/clock.h"
 #include "core/wire.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
@@ -37,87 +38,14 @@ using Bytes = std::vector<uint8_t>;
 constexpr const char* kSecret = "clock-secret";
 constexpr const char* kJob = "job-clock";
 
-class TempDir {
+using test_support::LiveAggregator;
+using test_support::TempDir;
+using test_support::WaitFor;
+
+// The shared TCP client (5 s receive timeout, TCP_NODELAY) with this protocol's hello and ping.
+class Client : public test_support::TcpClient {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-ck-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
-// A blocking TCP client with a 5 s receive timeout and TCP_NODELAY.
-class Client {
- public:
-  explicit Client(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ADD_FAILURE() << "cannot connect to 127.0.0.1:" << port << ": " << std::strerror(errno);
-      Close();
-      return;
-    }
-    timeval tv{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  ~Client() { Close(); }
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
-
-  bool Send(const Bytes& b) {
-    size_t off = 0;
-    while (off < b.size()) {
-      ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  bool ReadExactly(uint8_t* p, size_t n) {
-    size_t off = 0;
-    while (off < n) {
-      ssize_t got = ::recv(fd_, p + off, n - off, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      off += static_cast<size_t>(got);
-    }
-    return true;
-  }
-
-  // The next whole frame from the server (nullopt on EOF, timeout or a bad header).
-  std::optional<std::pair<wire::FrameType, Bytes>> ReadFrame() {
-    uint8_t header[wire::kHeaderSize];
-    if (!ReadExactly(header, sizeof header)) return std::nullopt;
-    auto h = wire::DecodeHeader(header);
-    if (!h.ok()) return std::nullopt;
-    Bytes payload(h->payload_len);
-    if (!ReadExactly(payload.data(), payload.size())) return std::nullopt;
-    return std::make_pair(h->type, std::move(payload));
-  }
+  using TcpClient::TcpClient;
 
   bool Hello(uint32_t rank) {
     wire::Hello h;
@@ -140,75 +68,16 @@ class Client {
     wire::AppendClockPing(out, local_send_ns);
     return Send(out);
   }
-
-  // True when the server closes the connection (EOF or reset) before the receive timeout,
-  // and false if it sends anything before that.
-  bool WaitClosedByPeerWithoutAnswer() {
-    uint8_t buf[4096];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) return true;
-      if (n > 0) return false;
-      if (errno == EINTR) continue;
-      return errno != EAGAIN && errno != EWOULDBLOCK;
-    }
-  }
-
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool connected() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
 };
 
-class ClockPingTest : public ::testing::Test {
+class ClockPingTest : public test_support::LiveAggregatorTest {
  protected:
+  ClockPingTest() : LiveAggregatorTest("commprof-ck") {}
+
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
-    JobMeta meta;
-    meta.job_id = kJob;
-    meta.world_size = 1;
-    auto in = Ingest::Start(dir_ / "out.h5", meta, WriterOptions{}, 50);
-    ASSERT_TRUE(in.ok()) << in.status().message();
-    ingest_ = std::move(in.value());
-    auto s = Server::Listen(io_, *ingest_, StreamPolicy{kSecret, kJob}, "127.0.0.1", 0);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    server_ = std::move(s.value());
-    thread_ = std::thread([this] { io_.run(); });
+    agg_.Start(dir_ / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   }
-  void TearDown() override { Stop(); }
-
-  void Stop() {
-    if (stopped_) return;
-    stopped_ = true;
-    if (server_) server_->Close();
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
-    if (ingest_) {
-      Status st = ingest_->Finish();
-      EXPECT_TRUE(st.ok()) << st.message();
-    }
-  }
-
-  std::unique_ptr<ProfileReader> StopAndRead() {
-    Stop();
-    auto r = ProfileReader::Open(dir_ / "out.h5");
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? std::move(r.value()) : nullptr;
-  }
-
-  uint16_t port() const { return server_->port(); }
-  const ServerStats& stats() const { return server_->stats(); }
-
-  TempDir dir_;
-  std::unique_ptr<Ingest> ingest_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-  bool stopped_ = false;
 };
 
 TEST_F(ClockPingTest, PingAfterHelloIsAnsweredWithItsSendTimeAndAReferenceTimeTakenWhileItWasOut) {
@@ -410,20 +279,14 @@ TEST(RuntimeFakeClock, DriftAppliesToTheTimeElapsedSinceTheRuntimeStarted) {
 // ---- the whole TCP exchange: a shifted Runtime against the aggregator's clock ----
 
 TEST(RuntimeTcpClock, AShiftedRankRecoversItsOffsetAgainstTheAggregatorWithinTheReportedBound) {
-  TempDir dir;
+  TempDir dir("commprof-ck");
   ASSERT_FALSE(dir.path().empty());
-  JobMeta meta;
-  meta.job_id = kJob;
-  meta.world_size = 2;
-  auto in = Ingest::Start(dir / "out.h5", meta, WriterOptions{}, 50);
-  ASSERT_TRUE(in.ok()) << in.status().message();
-  boost::asio::io_context io;
-  auto server = Server::Listen(io, *in.value(), StreamPolicy{kSecret, kJob}, "127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status().message();
-  std::thread io_thread([&] { io.run(); });
+  LiveAggregator agg;
+  agg.Start(dir / "out.h5", StreamPolicy{kSecret, kJob}, 2);
+  if (!agg.ok()) return;
   {
     Config c = FakeClockConfig("0,5000000", "");
-    c.aggregator = "127.0.0.1:" + std::to_string(server.value()->port());
+    c.aggregator = "127.0.0.1:" + std::to_string(agg.port());
     c.secret = kSecret;
     c.job_id = kJob;
     c.spool_dir = dir / "spool";
@@ -435,11 +298,8 @@ TEST(RuntimeTcpClock, AShiftedRankRecoversItsOffsetAgainstTheAggregatorWithinThe
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // keeps the two epochs far apart
     rt.Shutdown();
   }
-  ASSERT_TRUE(WaitFor([&] { return server.value()->stats().byes.load() == 1; }));
-  server.value()->Close();
-  io.stop();
-  io_thread.join();
-  Status fin = in.value()->Finish();
+  ASSERT_TRUE(WaitFor([&] { return agg.stats().byes.load() == 1; }));
+  Status fin = agg.Finish();
   ASSERT_TRUE(fin.ok()) << fin.message();
 
   auto r = ProfileReader::Open(dir / "out.h5");

@@ -10,28 +10,15 @@
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-w-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_support::ReadEvents;
+using test_support::TempDir;
 
 wire::Hello Hello(uint32_t rank, uint32_t world) {
   wire::Hello h;
@@ -55,18 +42,6 @@ std::vector<commprof_event> Events(size_t n, uint64_t first_seq) {
   return v;
 }
 
-std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks = nullptr) {
-  std::vector<commprof_event> all;
-  size_t n = 0;
-  Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> c) {
-    ++n;
-    all.insert(all.end(), c.begin(), c.end());
-  });
-  EXPECT_TRUE(st.ok()) << st.message();
-  if (chunks != nullptr) *chunks = n;
-  return all;
-}
-
 TEST(Hdf5Writer, CreateInAMissingDirectoryFailsNamingThePath) {
   auto w = Hdf5Writer::Create("/nonexistent-commprof-dir/out.h5", JobMeta{}, WriterOptions{});
   ASSERT_FALSE(w.ok());
@@ -75,7 +50,7 @@ TEST(Hdf5Writer, CreateInAMissingDirectoryFailsNamingThePath) {
 }
 
 TEST(Hdf5Writer, OpeningARankTwiceIsRejected) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -86,7 +61,7 @@ TEST(Hdf5Writer, OpeningARankTwiceIsRejected) {
 }
 
 TEST(Hdf5Writer, StringTableMustContinueWhereItEnded) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
   ASSERT_TRUE(w.ok());
@@ -107,7 +82,7 @@ TEST(Hdf5Writer, StringTableMustContinueWhereItEnded) {
 }
 
 TEST(Hdf5Writer, FramesForAnUnknownRankAreInternalErrors) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
   ASSERT_TRUE(w.ok());
@@ -119,7 +94,7 @@ TEST(Hdf5Writer, FramesForAnUnknownRankAreInternalErrors) {
 }
 
 TEST(Hdf5Writer, EventsSpanningManyChunksReadBackInOrder) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   constexpr size_t kTotal = 70001;  // > one writer chunk (16384) and > one reader chunk (65536)
   {
@@ -152,7 +127,7 @@ TEST(Hdf5Writer, EventsSpanningManyChunksReadBackInOrder) {
 }
 
 TEST(Hdf5Writer, CompressedEventsReadBackTheSame) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   auto ev = Events(5000, 100);
   {
@@ -172,7 +147,7 @@ TEST(Hdf5Writer, CompressedEventsReadBackTheSame) {
 }
 
 TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
-  TempDir dir;
+  TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
   {
     auto w = Hdf5Writer::Create(dir / "w.h5", JobMeta{}, WriterOptions{});  // world_size 0: unknown

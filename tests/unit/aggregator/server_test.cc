@@ -23,6 +23,7 @@
 
 #include "analysis/load/profile_reader.h"
 #include "core/wire.h"
+#include "support/test_support.h"
 
 namespace commprof_test {
 uint64_t LargeAllocationCount();
@@ -37,112 +38,10 @@ using Bytes = std::vector<uint8_t>;
 constexpr const char* kSecret = "server-secret";
 constexpr const char* kJob = "job-srv";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-srv-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
-// A blocking TCP client with a 5 s receive timeout.
-class Client {
- public:
-  explicit Client(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ADD_FAILURE() << "cannot connect to 127.0.0.1:" << port << ": " << std::strerror(errno);
-      Close();
-      return;
-    }
-    timeval tv{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int one = 1;  // small frames go out at once (no Nagle wait for the server's delayed ack)
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  ~Client() { Close(); }
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
-
-  bool Send(const Bytes& b) {
-    size_t off = 0;
-    while (off < b.size()) {
-      ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  bool ReadExactly(uint8_t* p, size_t n) {
-    size_t off = 0;
-    while (off < n) {
-      ssize_t got = ::recv(fd_, p + off, n - off, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      off += static_cast<size_t>(got);
-    }
-    return true;
-  }
-
-  // The hello-ack the server answers with (nullopt if none arrives).
-  std::optional<wire::HelloAck> ReadAck() {
-    uint8_t header[wire::kHeaderSize];
-    if (!ReadExactly(header, sizeof header)) return std::nullopt;
-    auto h = wire::DecodeHeader(header);
-    if (!h.ok() || h->type != wire::FrameType::kHelloAck) return std::nullopt;
-    Bytes payload(h->payload_len);
-    if (!ReadExactly(payload.data(), payload.size())) return std::nullopt;
-    auto ack = wire::DecodeHelloAck(payload);
-    if (!ack.ok()) return std::nullopt;
-    return ack.value();
-  }
-
-  // True when the server closes the connection (EOF or reset) before the receive timeout.
-  bool WaitClosedByPeer() {
-    uint8_t buf[4096];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) return true;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno != EAGAIN && errno != EWOULDBLOCK;  // a reset counts as closed, a timeout not
-      }
-    }
-  }
-
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool connected() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using test_support::ReadEvents;
+using test_support::TempDir;
+using test_support::WaitFor;
+using Client = test_support::TcpClient;
 
 Bytes HelloFrame(uint32_t rank, const std::string& secret, const std::string& job = kJob, uint32_t world = 1) {
   wire::Hello h;
@@ -206,56 +105,20 @@ Bytes RawHeader(uint16_t type, uint32_t len) {
   return b;
 }
 
-class ServerTest : public ::testing::Test {
+class ServerTest : public test_support::LiveAggregatorTest {
  protected:
+  ServerTest() : LiveAggregatorTest("commprof-srv") {}
+
   void SetUp() override { Start(1); }
 
   void Start(uint32_t world) {
     ASSERT_FALSE(dir_.path().empty());
-    JobMeta meta;
-    meta.job_id = kJob;
-    meta.world_size = world;
-    auto in = Ingest::Start(dir_ / "out.h5", meta, WriterOptions{}, 50);
-    ASSERT_TRUE(in.ok()) << in.status().message();
-    ingest_ = std::move(in.value());
-    auto s = Server::Listen(io_, *ingest_, StreamPolicy{kSecret, kJob}, "127.0.0.1", 0);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    server_ = std::move(s.value());
-    ASSERT_NE(server_->port(), 0);
-    thread_ = std::thread([this] { io_.run(); });
+    agg_.Start(dir_ / "out.h5", StreamPolicy{kSecret, kJob}, world);
+    if (!agg_.ok()) return;
+    ASSERT_NE(agg_.port(), 0);
   }
 
-  void TearDown() override { Stop(); }
-
-  void Stop() {
-    if (stopped_) return;
-    stopped_ = true;
-    if (server_) server_->Close();
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
-    if (ingest_) {
-      Status st = ingest_->Finish();
-      EXPECT_TRUE(st.ok()) << st.message();
-    }
-  }
-
-  // Stops the server and opens what it wrote.
-  std::unique_ptr<ProfileReader> StopAndRead() {
-    Stop();
-    auto r = ProfileReader::Open(dir_ / "out.h5");
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? std::move(r.value()) : nullptr;
-  }
-
-  std::vector<commprof_event> Events(const ProfileReader& r, uint32_t rank) {
-    std::vector<commprof_event> all;
-    Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> c) { all.insert(all.end(), c.begin(), c.end()); });
-    EXPECT_TRUE(st.ok()) << st.message();
-    return all;
-  }
-
-  const ServerStats& stats() const { return server_->stats(); }
-  uint16_t port() const { return server_->port(); }
+  std::vector<commprof_event> Events(const ProfileReader& r, uint32_t rank) { return ReadEvents(r, rank); }
 
   // A well-behaved rank: hello, strings, events, bye.
   void RunGoodClient(uint32_t rank, size_t n_events) {
@@ -271,12 +134,6 @@ class ServerTest : public ::testing::Test {
     EXPECT_TRUE(c.WaitClosedByPeer()) << "the server closes the connection after the bye";
   }
 
-  TempDir dir_;
-  std::unique_ptr<Ingest> ingest_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-  bool stopped_ = false;
 };
 
 TEST_F(ServerTest, GarbageBytesDropTheConnectionAndTheServerKeepsServing) {
@@ -524,7 +381,7 @@ TEST_F(ServerTest, EventsBatchGoingBackIsDropped) {
 }
 
 TEST(ServerListen, RejectsAHostThatIsNotAnIpAddress) {
-  TempDir dir;
+  TempDir dir("commprof-srv");
   ASSERT_FALSE(dir.path().empty());
   auto in = Ingest::Start(dir / "x.h5", JobMeta{}, WriterOptions{}, 50);
   ASSERT_TRUE(in.ok());

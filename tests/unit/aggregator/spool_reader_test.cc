@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
@@ -17,22 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-sp-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_support::PayloadSpan;
+using test_support::TempDir;
 
 wire::Hello MakeHello(uint32_t rank, const std::string& job = "job-sp") {
   wire::Hello h;
@@ -102,7 +89,7 @@ class SpoolTest : public ::testing::Test {
     return r.ok() ? std::move(r.value()) : nullptr;
   }
 
-  TempDir dir_;
+  TempDir dir_{"commprof-sp"};
   std::unique_ptr<Ingest> ingest_;
 };
 
@@ -225,16 +212,16 @@ TEST_F(SpoolTest, RankStreamRejectsFramesAfterTheByeAndEndsOnce) {
   Bytes hello;
   wire::AppendHello(hello, MakeHello(0), "");
   s.End("before hello: nothing to close");  // not accepted yet: no effect
-  ASSERT_TRUE(s.OnFrame(wire::FrameType::kHello, std::span<const uint8_t>(hello).subspan(wire::kHeaderSize)).ok());
+  ASSERT_TRUE(s.OnFrame(wire::FrameType::kHello, PayloadSpan(hello)).ok());
   EXPECT_TRUE(s.accepted());
   Bytes bye;
   wire::AppendBye(bye, wire::Bye{});
-  ASSERT_TRUE(s.OnFrame(wire::FrameType::kBye, std::span<const uint8_t>(bye).subspan(wire::kHeaderSize)).ok());
+  ASSERT_TRUE(s.OnFrame(wire::FrameType::kBye, PayloadSpan(bye)).ok());
   EXPECT_TRUE(s.said_bye());
   Bytes ev;
   auto e = MakeEvents(1, 0);
   wire::AppendEvents(ev, 0, e.data(), e.size());
-  Status after = s.OnFrame(wire::FrameType::kEvents, std::span<const uint8_t>(ev).subspan(wire::kHeaderSize));
+  Status after = s.OnFrame(wire::FrameType::kEvents, PayloadSpan(ev));
   EXPECT_EQ(after.code(), StatusCode::kCorrupt);
   EXPECT_NE(after.message().find("after the bye"), std::string::npos) << after.message();
   Status ack = s.OnFrame(wire::FrameType::kHelloAck, {});
@@ -251,10 +238,10 @@ TEST_F(SpoolTest, RankStreamRejectsAHelloAckFromACollector) {
   RankStream s(*ingest_, StreamPolicy{});
   Bytes hello;
   wire::AppendHello(hello, MakeHello(1), "");
-  ASSERT_TRUE(s.OnFrame(wire::FrameType::kHello, std::span<const uint8_t>(hello).subspan(wire::kHeaderSize)).ok());
+  ASSERT_TRUE(s.OnFrame(wire::FrameType::kHello, PayloadSpan(hello)).ok());
   Bytes ack;
   wire::AppendHelloAck(ack, wire::HelloAck{true, ""});
-  Status st = s.OnFrame(wire::FrameType::kHelloAck, std::span<const uint8_t>(ack).subspan(wire::kHeaderSize));
+  Status st = s.OnFrame(wire::FrameType::kHelloAck, PayloadSpan(ack));
   EXPECT_EQ(st.code(), StatusCode::kCorrupt);
   EXPECT_NE(st.message().find("unexpected hello-ack"), std::string::npos) << st.message();
   s.End("test over");

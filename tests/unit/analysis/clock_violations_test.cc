@@ -14,28 +14,14 @@
 
 #include "aggregator/hdf5/hdf5_writer.h"
 #include "analysis/load/profile_reader.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-cv-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 // A blocking collective on `comm` (world by default) as a rank records it, in its local ns.
 commprof_event Coll(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, int32_t root = COMMPROF_NO_PEER,
@@ -132,7 +118,7 @@ class ClockViolationsTest : public ::testing::Test {
     EXPECT_EQ(c.violations_aligned, c.violations_raw) << "without clock models alignment changes nothing";
     return {c.checked_raw, c.violations_raw};
   }
-  TempDir dir_;
+  TempDir dir_{"commprof-cv"};
   int n_ = 0;
 };
 

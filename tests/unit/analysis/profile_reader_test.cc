@@ -17,28 +17,16 @@
 #include <vector>
 
 #include "aggregator/hdf5/hdf5_writer.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-rd-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_support::ExpectEventEq;
+using test_support::ReadEvents;
+using test_support::TempDir;
 
 commprof_event Ev(uint64_t i, uint8_t kind) {
   commprof_event e{};
@@ -60,25 +48,6 @@ commprof_event Ev(uint64_t i, uint8_t kind) {
   return e;
 }
 
-void ExpectEventEq(const commprof_event& a, const commprof_event& b, size_t index) {
-  SCOPED_TRACE("event " + std::to_string(index));
-  EXPECT_EQ(a.start_ns, b.start_ns);
-  EXPECT_EQ(a.end_ns, b.end_ns);
-  EXPECT_EQ(a.bytes, b.bytes);
-  EXPECT_EQ(a.comm_id, b.comm_id);
-  EXPECT_EQ(a.seq, b.seq);
-  EXPECT_EQ(a.correlation, b.correlation);
-  EXPECT_EQ(a.name_id, b.name_id);
-  EXPECT_EQ(a.thread_id, b.thread_id);
-  EXPECT_EQ(a.peer, b.peer);
-  EXPECT_EQ(a.device, b.device);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.subtype, b.subtype);
-  EXPECT_EQ(a.datatype, b.datatype);
-  EXPECT_EQ(a.reduce_op, b.reduce_op);
-  EXPECT_EQ(a.flags, b.flags);
-}
-
 wire::Hello MakeHello(uint32_t rank, uint32_t world, uint32_t pid, const std::string& host) {
   wire::Hello h;
   h.rank = rank;
@@ -89,13 +58,6 @@ wire::Hello MakeHello(uint32_t rank, uint32_t world, uint32_t pid, const std::st
   h.start_steady_ns = 5000 + rank;
   h.start_utc_ns = 6000 + rank;
   return h;
-}
-
-std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank) {
-  std::vector<commprof_event> all;
-  Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> c) { all.insert(all.end(), c.begin(), c.end()); });
-  EXPECT_TRUE(st.ok()) << st.message();
-  return all;
 }
 
 // Runs a shell command, returning its exit status and everything it printed.
@@ -172,7 +134,7 @@ class WrittenProfile : public ::testing::Test {
     return r.ok() ? std::move(r.value()) : nullptr;
   }
 
-  TempDir dir_;
+  TempDir dir_{"commprof-rd"};
   std::string path_;
   std::vector<commprof_event> rank0_, rank1_;
 };
@@ -316,7 +278,7 @@ TEST_F(WrittenProfile, H5dumpShowsTheAttributes) {
 }
 
 TEST(ProfileReaderRecovery, FlushedButNeverFinalizedFileOpensWithItsEvents) {
-  TempDir dir;
+  TempDir dir("commprof-rd");
   ASSERT_FALSE(dir.path().empty());
   std::string path = dir / "killed.h5";
   std::vector<commprof_event> events;
@@ -367,7 +329,7 @@ TEST(ProfileReaderErrors, MissingFileIsNotAnHdf5File) {
 }
 
 TEST(ProfileReaderErrors, TextFileIsNotAnHdf5File) {
-  TempDir dir;
+  TempDir dir("commprof-rd");
   ASSERT_FALSE(dir.path().empty());
   std::string path = dir / "notes.h5";
   std::ofstream(path) << "this is not HDF5\n";
@@ -377,7 +339,7 @@ TEST(ProfileReaderErrors, TextFileIsNotAnHdf5File) {
 }
 
 TEST(ProfileReaderErrors, ForeignOrNewerHdf5FilesAreRejectedByFormatAttributes) {
-  TempDir dir;
+  TempDir dir("commprof-rd");
   ASSERT_FALSE(dir.path().empty());
   h5::QuietErrors();
   std::string foreign = dir / "foreign.h5";

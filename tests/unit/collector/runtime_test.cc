@@ -21,81 +21,17 @@
 #include "aggregator/spool_reader.h"
 #include "collector/transport.h"
 #include "analysis/load/profile_reader.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "commprof-rt-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
-// Ingest + Server on 127.0.0.1:<any port>, served by one io thread.
-class LiveAggregator {
- public:
-  LiveAggregator(const std::string& path, StreamPolicy policy, uint32_t world_size) {
-    JobMeta meta;
-    meta.job_id = policy.job_id;
-    meta.world_size = world_size;
-    auto in = Ingest::Start(path, meta, WriterOptions{}, 50);
-    if (!in.ok()) {
-      ADD_FAILURE() << in.status().message();
-      return;
-    }
-    ingest_ = std::move(in.value());
-    auto s = Server::Listen(io_, *ingest_, std::move(policy), "127.0.0.1", 0);
-    if (!s.ok()) {
-      ADD_FAILURE() << s.status().message();
-      return;
-    }
-    server_ = std::move(s.value());
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~LiveAggregator() { (void)Finish(); }
-
-  bool ok() const { return server_ != nullptr; }
-  uint16_t port() const { return server_->port(); }
-  const ServerStats& stats() const { return server_->stats(); }
-
-  Status Finish() {
-    if (finished_) return Status::Ok();
-    finished_ = true;
-    if (server_) server_->Close();
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
-    return ingest_ ? ingest_->Finish() : Status::Ok();
-  }
-
- private:
-  std::unique_ptr<Ingest> ingest_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-  bool finished_ = false;
-};
+using test_support::LiveAggregator;
+using test_support::ReadEvents;
+using test_support::TempDir;
+using test_support::WaitFor;
 
 constexpr const char* kSecret = "runtime-test-secret";
 constexpr const char* kJob = "job-rt";
@@ -149,15 +85,6 @@ void RecordFromTwoThreads(Runtime& rt) {
     });
   }
   for (auto& th : threads) th.join();
-}
-
-std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank) {
-  std::vector<commprof_event> all;
-  Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> chunk) {
-    all.insert(all.end(), chunk.begin(), chunk.end());
-  });
-  EXPECT_TRUE(st.ok()) << st.message();
-  return all;
 }
 
 // What every run of RecordFromTwoThreads must leave in rank 0 of a file.
@@ -255,7 +182,7 @@ void MergeSpool(const std::string& spool, const std::string& out, const StreamPo
 }
 
 TEST(RuntimeAggregator, ShipsEveryEventStringAndCounterOverTcp) {
-  TempDir dir;
+  TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
   LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());
@@ -278,7 +205,7 @@ TEST(RuntimeAggregator, ShipsEveryEventStringAndCounterOverTcp) {
 }
 
 TEST(RuntimeAggregator, WrongSecretIsRefusedAndTheRuntimeSpoolsEverything) {
-  TempDir dir;
+  TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
   LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());
@@ -313,7 +240,7 @@ TEST(RuntimeAggregator, WrongSecretIsRefusedAndTheRuntimeSpoolsEverything) {
 }
 
 TEST(RuntimeAggregator, SpoolSignedWithAnotherSecretIsRefusedWhenTheSecretIsChecked) {
-  TempDir dir;
+  TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
   {
     Runtime rt(MakeConfig("", "spool-secret", dir / "spool"), MakeIdentity());
@@ -340,7 +267,7 @@ TEST(RuntimeAggregator, SpoolSignedWithAnotherSecretIsRefusedWhenTheSecretIsChec
 }
 
 TEST(RuntimeAggregator, UnreachableAggregatorMakesTheRuntimeSpoolAndTheMergeHasAllEvents) {
-  TempDir dir;
+  TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
   {
     Runtime rt(MakeConfig("127.0.0.1:1", kSecret, dir / "spool/nested"), MakeIdentity());
@@ -361,7 +288,7 @@ TEST(RuntimeAggregator, UnreachableAggregatorMakesTheRuntimeSpoolAndTheMergeHasA
 }
 
 TEST(RuntimeAggregator, TinyRingCountsEveryDroppedEventInTheByeCounters) {
-  TempDir dir;
+  TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
   LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/test_support.h"
+
 namespace commprof_test {
 uint64_t LargeAllocationCount();
 }
@@ -38,35 +40,8 @@ commprof_event MakeEvent(uint64_t base, uint8_t kind) {
   return e;
 }
 
-void ExpectEventEq(const commprof_event& a, const commprof_event& b, size_t index) {
-  SCOPED_TRACE("event " + std::to_string(index));
-  EXPECT_EQ(a.start_ns, b.start_ns);
-  EXPECT_EQ(a.end_ns, b.end_ns);
-  EXPECT_EQ(a.bytes, b.bytes);
-  EXPECT_EQ(a.comm_id, b.comm_id);
-  EXPECT_EQ(a.seq, b.seq);
-  EXPECT_EQ(a.correlation, b.correlation);
-  EXPECT_EQ(a.name_id, b.name_id);
-  EXPECT_EQ(a.thread_id, b.thread_id);
-  EXPECT_EQ(a.peer, b.peer);
-  EXPECT_EQ(a.device, b.device);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.subtype, b.subtype);
-  EXPECT_EQ(a.datatype, b.datatype);
-  EXPECT_EQ(a.reduce_op, b.reduce_op);
-  EXPECT_EQ(a.flags, b.flags);
-}
-
-// Checks the frame's header and returns its payload.
-Bytes PayloadOf(const Bytes& frame, FrameType expected_type) {
-  EXPECT_GE(frame.size(), kHeaderSize);
-  auto h = DecodeHeader(std::span<const uint8_t>(frame.data(), kHeaderSize));
-  EXPECT_TRUE(h.ok()) << h.status().message();
-  if (!h.ok()) return {};
-  EXPECT_EQ(h->type, expected_type);
-  EXPECT_EQ(h->payload_len, frame.size() - kHeaderSize);
-  return Bytes(frame.begin() + kHeaderSize, frame.end());
-}
+using test_support::ExpectEventEq;
+using test_support::PayloadOf;
 
 Hello MakeHello() {
   Hello h;

@@ -1,0 +1,196 @@
+#include "support/test_support.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace commprof::test_support {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+bool WaitFor(const std::function<bool()>& done, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+LiveAggregator::LiveAggregator(const std::string& path, StreamPolicy policy, uint32_t world_size) {
+  Start(path, std::move(policy), world_size);
+}
+
+void LiveAggregator::Start(const std::string& path, StreamPolicy policy, uint32_t world_size) {
+  JobMeta meta;
+  meta.job_id = policy.job_id;
+  meta.world_size = world_size;
+  auto in = Ingest::Start(path, meta, WriterOptions{}, 50);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ingest_ = std::move(in.value());
+  auto s = Server::Listen(io_, *ingest_, std::move(policy), "127.0.0.1", 0);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  server_ = std::move(s.value());
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+Status LiveAggregator::Finish() {
+  if (finished_) return Status::Ok();
+  finished_ = true;
+  if (server_) server_->Close();
+  io_.stop();
+  if (thread_.joinable()) thread_.join();
+  return ingest_ ? ingest_->Finish() : Status::Ok();
+}
+
+TcpClient::TcpClient(uint16_t port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ADD_FAILURE() << "cannot connect to 127.0.0.1:" << port << ": " << std::strerror(errno);
+    Close();
+    return;
+  }
+  timeval tv{5, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+bool TcpClient::Send(const Bytes& b) {
+  size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool TcpClient::ReadExactly(uint8_t* p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t got = ::recv(fd_, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+std::optional<std::pair<wire::FrameType, Bytes>> TcpClient::ReadFrame() {
+  uint8_t header[wire::kHeaderSize];
+  if (!ReadExactly(header, sizeof header)) return std::nullopt;
+  auto h = wire::DecodeHeader(header);
+  if (!h.ok()) return std::nullopt;
+  Bytes payload(h->payload_len);
+  if (!ReadExactly(payload.data(), payload.size())) return std::nullopt;
+  return std::make_pair(h->type, std::move(payload));
+}
+
+std::optional<wire::HelloAck> TcpClient::ReadAck() {
+  uint8_t header[wire::kHeaderSize];
+  if (!ReadExactly(header, sizeof header)) return std::nullopt;
+  auto h = wire::DecodeHeader(header);
+  if (!h.ok() || h->type != wire::FrameType::kHelloAck) return std::nullopt;
+  Bytes payload(h->payload_len);
+  if (!ReadExactly(payload.data(), payload.size())) return std::nullopt;
+  auto ack = wire::DecodeHelloAck(payload);
+  if (!ack.ok()) return std::nullopt;
+  return ack.value();
+}
+
+bool TcpClient::WaitClosedByPeer() {
+  uint8_t buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno != EAGAIN && errno != EWOULDBLOCK;  // a reset counts as closed, a timeout not
+    }
+  }
+}
+
+bool TcpClient::WaitClosedByPeerWithoutAnswer() {
+  uint8_t buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n > 0) return false;
+    if (errno == EINTR) continue;
+    return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
+void TcpClient::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks) {
+  std::vector<commprof_event> all;
+  size_t n = 0;
+  Status st = r.ForEachEventChunk(rank, [&](std::span<const commprof_event> c) {
+    ++n;
+    all.insert(all.end(), c.begin(), c.end());
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (chunks != nullptr) *chunks = n;
+  return all;
+}
+
+void ExpectEventEq(const commprof_event& a, const commprof_event& b, size_t index) {
+  SCOPED_TRACE("event " + std::to_string(index));
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.comm_id, b.comm_id);
+  EXPECT_EQ(a.seq, b.seq);
+  EXPECT_EQ(a.correlation, b.correlation);
+  EXPECT_EQ(a.name_id, b.name_id);
+  EXPECT_EQ(a.thread_id, b.thread_id);
+  EXPECT_EQ(a.peer, b.peer);
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.subtype, b.subtype);
+  EXPECT_EQ(a.datatype, b.datatype);
+  EXPECT_EQ(a.reduce_op, b.reduce_op);
+  EXPECT_EQ(a.flags, b.flags);
+}
+
+Bytes PayloadOf(const Bytes& frame, wire::FrameType expected_type) {
+  EXPECT_GE(frame.size(), wire::kHeaderSize);
+  auto h = wire::DecodeHeader(std::span<const uint8_t>(frame.data(), wire::kHeaderSize));
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  if (!h.ok()) return {};
+  EXPECT_EQ(h->type, expected_type);
+  EXPECT_EQ(h->payload_len, frame.size() - wire::kHeaderSize);
+  return Bytes(frame.begin() + wire::kHeaderSize, frame.end());
+}
+
+}  // namespace commprof::test_support

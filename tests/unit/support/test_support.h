@@ -1,0 +1,151 @@
+// Setup shared by the unit tests: temporary directories, polling, a live aggregator (Ingest +
+// Server + io thread on 127.0.0.1:<any port>), a raw TCP client that speaks frames, reading a
+// rank's events back, comparing events and taking a frame's payload.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "aggregator/ingest.h"
+#include "aggregator/server.h"
+#include "analysis/load/profile_reader.h"
+#include "core/wire.h"
+
+namespace commprof::test_support {
+
+using Bytes = std::vector<uint8_t>;
+
+// A fresh directory under the system temp dir ("<prefix>-XXXXXX"), removed with everything in it
+// at destruction; path() is empty if it could not be made.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "commprof-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Polls `done` every 2 ms until it holds (true) or timeout_ms pass (false).
+bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000);
+
+// Ingest + Server on 127.0.0.1:<any port>, served by one io thread.
+class LiveAggregator {
+ public:
+  LiveAggregator() = default;
+  // Starts at once (see Start); ok() says whether it serves.
+  LiveAggregator(const std::string& path, StreamPolicy policy, uint32_t world_size);
+  ~LiveAggregator() { (void)Finish(); }
+  LiveAggregator(const LiveAggregator&) = delete;
+  LiveAggregator& operator=(const LiveAggregator&) = delete;
+
+  // Ingest into `path` for job policy.job_id with world_size ranks, then the server and its io
+  // thread. A step that fails is a fatal test failure and leaves ok() false.
+  void Start(const std::string& path, StreamPolicy policy, uint32_t world_size);
+
+  bool ok() const { return server_ != nullptr; }
+  uint16_t port() const { return server_->port(); }
+  const ServerStats& stats() const { return server_->stats(); }
+
+  // Closes the server, stops and joins the io thread and finishes the ingest (once; later calls
+  // return Ok).
+  Status Finish();
+
+ private:
+  std::unique_ptr<Ingest> ingest_;
+  boost::asio::io_context io_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  bool finished_ = false;
+};
+
+// A test fixture around a LiveAggregator writing <temp dir>/out.h5: subclasses start it in SetUp
+// (agg_.Start(dir_ / "out.h5", ...)); TearDown stops it and expects the ingest to finish cleanly.
+class LiveAggregatorTest : public ::testing::Test {
+ protected:
+  explicit LiveAggregatorTest(const std::string& temp_prefix) : dir_(temp_prefix) {}
+
+  void TearDown() override { Stop(); }
+
+  void Stop() {
+    Status st = agg_.Finish();
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+
+  // Stops the server and opens what it wrote.
+  std::unique_ptr<ProfileReader> StopAndRead() {
+    Stop();
+    auto r = ProfileReader::Open(dir_ / "out.h5");
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? std::move(r.value()) : nullptr;
+  }
+
+  uint16_t port() const { return agg_.port(); }
+  const ServerStats& stats() const { return agg_.stats(); }
+
+  TempDir dir_;
+  LiveAggregator agg_;
+};
+
+// A blocking TCP client to 127.0.0.1:port with a 5 s receive timeout and TCP_NODELAY (small
+// frames go out at once, no Nagle wait for the server's delayed ack).
+class TcpClient {
+ public:
+  explicit TcpClient(uint16_t port);
+  ~TcpClient() { Close(); }
+  TcpClient(const TcpClient&) = delete;
+  TcpClient& operator=(const TcpClient&) = delete;
+
+  bool Send(const Bytes& b);
+  bool ReadExactly(uint8_t* p, size_t n);
+
+  // The next whole frame from the server (nullopt on EOF, timeout or a bad header).
+  std::optional<std::pair<wire::FrameType, Bytes>> ReadFrame();
+
+  // The hello-ack the server answers with (nullopt if none arrives).
+  std::optional<wire::HelloAck> ReadAck();
+
+  // True when the server closes the connection (EOF or reset) before the receive timeout.
+  bool WaitClosedByPeer();
+
+  // True when the server closes the connection (EOF or reset) before the receive timeout,
+  // and false if it sends anything before that.
+  bool WaitClosedByPeerWithoutAnswer();
+
+  void Close();
+  bool connected() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// All of a rank's events in file order; `chunks`, when given, gets the number of chunks read.
+std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks = nullptr);
+
+// Field-by-field equality of two events, naming the event's index on failure.
+void ExpectEventEq(const commprof_event& a, const commprof_event& b, size_t index);
+
+// Checks the frame's header and returns its payload.
+Bytes PayloadOf(const Bytes& frame, wire::FrameType expected_type);
+
+// The bytes after a frame's header (no checks).
+inline std::span<const uint8_t> PayloadSpan(const Bytes& frame) {
+  return std::span<const uint8_t>(frame).subspan(wire::kHeaderSize);
+}
+
+}  // namespace commprof::test_support
