@@ -19,6 +19,7 @@ Runner AddRunCommand(CLI::App& app);
 void SetRunArgsAfterDashDash(std::vector<std::string> args);
 Runner AddInfoCommand(CLI::App& app);
 Runner AddMergeCommand(CLI::App& app);
+Runner AddReportCommand(CLI::App& app);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);

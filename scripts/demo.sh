@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo, end to end: installs what it needs, builds, profiles a 4-rank MPI job with a planted
-# straggler (rank 2 computes 3 ms longer per iteration), prints what was recorded and writes
-# demo-output/demo.h5.
+# straggler (rank 2 computes 3 ms longer per iteration), prints what was recorded and the
+# cross-rank report naming the straggler, and writes demo-output/demo.h5 and report.json.
+# (The merged Chrome/Perfetto trace export is not built yet.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,4 +15,7 @@ build/release/cli/commprof run -o demo-output/demo.h5 -- "${MPIRUN[@]}" \
   build/release/examples/mpi_straggler --iters 200 --bytes 4096 --compute-us 1000 --slow-rank 2 --slow-us 3000
 build/release/cli/commprof info demo-output/demo.h5
 echo
-echo "demo: wrote demo-output/demo.h5 (read it with h5py: see docs/file-format.md)"
+build/release/cli/commprof report demo-output/demo.h5
+build/release/cli/commprof report --format json -o demo-output/report.json demo-output/demo.h5
+echo
+echo "demo: wrote demo-output/demo.h5 and demo-output/report.json (read the file with h5py: docs/file-format.md)"

@@ -459,7 +459,47 @@ def case_clock_tcp(ctx):
         expect(len(f["ranks"]["0"]["clock_points"]) >= 2, "start and end epochs")
 
 
+def report_json(ctx, out):
+    return json.loads(run([ctx.commprof, "report", "--format", "json", out], check_rc=0).stdout)
+
+
+def case_report_straggler(ctx):
+    """The report's verdict names the planted straggler, for two collectives and two ranks, and
+    finds none when none is planted."""
+    for collective, slow in (("allreduce", 2), ("allgather", 1)):
+        out = ctx.path(f"straggler-{collective}.h5")
+        profile(ctx, out, ["--iters", "150", "--compute-us", "1000", "--slow-rank", str(slow), "--slow-us", "3000",
+                           "--collective", collective])
+        rep = report_json(ctx, out)
+        expect(rep["schema"] == "commprof-report" and rep["world_size"] == 4, "report header")
+        expect(rep["instances"]["matched"] == 150 + 3 and rep["instances"]["incomplete"] == 0, f"{rep['instances']}")
+        expect(len(rep["stragglers"]) == 1 and rep["stragglers"][0]["rank"] == slow,
+               f"{collective}: stragglers {rep['stragglers']}, planted rank {slow}")
+        s = rep["stragglers"][0]
+        expect(s["share_last"] > 0.9 and s["cause"] == "compute", f"{collective}: {s}")
+        ranks = {r["rank"]: r for r in rep["ranks"]}
+        for r, m in ranks.items():
+            for key in ("comm_time_ns", "wait_time_ns", "wait_share", "times_last", "delay_caused_ns"):
+                expect(key in m, f"rank key {key}")
+            if r != slow:
+                expect(m["wait_time_ns"] > 5 * ranks[slow]["wait_time_ns"], f"rank {r} waits for the straggler: {m}")
+        types = {c["type"]: c for c in rep["collectives"]}
+        expect(types[collective]["count"] == 150, f"collectives {rep['collectives']}")
+        text = run([ctx.commprof, "report", out], check_rc=0).stdout
+        expect(f"rank {slow} on " in text and "is the straggler" in text, f"text verdict:\n{text}")
+        body = [line for line in text.splitlines() if not line.startswith("commprof report:")]  # the path may be long
+        expect(max(len(line) for line in body) <= 100, "text report fits 100 columns")
+    out = ctx.path("balanced.h5")
+    profile(ctx, out, ["--iters", "150", "--compute-us", "1000"])
+    rep = report_json(ctx, out)
+    expect(rep["stragglers"] == [], f"no planted straggler, but the verdict is {rep['stragglers']}")
+    expect("no straggler" in run([ctx.commprof, "report", out], check_rc=0).stdout, "text says there is none")
+    p = run([ctx.commprof, "report", "--format", "html", out])
+    expect(p.returncode == 2 and "not supported" in p.stderr, f"unsupported format: rc {p.returncode}")
+
+
 CASES = {
+    "report_straggler": case_report_straggler,
     "clock_injected": case_clock_injected,
     "clock_sync_off": case_clock_sync_off,
     "clock_tcp": case_clock_tcp,
