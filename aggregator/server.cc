@@ -159,7 +159,7 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 Server::Server(asio::io_context& io, Ingest& ingest, StreamPolicy policy)
-    : io_(io), ingest_(ingest), policy_(std::move(policy)), acceptor_(io) {}
+    : ingest_(ingest), policy_(std::move(policy)), acceptor_(io) {}
 
 Result<std::unique_ptr<Server>> Server::Listen(asio::io_context& io, Ingest& ingest, StreamPolicy policy,
                                                const std::string& host, uint16_t port) {

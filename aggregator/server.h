@@ -40,7 +40,6 @@ class Server {
   Server(boost::asio::io_context& io, Ingest& ingest, StreamPolicy policy);
   void Accept();
 
-  boost::asio::io_context& io_;
   Ingest& ingest_;
   StreamPolicy policy_;
   boost::asio::ip::tcp::acceptor acceptor_;

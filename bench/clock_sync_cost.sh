@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Cost of the clock-alignment epoch at MPI_Init, by number of ranks: rank 0 serves every other
+# rank in turn, so its epoch time is the whole job's start-up sync. Prints the median of RUNS runs
+# per size, read from the rank's `clock_sync_init_ns` counter in the output file.
+# Usage: bench/clock_sync_cost.sh [BUILD_DIR] [RUNS] [SIZES...]   (defaults: build/release 5 2 4 8)
+set -euo pipefail
+BUILD=${1:-build/release}
+RUNS=${2:-5}
+shift $(( $# > 2 ? 2 : $# )) || true
+SIZES=("$@")
+[ ${#SIZES[@]} -gt 0 ] || SIZES=(2 4 8)
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+MPIRUN=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+printf "%6s %14s %14s %14s %22s\n" ranks "median ms" "min ms" "max ms" "per other rank (us)"
+for n in "${SIZES[@]}"; do
+  vals=()
+  for ((i = 0; i < RUNS; ++i)); do
+    "$BUILD/cli/commprof" run -q -o "$OUT/s.h5" -- "${MPIRUN[@]}" -np "$n" "$BUILD/examples/mpi_straggler" \
+      --iters 10 --compute-us 10 >/dev/null
+    vals+=("$("$PY" -c "import h5py,sys; print(int(h5py.File(sys.argv[1])['ranks']['0'].attrs['clock_sync_init_ns']))" "$OUT/s.h5")")
+  done
+  "$PY" - "$n" "${vals[@]}" <<'PYEOF'
+import statistics, sys
+n = int(sys.argv[1]); v = [int(x) / 1e6 for x in sys.argv[2:]]
+med = statistics.median(v)
+print(f"{n:6d} {med:14.3f} {min(v):14.3f} {max(v):14.3f} {med * 1000 / max(1, n - 1):22.1f}")
+PYEOF
+done
