@@ -126,17 +126,17 @@ int RunReport(const Options& o) {
     return 1;
   }
   auto instances = LoadCollectiveInstances(*reader.value(), true);
-  auto cv = CountClockViolations(*reader.value(), true);
-  if (!instances.ok() || !cv.ok()) {
-    std::fprintf(stderr, "commprof report: %s\n", (instances.ok() ? cv.status() : instances.status()).message().c_str());
+  if (!instances.ok()) {
+    std::fprintf(stderr, "commprof report: %s\n", instances.status().message().c_str());
     return 1;
   }
+  ClockViolations cv = CountClockViolations(instances.value());
   WaitReport rep = ComputeWaitMetrics(reader.value()->info(), instances.value());
   std::ostringstream os;
   if (o.format == "json") {
-    os << ToJson(reader.value()->info(), rep, cv.value()).dump(2) << "\n";
+    os << ToJson(reader.value()->info(), rep, cv).dump(2) << "\n";
   } else {
-    WriteText(os, reader.value()->info(), rep, cv.value());
+    WriteText(os, reader.value()->info(), rep, cv);
   }
   if (o.output.empty()) {
     std::cout << os.str();

@@ -53,16 +53,20 @@ bool Violates(const CollectiveInstance& in) {
 
 }  // namespace
 
-Result<ClockViolations> CountClockViolations(const ProfileReader& reader, bool aligned) {
-  auto instances = LoadCollectiveInstances(reader, aligned);
-  if (!instances.ok()) return instances.status();
+ClockViolations CountClockViolations(const std::vector<CollectiveInstance>& instances) {
   ClockViolations out;
-  for (const auto& in : instances.value()) {
+  for (const auto& in : instances) {
     if (in.arrivals.size() < 2) continue;
     ++out.instances_checked;
     if (Violates(in)) ++out.violations;
   }
   return out;
+}
+
+Result<ClockViolations> CountClockViolations(const ProfileReader& reader, bool aligned) {
+  auto instances = LoadCollectiveInstances(reader, aligned);
+  if (!instances.ok()) return instances.status();
+  return CountClockViolations(instances.value());
 }
 
 }  // namespace commprof

@@ -9,7 +9,10 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "analysis/load/profile_reader.h"
+#include "analysis/match/collective_instances.h"
 
 namespace commprof {
 
@@ -20,5 +23,7 @@ struct ClockViolations {
 
 // One pass over every rank's events. `aligned`: apply each rank's clock model (false: raw times).
 Result<ClockViolations> CountClockViolations(const ProfileReader& reader, bool aligned);
+// The same over instances already loaded (LoadCollectiveInstances), without reading the file again.
+ClockViolations CountClockViolations(const std::vector<CollectiveInstance>& instances);
 
 }  // namespace commprof
