@@ -153,7 +153,20 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   }
   if (best != nullptr && rep.matched > 0) {
     double share = static_cast<double>(best->times_last) / static_cast<double>(rep.matched);
-    if (share >= 0.5) {
+    // §4 significance: the delay it caused must be at least a tenth of the others' mean time in
+    // these collectives; a rank that is merely often last by a hair (the scheduler's doing on
+    // shared cores) is not a straggler.
+    double others_comm = 0;
+    size_t n_others = 0;
+    for (const auto& m : rep.ranks) {
+      if (m.rank != best->rank) {
+        others_comm += static_cast<double>(m.comm_time_ns);
+        ++n_others;
+      }
+    }
+    double mean_others_comm = n_others > 0 ? others_comm / static_cast<double>(n_others) : 0;
+    bool significant = static_cast<double>(best->delay_caused_ns) >= 0.1 * mean_others_comm;
+    if (share >= 0.5 && significant) {
       StragglerVerdict& v = rep.verdict;
       v.found = true;
       v.rank = best->rank;

@@ -488,6 +488,10 @@ def case_report_straggler(ctx):
         expect(types[collective]["count"] == 150, f"collectives {rep['collectives']}")
         text = run([ctx.commprof, "report", out], check_rc=0).stdout
         expect(f"rank {slow} on " in text and "is the straggler" in text, f"text verdict:\n{text}")
+        # commprof check as a CI gate: the planted straggler passes a 0.4 share-last threshold
+        p = run([ctx.commprof, "check", out, "--max", "straggler_share_last=0.4", "--max", "incomplete=0"])
+        expect(p.returncode == 1 and "FAIL straggler_share_last" in p.stdout and "ok   incomplete = 0" in p.stdout,
+               f"check on a straggler run: rc {p.returncode}\n{p.stdout}{p.stderr}")
         body = [line for line in text.splitlines() if not line.startswith("commprof report:")]  # the path may be long
         expect(max(len(line) for line in body) <= 100, "text report fits 100 columns")
     out = ctx.path("balanced.h5")
@@ -495,6 +499,10 @@ def case_report_straggler(ctx):
     rep = report_json(ctx, out)
     expect(rep["stragglers"] == [], f"no planted straggler, but the verdict is {rep['stragglers']}")
     expect("no straggler" in run([ctx.commprof, "report", out], check_rc=0).stdout, "text says there is none")
+    p = run([ctx.commprof, "check", out, "--max", "straggler_share_last=0.4", "--max", "incomplete=0"])
+    expect(p.returncode == 0 and p.stdout.count("ok   ") == 2, f"check on a balanced run: rc {p.returncode}\n{p.stdout}")
+    p = run([ctx.commprof, "check", out, "--max", "no_such_metric=1"])
+    expect(p.returncode == 2 and "unknown metric" in p.stderr, f"unknown metric: rc {p.returncode}")
     p = run([ctx.commprof, "report", "--format", "html", out])
     expect(p.returncode == 2 and "not supported" in p.stderr, f"unsupported format: rc {p.returncode}")
 

@@ -108,5 +108,18 @@ TEST(WaitMetrics, AStragglerLastInOnlyAMinorityGetsNoVerdict) {
   EXPECT_FALSE(r.verdict.found);
 }
 
+TEST(WaitMetrics, ARankOftenLastByAHairIsNotAStraggler) {
+  // rank 2 is last every time, 2 us late, in collectives lasting 100 us: delay caused 10 x 2 us
+  // = 20 us < a tenth of the others' 10 x 100 us = 100 us
+  std::vector<CollectiveInstance> in;
+  for (uint64_t s = 0; s < 10; ++s) {
+    in.push_back(Make(s, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{0, 100000}, {0, 100000}, {2000, 100000}}));
+  }
+  WaitReport r = ComputeWaitMetrics(ThreeRanks(), in);
+  EXPECT_EQ(r.ranks[2].times_last, 10u);
+  EXPECT_EQ(r.ranks[2].delay_caused_ns, 20000);
+  EXPECT_FALSE(r.verdict.found);
+}
+
 }  // namespace
 }  // namespace commprof

@@ -1,0 +1,114 @@
+// `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
+// metric is at or under its threshold, 1 when any passes it (each failure printed), 2 on bad
+// usage (an unknown metric or a malformed threshold). Metrics: docs/cli.md.
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "analysis/load/profile_reader.h"
+#include "analysis/match/clock_violations.h"
+#include "analysis/match/collective_instances.h"
+#include "analysis/metrics/wait_metrics.h"
+#include "cli/commands.h"
+
+namespace commprof::cli {
+namespace {
+
+struct Options {
+  std::string path;
+  std::vector<std::string> max;
+};
+
+struct Figures {
+  const ProfileInfo* info;
+  const WaitReport* rep;
+  const ClockViolations* cv;
+};
+
+// Each metric is the job's worst value of one report figure (docs/metrics.md).
+const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
+  static const std::map<std::string, std::function<double(const Figures&)>> kMetrics = {
+      {"wait_share", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : f.rep->ranks) m = std::max(m, r.wait_share);
+         return m;
+       }},
+      {"wait_time_ns", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : f.rep->ranks) m = std::max(m, static_cast<double>(r.wait_time_ns));
+         return m;
+       }},
+      {"skew_p99_ns", [](const Figures& f) {
+         double m = 0;
+         for (const auto& t : f.rep->types) m = std::max(m, static_cast<double>(t.skew_p99_ns));
+         return m;
+       }},
+      {"straggler_share_last", [](const Figures& f) { return f.rep->verdict.found ? f.rep->verdict.share_last : 0.0; }},
+      {"incomplete", [](const Figures& f) { return static_cast<double>(f.rep->incomplete); }},
+      {"clock_violations", [](const Figures& f) { return static_cast<double>(f.cv->violations); }},
+      {"dropped_events", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : f.info->ranks) m = std::max(m, static_cast<double>(r.dropped_events));
+         return m;
+       }},
+  };
+  return kMetrics;
+}
+
+int RunCheck(const Options& o) {
+  std::vector<std::pair<std::string, double>> limits;
+  for (const auto& spec : o.max) {
+    size_t eq = spec.find('=');
+    std::string name = spec.substr(0, eq);
+    char* end = nullptr;
+    double v = eq == std::string::npos ? 0 : std::strtod(spec.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || end == nullptr || *end != '\0' || end == spec.c_str() + eq + 1) {
+      std::fprintf(stderr, "commprof check: --max %s is not METRIC=VALUE\n", spec.c_str());
+      return 2;
+    }
+    if (Metrics().count(name) == 0) {
+      std::string known;
+      for (const auto& [k, fn] : Metrics()) known += (known.empty() ? "" : ", ") + k;
+      std::fprintf(stderr, "commprof check: unknown metric '%s' (known: %s)\n", name.c_str(), known.c_str());
+      return 2;
+    }
+    limits.emplace_back(name, v);
+  }
+  auto reader = ProfileReader::Open(o.path);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
+    return 2;
+  }
+  auto instances = LoadCollectiveInstances(*reader.value(), true);
+  if (!instances.ok()) {
+    std::fprintf(stderr, "commprof check: %s\n", instances.status().message().c_str());
+    return 2;
+  }
+  ClockViolations cv = CountClockViolations(instances.value());
+  WaitReport rep = ComputeWaitMetrics(reader.value()->info(), instances.value());
+  Figures f{&reader.value()->info(), &rep, &cv};
+  int failed = 0;
+  for (const auto& [name, limit] : limits) {
+    double value = Metrics().at(name)(f);
+    bool ok = value <= limit;
+    std::printf("%s %s = %g (max %g)\n", ok ? "ok  " : "FAIL", name.c_str(), value, limit);
+    if (!ok) ++failed;
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Runner AddCheckCommand(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("check", "CI gate: exit 1 when a metric passes its threshold, printing what "
+                                               "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
+                                               "straggler_share_last, incomplete, clock_violations, dropped_events.");
+  sub->add_option("file", o->path, "commprof HDF5 file")->required();
+  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")
+      ->required();
+  return [o] { return RunCheck(*o); };
+}
+
+}  // namespace commprof::cli
