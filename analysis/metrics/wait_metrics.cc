@@ -61,7 +61,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   rep.skew_threshold_ns = std::max<int64_t>(1000, 2 * max_bound);
 
   struct TypeAcc {
-    uint64_t count = 0, bytes = 0;
+    uint64_t count = 0, bytes = 0, arrivals = 0;
     double duration = 0, wait = 0;
     std::vector<int64_t> skews;
   };
@@ -123,6 +123,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       m.compute_before_ns += gap;
       last_end[x.world_rank] = x.end;
       t.duration += static_cast<double>(x.end - x.start);
+      ++t.arrivals;
     }
     t.wait += static_cast<double>(instance_wait) / static_cast<double>(a.size());
     if (skew > rep.skew_threshold_ns && last_arriver != nullptr && a.size() >= 2) {
@@ -140,7 +141,8 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     tm.op = op;
     tm.count = t.count;
     tm.bytes = t.count ? t.bytes / t.count : 0;
-    tm.mean_duration_ns = t.count ? t.duration / static_cast<double>(t.count * std::max<size_t>(1, info.ranks.size())) : 0;
+    // Over the arrivals actually seen: a sub-communicator's instance has fewer than the world.
+    tm.mean_duration_ns = t.arrivals ? t.duration / static_cast<double>(t.arrivals) : 0;
     tm.mean_wait_ns = t.count ? t.wait / static_cast<double>(t.count) : 0;
     tm.skew_p50_ns = Percentile(t.skews, 0.50);
     tm.skew_p99_ns = Percentile(t.skews, 0.99);

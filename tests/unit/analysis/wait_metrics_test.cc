@@ -74,6 +74,7 @@ TEST(WaitMetrics, HandComputedAllreduceBcastReduceAndAnIncompleteInstance) {
     EXPECT_EQ(t.count, 1u);
     if (t.op == COMMPROF_OP_ALLREDUCE) {
       EXPECT_EQ(t.skew_p50_ns, 5000);
+      EXPECT_DOUBLE_EQ(t.mean_duration_ns, (6000 + 5900 + 1000) / 3.0);
       EXPECT_DOUBLE_EQ(t.mean_wait_ns, (5000 + 4900) / 3.0);
     }
     if (t.op == COMMPROF_OP_BCAST) {
@@ -106,6 +107,15 @@ TEST(WaitMetrics, AStragglerLastInOnlyAMinorityGetsNoVerdict) {
   WaitReport r = ComputeWaitMetrics(ThreeRanks(), in);
   for (const auto& m : r.ranks) EXPECT_EQ(m.times_last, 3u);
   EXPECT_FALSE(r.verdict.found);
+}
+
+TEST(WaitMetrics, MeanDurationOfASubCommunicatorCollectiveIsOverItsOwnMembers) {
+  // a 2-member barrier in a 3-rank job: durations 400 and 600 -> mean 500, not 1000 / 3
+  CollectiveInstance b = Make(0, COMMPROF_OP_BARRIER, COMMPROF_NO_PEER, {{0, 400}, {0, 600}}, 2);
+  b.comm_id = 0x100000001ull;
+  WaitReport r = ComputeWaitMetrics(ThreeRanks(), {b});
+  ASSERT_EQ(r.types.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.types[0].mean_duration_ns, 500.0);
 }
 
 TEST(WaitMetrics, ARankOftenLastByAHairIsNotAStraggler) {
