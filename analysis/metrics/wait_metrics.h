@@ -16,6 +16,35 @@
 
 namespace commprof {
 
+// One matched instance, measured (docs/metrics.md §2). Vectors run parallel to the instance's
+// arrivals (sorted by world rank).
+struct InstanceMetrics {
+  int64_t first_arrival = 0;
+  int64_t last_arrival = 0;     // L
+  int64_t second_arrival = 0;   // second-latest arrival (== L with one participant)
+  int64_t skew_ns = 0;          // L - first arrival
+  int64_t last_end = 0;         // latest exit
+  int32_t last_index = -1;      // index of the last arriver in `arrivals`
+  int32_t straggler_index = -1; // last_index when skew exceeds the threshold (§3), else -1
+  int64_t delay_caused_ns = 0;  // L - second-latest arrival, when there is a straggler
+  int64_t total_wait_ns = 0;    // sum of waits
+  int64_t transfer_ns = 0;      // latest exit - L (§2: the data movement once all had arrived)
+  double algbw_gbps = 0;        // bytes / transfer_ns (GB/s = 1e9 bytes/s); 0 when transfer is 0
+  double busbw_gbps = 0;        // algbw x the nccl-tests factor for the type and size
+  std::vector<int64_t> waits;   // wait_r
+  std::vector<int64_t> transfers;  // transfer_r = e_r - max(a_r, L), at least 0
+};
+
+// Measures one instance. `skew_threshold_ns`: §3 (WaitReport::skew_threshold_ns).
+InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_threshold_ns);
+
+// The nccl-tests bus-bandwidth factor (docs/metrics.md §2): AllReduce 2(n-1)/n; AllGather,
+// ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce, Gather, Scatter 1; others 1.
+double BusBandwidthFactor(uint8_t op, uint32_t n);
+
+// §3: max(1 us, twice the largest clock error bound of the job).
+int64_t SkewThresholdNs(const ProfileInfo& info);
+
 struct RankWaitMetrics {
   uint32_t rank = 0;
   std::string host;
@@ -27,6 +56,7 @@ struct RankWaitMetrics {
   int64_t delay_caused_ns = 0;  // sum of the delay it alone caused
   int64_t wait_imposed_ns = 0;  // sum of the others' waits in the instances where it was last
   int64_t compute_before_ns = 0;  // sum of the gaps before its entries (time outside these calls)
+  int64_t transfer_time_ns = 0;   // sum of transfer_r
 };
 
 struct TypeWaitMetrics {
@@ -37,6 +67,42 @@ struct TypeWaitMetrics {
   double mean_wait_ns = 0;
   int64_t skew_p50_ns = 0;
   int64_t skew_p99_ns = 0;
+  double mean_transfer_ns = 0;  // mean over instances of InstanceMetrics::transfer_ns
+  double algbw_gbps = 0;        // sum of bytes / sum of transfer (GB/s)
+  double busbw_gbps = 0;        // sum of bytes x factor / sum of transfer (GB/s)
+};
+
+// An instance of the worst list: the largest total wait.
+struct WorstInstance {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint8_t op = 0;
+  uint64_t bytes = 0;
+  int64_t start_ns = 0;  // first arrival
+  int64_t skew_ns = 0;
+  int64_t last_rank = -1;  // world rank of the straggler, -1 when the skew is under the threshold
+  int64_t delay_caused_ns = 0;
+  int64_t total_wait_ns = 0;
+};
+
+// An instance missing ranks (listed, never dropped silently).
+struct IncompleteInstance {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint8_t op = 0;
+  uint32_t comm_size = 0;  // 0: the communicator's creation was not seen
+  std::vector<uint32_t> ranks_present;
+};
+
+// Lateness over time (the report's heat map): the run split into equal bins by first arrival;
+// per rank and bin, the mean of a_r - min a over its instances there (NaN: none) and the number of
+// instances where it was the straggler.
+struct LatenessMap {
+  int64_t start_ns = 0;
+  int64_t bin_ns = 0;
+  uint32_t bins = 0;
+  std::vector<std::vector<double>> mean_lateness_ns;  // [rank index][bin]
+  std::vector<std::vector<uint64_t>> times_last;      // [rank index][bin]
 };
 
 struct StragglerVerdict {
@@ -52,11 +118,18 @@ struct StragglerVerdict {
 struct WaitReport {
   uint64_t matched = 0;     // complete instances
   uint64_t incomplete = 0;  // instances missing a rank
+  std::vector<IncompleteInstance> incomplete_list;  // the first kMaxListed of them
+  std::vector<WorstInstance> worst;                 // up to kWorstInstances, largest total wait first
+  LatenessMap lateness;
   int64_t skew_threshold_ns = 0;
   std::vector<RankWaitMetrics> ranks;
   std::vector<TypeWaitMetrics> types;
   StragglerVerdict verdict;
 };
+
+inline constexpr size_t kMaxListed = 100;
+inline constexpr size_t kWorstInstances = 10;
+inline constexpr uint32_t kLatenessBins = 40;
 
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances);
 

@@ -1,6 +1,8 @@
 // Golden case for the wait metrics (docs/metrics.md): hand-made instances, hand-computed answers.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
@@ -129,6 +131,93 @@ TEST(WaitMetrics, ARankOftenLastByAHairIsNotAStraggler) {
   EXPECT_EQ(r.ranks[2].times_last, 10u);
   EXPECT_EQ(r.ranks[2].delay_caused_ns, 20000);
   EXPECT_FALSE(r.verdict.found);
+}
+
+TEST(WaitMetrics, TransferTimeAndBandwidthFollowTheNcclTestsFactors) {
+  // 4-rank allreduce of 8e6 bytes: arrivals 0, 1000, 2000, 5000 (L = 5000), exits 9000, 9000,
+  // 9000, 13000 -> instance transfer = 13000 - 5000 = 8000 ns; algbw = 8e6 / 8000 = 1000 GB/s;
+  // busbw = 1000 x 2 x 3 / 4 = 1500 GB/s; transfer_r = e_r - L = 4000, 4000, 4000, 8000.
+  CollectiveInstance in = Make(0, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER,
+                               {{0, 9000}, {1000, 9000}, {2000, 9000}, {5000, 13000}}, 4);
+  in.bytes = 8000000;
+  InstanceMetrics m = MeasureInstance(in, 1000);
+  EXPECT_EQ(m.last_arrival, 5000);
+  EXPECT_EQ(m.second_arrival, 2000);
+  EXPECT_EQ(m.skew_ns, 5000);
+  EXPECT_EQ(m.transfer_ns, 8000);
+  EXPECT_DOUBLE_EQ(m.algbw_gbps, 1000.0);
+  EXPECT_DOUBLE_EQ(m.busbw_gbps, 1500.0);
+  EXPECT_EQ(m.transfers, (std::vector<int64_t>{4000, 4000, 4000, 8000}));
+  EXPECT_EQ(m.waits, (std::vector<int64_t>{5000, 4000, 3000, 0}));
+  EXPECT_EQ(m.straggler_index, 3);
+  EXPECT_EQ(m.delay_caused_ns, 3000);
+  EXPECT_EQ(m.total_wait_ns, 12000);
+  // the same bytes as an allgather: factor 3/4; as a bcast: 1
+  in.op = COMMPROF_OP_ALLGATHER;
+  EXPECT_DOUBLE_EQ(MeasureInstance(in, 1000).busbw_gbps, 750.0);
+  in.op = COMMPROF_OP_BCAST;
+  in.root = 3;
+  EXPECT_DOUBLE_EQ(MeasureInstance(in, 1000).busbw_gbps, 1000.0);
+  // a skew under the threshold has no straggler and no delay caused
+  InstanceMetrics quiet = MeasureInstance(in, 6000);
+  EXPECT_EQ(quiet.straggler_index, -1);
+  EXPECT_EQ(quiet.delay_caused_ns, 0);
+  EXPECT_EQ(quiet.last_index, 3);
+}
+
+TEST(WaitMetrics, ScanRanksWaitOnlyForTheLowerRanks) {
+  // arrivals (local rank = world rank) 0: 3000, 1: 0, 2: 5000, 3: 1000.
+  // rank 0 needs {0}: wait 0; rank 1 needs {0,1}: 3000; rank 2 needs {0..2}: 0;
+  // rank 3 needs {0..3}: max = 5000 -> 4000.
+  CollectiveInstance in = Make(0, COMMPROF_OP_SCAN, COMMPROF_NO_PEER,
+                               {{3000, 9000}, {0, 9000}, {5000, 9000}, {1000, 9000}}, 4);
+  EXPECT_EQ(MeasureInstance(in, 1000).waits, (std::vector<int64_t>{0, 3000, 0, 4000}));
+}
+
+TEST(WaitMetrics, ReportListsIncompleteInstancesWorstInstancesAndTypeBandwidth) {
+  std::vector<CollectiveInstance> in;
+  // 12 allreduces of 3000 bytes; instance s: rank 2 arrives s*100 ns late (s = 0..11), every
+  // rank exits at 10000 + s*100 + 3000 -> transfer 3000 ns each (busbw factor 4/3 for n = 3).
+  for (uint64_t s = 0; s < 12; ++s) {
+    int64_t base = static_cast<int64_t>(s) * 100000;
+    int64_t late = static_cast<int64_t>(s) * 100;
+    int64_t end = base + 10000 + late + 3000;
+    CollectiveInstance c = Make(s, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER,
+                                {{base + 10000, end}, {base + 10000, end}, {base + 10000 + late, end}});
+    c.bytes = 3000;
+    in.push_back(c);
+  }
+  CollectiveInstance missing = Make(12, COMMPROF_OP_BARRIER, COMMPROF_NO_PEER, {{0, 1}, {0, 1}});
+  in.push_back(missing);
+  WaitReport r = ComputeWaitMetrics(ThreeRanks(), in);
+  EXPECT_EQ(r.incomplete, 1u);
+  ASSERT_EQ(r.incomplete_list.size(), 1u);
+  EXPECT_EQ(r.incomplete_list[0].seq, 12u);
+  EXPECT_EQ(r.incomplete_list[0].comm_size, 3u);
+  EXPECT_EQ(r.incomplete_list[0].ranks_present, (std::vector<uint32_t>{0, 1}));
+  // worst: total wait 2 x s*100 -> seqs 11, 10, ..., 2 (10 of them), largest first
+  ASSERT_EQ(r.worst.size(), kWorstInstances);
+  EXPECT_EQ(r.worst[0].seq, 11u);
+  EXPECT_EQ(r.worst[0].total_wait_ns, 2200);
+  EXPECT_EQ(r.worst[0].last_rank, 2);  // skew 1100 > threshold 1000
+  EXPECT_EQ(r.worst[0].delay_caused_ns, 1100);
+  EXPECT_EQ(r.worst[9].seq, 2u);
+  EXPECT_EQ(r.worst[9].last_rank, -1);  // skew 200: under the threshold
+  ASSERT_EQ(r.types.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.types[0].mean_transfer_ns, 3000.0);
+  EXPECT_DOUBLE_EQ(r.types[0].algbw_gbps, 1.0);
+  EXPECT_DOUBLE_EQ(r.types[0].busbw_gbps, 4.0 / 3.0);
+  EXPECT_EQ(r.ranks[0].transfer_time_ns, 12 * 3000);
+  // lateness: first arrivals span 10000 .. 1110000 in 40 bins of 27501 ns; instance s falls in
+  // bin s*100000/27501; rank 2's lateness there is s*100, ranks 0 and 1 have 0.
+  ASSERT_EQ(r.lateness.bins, kLatenessBins);
+  EXPECT_EQ(r.lateness.start_ns, 10000);
+  EXPECT_EQ(r.lateness.bin_ns, 1100000 / 40 + 1);
+  EXPECT_DOUBLE_EQ(r.lateness.mean_lateness_ns[2][(5 * 100000) / r.lateness.bin_ns], 500.0);
+  EXPECT_DOUBLE_EQ(r.lateness.mean_lateness_ns[0][(5 * 100000) / r.lateness.bin_ns], 0.0);
+  EXPECT_TRUE(std::isnan(r.lateness.mean_lateness_ns[2][1]));  // no instance starts in bin 1
+  EXPECT_EQ(r.lateness.times_last[2][(11 * 100000) / r.lateness.bin_ns], 1u);
+  EXPECT_EQ(r.lateness.times_last[2][(5 * 100000) / r.lateness.bin_ns], 0u);  // skew 500: under
 }
 
 }  // namespace
