@@ -7,9 +7,7 @@
 #include <map>
 
 #include "analysis/load/profile_reader.h"
-#include "analysis/match/clock_violations.h"
-#include "analysis/match/collective_instances.h"
-#include "analysis/metrics/wait_metrics.h"
+#include "analysis/report/job_report.h"
 #include "cli/commands.h"
 
 namespace commprof::cli {
@@ -20,10 +18,12 @@ struct Options {
   std::vector<std::string> max;
 };
 
+// The figures a metric reads: the same JobReport `commprof report` renders.
 struct Figures {
   const ProfileInfo* info;
   const WaitReport* rep;
   const ClockViolations* cv;
+  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -80,14 +80,12 @@ int RunCheck(const Options& o) {
     std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
     return 2;
   }
-  auto instances = LoadCollectiveInstances(*reader.value(), true);
-  if (!instances.ok()) {
-    std::fprintf(stderr, "commprof check: %s\n", instances.status().message().c_str());
+  auto report = AnalyzeJob(*reader.value());
+  if (!report.ok()) {
+    std::fprintf(stderr, "commprof check: %s\n", report.status().message().c_str());
     return 2;
   }
-  ClockViolations cv = CountClockViolations(instances.value());
-  WaitReport rep = ComputeWaitMetrics(reader.value()->info(), instances.value());
-  Figures f{&reader.value()->info(), &rep, &cv};
+  Figures f(report.value());
   int failed = 0;
   for (const auto& [name, limit] : limits) {
     double value = Metrics().at(name)(f);

@@ -2,7 +2,7 @@
 //
 // A plain MPI program (only <mpi.h> and the C++ standard library, no commprof
 // headers) that runs a fixed, countable sequence of MPI calls with a
-// configurable busy-compute phase before each collective. One rank can be
+// configurable compute phase (busy or sleeping) before each collective. One rank can be
 // made a "planted straggler" (--slow-rank / --slow-us): it computes longer,
 // so every other rank waits inside the collective. commprof should attribute
 // that wait time to the straggler.
@@ -11,8 +11,8 @@
 //   MPI_Init
 //   MPI_Barrier(MPI_COMM_WORLD)                      x1
 //   loop iters times:
-//     blocking:     busy compute, then the collective on MPI_COMM_WORLD
-//     --nonblocking: MPI_Iallreduce, busy compute polling MPI_Test about
+//     blocking:     compute, then the collective on MPI_COMM_WORLD
+//     --nonblocking: MPI_Iallreduce, compute polling MPI_Test about
 //                    every 100 us, then MPI_Wait (always)
 //   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank)   x1
 //   MPI_Barrier(sub)                                 x1
@@ -49,6 +49,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -64,6 +65,7 @@ struct Options {
   Collective collective = Collective::kAllreduce;
   std::string collective_name = "allreduce";
   bool nonblocking = false;
+  bool sleep_compute = false;  // --compute sleep: "compute" sleeps instead of spinning
 };
 
 constexpr int kExitUsage = 2;
@@ -79,11 +81,14 @@ void PrintUsage(std::FILE* out, const char* argv0) {
                "  --iters N           number of iterations (default 100)\n"
                "  --bytes B           message size in bytes per rank buffer (default 8;\n"
                "                      rounded up to a multiple of 4 for float collectives)\n"
-               "  --compute-us U      busy compute per iteration in microseconds (default 1000)\n"
+               "  --compute-us U      compute per iteration in microseconds (default 1000)\n"
                "  --slow-rank R       rank that computes longer; -1 = none (default -1)\n"
-               "  --slow-us S         extra busy compute on the slow rank in us (default 0)\n"
+               "  --slow-us S         extra compute on the slow rank in us (default 0)\n"
                "  --collective C      allreduce|allgather|bcast|alltoall|reduce_scatter\n"
                "                      (default allreduce)\n"
+               "  --compute MODE      busy (default): spin on the CPU; sleep: sleep instead, so\n"
+               "                      ranks oversubscribing cores do not slow each other and\n"
+               "                      the planted lateness is exact\n"
                "  --nonblocking       use MPI_Iallreduce + MPI_Test polling + MPI_Wait\n"
                "                      (only valid with --collective allreduce)\n"
                "  --help              print this help and exit\n"
@@ -173,6 +178,10 @@ Options ParseArgs(int argc, char** argv) {
                               "allreduce|allgather|bcast|alltoall|reduce_scatter)");
       }
       o.collective_name = v;
+    } else if (arg == "--compute") {
+      std::string v = take_value();
+      if (v != "busy" && v != "sleep") UsageError(argv0, "bad value '" + v + "' for --compute (expected busy|sleep)");
+      o.sleep_compute = v == "sleep";
     } else if (arg == "--nonblocking") {
       if (inline_value) UsageError(argv0, arg + " takes no value");
       o.nonblocking = true;
@@ -199,30 +208,37 @@ std::optional<long long> EnvInt(const char* name) {
 
 using Clock = std::chrono::steady_clock;
 
-// Busy-spins for `us` microseconds (no sleeping: the rank stays on-CPU).
-void BusyCompute(long long us) {
-  if (us <= 0) return;
-  const auto end = Clock::now() + std::chrono::microseconds(us);
-  while (Clock::now() < end) {
+// Spins (or, with `sleep`, sleeps) until `until`.
+void ComputeUntil(Clock::time_point until, bool sleep) {
+  if (sleep) {
+    std::this_thread::sleep_until(until);
+    return;
+  }
+  while (Clock::now() < until) {
   }
 }
 
-// Busy-spins for `us` microseconds, calling MPI_Test on `req` roughly every
+// Computes for `us` microseconds (busy: the rank stays on-CPU).
+void Compute(long long us, bool sleep) {
+  if (us <= 0) return;
+  ComputeUntil(Clock::now() + std::chrono::microseconds(us), sleep);
+}
+
+// Computes for `us` microseconds, calling MPI_Test on `req` roughly every
 // 100 us of compute. Polling continues after completion (MPI_Test on
 // MPI_REQUEST_NULL is legal), so the number of MPI_Test calls depends only on
 // the compute time.
-void BusyComputePolling(long long us, MPI_Request* req) {
+void ComputePolling(long long us, MPI_Request* req, bool sleep) {
   if (us <= 0) return;
   const auto start = Clock::now();
   const auto end = start + std::chrono::microseconds(us);
-  auto next_poll = start + std::chrono::microseconds(100);
-  for (auto now = Clock::now(); now < end; now = Clock::now()) {
-    if (now >= next_poll) {
-      int flag = 0;
-      MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-      next_poll += std::chrono::microseconds(100);
-    }
+  for (auto next_poll = start + std::chrono::microseconds(100); next_poll < end;
+       next_poll += std::chrono::microseconds(100)) {
+    ComputeUntil(next_poll, sleep);
+    int flag = 0;
+    MPI_Test(req, &flag, MPI_STATUS_IGNORE);
   }
+  ComputeUntil(end, sleep);
 }
 
 }  // namespace
@@ -308,10 +324,10 @@ int main(int argc, char** argv) {
       MPI_Request req = MPI_REQUEST_NULL;
       MPI_Iallreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM,
                      MPI_COMM_WORLD, &req);
-      BusyComputePolling(compute_us, &req);
+      ComputePolling(compute_us, &req, opt.sleep_compute);
       MPI_Wait(&req, MPI_STATUS_IGNORE);
     } else {
-      BusyCompute(compute_us);
+      Compute(compute_us, opt.sleep_compute);
       switch (opt.collective) {
         case Collective::kAllreduce:
           MPI_Allreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM,

@@ -1,0 +1,191 @@
+#include "analysis/report/job_report.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/match/collective_instances.h"
+
+namespace commprof {
+
+Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
+  JobReport rep;
+  rep.info = reader.info();
+  auto instances = LoadCollectiveInstances(reader, true);
+  if (!instances.ok()) return instances.status();
+  rep.clock = CountClockViolations(instances.value());
+  rep.wait = ComputeWaitMetrics(rep.info, instances.value());
+  return rep;
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// NaN (no data) becomes null: JSON has no NaN.
+Json NumberOrNull(double v) { return std::isnan(v) ? Json(nullptr) : Json(v); }
+
+std::string Ms(int64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
+std::string Bandwidth(double gbps) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", gbps);
+  return b;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ReportToJson(const JobReport& report) {
+  const ProfileInfo& info = report.info;
+  const WaitReport& rep = report.wait;
+  Json j;
+  j["schema"] = "commprof-report";
+  j["schema_version"] = kReportSchemaVersion;
+  j["path"] = info.path;
+  j["job_id"] = info.job_id;
+  j["world_size"] = info.world_size;
+  Json incomplete = Json::array();
+  for (const auto& ii : rep.incomplete_list) {
+    incomplete.push_back({{"comm_id", ii.comm_id}, {"seq", ii.seq}, {"type", OpTypeName(ii.op)},
+                          {"comm_size", ii.comm_size}, {"ranks_present", ii.ranks_present}});
+  }
+  j["instances"] = {{"matched", rep.matched}, {"incomplete", rep.incomplete}, {"incomplete_list", incomplete}};
+  j["skew_threshold_ns"] = rep.skew_threshold_ns;
+  j["ranks"] = Json::array();
+  for (size_t i = 0; i < rep.ranks.size(); ++i) {
+    const auto& m = rep.ranks[i];
+    const RankInfo& ri = info.ranks[i];
+    j["ranks"].push_back({{"rank", m.rank}, {"host", m.host}, {"pid", ri.pid}, {"comm_time_ns", m.comm_time_ns},
+                          {"wait_time_ns", m.wait_time_ns}, {"wait_share", m.wait_share}, {"times_last", m.times_last},
+                          {"delay_caused_ns", m.delay_caused_ns}, {"wait_imposed_ns", m.wait_imposed_ns},
+                          {"instances", m.instances}, {"transfer_time_ns", m.transfer_time_ns}});
+  }
+  j["collectives"] = Json::array();
+  for (const auto& t : rep.types) {
+    j["collectives"].push_back({{"type", OpTypeName(t.op)}, {"count", t.count}, {"bytes", t.bytes},
+                                {"mean_duration_ns", t.mean_duration_ns}, {"mean_wait_ns", t.mean_wait_ns},
+                                {"mean_transfer_ns", t.mean_transfer_ns}, {"skew_p50_ns", t.skew_p50_ns},
+                                {"skew_p99_ns", t.skew_p99_ns}, {"algbw_gbps", t.algbw_gbps},
+                                {"busbw_gbps", t.busbw_gbps}});
+  }
+  j["worst_instances"] = Json::array();
+  for (const auto& w : rep.worst) {
+    j["worst_instances"].push_back({{"comm_id", w.comm_id}, {"seq", w.seq}, {"type", OpTypeName(w.op)},
+                                    {"bytes", w.bytes}, {"start_ns", w.start_ns}, {"skew_ns", w.skew_ns},
+                                    {"last_rank", w.last_rank}, {"delay_caused_ns", w.delay_caused_ns},
+                                    {"total_wait_ns", w.total_wait_ns}});
+  }
+  j["stragglers"] = Json::array();
+  if (rep.verdict.found) {
+    j["stragglers"].push_back({{"rank", rep.verdict.rank}, {"host", rep.verdict.host},
+                               {"share_last", rep.verdict.share_last}, {"delay_caused_ns", rep.verdict.delay_caused_ns},
+                               {"persistent", rep.verdict.persistent}, {"cause", rep.verdict.cause}});
+  }
+  const LatenessMap& lm = rep.lateness;
+  Json lateness = {{"start_ns", lm.start_ns}, {"bin_ns", lm.bin_ns}, {"bins", lm.bins}, {"ranks", Json::array()}};
+  for (size_t i = 0; i < rep.ranks.size() && lm.bins > 0; ++i) {
+    Json mean = Json::array();
+    for (double v : lm.mean_lateness_ns[i]) mean.push_back(NumberOrNull(v));
+    lateness["ranks"].push_back({{"rank", rep.ranks[i].rank}, {"mean_lateness_ns", mean}, {"times_last", lm.times_last[i]}});
+  }
+  j["lateness"] = lateness;
+  Json clock;
+  clock["violations"] = report.clock.violations;
+  clock["instances_checked"] = report.clock.instances_checked;
+  clock["ranks"] = Json::array();
+  for (const auto& r : info.ranks) {
+    clock["ranks"].push_back({{"rank", r.rank}, {"clock_offset_ns", r.clock_offset_ns},
+                              {"clock_drift_ppm", r.clock_drift_ppm}, {"clock_error_bound_ns", r.clock_error_bound_ns},
+                              {"clock_method", r.clock_method}});
+  }
+  j["clock"] = clock;
+  return j;
+}
+
+void WriteTextReport(const JobReport& report, std::ostream& os) {
+  const ProfileInfo& info = report.info;
+  const WaitReport& rep = report.wait;
+  char line[256];
+  os << "commprof report: " << info.path << "\n";
+  os << "job " << info.job_id << ", " << info.world_size << " ranks, " << rep.matched << " matched collective instances ("
+     << rep.incomplete << " incomplete)\n";
+  int64_t worst_bound = -1;
+  for (const auto& r : info.ranks) worst_bound = std::max(worst_bound, r.clock_error_bound_ns);
+  os << "clock: largest error bound " << (worst_bound < 0 ? std::string("unmeasured") : std::to_string(worst_bound) + " ns")
+     << ", " << report.clock.violations << " clock-condition violation(s)\n"
+     << "       skews under " << rep.skew_threshold_ns << " ns are not attributed to a straggler\n\n";
+  std::snprintf(line, sizeof line, "%-20s %6s %10s %9s %9s %9s %9s %9s %8s\n", "collective", "count", "bytes",
+                "dur (ms)", "wait (ms)", "xfer (ms)", "skew p50", "skew p99", "busbw");
+  os << line;
+  std::snprintf(line, sizeof line, "%-20s %6s %10s %9s %9s %9s %9s %9s %8s\n", "", "", "(mean)", "(mean)", "(mean)",
+                "(mean)", "(ms)", "(ms)", "(GB/s)");
+  os << line;
+  for (const auto& t : rep.types) {
+    std::snprintf(line, sizeof line, "%-20s %6llu %10llu %9s %9s %9s %9s %9s %8s\n", OpTypeName(t.op),
+                  static_cast<unsigned long long>(t.count), static_cast<unsigned long long>(t.bytes),
+                  Ms(static_cast<int64_t>(t.mean_duration_ns)).c_str(), Ms(static_cast<int64_t>(t.mean_wait_ns)).c_str(),
+                  Ms(static_cast<int64_t>(t.mean_transfer_ns)).c_str(), Ms(t.skew_p50_ns).c_str(),
+                  Ms(t.skew_p99_ns).c_str(), Bandwidth(t.busbw_gbps).c_str());
+    os << line;
+  }
+  os << "\n";
+  std::snprintf(line, sizeof line, "%-5s %-15s %13s %13s %7s %10s %15s %15s\n", "rank", "host", "comm (ms)", "wait (ms)",
+                "wait %", "times last", "delay caused", "wait imposed");
+  os << line;
+  for (const auto& m : rep.ranks) {
+    std::snprintf(line, sizeof line, "%-5u %-15.15s %13s %13s %6.1f%% %10llu %12s ms %12s ms\n", m.rank, m.host.c_str(),
+                  Ms(m.comm_time_ns).c_str(), Ms(m.wait_time_ns).c_str(), 100.0 * m.wait_share,
+                  static_cast<unsigned long long>(m.times_last), Ms(m.delay_caused_ns).c_str(), Ms(m.wait_imposed_ns).c_str());
+    os << line;
+  }
+  if (!rep.worst.empty()) {
+    os << "\nworst instances (largest total wait):\n";
+    std::snprintf(line, sizeof line, "%-20s %-18s %8s %10s %9s %5s %10s %10s\n", "collective", "communicator", "seq",
+                  "at (ms)", "skew (ms)", "last", "delay (ms)", "waits (ms)");
+    os << line;
+    for (const auto& w : rep.worst) {
+      char comm[32];
+      std::snprintf(comm, sizeof comm, "0x%llx", static_cast<unsigned long long>(w.comm_id));
+      std::string last = w.last_rank >= 0 ? std::to_string(w.last_rank) : "-";
+      std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", OpTypeName(w.op), comm,
+                    static_cast<unsigned long long>(w.seq), Ms(w.start_ns - rep.lateness.start_ns).c_str(),
+                    Ms(w.skew_ns).c_str(), last.c_str(), Ms(w.delay_caused_ns).c_str(), Ms(w.total_wait_ns).c_str());
+      os << line;
+    }
+  }
+  if (!rep.incomplete_list.empty()) {
+    os << "\nincomplete instances (a member missing; not measured): " << rep.incomplete << "\n";
+    size_t shown = 0;
+    for (const auto& ii : rep.incomplete_list) {
+      if (shown++ == 5) {
+        os << "  ... (all listed in --format json)\n";
+        break;
+      }
+      std::string present;
+      for (uint32_t r : ii.ranks_present) present += (present.empty() ? "" : ",") + std::to_string(r);
+      std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", OpTypeName(ii.op),
+                    static_cast<unsigned long long>(ii.comm_id), static_cast<unsigned long long>(ii.seq),
+                    ii.ranks_present.size(), ii.comm_size, present.substr(0, 40).c_str());
+      os << line;
+    }
+  }
+  os << "\nverdict: ";
+  const StragglerVerdict& v = rep.verdict;
+  if (!v.found) {
+    os << "no straggler: no rank was last in half or more of the matched instances\n";
+    return;
+  }
+  std::snprintf(line, sizeof line,
+                "rank %u on %s is the straggler\n"
+                "  last in %.0f%% of %llu instances (%s); delay it alone caused: %s ms in all\n"
+                "  cause hint: %s\n",
+                v.rank, v.host.c_str(), 100.0 * v.share_last, static_cast<unsigned long long>(rep.matched),
+                v.persistent ? "persistent" : "transient", Ms(v.delay_caused_ns).c_str(),
+                v.cause == "compute" ? "longer compute before the collective" : "slow transfer");
+  os << line;
+}
+
+}  // namespace commprof

@@ -1,0 +1,35 @@
+// One job's cross-rank analysis, computed once and rendered many ways: the text and JSON reports,
+// the HTML page, `commprof check` and the HDF5 analysis group all read a JobReport, so they can
+// never disagree (docs/metrics.md defines every figure; docs/cli.md the JSON schema).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+
+#include "analysis/load/profile_reader.h"
+#include "analysis/match/clock_violations.h"
+#include "analysis/metrics/wait_metrics.h"
+
+namespace commprof {
+
+inline constexpr int kReportSchemaVersion = 2;
+
+struct JobReport {
+  ProfileInfo info;
+  WaitReport wait;
+  ClockViolations clock;
+};
+
+// Reads the file once per pass it needs (matching, ...) and computes every figure.
+Result<JobReport> AnalyzeJob(const ProfileReader& reader);
+
+// The versioned JSON report (schema "commprof-report", version kReportSchemaVersion).
+nlohmann::ordered_json ReportToJson(const JobReport& report);
+
+// The terminal report: header, per-collective table, per-rank table, worst instances, verdict;
+// every line but the first (the path) fits 100 columns.
+void WriteTextReport(const JobReport& report, std::ostream& os);
+
+}  // namespace commprof
