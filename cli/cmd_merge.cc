@@ -79,6 +79,7 @@ int RunMerge(const Options& o) {
   }
   std::fprintf(stderr, "commprof merge: wrote %s (%zu ranks, %llu events)\n", o.output.c_str(),
                ingest.value()->ranks_claimed().size(), static_cast<unsigned long long>(ingest.value()->events_written()));
+  (void)StoreAnalysis(o.output, "commprof merge");
   return bad == 0 ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/load/profile_reader.h"
+#include "analysis/report/analysis_group.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
 
@@ -16,6 +17,7 @@ struct Options {
   std::string path;
   std::string format = "text";
   std::string output;
+  bool save = false;
 };
 
 int RunReport(const Options& o) {
@@ -32,6 +34,14 @@ int RunReport(const Options& o) {
   if (!report.ok()) {
     std::fprintf(stderr, "commprof report: %s\n", report.status().message().c_str());
     return 1;
+  }
+  if (o.save) {
+    reader.value().reset();  // the writer opens the file read-write
+    Status st = WriteAnalysisGroup(o.path, report.value());
+    if (!st.ok()) {
+      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
+      return 1;
+    }
   }
   std::ostringstream os;
   if (o.format == "json") {
@@ -61,6 +71,7 @@ Runner AddReportCommand(CLI::App& app) {
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--format", o->format, "text or json (schema in docs/cli.md)")->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
+  sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");
   return [o] { return RunReport(*o); };
 }
 

@@ -41,6 +41,7 @@ struct Options {
   double grace_s = 10.0;
   uint32_t flush_ms = 1000;
   bool quiet = false;
+  bool analyze = true;  // --no-analysis turns it off
 };
 
 pid_t g_child = -1;
@@ -264,6 +265,8 @@ int RunJob(Options o) {
 
   Status st = ingest.value()->Finish();
   if (!st.ok()) std::fprintf(stderr, "commprof: writing %s: %s\n", o.output.c_str(), st.message().c_str());
+  // The analysis is part of the file (its /analysis group); failing it does not fail the run.
+  if (st.ok() && o.analyze) (void)StoreAnalysis(o.output, "commprof");
   if (!o.quiet) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
                  o.output.c_str(), ranks_accepted, ranks_refused,
@@ -296,6 +299,8 @@ Runner AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
+  sub->add_flag("!--no-analysis", o->analyze, "do not compute the cross-rank analysis into the file's /analysis group "
+                                              "at the end (commprof report --save does it later)");
   sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" +
               []() {
                 std::string s;

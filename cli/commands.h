@@ -22,6 +22,11 @@ Runner AddMergeCommand(CLI::App& app);
 Runner AddReportCommand(CLI::App& app);
 Runner AddCheckCommand(CLI::App& app);
 
+// Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
+// (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers
+// that produced a good file keep their own exit code.
+bool StoreAnalysis(const std::string& path, const char* command);
+
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);
 

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "analysis/match/collective_instances.h"
 
 namespace commprof {
 
@@ -12,8 +11,9 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   rep.info = reader.info();
   auto instances = LoadCollectiveInstances(reader, true);
   if (!instances.ok()) return instances.status();
-  rep.clock = CountClockViolations(instances.value());
-  rep.wait = ComputeWaitMetrics(rep.info, instances.value());
+  rep.instances = std::move(instances.value());
+  rep.clock = CountClockViolations(rep.instances);
+  rep.wait = ComputeWaitMetrics(rep.info, rep.instances);
   return rep;
 }
 

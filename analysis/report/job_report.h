@@ -10,6 +10,7 @@
 
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
+#include "analysis/match/collective_instances.h"
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
@@ -18,6 +19,7 @@ inline constexpr int kReportSchemaVersion = 2;
 
 struct JobReport {
   ProfileInfo info;
+  std::vector<CollectiveInstance> instances;  // every blocking instance, by first arrival (§1)
   WaitReport wait;
   ClockViolations clock;
 };

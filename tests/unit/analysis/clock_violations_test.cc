@@ -21,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test_support::RankData;
 using test_support::TempDir;
 
 // A blocking collective on `comm` (world by default) as a rank records it, in its local ns.
@@ -53,47 +54,6 @@ commprof_event CommCreated(uint64_t comm, int32_t rank_in_comm, uint64_t size) {
   return e;
 }
 
-struct RankData {
-  std::vector<commprof_event> events;
-  std::vector<ClockPoint> points;  // empty: no clock frame (model = identity)
-};
-
-// Writes one file with ranks 0..n-1 and opens it.
-std::unique_ptr<ProfileReader> WriteAndOpen(const std::string& path, const std::vector<RankData>& ranks) {
-  JobMeta meta;
-  meta.job_id = "job-cv";
-  meta.world_size = static_cast<uint32_t>(ranks.size());
-  auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
-  EXPECT_TRUE(w.ok()) << w.status().message();
-  if (!w.ok()) return nullptr;
-  for (uint32_t r = 0; r < ranks.size(); ++r) {
-    wire::Hello h;
-    h.rank = r;
-    h.world_size = static_cast<uint32_t>(ranks.size());
-    h.pid = 100 + r;
-    h.host = "h" + std::to_string(r);
-    EXPECT_TRUE(w.value()->OpenRank(h).ok());
-    EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
-    if (!ranks[r].points.empty()) {
-      ClockModel m(ranks[r].points);
-      wire::Clock c;
-      c.points = ranks[r].points;
-      c.anchor_local_ns = 0;
-      c.offset_ns = m.OffsetAt(0);
-      c.drift_ppm = m.DriftPpm();
-      c.error_bound_ns = m.ErrorBoundNs();
-      c.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
-      EXPECT_TRUE(w.value()->SetClock(r, c).ok());
-    }
-    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
-  }
-  Status fin = w.value()->Finalize();
-  EXPECT_TRUE(fin.ok()) << fin.message();
-  auto rd = ProfileReader::Open(path);
-  EXPECT_TRUE(rd.ok()) << rd.status().message();
-  return rd.ok() ? std::move(rd.value()) : nullptr;
-}
-
 struct Counts {
   uint64_t checked_aligned, violations_aligned, checked_raw, violations_raw;
 };
@@ -111,7 +71,7 @@ class ClockViolationsTest : public ::testing::Test {
  protected:
   // Counts on a file of `ranks` without clock models: aligned and raw must agree.
   ClockViolations CountUnaligned(const std::vector<RankData>& ranks) {
-    auto r = WriteAndOpen(dir_ / ("f" + std::to_string(n_++) + ".h5"), ranks);
+    auto r = test_support::WriteProfile(dir_ / ("f" + std::to_string(n_++) + ".h5"), ranks);
     if (r == nullptr) return {};
     Counts c = Count(*r);
     EXPECT_EQ(c.checked_aligned, c.checked_raw);
@@ -340,7 +300,7 @@ TEST_F(ClockViolationsTest, AlignedTimesRemoveTheViolationsThatRawClocksShow) {
     int64_t back = l - 3'000'000 + (l + 5'000) / 10'000;  // 100 ppm of l, rounded to nearest
     EXPECT_LE(std::llabs(back - static_cast<int64_t>(t)), 1) << k;
   }
-  auto r = WriteAndOpen(dir_ / "aligned.h5", AlignedJob::Make(true));
+  auto r = test_support::WriteProfile(dir_ / "aligned.h5", AlignedJob::Make(true));
   ASSERT_NE(r, nullptr);
   // the models came back from the file
   ASSERT_EQ(r->info().ranks.size(), 3u);
@@ -359,7 +319,7 @@ TEST_F(ClockViolationsTest, AConstantOffsetAloneLeavesTheDriftToShowAsViolations
   // its aligned times come out early by L x 1e-4 = (T_k + 3 ms) x 1e-4 / 1.0001, i.e. 20.3 us at
   // k = 0 growing by 5 us per instance. Its end (true T_k + 32 us) then lands before rank 1's
   // start (T_k + 10 us) once the shift exceeds 22 us: for k = 1..9 (25.3 us, ...), not for k = 0.
-  auto r = WriteAndOpen(dir_ / "constant.h5", AlignedJob::Make(false));
+  auto r = test_support::WriteProfile(dir_ / "constant.h5", AlignedJob::Make(false));
   ASSERT_NE(r, nullptr);
   Counts c = Count(*r);
   EXPECT_EQ(c.checked_aligned, 10u);

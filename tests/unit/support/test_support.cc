@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "aggregator/hdf5/hdf5_writer.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -191,6 +193,42 @@ Bytes PayloadOf(const Bytes& frame, wire::FrameType expected_type) {
   EXPECT_EQ(h->type, expected_type);
   EXPECT_EQ(h->payload_len, frame.size() - wire::kHeaderSize);
   return Bytes(frame.begin() + wire::kHeaderSize, frame.end());
+}
+
+std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::vector<RankData>& ranks,
+                                            const std::string& job_id) {
+  JobMeta meta;
+  meta.job_id = job_id;
+  meta.world_size = static_cast<uint32_t>(ranks.size());
+  auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return nullptr;
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    wire::Hello h;
+    h.rank = r;
+    h.world_size = static_cast<uint32_t>(ranks.size());
+    h.pid = 100 + r;
+    h.host = "h" + std::to_string(r);
+    EXPECT_TRUE(w.value()->OpenRank(h).ok());
+    EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
+    if (!ranks[r].points.empty()) {
+      ClockModel m(ranks[r].points);
+      wire::Clock c;
+      c.points = ranks[r].points;
+      c.anchor_local_ns = 0;
+      c.offset_ns = m.OffsetAt(0);
+      c.drift_ppm = m.DriftPpm();
+      c.error_bound_ns = m.ErrorBoundNs();
+      c.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
+      EXPECT_TRUE(w.value()->SetClock(r, c).ok());
+    }
+    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
+  }
+  Status fin = w.value()->Finalize();
+  EXPECT_TRUE(fin.ok()) << fin.message();
+  auto rd = ProfileReader::Open(path);
+  EXPECT_TRUE(rd.ok()) << rd.status().message();
+  return rd.ok() ? std::move(rd.value()) : nullptr;
 }
 
 }  // namespace commprof::test_support

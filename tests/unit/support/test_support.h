@@ -134,6 +134,18 @@ class TcpClient {
   int fd_ = -1;
 };
 
+// One rank of a hand-made profile: its events (local clock) and clock points (empty: no clock
+// frame, so its model is the identity).
+struct RankData {
+  std::vector<commprof_event> events;
+  std::vector<ClockPoint> points;
+};
+
+// Writes a finished profile with ranks 0..n-1 (host "h<r>", pid 100 + r) through the real
+// Hdf5Writer and opens it; failures are test failures and give nullptr.
+std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::vector<RankData>& ranks,
+                                            const std::string& job_id = "job-test");
+
 // All of a rank's events in file order; `chunks`, when given, gets the number of chunks read.
 std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks = nullptr);
 

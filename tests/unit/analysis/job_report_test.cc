@@ -1,0 +1,198 @@
+// The JobReport behind `commprof report`/`check` and the /analysis group, on a small file written
+// with the real Hdf5Writer: hand-computed figures, the JSON schema's keys, the text layout, and the
+// tables stored in the file read back through the HDF5 C API (h5py reads them in the e2e test).
+#include "analysis/report/job_report.h"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/report/analysis_group.h"
+#include "core/h5/h5_util.h"
+#include "support/test_support.h"
+
+namespace commprof {
+namespace {
+
+using test_support::RankData;
+using test_support::TempDir;
+
+commprof_event Coll(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint64_t bytes) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
+  e.subtype = op;
+  e.comm_id = COMMPROF_COMM_WORLD_ID;
+  e.seq = seq;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.bytes = bytes;
+  e.peer = COMMPROF_NO_PEER;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+// Three ranks, four allreduces of 1e6 bytes, 1 ms apart; rank 1's clock runs 50 us ahead (its
+// clock points say reference = local - 50000), and it arrives 20 us late (aligned) every time.
+// Aligned arrivals: 0 and 2 at t, 1 at t + 20000; every rank leaves at t + 30000.
+// Per instance: skew 20000, waits 20000, 0, 20000 (total 40000), delay caused 20000 (second
+// latest = t), transfer 30000 - 20000 = 10000 -> algbw 1e6 / 1e4 = 100 GB/s, busbw 100 x 4/3.
+// Seq 4 has only ranks 0 and 1: incomplete.
+std::vector<RankData> Job() {
+  std::vector<RankData> ranks(3);
+  for (uint64_t s = 0; s < 4; ++s) {
+    uint64_t t = 1000000 * (s + 1);
+    ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
+    ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t + 20000 + 50000, t + 30000 + 50000, 1000000));
+    ranks[2].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
+  }
+  ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 4, 9000000, 9000100, 8));
+  ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 4, 9050000, 9050100, 8));
+  ranks[0].points = {{0, 0, 0}, {10000000, 0, 0}};  // {local, offset (reference - local), half rtt}
+  ranks[1].points = {{0, -50000, 100}, {10000000, -50000, 100}};
+  ranks[2].points = {{0, 0, 100}, {10000000, 0, 100}};
+  return ranks;
+}
+
+TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
+  TempDir dir;
+  auto reader = test_support::WriteProfile(dir / "job.h5", Job());
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const WaitReport& w = rep->wait;
+  EXPECT_EQ(w.matched, 4u);
+  EXPECT_EQ(w.incomplete, 1u);
+  EXPECT_EQ(rep->clock.violations, 0u);
+  EXPECT_EQ(w.ranks[0].wait_time_ns, 4 * 20000);
+  EXPECT_EQ(w.ranks[1].wait_time_ns, 0);
+  EXPECT_EQ(w.ranks[1].times_last, 4u);
+  EXPECT_EQ(w.ranks[1].delay_caused_ns, 4 * 20000);
+  EXPECT_EQ(w.ranks[0].transfer_time_ns, 4 * 10000);
+  ASSERT_EQ(w.types.size(), 1u);
+  EXPECT_DOUBLE_EQ(w.types[0].algbw_gbps, 100.0);
+  EXPECT_DOUBLE_EQ(w.types[0].busbw_gbps, 400.0 / 3.0);
+
+  nlohmann::ordered_json j = ReportToJson(rep.value());
+  EXPECT_EQ(j["schema"], "commprof-report");
+  EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
+  EXPECT_EQ(j["world_size"], 3);
+  EXPECT_EQ(j["instances"]["matched"], 4);
+  EXPECT_EQ(j["instances"]["incomplete"], 1);
+  EXPECT_EQ(j["instances"]["incomplete_list"][0]["ranks_present"], nlohmann::json::array({0, 1}));
+  for (const char* key : {"rank", "host", "pid", "comm_time_ns", "wait_time_ns", "wait_share", "times_last",
+                          "delay_caused_ns", "wait_imposed_ns", "transfer_time_ns"}) {
+    EXPECT_TRUE(j["ranks"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(j["ranks"][1]["host"], "h1");
+  EXPECT_EQ(j["ranks"][1]["pid"], 101);
+  for (const char* key : {"type", "count", "bytes", "mean_duration_ns", "mean_wait_ns", "skew_p50_ns", "skew_p99_ns",
+                          "busbw_gbps", "algbw_gbps", "mean_transfer_ns"}) {
+    EXPECT_TRUE(j["collectives"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(j["collectives"][0]["skew_p99_ns"], 20000);
+  ASSERT_EQ(j["stragglers"].size(), 1u);
+  EXPECT_EQ(j["stragglers"][0]["rank"], 1);
+  EXPECT_EQ(j["stragglers"][0]["share_last"], 1.0);
+  EXPECT_EQ(j["worst_instances"].size(), 4u);
+  EXPECT_EQ(j["worst_instances"][0]["last_rank"], 1);
+  EXPECT_EQ(j["clock"]["ranks"][1]["clock_offset_ns"], -50000);
+  // lateness: rank 1 is 20 us late in every bin that has an instance, null where none started
+  const auto& lat = j["lateness"];
+  EXPECT_EQ(lat["bins"], kLatenessBins);
+  int with_data = 0;
+  for (const auto& v : lat["ranks"][1]["mean_lateness_ns"]) {
+    if (v.is_null()) continue;
+    ++with_data;
+    EXPECT_EQ(v, 20000.0);
+  }
+  EXPECT_EQ(with_data, 4);
+
+  std::ostringstream text;
+  WriteTextReport(rep.value(), text);
+  std::string t = text.str();
+  EXPECT_NE(t.find("rank 1 on h1 is the straggler"), std::string::npos) << t;
+  EXPECT_NE(t.find("worst instances"), std::string::npos);
+  EXPECT_NE(t.find("incomplete instances"), std::string::npos);
+  std::istringstream lines(t);
+  std::string line;
+  std::getline(lines, line);  // the path
+  while (std::getline(lines, line)) EXPECT_LE(line.size(), 100u) << line;
+}
+
+template <typename T>
+T ReadField(hid_t dset, const char* field, hid_t mem_type, size_t row) {
+  h5::Handle t(H5Tcreate(H5T_COMPOUND, sizeof(T)));
+  H5Tinsert(t.get(), field, 0, mem_type);
+  h5::Handle space(H5Dget_space(dset));
+  hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  std::vector<T> v(static_cast<size_t>(n));
+  EXPECT_GE(H5Dread(dset, t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  return row < v.size() ? v[row] : T{};
+}
+
+TEST(AnalysisGroup, StoresTheReportsTablesAndReplacesAnOlderGroup) {
+  TempDir dir;
+  std::string path = dir / "job.h5";
+  {
+    auto reader = test_support::WriteProfile(path, Job());
+    ASSERT_NE(reader, nullptr);
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // the second write replaces the first
+    auto reader = ProfileReader::Open(path);
+    ASSERT_TRUE(reader.ok());
+    auto rep = AnalyzeJob(*reader.value());
+    ASSERT_TRUE(rep.ok());
+    reader.value().reset();
+    Status st = WriteAnalysisGroup(path, rep.value());
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  ASSERT_TRUE(f.valid());
+  h5::Handle g(H5Gopen2(f.get(), "analysis", H5P_DEFAULT));
+  ASSERT_TRUE(g.valid());
+  EXPECT_EQ(h5::ReadIntAttr(g.get(), "straggler_rank"), 1);
+  EXPECT_EQ(h5::ReadIntAttr(g.get(), "matched"), 4);
+  EXPECT_EQ(h5::ReadIntAttr(g.get(), "incomplete"), 1);
+  // rank 1's gap before each call is 20 us longer than the others' (it enters later, leaves with them)
+  EXPECT_EQ(h5::ReadStringAttr(g.get(), "straggler_cause"), "compute");
+  h5::Handle ranks(H5Dopen2(g.get(), "ranks", H5P_DEFAULT));
+  EXPECT_EQ(ReadField<int64_t>(ranks.get(), "wait_time_ns", H5T_NATIVE_INT64, 2), 4 * 20000);
+  EXPECT_EQ(ReadField<uint64_t>(ranks.get(), "times_last", H5T_NATIVE_UINT64, 1), 4u);
+  h5::Handle inst(H5Dopen2(g.get(), "instances", H5P_DEFAULT));
+  h5::Handle ispace(H5Dget_space(inst.get()));
+  EXPECT_EQ(H5Sget_simple_extent_npoints(ispace.get()), 5);  // 4 matched + 1 incomplete, by first arrival
+  EXPECT_EQ(ReadField<int64_t>(inst.get(), "straggler_rank", H5T_NATIVE_INT64, 0), 1);
+  EXPECT_EQ(ReadField<int64_t>(inst.get(), "transfer_ns", H5T_NATIVE_INT64, 0), 10000);
+  EXPECT_EQ(ReadField<uint8_t>(inst.get(), "complete", H5T_NATIVE_UINT8, 4), 0);
+  EXPECT_EQ(ReadField<int64_t>(inst.get(), "straggler_rank", H5T_NATIVE_INT64, 4), -1);
+  EXPECT_DOUBLE_EQ(ReadField<double>(inst.get(), "busbw_gbps", H5T_NATIVE_DOUBLE, 0), 400.0 / 3.0);
+  h5::Handle arr(H5Dopen2(g.get(), "arrivals", H5P_DEFAULT));
+  h5::Handle aspace(H5Dget_space(arr.get()));
+  EXPECT_EQ(H5Sget_simple_extent_npoints(aspace.get()), 4 * 3 + 2);
+  // instance 0's arrivals, by world rank: rank 1 is 20 us late on the aligned base
+  EXPECT_EQ(ReadField<int64_t>(arr.get(), "start_ns", H5T_NATIVE_INT64, 1) -
+                ReadField<int64_t>(arr.get(), "start_ns", H5T_NATIVE_INT64, 0),
+            20000);
+  EXPECT_EQ(ReadField<int64_t>(arr.get(), "wait_ns", H5T_NATIVE_INT64, 2), 20000);
+  // the whole JSON report is stored too
+  h5::Handle js(H5Dopen2(g.get(), "report_json", H5P_DEFAULT));
+  char* text = nullptr;
+  ASSERT_GE(H5Dread(js.get(), h5::VarStringType(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), 0);
+  auto parsed = nlohmann::json::parse(text);
+  H5free_memory(text);
+  EXPECT_EQ(parsed["stragglers"][0]["rank"], 1);
+}
+
+TEST(AnalysisGroup, AFileThatCannotBeOpenedForWritingIsAnErrorNamingIt) {
+  TempDir dir;
+  JobReport empty;
+  Status st = WriteAnalysisGroup(dir / "missing.h5", empty);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("missing.h5"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace commprof
