@@ -558,8 +558,44 @@ def case_report_straggler(ctx):
     expect(p.returncode == 2 and "not supported" in p.stderr, f"unsupported format: rc {p.returncode}")
 
 
+def case_p2p_late(ctx):
+    """Planted point-to-point wait states (tests/e2e/mpi_p2p_late.c), measured on the aligned clock
+    within 15 %: rank 1 sleeps 50 ms before each of 10 sends to rank 0, blocked in MPI_Recv
+    (Late Sender on rank 0); rank 3 sleeps 50 ms before posting each of 10 receives of a 4 MiB
+    (rendezvous) send from rank 2 (Late Receiver on rank 2). Injected clock offsets of up to
+    15 ms between the pairs, which alignment must remove (on the raw clocks rank 3's receives
+    would seem posted after rank 2's sends had returned: no Late Receiver at all). The closing
+    Sendrecv exchange matches one message and, by design (its receive half is not recorded),
+    leaves rank 2's send unmatched."""
+    iters, sleep_ms = 10, 50
+    exe = os.path.join(ctx.build, "tests", "e2e", "mpi_p2p_late")
+    out = ctx.path("p2p_late.h5")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [exe, "--iters", str(iters), "--sleep-ms", str(sleep_ms)],
+        env=injected_clock_env(), check_rc=0)
+    rep = report_json(ctx, out)
+    expect("p2p" in rep and all("p2p" in r for r in rep["ranks"]), "report has no p2p sections")
+    planted = iters * sleep_ms * 1_000_000
+    tol = 0.15 * planted
+    p = rep["p2p"]
+    expect(p["matched"] == 2 * iters + 1 and p["unmatched_sends"] == 1 and p["unmatched_recvs"] == 0,
+           f"p2p matching {p}: expected {2 * iters + 1} matched, 1 unmatched send, 0 unmatched receives")
+    ranks = {r["rank"]: r["p2p"] for r in rep["ranks"]}
+    counts = [(ranks[r]["sent"], ranks[r]["received"]) for r in range(4)]
+    expect(counts == [(0, iters), (iters, 0), (iters + 1, 1), (1, iters)], f"(sent, received) per rank: {counts}")
+    for what, got in (("rank 0 late_sender_wait_ns", ranks[0]["late_sender_wait_ns"]),
+                      ("rank 2 late_receiver_wait_ns", ranks[2]["late_receiver_wait_ns"]),
+                      ("job late_sender_wait_ns", p["late_sender_wait_ns"]),
+                      ("job late_receiver_wait_ns", p["late_receiver_wait_ns"])):
+        expect(abs(got - planted) <= tol, f"{what} = {got} ns, planted {planted} ns +- 15 %")
+    # nothing else was planted: what the other ranks show is scheduling noise, far below a sleep
+    for r in (1, 3):
+        other = ranks[r]["late_sender_wait_ns"] + ranks[r]["late_receiver_wait_ns"]
+        expect(other < tol, f"rank {r} was charged {other} ns of p2p wait; none was planted")
+
+
 CASES = {
     "report_straggler": case_report_straggler,
+    "p2p_late": case_p2p_late,
     "clock_injected": case_clock_injected,
     "clock_sync_off": case_clock_sync_off,
     "clock_tcp": case_clock_tcp,
