@@ -23,7 +23,8 @@ struct Figures {
   const ProfileInfo* info;
   const WaitReport* rep;
   const ClockViolations* cv;
-  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock) {}
+  const P2PMatchResult* p2p;
+  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -47,6 +48,19 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"straggler_share_last", [](const Figures& f) { return f.rep->verdict.found ? f.rep->verdict.share_last : 0.0; }},
       {"incomplete", [](const Figures& f) { return static_cast<double>(f.rep->incomplete); }},
       {"clock_violations", [](const Figures& f) { return static_cast<double>(f.cv->violations); }},
+      {"late_sender_wait_ns", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_sender_wait_ns));
+         return m;
+       }},
+      {"late_receiver_wait_ns", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_receiver_wait_ns));
+         return m;
+       }},
+      {"p2p_unmatched", [](const Figures& f) {
+         return static_cast<double>(f.p2p->unmatched_sends + f.p2p->unmatched_recvs);
+       }},
       {"dropped_events", [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.info->ranks) m = std::max(m, static_cast<double>(r.dropped_events));
@@ -102,7 +116,8 @@ Runner AddCheckCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("check", "CI gate: exit 1 when a metric passes its threshold, printing what "
                                                "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
-                                               "straggler_share_last, incomplete, clock_violations, dropped_events.");
+                                               "straggler_share_last, incomplete, clock_violations, late_sender_wait_ns, "
+                                               "late_receiver_wait_ns, p2p_unmatched, dropped_events.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")
       ->required();

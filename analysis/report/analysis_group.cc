@@ -22,6 +22,11 @@ struct RankRow {
   int64_t delay_caused_ns;
   int64_t wait_imposed_ns;
   int64_t transfer_time_ns;
+  uint64_t p2p_sent;
+  uint64_t p2p_received;
+  int64_t p2p_time_ns;
+  int64_t late_sender_wait_ns;
+  int64_t late_receiver_wait_ns;
 };
 
 struct CollectiveRow {
@@ -96,6 +101,11 @@ Handle RankType() {
       .COMMPROF_COL(RankRow, delay_caused_ns, H5T_NATIVE_INT64)
       .COMMPROF_COL(RankRow, wait_imposed_ns, H5T_NATIVE_INT64)
       .COMMPROF_COL(RankRow, transfer_time_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, p2p_sent, H5T_NATIVE_UINT64)
+      .COMMPROF_COL(RankRow, p2p_received, H5T_NATIVE_UINT64)
+      .COMMPROF_COL(RankRow, p2p_time_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, late_sender_wait_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, late_receiver_wait_ns, H5T_NATIVE_INT64)
       .Take();
 }
 
@@ -186,9 +196,12 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   h5::QuietErrors();
   const WaitReport& w = report.wait;
   std::vector<RankRow> ranks;
-  for (const auto& m : w.ranks) {
+  for (size_t i = 0; i < w.ranks.size(); ++i) {
+    const auto& m = w.ranks[i];
+    P2PRankStats p = i < report.p2p.ranks.size() ? report.p2p.ranks[i] : P2PRankStats{};
     ranks.push_back({m.rank, m.instances, m.comm_time_ns, m.wait_time_ns, m.wait_share, m.times_last,
-                     m.delay_caused_ns, m.wait_imposed_ns, m.transfer_time_ns});
+                     m.delay_caused_ns, m.wait_imposed_ns, m.transfer_time_ns, p.sent, p.received, p.p2p_time_ns,
+                     p.late_sender_wait_ns, p.late_receiver_wait_ns});
   }
   std::vector<CollectiveRow> types;
   for (const auto& t : w.types) {
@@ -256,7 +269,12 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
             h5::WriteAttr(g.get(), "straggler_rank", v.found ? static_cast<int64_t>(v.rank) : int64_t{-1}) &&
             h5::WriteAttr(g.get(), "straggler_share_last", v.share_last) &&
             h5::WriteAttr(g.get(), "straggler_delay_caused_ns", v.delay_caused_ns) &&
-            h5::WriteAttr(g.get(), "straggler_cause", v.cause);
+            h5::WriteAttr(g.get(), "straggler_cause", v.cause) &&
+            h5::WriteAttr(g.get(), "p2p_matched", report.p2p.matched) &&
+            h5::WriteAttr(g.get(), "p2p_unmatched_sends", report.p2p.unmatched_sends) &&
+            h5::WriteAttr(g.get(), "p2p_unmatched_recvs", report.p2p.unmatched_recvs) &&
+            h5::WriteAttr(g.get(), "p2p_late_sender_wait_ns", report.p2p.late_sender_wait_ns) &&
+            h5::WriteAttr(g.get(), "p2p_late_receiver_wait_ns", report.p2p.late_receiver_wait_ns);
   ok = ok && WriteRows(g.get(), "ranks", RankType().get(), ranks) &&
        WriteRows(g.get(), "collectives", CollectiveType().get(), types) &&
        WriteRows(g.get(), "instances", InstanceType().get(), instances) &&

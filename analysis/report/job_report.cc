@@ -14,6 +14,9 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   rep.instances = std::move(instances.value());
   rep.clock = CountClockViolations(rep.instances);
   rep.wait = ComputeWaitMetrics(rep.info, rep.instances);
+  auto p2p = MatchP2PMessages(reader);
+  if (!p2p.ok()) return p2p.status();
+  rep.p2p = std::move(p2p.value());
   return rep;
 }
 
@@ -34,6 +37,30 @@ std::string Bandwidth(double gbps) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", gbps);
   return b;
+}
+
+Json P2PToJson(const P2PMatchResult& p) {
+  Json by_reason = Json::object();
+  for (size_t r = 0; r < kP2PUnmatchedReasons; ++r) {
+    by_reason[P2PUnmatchedReasonName(static_cast<P2PUnmatchedReason>(r))] = p.unmatched_by_reason[r];
+  }
+  Json unmatched = Json::array();
+  for (const auto& u : p.unmatched) {
+    unmatched.push_back({{"rank", u.rank}, {"kind", u.is_send ? "send" : "recv"}, {"comm_id", u.comm_id},
+                         {"peer", u.peer}, {"tag", u.tag}, {"bytes", u.bytes}, {"start_ns", u.start},
+                         {"reason", P2PUnmatchedReasonName(u.reason)}});
+  }
+  Json worst = Json::array();
+  for (const auto& m : p.worst) {
+    worst.push_back({{"comm_id", m.comm_id}, {"src", m.src}, {"dst", m.dst}, {"tag", m.tag}, {"bytes", m.bytes},
+                     {"send_start_ns", m.send_start}, {"recv_start_ns", m.recv_start},
+                     {"late_sender_ns", m.late_sender_ns}, {"late_receiver_ns", m.late_receiver_ns}});
+  }
+  return {{"sends", p.sends}, {"recvs", p.recvs}, {"matched", p.matched}, {"unmatched_sends", p.unmatched_sends},
+          {"unmatched_recvs", p.unmatched_recvs}, {"unmatched_sendrecv", p.unmatched_sendrecv},
+          {"proc_null", p.proc_null}, {"bytes", p.bytes}, {"late_sender_wait_ns", p.late_sender_wait_ns},
+          {"late_receiver_wait_ns", p.late_receiver_wait_ns}, {"unmatched_by_reason", by_reason},
+          {"unmatched_list", unmatched}, {"worst_messages", worst}};
 }
 
 }  // namespace
@@ -62,6 +89,14 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
                           {"wait_time_ns", m.wait_time_ns}, {"wait_share", m.wait_share}, {"times_last", m.times_last},
                           {"delay_caused_ns", m.delay_caused_ns}, {"wait_imposed_ns", m.wait_imposed_ns},
                           {"instances", m.instances}, {"transfer_time_ns", m.transfer_time_ns}});
+    if (i < report.p2p.ranks.size()) {
+      const P2PRankStats& p = report.p2p.ranks[i];
+      j["ranks"].back()["p2p"] = {{"sent", p.sent}, {"received", p.received}, {"bytes_sent", p.bytes_sent},
+                                  {"bytes_received", p.bytes_received}, {"p2p_time_ns", p.p2p_time_ns},
+                                  {"late_sender_wait_ns", p.late_sender_wait_ns},
+                                  {"late_receiver_wait_ns", p.late_receiver_wait_ns},
+                                  {"unmatched_sends", p.unmatched_sends}, {"unmatched_recvs", p.unmatched_recvs}};
+    }
   }
   j["collectives"] = Json::array();
   for (const auto& t : rep.types) {
@@ -78,6 +113,7 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
                                     {"last_rank", w.last_rank}, {"delay_caused_ns", w.delay_caused_ns},
                                     {"total_wait_ns", w.total_wait_ns}});
   }
+  j["p2p"] = P2PToJson(report.p2p);
   j["stragglers"] = Json::array();
   if (rep.verdict.found) {
     j["stragglers"].push_back({{"rank", rep.verdict.rank}, {"host", rep.verdict.host},
@@ -169,6 +205,25 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
       std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", OpTypeName(ii.op),
                     static_cast<unsigned long long>(ii.comm_id), static_cast<unsigned long long>(ii.seq),
                     ii.ranks_present.size(), ii.comm_size, present.substr(0, 40).c_str());
+      os << line;
+    }
+  }
+  const P2PMatchResult& p2p = report.p2p;
+  if (p2p.sends + p2p.recvs > 0) {
+    std::snprintf(line, sizeof line,
+                  "\npoint-to-point: %llu messages matched, %llu sends and %llu receives unmatched"
+                  " (%llu of them Sendrecv)\n",
+                  static_cast<unsigned long long>(p2p.matched), static_cast<unsigned long long>(p2p.unmatched_sends),
+                  static_cast<unsigned long long>(p2p.unmatched_recvs),
+                  static_cast<unsigned long long>(p2p.unmatched_sendrecv));
+    os << line;
+    std::snprintf(line, sizeof line, "%-5s %9s %9s %13s %18s %20s\n", "rank", "sent", "received", "p2p (ms)",
+                  "late sender (ms)", "late receiver (ms)");
+    os << line;
+    for (const auto& r : p2p.ranks) {
+      std::snprintf(line, sizeof line, "%-5u %9llu %9llu %13s %18s %20s\n", r.rank,
+                    static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received),
+                    Ms(r.p2p_time_ns).c_str(), Ms(r.late_sender_wait_ns).c_str(), Ms(r.late_receiver_wait_ns).c_str());
       os << line;
     }
   }

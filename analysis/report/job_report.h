@@ -11,6 +11,7 @@
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
+#include "analysis/match/p2p_messages.h"
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
@@ -22,6 +23,7 @@ struct JobReport {
   std::vector<CollectiveInstance> instances;  // every blocking instance, by first arrival (§1)
   WaitReport wait;
   ClockViolations clock;
+  P2PMatchResult p2p;  // point-to-point messages, Late Sender / Late Receiver (§5)
 };
 
 // Reads the file once per pass it needs (matching, ...) and computes every figure.
