@@ -24,7 +24,9 @@ struct Figures {
   const WaitReport* rep;
   const ClockViolations* cv;
   const P2PMatchResult* p2p;
-  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p) {}
+  const std::vector<RankOverlap>* overlap;
+  explicit Figures(const JobReport& r)
+      : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -60,6 +62,20 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
        }},
       {"p2p_unmatched", [](const Figures& f) {
          return static_cast<double>(f.p2p->unmatched_sends + f.p2p->unmatched_recvs);
+       }},
+      {"exposed_comm_ns", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : *f.overlap) m = std::max(m, static_cast<double>(r.exposed_comm_ns));
+         return m;
+       }},
+      {"exposed_comm_share", [](const Figures& f) {
+         double m = 0;
+         for (const auto& r : *f.overlap) {
+           if (r.breakdown.span_ns > 0) {
+             m = std::max(m, static_cast<double>(r.exposed_comm_ns) / static_cast<double>(r.breakdown.span_ns));
+           }
+         }
+         return m;
        }},
       {"dropped_events", [](const Figures& f) {
          double m = 0;
@@ -117,7 +133,8 @@ Runner AddCheckCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("check", "CI gate: exit 1 when a metric passes its threshold, printing what "
                                                "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
                                                "straggler_share_last, incomplete, clock_violations, late_sender_wait_ns, "
-                                               "late_receiver_wait_ns, p2p_unmatched, dropped_events.");
+                                               "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
+                                               "exposed_comm_share, dropped_events.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")
       ->required();

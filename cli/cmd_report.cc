@@ -7,6 +7,7 @@
 
 #include "analysis/load/profile_reader.h"
 #include "analysis/report/analysis_group.h"
+#include "analysis/report/html_report.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
 
@@ -21,8 +22,8 @@ struct Options {
 };
 
 int RunReport(const Options& o) {
-  if (o.format != "text" && o.format != "json") {
-    std::fprintf(stderr, "commprof report: --format %s is not supported (text or json)\n", o.format.c_str());
+  if (o.format != "text" && o.format != "json" && o.format != "html") {
+    std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
     return 2;
   }
   auto reader = ProfileReader::Open(o.path);
@@ -46,6 +47,12 @@ int RunReport(const Options& o) {
   std::ostringstream os;
   if (o.format == "json") {
     os << ReportToJson(report.value()).dump(2) << "\n";
+  } else if (o.format == "html") {
+    Status st = WriteHtmlReport(ReportToJson(report.value()), os);
+    if (!st.ok()) {
+      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
+      return 1;
+    }
   } else {
     WriteTextReport(report.value(), os);
   }
@@ -66,10 +73,12 @@ int RunReport(const Options& o) {
 
 Runner AddReportCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("report", "Cross-rank report: wait per rank and collective, stragglers and the "
-                                                "verdict, over the matched blocking MPI collectives.");
+  CLI::App* sub = app.add_subcommand("report", "Cross-rank report: wait, transfer and bandwidth per collective type "
+                                                "and per rank, stragglers and the verdict, point-to-point Late "
+                                                "Sender/Receiver, overlap and where each rank's time went "
+                                                "(definitions: docs/metrics.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--format", o->format, "text or json (schema in docs/cli.md)")->capture_default_str();
+  sub->add_option("--format", o->format, "text, json (schema in docs/cli.md) or html (a self-contained page)")->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");
   return [o] { return RunReport(*o); };

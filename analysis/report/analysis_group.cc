@@ -27,6 +27,12 @@ struct RankRow {
   int64_t p2p_time_ns;
   int64_t late_sender_wait_ns;
   int64_t late_receiver_wait_ns;
+  double overlap;
+  int64_t exposed_comm_ns;
+  int64_t span_ns;
+  int64_t compute_ns;
+  int64_t memory_ns;
+  int64_t idle_ns;
 };
 
 struct CollectiveRow {
@@ -106,6 +112,12 @@ Handle RankType() {
       .COMMPROF_COL(RankRow, p2p_time_ns, H5T_NATIVE_INT64)
       .COMMPROF_COL(RankRow, late_sender_wait_ns, H5T_NATIVE_INT64)
       .COMMPROF_COL(RankRow, late_receiver_wait_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, overlap, H5T_NATIVE_DOUBLE)
+      .COMMPROF_COL(RankRow, exposed_comm_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, span_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, compute_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, memory_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(RankRow, idle_ns, H5T_NATIVE_INT64)
       .Take();
 }
 
@@ -199,9 +211,11 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   for (size_t i = 0; i < w.ranks.size(); ++i) {
     const auto& m = w.ranks[i];
     P2PRankStats p = i < report.p2p.ranks.size() ? report.p2p.ranks[i] : P2PRankStats{};
+    RankOverlap o = i < report.overlap.size() ? report.overlap[i] : RankOverlap{};
     ranks.push_back({m.rank, m.instances, m.comm_time_ns, m.wait_time_ns, m.wait_share, m.times_last,
                      m.delay_caused_ns, m.wait_imposed_ns, m.transfer_time_ns, p.sent, p.received, p.p2p_time_ns,
-                     p.late_sender_wait_ns, p.late_receiver_wait_ns});
+                     p.late_sender_wait_ns, p.late_receiver_wait_ns, o.overlap, o.exposed_comm_ns,
+                     o.breakdown.span_ns, o.breakdown.compute_ns, o.breakdown.memory_ns, o.breakdown.idle_ns});
   }
   std::vector<CollectiveRow> types;
   for (const auto& t : w.types) {

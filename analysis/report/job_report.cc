@@ -17,6 +17,9 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   auto p2p = MatchP2PMessages(reader);
   if (!p2p.ok()) return p2p.status();
   rep.p2p = std::move(p2p.value());
+  auto overlap = ComputeOverlap(reader);
+  if (!overlap.ok()) return overlap.status();
+  rep.overlap = std::move(overlap.value());
   return rep;
 }
 
@@ -37,6 +40,15 @@ std::string Bandwidth(double gbps) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", gbps);
   return b;
+}
+
+Json BreakdownJson(const TimeBreakdown& b) {
+  return {{"span_ns", b.span_ns}, {"compute_ns", b.compute_ns}, {"exposed_comm_ns", b.exposed_comm_ns},
+          {"memory_ns", b.memory_ns}, {"idle_ns", b.idle_ns}};
+}
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
 Json P2PToJson(const P2PMatchResult& p) {
@@ -89,6 +101,22 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
                           {"wait_time_ns", m.wait_time_ns}, {"wait_share", m.wait_share}, {"times_last", m.times_last},
                           {"delay_caused_ns", m.delay_caused_ns}, {"wait_imposed_ns", m.wait_imposed_ns},
                           {"instances", m.instances}, {"transfer_time_ns", m.transfer_time_ns}});
+    if (i < report.overlap.size()) {
+      const RankOverlap& o = report.overlap[i];
+      Json& jr = j["ranks"].back();
+      jr["overlap"] = o.overlap;
+      jr["exposed_comm_ns"] = o.exposed_comm_ns;
+      jr["overlap_basis"] = OverlapBasisName(o.basis);
+      jr["comm_union_ns"] = o.comm_ns;
+      jr["breakdown"] = BreakdownJson(o.breakdown);
+      jr["incomplete_events"] = o.incomplete_events;
+      Json devices = Json::array();
+      for (const auto& d : o.devices) {
+        devices.push_back({{"device", d.device}, {"comm_union_ns", d.comm_ns}, {"overlap", d.overlap},
+                           {"exposed_comm_ns", d.exposed_comm_ns}, {"breakdown", BreakdownJson(d.breakdown)}});
+      }
+      jr["devices"] = devices;
+    }
     if (i < report.p2p.ranks.size()) {
       const P2PRankStats& p = report.p2p.ranks[i];
       j["ranks"].back()["p2p"] = {{"sent", p.sent}, {"received", p.received}, {"bytes_sent", p.bytes_sent},
@@ -205,6 +233,19 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
       std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", OpTypeName(ii.op),
                     static_cast<unsigned long long>(ii.comm_id), static_cast<unsigned long long>(ii.seq),
                     ii.ranks_present.size(), ii.comm_size, present.substr(0, 40).c_str());
+      os << line;
+    }
+  }
+  if (!report.overlap.empty()) {
+    os << "\noverlap of communication with computation, and where each rank's time went:\n";
+    std::snprintf(line, sizeof line, "%-5s %-15s %8s %13s %10s %10s %10s %10s\n", "rank", "basis", "overlap",
+                  "exposed (ms)", "span (ms)", "compute %", "memory %", "idle %");
+    os << line;
+    for (const auto& o : report.overlap) {
+      const TimeBreakdown& b = o.breakdown;
+      std::snprintf(line, sizeof line, "%-5u %-15s %7.1f%% %13s %10s %9.1f%% %9.1f%% %9.1f%%\n", o.rank,
+                    OverlapBasisName(o.basis), 100.0 * o.overlap, Ms(o.exposed_comm_ns).c_str(), Ms(b.span_ns).c_str(),
+                    Percent(b.compute_ns, b.span_ns), Percent(b.memory_ns, b.span_ns), Percent(b.idle_ns, b.span_ns));
       os << line;
     }
   }

@@ -12,6 +12,7 @@
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
 #include "analysis/match/p2p_messages.h"
+#include "analysis/metrics/overlap.h"
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
@@ -24,6 +25,7 @@ struct JobReport {
   WaitReport wait;
   ClockViolations clock;
   P2PMatchResult p2p;  // point-to-point messages, Late Sender / Late Receiver (§5)
+  std::vector<RankOverlap> overlap;  // per rank, parallel to info.ranks (§6)
 };
 
 // Reads the file once per pass it needs (matching, ...) and computes every figure.

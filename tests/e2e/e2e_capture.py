@@ -594,9 +594,39 @@ def case_p2p_late(ctx):
         expect(other < tol, f"rank {r} was charged {other} ns of p2p wait; none was planted")
 
 
-CASES = {
-    "report_straggler": case_report_straggler,
-    "p2p_late": case_p2p_late,
+
+def case_report_html(ctx):
+    """`commprof report --format html` on a real 4-rank straggler run: the page is the renderer's
+    output for the same JSON report, and loads in headless Chromium with the verdict, one bar per
+    rank and the lateness heat map (tests/browser/check_html_report.py does the browser part)."""
+    out = ctx.path("html.h5")
+    profile(ctx, out, ["--iters", "120", "--compute-us", "1000", "--slow-rank", "3", "--slow-us", "2000",
+                       "--compute", "sleep"], env=EXACT_ENV)
+    page, report = ctx.path("report.html"), ctx.path("report.json")
+    run([ctx.commprof, "report", "--format", "html", "-o", page, out], check_rc=0)
+    run([ctx.commprof, "report", "--format", "json", "-o", report, out], check_rc=0)
+    with open(page) as f:
+        text = f.read()
+    expect(text.startswith("<!DOCTYPE html>") and "Rank 3" in text and "is the straggler" in text,
+           "the page names the straggler")
+    expect("http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in text,
+           "the page loads nothing from the network")
+    render = os.path.join(ctx.build, "tests", "browser", "html_report_render")
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not (os.path.exists(render) and os.path.exists(chromium)):
+        print("report_html: SKIPPED the browser part (chromium or html_report_render absent)")
+        return
+    checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "browser", "check_html_report.py")
+    p = run([sys.executable, checker, "--render", render, "--chromium", chromium, "--fixture", report,
+             "--work", ctx.path("browser")], timeout=180)
+    expect(p.returncode == 0, f"browser check of the real report failed:\n{p.stdout}\n{p.stderr}")
+    rendered = [os.path.join(dp, n) for dp, _, names in os.walk(ctx.path("browser")) for n in names
+                if n.endswith(".html") and "probe" not in n]
+    same = False
+    for r in rendered:
+        with open(r) as f:
+            same = same or f.read() == text
+    expect(same, f"the CLI's page differs from the renderer's page for the same JSON ({rendered})")
 
 # ---- overlap (docs/metrics.md §6), recomputed here from the file's events with plain Python ----
 
@@ -655,12 +685,12 @@ def check_breakdown(rank, m):
 
 def case_report_overlap(ctx):
     """Blocking collectives overlap nothing (exactly 0 on every rank); an Iallreduce polled by
-    MPI_Test during the compute overlaps it, and the report's figures equal a recomputation from
-    the file's events.
+    MPI_Test during the compute overlaps it by more than half on every rank, and the report's
+    figures equal a recomputation from the file's events.
 
-    > 0.5 is asserted only with a core per rank: with fewer, Open MPI is oversubscribed and yields
-    the CPU inside every MPI_Test, so another rank's compute runs while this one sits in MPI_Test,
-    which the metric rightly counts as exposed (measured on a 2-core machine: 0.1 to 0.4)."""
+    The non-blocking run computes by sleeping (EXACT_ENV, --compute sleep): with busy compute, 4
+    ranks on 2 cores make Open MPI yield the CPU inside MPI_Test, so a rank sits in MPI_Test while
+    another computes, which the metric rightly counts as exposed (measured here: 0.1 to 0.4)."""
     out = ctx.path("blocking.h5")
     profile(ctx, out, ["--iters", "100", "--compute-us", "1000"])
     rep = report_json(ctx, out)
@@ -672,9 +702,9 @@ def case_report_overlap(ctx):
         check_breakdown(m["rank"], m)
 
     out = ctx.path("nonblocking.h5")
-    profile(ctx, out, ["--iters", "100", "--compute-us", "1000", "--nonblocking"], env={"COMMPROF_CLOCK_SYNC": "off"})
+    profile(ctx, out, ["--iters", "100", "--compute-us", "1000", "--nonblocking", "--compute", "sleep"],
+            env=dict(EXACT_ENV, COMMPROF_CLOCK_SYNC="off"))
     rep = report_json(ctx, out)
-    spare_cores = (os.cpu_count() or 1) >= 5  # 4 ranks and the aggregator's process
     with h5py.File(out, "r") as f:
         for m in rep["ranks"]:
             r = m["rank"]
@@ -685,11 +715,15 @@ def case_report_overlap(ctx):
                    f"rank {r}: report {m['exposed_comm_ns']} {m['breakdown']}, recomputed {want}")
             expect(abs(m["overlap"] - want["overlap"]) < 1e-12, f"rank {r}: overlap {m['overlap']} vs {want}")
             check_breakdown(r, m)
-            expect(m["overlap"] > (0.5 if spare_cores else 0.0), f"rank {r}: overlap {m['overlap']}")
+            expect(m["overlap"] > 0.5, f"rank {r}: overlap {m['overlap']}")
+
+
 
 CASES = {
     "report_straggler": case_report_straggler,
+    "p2p_late": case_p2p_late,
     "report_overlap": case_report_overlap,
+    "report_html": case_report_html,
     "clock_injected": case_clock_injected,
     "clock_sync_off": case_clock_sync_off,
     "clock_tcp": case_clock_tcp,
