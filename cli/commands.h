@@ -21,6 +21,7 @@ Runner AddInfoCommand(CLI::App& app);
 Runner AddMergeCommand(CLI::App& app);
 Runner AddReportCommand(CLI::App& app);
 Runner AddCheckCommand(CLI::App& app);
+Runner AddExportCommand(CLI::App& app);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);
