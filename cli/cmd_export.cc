@@ -1,7 +1,7 @@
 // `commprof export FILE.h5 [--format chrome] [-o OUT] [--ranks LIST] [-q]`: one merged
 // Chrome/Perfetto JSON trace of the job (docs/cli.md, docs/chrome-trace.md). The trace is written
 // to a temporary file next to OUT and renamed over it only when complete, so a failed export never
-// leaves a truncated trace behind.
+// leaves a truncated trace behind (OUT that is a device, FIFO or symlink is written directly).
 #include <unistd.h>
 
 #include <chrono>
@@ -104,27 +104,32 @@ int RunExport(const Options& o) {
 
   ChromeExportStats stats;
   Status st;
-  std::string tmp;
+  // A new or regular file is written beside itself and renamed into place when complete. Anything
+  // else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over it
+  // would replace the device or the link itself.
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(output, ec);
+  const bool replace = !to_stdout && (status.type() == std::filesystem::file_type::not_found ||
+                                      status.type() == std::filesystem::file_type::regular);
   if (to_stdout) {
     st = WriteChromeTrace(*reader.value(), std::cout, opts, &stats);
     std::cout.flush();
     if (st.ok() && !std::cout) st = IoError("<stdout>: write failed");
   } else {
-    tmp = output + ".tmp-" + std::to_string(getpid());
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+    std::ofstream f(target, std::ios::binary | std::ios::trunc);
     if (!f) {
-      std::fprintf(stderr, "commprof export: cannot create %s\n", tmp.c_str());
+      std::fprintf(stderr, "commprof export: cannot create %s\n", target.c_str());
       return 1;
     }
     st = WriteChromeTrace(*reader.value(), f, opts, &stats);
     f.close();
     if (st.ok() && !f) st = IoError(display + ": write failed (disk full?)");
-    std::error_code ec;
-    if (st.ok()) {
-      std::filesystem::rename(tmp, output, ec);
-      if (ec) st = IoError(display + ": cannot rename " + tmp + " into place: " + ec.message());
+    if (replace && st.ok()) {
+      std::filesystem::rename(target, output, ec);
+      if (ec) st = IoError(display + ": cannot rename " + target + " into place: " + ec.message());
     }
-    if (!st.ok()) std::filesystem::remove(tmp, ec);
+    if (replace && !st.ok()) std::filesystem::remove(target, ec);
   }
   if (tty) std::fprintf(stderr, "\n");
   if (!st.ok()) {

