@@ -673,6 +673,10 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
   events.reserve(static_cast<size_t>(r.event_count));
   COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(
       r.rank, [&](std::span<const commprof_event> chunk) { events.insert(events.end(), chunk.begin(), chunk.end()); }));
+  if (events.size() > UINT32_MAX) {
+    return InvalidArgument(info_.path + ": rank " + std::to_string(r.rank) +
+                           " holds more than 2^32 events, more than the exporter can index");
+  }
   std::map<TrackKey, uint32_t> track_ids;  // few tracks per rank
   std::vector<Item> items(events.size());
   const ClockModel model = r.clock_model();
