@@ -4,7 +4,7 @@
 // importer built: processes, threads with their entry counts and call-tree roots, warnings.
 // A second, real trace reader for the e2e test (e2e_capture.py export_trace); nothing is fetched
 // from the network.
-// Usage: node --experimental-websocket devtools_trace_check.js TRACE.json   (CHROMIUM=path)
+// Usage: node --experimental-websocket devtools_trace_check.js TRACE.json   (CHROMIUM=path, PROFILE_DIR=dir)
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -12,7 +12,9 @@ const os = require('os');
 const path = require('path');
 
 const text = fs.readFileSync(process.argv[2], 'utf8');
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'commprof-devtools-'));
+// PROFILE_DIR (the e2e test's work directory) is kept; a temporary one is removed at the end.
+const keepProfile = Boolean(process.env.PROFILE_DIR);
+const profile = keepProfile ? process.env.PROFILE_DIR : fs.mkdtempSync(path.join(os.tmpdir(), 'commprof-devtools-'));
 const chrome = spawn(process.env.CHROMIUM || 'chromium', [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -26,7 +28,7 @@ function finish(line, code) {
   // Remove the profile once Chromium has exited (it writes to it until then).
   chrome.once('exit', () => {
     try {
-      fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+      if (!keepProfile) fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
     } catch (e) {
       // a leftover temp directory is not worth failing the check for
     }

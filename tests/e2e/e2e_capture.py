@@ -718,7 +718,9 @@ def devtools_check(ctx, trace_path, summary):
         print("export_trace: this node has no WebSocket; DevTools trace-engine check skipped")
         return
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "devtools_trace_check.js")
-    p = run([node, "--experimental-websocket", script, trace_path], env={"CHROMIUM": exe}, timeout=180)
+    profile_dir = ctx.path("devtools-profile-" + os.path.basename(trace_path))
+    p = run([node, "--experimental-websocket", script, trace_path], env={"CHROMIUM": exe, "PROFILE_DIR": profile_dir},
+            timeout=180)
     expect(p.returncode == 0 and p.stdout.startswith("{"), f"DevTools check: rc {p.returncode}\n{p.stdout[-2000:]}")
     got = json.loads(p.stdout.splitlines()[0])
     expect(got["warnings"] == [], f"DevTools trace engine warnings: {got['warnings']}")
