@@ -102,6 +102,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
       if (!metadata) ri.counters[a] = static_cast<uint64_t>(ReadIntAttr(g.get(), a.c_str()).value_or(0));
     }
     ri.start_steady_ns = static_cast<uint64_t>(ReadIntAttr(g.get(), "start_steady_ns").value_or(0));
+    ri.start_utc_ns = static_cast<uint64_t>(ReadIntAttr(g.get(), "start_utc_ns").value_or(0));
     if (H5Lexists(g.get(), "clock_points", H5P_DEFAULT) > 0) {
       Handle d(H5Dopen2(g.get(), "clock_points", H5P_DEFAULT));
       Handle space(H5Dget_space(d.get()));

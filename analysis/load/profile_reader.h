@@ -30,6 +30,7 @@ struct RankInfo {
   std::string clock_method;
   std::vector<ClockPoint> clock_points;  // the piecewise-linear model; empty: not aligned
   uint64_t start_steady_ns = 0;
+  uint64_t start_utc_ns = 0;  // UTC at start_steady_ns (0: not recorded)
   ClockModel clock_model() const { return ClockModel(clock_points); }
   std::map<std::string, uint64_t> counters;  // events_recorded, dropped_*, ...
   uint64_t dropped_events = 0;

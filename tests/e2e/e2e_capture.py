@@ -7,8 +7,11 @@ Each CASE is one ctest test; a failed check raises with what was expected and wh
 """
 import argparse
 import json
+import math
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -718,8 +721,383 @@ def case_report_overlap(ctx):
             expect(m["overlap"] > 0.5, f"rank {r}: overlap {m['overlap']}")
 
 
+# ---------------------------------------------------------------------------------------------
+# commprof export --format chrome
+
+def micros_to_ns(text):
+    """A ts/dur as printed ("12.345", exactly three decimals) -> integer ns, with no float."""
+    expect(isinstance(text, str) and re.fullmatch(r"-?\d+\.\d{3}", text) is not None,
+           f"ts/dur {text!r} is not decimal us with three decimals")
+    return int(text.replace(".", ""))
+
+
+def perfetto_strtod_ns(text):
+    """Perfetto's JSON importer with jsoncpp: correctly rounded double, x 1000, truncated."""
+    return math.trunc(float(text) * 1000.0)
+
+
+def perfetto_digits_ns(text):
+    """Perfetto's own JSON parser: integer part + fraction / 1000 in doubles, x 1000, truncated."""
+    whole, frac = text.lstrip("-").split(".")
+    us = float(int(whole)) + float(int(frac)) / 1000.0
+    return (-1 if text.startswith("-") else 1) * math.trunc(us * 1000.0)
+
+
+def load_trace(path):
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    # parse_float=str keeps every non-integer number as its source text (ts and dur)
+    return json.loads(raw.decode("utf-8"), parse_float=str)
+
+
+def to_reference(group, local_ns):
+    """docs/file-format.md#time-base, verbatim: local ns -> reference ns with the rank's model."""
+    t = np.asarray(local_ns, dtype=np.int64)
+    if "clock_points" not in group:
+        return t
+    p = group["clock_points"][...]
+    p = p[np.argsort(p[:, 0], kind="stable")]
+    if len(p) == 1:
+        return t + p[0, 1]
+    i = np.clip(np.searchsorted(p[:, 0], t, side="right"), 1, len(p) - 1)
+    a, b = p[i - 1], p[i]
+    slope = (b[:, 1] - a[:, 1]) / (b[:, 0] - a[:, 0])
+    return t + a[:, 1] + np.rint(slope * (t - a[:, 0])).astype(np.int64)
+
+
+def expected_instances(h5_path):
+    """Matched blocking collective instances, from the file with h5py (independent of commprof):
+    (comm_id, seq) -> {rank: aligned entry}, complete ones only (every member recorded it)."""
+    by_key, comm_size = {}, {1: None}
+    with h5py.File(h5_path, "r") as f:
+        world = int(f.attrs["world_size"])
+        comm_size[1] = world
+        for r in range(world):
+            g, ev, _ = load_rank(f, r)
+            comm = ev[ev["kind"] == KIND["mpi_comm"]]
+            for c in comm:
+                comm_size[int(c["comm_id"])] = int(c["bytes"])
+            coll = ev[(ev["kind"] == KIND["mpi_collective"]) & ((ev["flags"] & 7) == 0)]
+            starts = to_reference(g, coll["start_ns"])
+            for c, s in zip(coll, starts):
+                by_key.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = int(s)
+    return {k: v for k, v in by_key.items() if comm_size.get(k[0]) == len(v)}
+
+
+def check_trace(trace, h5_path, info, ranks):
+    """The invariants every exported trace must hold; returns a summary for case-specific checks."""
+    ev = trace["traceEvents"]
+    expect(trace["displayTimeUnit"] == "ns", "displayTimeUnit")
+    meta = trace["metadata"]
+    origin = meta["origin_reference_ns"]
+    # One process per exported rank, named with rank, host and pid.
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    expect(len([e for e in ev if e["ph"] == "M" and e["name"] == "process_name"]) == len(ranks),
+           f"{len(procs)} process_name records for ranks {ranks}")
+    by_rank = {r["rank"]: r for r in info["ranks"]}
+    for r in ranks:
+        want = f"rank {r} ({by_rank[r]['host']}, pid {by_rank[r]['pid']})"
+        expect(procs.get(r + 1) == want, f"process {r + 1}: {procs.get(r + 1)!r}, expected {want!r}")
+    sort = {e["pid"]: e["args"]["sort_index"] for e in ev if e["ph"] == "M" and e["name"] == "process_sort_index"}
+    expect(sort == {r + 1: r for r in ranks}, f"process_sort_index {sort}")
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    # Every recorded event is in the trace, once.
+    slices = [e for e in ev if e["ph"] == "X"]
+    instants = [e for e in ev if e["ph"] == "i"]
+    total = sum(by_rank[r]["event_count"] for r in ranks)
+    expect(len(slices) + len(instants) == total, f"{len(slices)} X + {len(instants)} i, file has {total} events")
+    expect(meta["events"] == total, f"metadata events {meta['events']}")
+    # No partial overlap on any (pid, tid), on integer ns: sweep with a stack of open ends.
+    tracks = {}
+    for e in slices:
+        expect((e["pid"], e["tid"]) in threads, f"slice on an unnamed track: {e}")
+        s = micros_to_ns(e["ts"])
+        d = micros_to_ns(e["dur"])
+        expect(s >= 0 and d >= 0, f"negative ts/dur: {e}")
+        e["_s"], e["_e"] = s, s + d
+        tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    # Checked as we read the text, and as Perfetto reads it (double x 1000, truncated: a value can
+    # come back 1 ns early, so slices sharing an end ns could cross there and be dropped).
+    for reader in (micros_to_ns, perfetto_strtod_ns, perfetto_digits_ns):
+        for key, lst in tracks.items():
+            iv = sorted(((reader(e["ts"]), reader(e["ts"]) + reader(e["dur"]), e["name"]) for e in lst),
+                        key=lambda x: (x[0], -x[1]))
+            stack = []
+            for s, en, name in iv:
+                while stack and stack[-1] <= s:
+                    stack.pop()
+                if stack and stack[-1] < en:
+                    raise AssertionError(f"track {key}, read by {reader.__name__}: {name} [{s},{en}] partially "
+                                         f"overlaps a slice ending at {stack[-1]}")
+                stack.append(en)
+    for e in instants:
+        micros_to_ns(e["ts"])
+        expect(e["s"] == "t" and (e["pid"], e["tid"]) in threads, f"instant {e}")
+
+    # Flows: "s" and "f" pair by id (same cat and name); each binds, as a viewer does, to the
+    # deepest slice of its track that encloses its ts.
+    def bind(e):
+        t = micros_to_ns(e["ts"])
+        best = None
+        for x in tracks.get((e["pid"], e["tid"]), []):
+            if x["_s"] > t:
+                break
+            if x["_s"] <= t <= x["_e"] and (best is None or x["_s"] >= best["_s"]):
+                best = x
+        expect(best is not None, f"flow event without an enclosing slice: {e}")
+        return best
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in ev if e["ph"] == "f"}
+    expect(len(starts) == len([e for e in ev if e["ph"] == "s"]), "flow ids are unique")
+    expect(set(starts) == set(finishes), "every flow start has its finish")
+    expect(meta["flows"] == len(starts), f"metadata flows {meta['flows']} vs {len(starts)}")
+    expected = expected_instances(h5_path)
+    edges = {}
+    for fid, s in starts.items():
+        f = finishes[fid]
+        expect(f["bp"] == "e" and f["cat"] == s["cat"] and f["name"] == s["name"], f"flow {fid} ends differ")
+        src, dst = bind(s), bind(f)
+        key = (src["args"]["comm_id"], src["args"]["seq"])
+        expect((dst["args"]["comm_id"], dst["args"]["seq"]) == key, f"flow {fid} links two instances")
+        expect(src["pid"] != dst["pid"], f"flow {fid} within one rank")
+        inst = expected[key]
+        last = max(inst, key=lambda r: inst[r])
+        # From the last arriver (ties: its entry is the latest) ...
+        expect(inst[src["pid"] - 1] == inst[last], f"flow {fid} of {key} starts on rank {src['pid'] - 1}, not last")
+        # ... at its entry, which is exactly the file's aligned time (1 ns: numpy rounds ties to even).
+        expect(abs(src["_s"] + origin - inst[src["pid"] - 1]) <= 1, f"flow {fid}: slice ts vs aligned entry")
+        expect(src["args"]["last_rank"] == src["pid"] - 1 and dst["args"]["last_rank"] == src["pid"] - 1,
+               f"flow {fid}: last_rank args")
+        edges.setdefault(key, set()).add(dst["pid"] - 1)
+    # ... to every other exported participant of every matched instance whose last arriver is exported.
+    want_edges = 0
+    for key, inst in expected.items():
+        last = max(inst, key=lambda r: inst[r])  # ties: the lowest rank, as MeasureInstance
+        if last not in ranks:
+            continue
+        others = {r for r in inst if r != last and r in ranks}
+        want_edges += len(others)
+        expect(edges.get(key, set()) == others, f"{key}: flows to {edges.get(key)}, expected {others}")
+    return {"slices": slices, "instants": instants, "threads": threads, "starts": starts, "expected": expected,
+            "edges": sum(len(v) for v in edges.values()), "want_edges": want_edges, "meta": meta}
+
+
+def export(ctx, h5, out, *extra, rc=0):
+    p = run([ctx.commprof, "export", h5, "--format", "chrome", "-o", out] + list(extra))
+    expect(p.returncode == rc, f"export {h5} {extra}: rc {p.returncode}, expected {rc}\n{p.stderr}")
+    return p
+
+
+def chromium_json_parse(ctx, trace_path):
+    """Loads the trace in headless Chromium with XHR from file:// and JSON.parse (V8's parser);
+    returns the counts the page computed, or None when no chromium is installed."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        print("export_trace: chromium not installed; browser JSON.parse check skipped")
+        return None
+    page = ctx.path("parse.html")
+    with open(page, "w") as fh:
+        fh.write("<html><body><pre id=out></pre><script>\n"
+                 "var x = new XMLHttpRequest(); x.open('GET', %s, false);\n"
+                 "x.overrideMimeType('application/json; charset=utf-8'); x.send();\n"
+                 "var r;\n"
+                 "try { var t = JSON.parse(x.responseText); var c = {};\n"
+                 "  t.traceEvents.forEach(function (e) { c[e.ph] = (c[e.ph] || 0) + 1; });\n"
+                 "  r = 'PARSED ' + JSON.stringify({bytes: x.responseText.length, ph: c, unit: t.displayTimeUnit}); }\n"
+                 "catch (err) { r = 'FAILED ' + err; }\n"
+                 "document.getElementById('out').textContent = r;\n"
+                 "</script></body></html>\n" % json.dumps(os.path.basename(trace_path)))
+    profile_dir = ctx.path("chromium-profile")
+    p = run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--allow-file-access-from-files", f"--user-data-dir={profile_dir}", "--dump-dom",
+             "file://" + page], timeout=120)
+    m = re.search(r"(PARSED|FAILED) (.*?)</pre>", p.stdout, re.S)
+    expect(m is not None, f"chromium printed no result (rc {p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    expect(m.group(1) == "PARSED", f"chromium JSON.parse failed: {m.group(2)}")
+    return json.loads(m.group(2).replace("&quot;", '"'))
+
+
+def devtools_check(ctx, trace_path, summary):
+    """Loads the trace into the trace engine of Chromium's DevTools Performance panel (a second
+    real reader, tests/e2e/devtools_trace_check.js) and compares what it built with the trace."""
+    node, exe = shutil.which("node"), shutil.which("chromium") or shutil.which("chromium-browser")
+    if node is None or exe is None:
+        print("export_trace: node or chromium missing; DevTools trace-engine check skipped")
+        return
+    if run([node, "--experimental-websocket", "-e", "process.exit(typeof WebSocket === 'function' ? 0 : 1)"]).returncode:
+        print("export_trace: this node has no WebSocket; DevTools trace-engine check skipped")
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "devtools_trace_check.js")
+    profile_dir = ctx.path("devtools-profile-" + os.path.basename(trace_path))
+    p = run([node, "--experimental-websocket", script, trace_path], env={"CHROMIUM": exe, "PROFILE_DIR": profile_dir},
+            timeout=180)
+    expect(p.returncode == 0 and p.stdout.startswith("{"), f"DevTools check: rc {p.returncode}\n{p.stdout[-2000:]}")
+    got = json.loads(p.stdout.splitlines()[0])
+    expect(got["warnings"] == [], f"DevTools trace engine warnings: {got['warnings']}")
+    threads = {(pr["pid"], th["tid"]): th for pr in got["processes"] for th in pr["threads"]}
+    expect({k: v["name"] for k, v in threads.items()} == summary["threads"],
+           f"DevTools threads {sorted(threads)} vs trace {sorted(summary['threads'])}")
+    expect(sum(v["entries"] for v in threads.values()) == len(summary["slices"]) + len(summary["instants"]),
+           f"DevTools entries {sum(v['entries'] for v in threads.values())}")
+
+
+def case_export_trace(ctx):
+    """commprof export --format chrome on real 4-rank runs: one process per rank with host and pid,
+    every event once, times aligned (injected clock offsets) and printed as exact integer ns, no
+    partially overlapping slices on any track, flows from each matched instance's last arriver to
+    every other participant, lanes where two non-blocking collectives overlap, rank subsets,
+    usage errors; the trace also parses in headless Chromium."""
+    # A: blocking allreduce with a planted straggler (rank 2) and injected clock offsets/drifts.
+    iters = 200
+    h5 = ctx.path("straggler.h5")
+    profile(ctx, h5, ["--iters", str(iters), "--compute-us", "1000", "--slow-rank", "2", "--slow-us", "3000"],
+            env=injected_clock_env())
+    info = json.loads(run([ctx.commprof, "info", "--json", h5], check_rc=0).stdout)
+    trace_path = ctx.path("straggler.trace.json")
+    p = export(ctx, h5, trace_path)
+    expect("wrote " + trace_path in p.stderr, f"summary line: {p.stderr}")
+    t = load_trace(trace_path)
+    s = check_trace(t, h5, info, [0, 1, 2, 3])
+    # iters allreduces + the first barrier on the world (3 flows each), one barrier in each of the
+    # two split communicators (1 flow each).
+    expect(len(s["expected"]) == iters + 3, f"{len(s['expected'])} matched instances")
+    expect(s["edges"] == s["want_edges"] == 3 * (iters + 1) + 2,
+           f"{s['edges']} flows ({s['want_edges']} from the file), expected {3 * (iters + 1) + 2}")
+    rep = report_json(ctx, h5)
+    expect(rep["instances"]["matched"] == len(s["expected"]), "the report matches the same instances")
+    # wait_ns args add up to the report's per-rank wait time (same instances, same formula).
+    waits = {}
+    for e in s["slices"]:
+        if "wait_ns" in e.get("args", {}):
+            waits[e["pid"] - 1] = waits.get(e["pid"] - 1, 0) + e["args"]["wait_ns"]
+    for r in rep["ranks"]:
+        expect(waits.get(r["rank"], 0) == r["wait_time_ns"], f"rank {r['rank']}: wait args {waits.get(r['rank'])} "
+                                                               f"vs report {r['wait_time_ns']}")
+    from_rank = {}
+    for e in t["traceEvents"]:
+        if e["ph"] == "s":
+            from_rank[e["pid"] - 1] = from_rank.get(e["pid"] - 1, 0) + 1
+    # check_trace matched every arrow's source to the file's last arriver; here the planted
+    # straggler must simply be the most frequent source (2 shared cores add noise to the rest).
+    expect(max(from_rank, key=from_rank.get) == 2, f"flows by source rank {from_rank}: the straggler is rank 2")
+    # Times: every collective slice of rank 3 (offset +12 ms, drift) sits at its aligned entry.
+    with h5py.File(h5, "r") as f:
+        g, ev, names = load_rank(f, 3)
+        ar = named(ev, names, "MPI_Allreduce")
+        ref = sorted(to_reference(g, ar["start_ns"]).tolist())
+    got = sorted(e["_s"] + s["meta"]["origin_reference_ns"] for e in s["slices"]
+                 if e["pid"] == 4 and e["name"] == "MPI_Allreduce")
+    expect(len(got) == len(ref) == iters and all(abs(a - b) <= 1 for a, b in zip(got, ref)),
+           "rank 3's slices sit at the aligned times of docs/file-format.md")
+    expect(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", s["meta"]["origin_utc"]), "origin UTC")
+    parsed = chromium_json_parse(ctx, trace_path)
+    if parsed is not None:
+        expect(parsed["ph"].get("X") == len(s["slices"]) and parsed["ph"].get("s") == s["edges"]
+               and parsed["unit"] == "ns", f"chromium counts {parsed}")
+    devtools_check(ctx, trace_path, s)
+
+    # Subset: ranks 0 and 2 only; flows only between them.
+    sub_path = ctx.path("sub.trace.json")
+    export(ctx, h5, sub_path, "--ranks", "0,2")
+    sub = check_trace(load_trace(sub_path), h5, info, [0, 2])
+    expect(sub["edges"] == sub["want_edges"], f"subset flows {sub['edges']} vs {sub['want_edges']}")
+
+    # B: --nonblocking (Iallreduce + MPI_Test polling + MPI_Wait). Only the barriers are matched.
+    h5nb = ctx.path("nonblocking.h5")
+    profile(ctx, h5nb, ["--iters", "50", "--compute-us", "300", "--nonblocking"])
+    info_nb = json.loads(run([ctx.commprof, "info", "--json", h5nb], check_rc=0).stdout)
+    nb_path = ctx.path("nonblocking.trace.json")
+    export(ctx, h5nb, nb_path)
+    nb = check_trace(load_trace(nb_path), h5nb, info_nb, [0, 1, 2, 3])
+    expect(nb["edges"] == 3 + 2, f"nonblocking run: {nb['edges']} flows (world barrier 3, two split barriers 1)")
+    ia = [e for e in nb["slices"] if e["name"] == "MPI_Iallreduce"]
+    expect(len(ia) == 4 * 50 and all(e["args"]["nonblocking"] is True and "wait_ns" not in e["args"] for e in ia),
+           "Iallreduce slices flagged non-blocking, without wait")
+    # The collector stamps a completion with the end of the Wait/Test that saw it, so here each
+    # Iallreduce encloses its Tests and Wait: they nest exactly. Lanes are added only where the file
+    # holds a partial overlap as read exactly or by one of Perfetto's truncating readers (the
+    # completing call shares the request's end ns): checked independently on the aligned times.
+    origin = nb["meta"]["origin_reference_ns"]
+    partial = False
+    with h5py.File(h5nb, "r") as f:
+        for r in range(4):
+            g, ev, _ = load_rank(f, r)
+            for key in set(zip(ev["device"].tolist(), ev["thread_id"].tolist())):
+                sel = ev[(ev["device"] == key[0]) & (ev["thread_id"] == key[1])]
+                st = (to_reference(g, sel["start_ns"]) - origin).tolist()
+                en = (to_reference(g, sel["end_ns"]) - origin).tolist()
+                text = [(f"{a // 1000}.{a % 1000:03d}", f"{(b - a) // 1000}.{(b - a) % 1000:03d}") for a, b in zip(st, en)]
+                for reader in (micros_to_ns, perfetto_strtod_ns, perfetto_digits_ns):
+                    iv = sorted(((reader(a), reader(a) + reader(d)) for a, d in text), key=lambda x: (x[0], -x[1]))
+                    stack = []
+                    for a, b in iv:
+                        while stack and stack[-1] <= a:
+                            stack.pop()
+                        if stack and stack[-1] < b:
+                            partial = True
+                        stack.append(b)
+    expect((nb["meta"]["lanes_added"] > 0) == partial, f"lanes {nb['meta']['lanes_added']}, partial overlap {partial}")
+
+    # C: two non-blocking collectives in flight, completed in issue order: a lane on every rank.
+    h5ov = ctx.path("overlap.h5")
+    run([ctx.commprof, "run", "-o", h5ov, "--"] + mpirun(4) +
+        [os.path.join(ctx.build, "tests", "e2e", "mpi_overlap"), "20"], check_rc=0)
+    info_ov = json.loads(run([ctx.commprof, "info", "--json", h5ov], check_rc=0).stdout)
+    ov_path = ctx.path("overlap.trace.json")
+    export(ctx, h5ov, ov_path)
+    ov = check_trace(load_trace(ov_path), h5ov, info_ov, [0, 1, 2, 3])
+    expect(ov["meta"]["lanes_added"] == 4, f"lanes added {ov['meta']['lanes_added']}, expected one per rank")
+    lane2 = {k for k, v in ov["threads"].items() if v == "thread 0 (lane 2)"}
+    expect(len(lane2) == 4 and {k[0] for k in lane2} == {1, 2, 3, 4}, f"lane tracks {ov['threads']}")
+    for e in ov["slices"]:
+        on_lane2 = (e["pid"], e["tid"]) in lane2
+        # An MPI_Wait ends on the same ns as the request it completes; it moves to lane 2 when a
+        # truncating reader would see it cross that request's end (check_trace verified that).
+        if e["name"] != "MPI_Wait":
+            expect(on_lane2 == (e["name"] == "MPI_Ibcast"), f"{e['name']} on {ov['threads'][(e['pid'], e['tid'])]}")
+    expect(ov["edges"] == 3 * 20, f"{ov['edges']} flows for 20 blocking allreduces")
+    parsed = chromium_json_parse(ctx, ov_path)
+    if parsed is not None:
+        expect(parsed["ph"].get("X") == len(ov["slices"]), f"chromium counts {parsed}")
+    devtools_check(ctx, ov_path, ov)
+
+    # Usage and errors.
+    p = run([ctx.commprof, "export", h5, "--format", "proto", "-o", ctx.path("x.json")])
+    expect(p.returncode == 2 and "not supported" in p.stderr, f"--format proto: rc {p.returncode} {p.stderr}")
+    p = run([ctx.commprof, "export", ctx.path("missing.h5"), "-o", ctx.path("x.json")])
+    expect(p.returncode == 1 and "missing.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+    p = run([ctx.commprof, "export", h5, "--ranks", "9", "-o", ctx.path("x.json")])
+    expect(p.returncode == 2 and "no rank 9" in p.stderr, f"--ranks 9: rc {p.returncode} {p.stderr}")
+    p = run([ctx.commprof, "export", h5, "--ranks", "1,x", "-o", ctx.path("x.json")])
+    expect(p.returncode == 2, f"--ranks 1,x: rc {p.returncode}")
+    expect(not os.path.exists(ctx.path("x.json")), "no output file after an error")
+    # A symlink or FIFO as output is written through, never replaced by the renamed temporary file
+    # (the same rule keeps -o /dev/null a device).
+    real, link = ctx.path("real.json"), ctx.path("link.json")
+    with open(real, "w") as fh:
+        fh.write("{}")
+    os.symlink(real, link)
+    run([ctx.commprof, "export", h5nb, "-o", link, "-q"], check_rc=0)
+    expect(os.path.islink(link) and load_trace(real)["metadata"]["events"] == nb["meta"]["events"],
+           "-o SYMLINK writes the link's target")
+    fifo = ctx.path("trace.fifo")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+    run([ctx.commprof, "export", h5nb, "-o", fifo, "-q"], check_rc=0)
+    piped = reader.communicate(timeout=60)[0]
+    expect(stat.S_ISFIFO(os.lstat(fifo).st_mode) and json.loads(piped)["metadata"]["events"] == nb["meta"]["events"],
+           "-o FIFO streams into the FIFO")
+    # Default output name and standard output.
+    run([ctx.commprof, "export", h5, "-q"], check_rc=0)
+    expect(os.path.exists(ctx.path("straggler.trace.json")), "default output FILE.trace.json")
+    p = run([ctx.commprof, "export", h5nb, "-o", "-", "-q"], check_rc=0)
+    expect(json.loads(p.stdout)["metadata"]["events"] == nb["meta"]["events"] and p.stderr == "", "-o - writes stdout")
+
+
 
 CASES = {
+    "export_trace": case_export_trace,
     "report_straggler": case_report_straggler,
     "p2p_late": case_p2p_late,
     "report_overlap": case_report_overlap,

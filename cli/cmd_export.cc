@@ -1,0 +1,175 @@
+// `commprof export FILE.h5 [--format chrome] [-o OUT] [--ranks LIST] [-q]`: one merged
+// Chrome/Perfetto JSON trace of the job (docs/cli.md, docs/chrome-trace.md). The trace is written
+// to a temporary file next to OUT and renamed over it only when complete, so a failed export never
+// leaves a truncated trace behind (OUT that is a device, FIFO or symlink is written directly).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "analysis/export/chrome_trace.h"
+#include "analysis/load/profile_reader.h"
+#include "cli/commands.h"
+
+namespace commprof::cli {
+namespace {
+
+struct Options {
+  std::string path;
+  std::string format = "chrome";
+  std::string output;
+  std::string ranks;
+  bool quiet = false;
+};
+
+// "0,3,5-7" -> {0, 3, 5, 6, 7}; false on anything else.
+bool ParseRanks(const std::string& spec, std::vector<uint32_t>& out) {
+  std::set<uint32_t> ranks;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t dash = item.find('-');
+    auto number = [](const std::string& s, uint32_t& v) {
+      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+      v = static_cast<uint32_t>(std::stoul(s));
+      return true;
+    };
+    uint32_t lo = 0, hi = 0;
+    if (dash == std::string::npos) {
+      if (!number(item, lo)) return false;
+      hi = lo;
+    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo) {
+      return false;
+    }
+    if (hi - lo > 1000000) return false;
+    for (uint32_t r = lo; r <= hi; ++r) ranks.insert(r);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  out.assign(ranks.begin(), ranks.end());
+  return !out.empty();
+}
+
+std::string DefaultOutput(const std::string& input) {
+  std::filesystem::path p(input);
+  if (p.extension() == ".h5") p.replace_extension();
+  return p.string() + ".trace.json";
+}
+
+int RunExport(const Options& o) {
+  if (o.format != "chrome") {
+    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome)\n", o.format.c_str());
+    return 2;
+  }
+  ChromeExportOptions opts;
+  if (!o.ranks.empty() && !ParseRanks(o.ranks, opts.ranks)) {
+    std::fprintf(stderr, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
+    return 2;
+  }
+  auto reader = ProfileReader::Open(o.path);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "commprof export: %s\n", reader.status().message().c_str());
+    return 1;
+  }
+  const ProfileInfo& info = reader.value()->info();
+  for (uint32_t want : opts.ranks) {
+    bool found = false;
+    for (const RankInfo& r : info.ranks) found = found || r.rank == want;
+    if (!found) {
+      std::fprintf(stderr, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
+                   static_cast<unsigned long long>(info.world_size));
+      return 2;
+    }
+  }
+
+  const bool to_stdout = o.output == "-";
+  const std::string output = o.output.empty() ? DefaultOutput(o.path) : o.output;
+  const std::string display = to_stdout ? std::string("<stdout>") : output;
+  opts.output_name = display;
+  const bool tty = !o.quiet && isatty(STDERR_FILENO) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (tty) {
+    opts.progress = [](const ChromeExportProgress& p) {
+      std::fprintf(stderr, "\rcommprof export: %u/%u ranks written, %llu events, %.1f MB   ", p.ranks_done,
+                   p.ranks_total, static_cast<unsigned long long>(p.events_written),
+                   static_cast<double>(p.bytes_written) / 1e6);
+      std::fflush(stderr);
+    };
+  }
+
+  ChromeExportStats stats;
+  Status st;
+  // A new or regular file is written beside itself and renamed into place when complete. Anything
+  // else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over it
+  // would replace the device or the link itself.
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(output, ec);
+  const bool replace = !to_stdout && (status.type() == std::filesystem::file_type::not_found ||
+                                      status.type() == std::filesystem::file_type::regular);
+  if (to_stdout) {
+    st = WriteChromeTrace(*reader.value(), std::cout, opts, &stats);
+    std::cout.flush();
+    if (st.ok() && !std::cout) st = IoError("<stdout>: write failed");
+  } else {
+    const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+    std::ofstream f(target, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      std::fprintf(stderr, "commprof export: cannot create %s\n", target.c_str());
+      return 1;
+    }
+    st = WriteChromeTrace(*reader.value(), f, opts, &stats);
+    f.close();
+    if (st.ok() && !f) st = IoError(display + ": write failed (disk full?)");
+    if (replace && st.ok()) {
+      std::filesystem::rename(target, output, ec);
+      if (ec) st = IoError(display + ": cannot rename " + target + " into place: " + ec.message());
+    }
+    if (replace && !st.ok()) std::filesystem::remove(target, ec);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof export: %s\n", st.message().c_str());
+    return 1;
+  }
+  if (!o.quiet) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr,
+                 "commprof export: wrote %s: %u rank(s), %llu events (%llu slices, %llu instants), %llu flows, "
+                 "%llu extra lane(s), %.1f MB in %.2f s\n",
+                 display.c_str(), stats.ranks, static_cast<unsigned long long>(stats.events),
+                 static_cast<unsigned long long>(stats.slices), static_cast<unsigned long long>(stats.instants),
+                 static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.lanes_added),
+                 static_cast<double>(stats.bytes) / 1e6, secs);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner AddExportCommand(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "export",
+      "Write one merged timeline of the job as a Chrome/Perfetto JSON trace: one process per rank, one track "
+      "per thread or GPU stream (split into lanes where slices overlap partially), times aligned across ranks "
+      "(microseconds, ns precision, from the earliest event), flow arrows from the last rank to arrive at each "
+      "matched blocking collective to every other participant, and wait/sequence/bytes args on collectives. "
+      "Open the file in https://ui.perfetto.dev or chrome://tracing. Memory: one rank's events at a time. "
+      "Layout: docs/chrome-trace.md.");
+  sub->add_option("file", o->path, "commprof HDF5 file")->required();
+  sub->add_option("--format", o->format, "trace format; only chrome (Trace Event Format JSON)")->capture_default_str();
+  sub->add_option("-o,--output", o->output,
+                  "output file (default: FILE without .h5 + .trace.json; '-' for standard output); overwritten");
+  sub->add_option("--ranks", o->ranks,
+                  "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
+                  "dropped; the time origin is the earliest event of the ranks exported)");
+  sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
+  return [o] { return RunExport(*o); };
+}
+
+}  // namespace commprof::cli
