@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The demo, end to end: installs what it needs, builds, profiles a 4-rank MPI job with a planted
 # straggler (rank 2 computes 3 ms longer per iteration), prints what was recorded and the
-# cross-rank report naming the straggler, and writes demo-output/demo.h5 and report.json.
-# (The merged Chrome/Perfetto trace export is not built yet.)
+# cross-rank report naming the straggler, and writes demo-output/demo.h5 (with its /analysis
+# group), report.json, report.html and the merged Chrome/Perfetto trace demo.trace.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,5 +17,8 @@ build/release/cli/commprof info demo-output/demo.h5
 echo
 build/release/cli/commprof report demo-output/demo.h5
 build/release/cli/commprof report --format json -o demo-output/report.json demo-output/demo.h5
+build/release/cli/commprof report --format html -o demo-output/report.html demo-output/demo.h5
+build/release/cli/commprof export --format chrome -o demo-output/demo.trace.json demo-output/demo.h5
 echo
-echo "demo: wrote demo-output/demo.h5 and demo-output/report.json (read the file with h5py: docs/file-format.md)"
+echo "demo: wrote demo-output/demo.h5 (read it with h5py: docs/file-format.md), report.json, report.html"
+echo "      and demo.trace.json (open it in https://ui.perfetto.dev or chrome://tracing)"
