@@ -1041,7 +1041,11 @@ class Page {
     const double height = top + rh * static_cast<double>(heat.size()) + 40;
     const double span = bin_ns * static_cast<double>(bins);
     const TimeUnit unit = AxisUnit(span);
-    const int decimals = bin_ns > 0 ? DecimalsFor(bin_ns / unit.div) : 0;
+    // Exact for round bin widths (1 us bins: no decimals); a real run's bins (9.316 ms) get three
+    // significant digits, not the six it would take to print them exactly.
+    const int decimals = bin_ns > 0 ? std::min(DecimalsFor(bin_ns / unit.div),
+                                               std::max(0, 2 - static_cast<int>(std::floor(std::log10(bin_ns / unit.div)))))
+                                    : 0;
     auto at = [&](size_t b) { return Fmt("%.*f", decimals, bin_ns * static_cast<double>(b) / unit.div); };
     const bool labels = rh >= 10;
     std::vector<int64_t> row_ranks;
