@@ -1,8 +1,10 @@
 #include "analysis/match/collective_instances.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
+
+#include "analysis/match/comm_membership.h"
+#include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
 namespace {
@@ -13,18 +15,25 @@ struct KeyHash {
 
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned) {
   std::unordered_map<std::pair<uint64_t, uint64_t>, CollectiveInstance, KeyHash> by_key;
-  // Communicator membership from the MPI_COMM creation events: peer = rank in the new
-  // communicator, bytes = its size. MPI_COMM_WORLD ranks are the world ranks.
-  std::map<std::pair<uint64_t, uint32_t>, int32_t> local_rank;
-  std::map<uint64_t, uint32_t> comm_size;
+  // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
+  CommMembership members(reader.info().world_size);
+  Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
   for (const RankInfo& r : reader.info().ranks) {
     ClockModel model = r.clock_model();
+    uint64_t row = 0;
+    auto where = [&](uint64_t at) {
+      return reader.info().path + ": /ranks/" + std::to_string(r.rank) + "/events row " + std::to_string(at) + ": ";
+    };
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
-        if (e.kind == COMMPROF_KIND_MPI_COMM) {
-          local_rank[{e.comm_id, r.rank}] = e.peer;
-          comm_size[e.comm_id] = static_cast<uint32_t>(e.bytes);
+        const uint64_t at = row++;
+        if (!bad.ok()) return;
+        if (e.end_ns < e.start_ns) {
+          bad = Corrupt(where(at) + KindName(e.kind) + " ends before it starts (end_ns " + std::to_string(e.end_ns) +
+                        " < start_ns " + std::to_string(e.start_ns) + ")");
+          return;
         }
+        if (members.Add(e, r.rank)) continue;
         if (e.kind != COMMPROF_KIND_MPI_COLLECTIVE) continue;
         if (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) continue;
         auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
@@ -39,40 +48,49 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           in.op = e.subtype;
           in.root = e.peer;
           in.bytes = e.bytes;
+        } else if (in.arrivals.back().world_rank == r.rank) {
+          // Ranks are read one after another, so a rank's earlier record of this key is the last.
+          bad = Corrupt(where(at) + "a second " + OpTypeName(e.subtype) + " with communicator " +
+                        std::to_string(e.comm_id) + " sequence " + std::to_string(e.seq) +
+                        " on the same rank (sequence numbers are unique per communicator)");
+          return;
+        } else if (in.op != e.subtype) {
+          bad = Corrupt(where(at) + OpTypeName(e.subtype) + " with communicator " + std::to_string(e.comm_id) +
+                        " sequence " + std::to_string(e.seq) + ", but rank " +
+                        std::to_string(in.arrivals.front().world_rank) + " recorded " + OpTypeName(in.op) +
+                        " for the same call");
+          return;
         }
         in.arrivals.push_back({r.rank, -1, start, end});
       }
     });
     COMMPROF_RETURN_IF_ERROR(st);
+    COMMPROF_RETURN_IF_ERROR(bad);
   }
   std::vector<CollectiveInstance> out;
   out.reserve(by_key.size());
   for (auto& [key, in] : by_key) {
-    if (in.comm_id == COMMPROF_COMM_WORLD_ID) {
-      in.comm_size = static_cast<uint32_t>(reader.info().world_size);
-    } else if (auto it = comm_size.find(in.comm_id); it != comm_size.end()) {
-      in.comm_size = it->second;
-    }
-    for (auto& a : in.arrivals) {
-      if (in.comm_id == COMMPROF_COMM_WORLD_ID) {
-        a.local_rank = static_cast<int32_t>(a.world_rank);
-      } else if (auto it = local_rank.find({in.comm_id, a.world_rank}); it != local_rank.end()) {
-        a.local_rank = it->second;
-      }
-    }
+    in.comm_size = members.Size(in.comm_id);
+    for (auto& a : in.arrivals) a.local_rank = members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.world_rank < b.world_rank; });
     out.push_back(std::move(in));
   }
-  auto first_start = [](const CollectiveInstance& in) {
+  // Order by earliest entry, computed once per instance rather than in every comparison.
+  std::vector<std::pair<int64_t, size_t>> order(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
     int64_t m = INT64_MAX;
-    for (const auto& a : in.arrivals) m = std::min(m, a.start);
-    return m;
-  };
-  std::sort(out.begin(), out.end(), [&](const CollectiveInstance& a, const CollectiveInstance& b) {
-    int64_t fa = first_start(a), fb = first_start(b);
-    return fa != fb ? fa < fb : std::tie(a.comm_id, a.seq) < std::tie(b.comm_id, b.seq);
+    for (const auto& a : out[i].arrivals) m = std::min(m, a.start);
+    order[i] = {m, i};
+  }
+  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    if (x.first != y.first) return x.first < y.first;
+    return std::tie(out[x.second].comm_id, out[x.second].seq) < std::tie(out[y.second].comm_id, out[y.second].seq);
   });
+  std::vector<CollectiveInstance> sorted;
+  sorted.reserve(out.size());
+  for (const auto& [start, i] : order) sorted.push_back(std::move(out[i]));
+  out.swap(sorted);
   return out;
 }
 

@@ -30,7 +30,9 @@ struct CollectiveInstance {
 };
 
 // Every blocking collective instance of the file, ordered by earliest entry. `aligned`: apply each
-// rank's clock model (false: raw local times).
+// rank's clock model (false: raw local times). A malformed input is rejected (kCorrupt, naming
+// the file, rank and events row): an event that ends before it starts, a rank recording the same
+// (communicator, sequence) twice, or ranks disagreeing on the operation of one call.
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned);
 
 }  // namespace commprof

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,6 +121,40 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   std::string line;
   std::getline(lines, line);  // the path
   while (std::getline(lines, line)) EXPECT_LE(line.size(), 100u) << line;
+}
+
+// Rejected inputs: the analysis stops with kCorrupt and a message naming the file, the rank's
+// events dataset and the row, instead of measuring something wrong.
+TEST(JobReport, MalformedInputsAreRejectedNamingFileRankAndRow) {
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<RankData>&)> spoil;
+    const char* expected;
+  };
+  std::vector<Case> cases = {
+      {"an event ending before it starts",
+       [](std::vector<RankData>& r) { std::swap(r[2].events[1].start_ns, r[2].events[1].end_ns); },
+       "/ranks/2/events row 1: mpi_collective ends before it starts"},
+      // rank 0 records seq 3 twice: with three ranks it would otherwise look complete without rank 2
+      {"a duplicated sequence number",
+       [](std::vector<RankData>& r) { r[0].events.push_back(r[0].events[3]); },
+       "/ranks/0/events row 5: a second allreduce with communicator 1 sequence 3 on the same rank"},
+      {"ranks disagreeing on the operation",
+       [](std::vector<RankData>& r) { r[1].events[2].subtype = COMMPROF_OP_BCAST; },
+       "/ranks/1/events row 2: bcast with communicator 1 sequence 2, but rank 0 recorded allreduce"},
+  };
+  for (const auto& c : cases) {
+    TempDir dir;
+    std::vector<RankData> job = Job();
+    c.spoil(job);
+    auto reader = test_support::WriteProfile(dir / "bad.h5", job);
+    ASSERT_NE(reader, nullptr);
+    auto rep = AnalyzeJob(*reader);
+    ASSERT_FALSE(rep.ok()) << c.what;
+    EXPECT_EQ(rep.status().code(), StatusCode::kCorrupt) << c.what;
+    EXPECT_NE(rep.status().message().find(dir / "bad.h5"), std::string::npos) << rep.status().message();
+    EXPECT_NE(rep.status().message().find(c.expected), std::string::npos) << c.what << ": " << rep.status().message();
+  }
 }
 
 template <typename T>
