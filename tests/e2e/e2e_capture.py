@@ -1095,8 +1095,998 @@ def case_export_trace(ctx):
     expect(json.loads(p.stdout)["metadata"]["events"] == nb["meta"]["events"] and p.stderr == "", "-o - writes stdout")
 
 
+# ---------------------------------------------------------------------------------------------
+# verify_independent: an independent check of the cross-rank analysis, written from the contract
+# (docs/metrics.md, docs/cli.md, docs/file-format.md "The analysis group", docs/chrome-trace.md)
+# by someone who did not write it. Workloads: tests/e2e/verify_*.c, with planted sleep-based
+# lateness. Figures are checked three ways: (1) against the docs' formulas recomputed here from
+# the raw events (h5py, clock model of docs/file-format.md), to the ns; (2) per instance, against
+# the application's own CLOCK_MONOTONIC reads around each call (v_app_truth); (3) against the
+# planted sleeps, as medians within a stated tolerance. Where the code disagrees with the docs,
+# v_xfail records it (printed, not fatal) and the rest is checked against what the code stores.
+
+V_OP_NAME = {1: "barrier", 2: "bcast", 3: "reduce", 4: "allreduce", 5: "gather", 6: "gatherv", 7: "scatter",
+             8: "scatterv", 9: "allgather", 10: "allgatherv", 11: "alltoall", 12: "alltoallv",
+             13: "reduce_scatter", 14: "reduce_scatter_block", 15: "scan"}
+V_NXN = {1, 4, 9, 10, 11, 12, 13, 14}   # Wait at NxN (metrics.md §2)
+V_LATE_BCAST = {2, 7, 8}                # Bcast, Scatter(v): a non-root waits for the root
+V_EARLY_REDUCE = {3, 5, 6}              # Reduce, Gather(v): the root waits for the last
+V_SCAN = 15
+V_MS = 1_000_000
+# The planted lateness is an intended sleep. On a busy machine the scheduler wakes a sleeper late:
+# 4 ms on every sleep with two CPU hogs on the 2 cores. So the planted values are held, as
+# medians over a phase, to +-5 ms (D = 20 ms: 25 %; it still tells ~D from 0 and from 2D); the
+# exact per-instance check is against the application's own clock reads (v_app_truth, 2 ms).
+V_PLANTED_TOL = 5 * V_MS
+
+
+def v_bus_factor(op, n):
+    """metrics.md §2.1, the nccl-tests factors."""
+    if op == 1:
+        return 0.0
+    if op == 4:
+        return 2.0 * (n - 1) / n
+    if op in (2, 3, 15):
+        return 1.0
+    return (n - 1) / n
+
+
+def v_file_instances(h5):
+    """The blocking collective instances of the file, from the raw events only (metrics.md §1):
+    (comm_id, seq) -> {world rank: arrival/exit on the aligned clock, op, bytes, root}, plus the
+    communicators' membership {comm: {world rank: local rank}} and sizes."""
+    members, sizes, inst = {}, {}, {}
+    with h5py.File(h5, "r") as f:
+        world = int(f.attrs["world_size"])
+        members[1] = {r: r for r in range(world)}
+        sizes[1] = world
+        for name in f["ranks"]:
+            r, g = int(name), f["ranks"][name]
+            if "events" not in g:
+                continue
+            ev = g["events"][...]
+            for c in ev[ev["kind"] == KIND["mpi_comm"]]:
+                members.setdefault(int(c["comm_id"]), {})[r] = int(c["peer"])
+                sizes[int(c["comm_id"])] = int(c["bytes"])
+            coll = ev[(ev["kind"] == KIND["mpi_collective"]) & ((ev["flags"] & 7) == 0)]
+            starts, ends = to_reference(g, coll["start_ns"]), to_reference(g, coll["end_ns"])
+            for c, a, e in zip(coll, starts.tolist(), ends.tolist()):
+                inst.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = {
+                    "a": a, "e": e, "op": int(c["subtype"]), "bytes": int(c["bytes"]), "root": int(c["peer"])}
+    return inst, members, sizes
+
+
+def v_measure(key, parts, members, threshold):
+    """One complete instance measured by the text of metrics.md §2 (ties for last: lowest rank)."""
+    a = {r: p["a"] for r, p in parts.items()}
+    op = next(iter(parts.values()))["op"]
+    last_a = max(a.values())
+    last = min(r for r in a if a[r] == last_a)
+    local = members[key[0]]
+    if op in V_NXN:
+        wait = {r: last_a - a[r] for r in a}
+    elif op == V_SCAN:
+        wait = {r: max(a[j] for j in a if local[j] <= local[r]) - a[r] for r in a}
+    else:
+        root_local = next(iter(parts.values()))["root"]
+        root = [r for r in a if local[r] == root_local]
+        expect(len(root) == 1, f"{key}: root {root_local} is not one member of {local}")
+        root = root[0]
+        if op in V_LATE_BCAST:
+            wait = {r: (0 if r == root else max(0, a[root] - a[r])) for r in a}
+        else:
+            wait = {r: (last_a - a[root] if r == root else 0) for r in a}
+    skew = last_a - min(a.values())
+    second = sorted(a.values())[-2] if len(a) > 1 else last_a
+    straggler = last if skew > threshold else -1
+    transfer = max(p["e"] for p in parts.values()) - last_a
+    # S of metrics.md §2.1: the size nccl-tests calls S. Every rank records it, except that the
+    # byte rule of Gatherv/Scatterv gives a non-root only its own part: the root's is the buffer.
+    by_rank = {r: p["bytes"] for r, p in parts.items()}
+    if op in V_LATE_BCAST | V_EARLY_REDUCE:
+        nbytes = by_rank[root]
+    else:
+        nbytes = by_rank[min(by_rank)] if len(set(by_rank.values())) == 1 else None  # Alltoallv: per rank
+    return {"by_rank": by_rank, "op": op, "a": a, "e": {r: p["e"] for r, p in parts.items()}, "last_a": last_a,
+            "last": last, "skew": skew, "straggler": straggler, "delay": last_a - second if straggler >= 0 else 0,
+            "wait": wait, "total_wait": sum(wait.values()), "transfer": transfer, "bytes": nbytes,
+            "xfer_r": {r: max(0, p["e"] - max(p["a"], last_a)) for r, p in parts.items()}}
+
+
+def v_analysis(h5):
+    """/analysis read back with h5py: instances keyed (comm_id, seq), with their arrivals rows."""
+    with h5py.File(h5, "r") as f:
+        expect("analysis" in f, f"{h5}: no /analysis group (commprof run must store it)")
+        g = f["analysis"]
+        inst, arr = g["instances"][:], g["arrivals"][:]
+        out = {}
+        for i, row in enumerate(inst):
+            rows = arr[arr["instance"] == i]
+            out[(int(row["comm_id"]), int(row["seq"]))] = (row, {int(x["rank"]): x for x in rows})
+        return out, dict(g.attrs), json.loads(g["report_json"][()])
+
+
+def v_check_formulas(h5, rep):
+    """Recompute every instance, per-rank and per-type figure from the raw events by the docs'
+    formulas and compare with /analysis and the JSON report. Times may differ by the clock model's
+    rounding (docs/file-format.md: np.rint vs away from zero, 1 ns per time)."""
+    inst, members, sizes = v_file_instances(h5)
+    thr = rep["skew_threshold_ns"]
+    with h5py.File(h5, "r") as f:  # metrics.md §3: max(1 us, 2 x the largest clock error bound)
+        bound = max(int(f["ranks"][n].attrs.get("clock_error_bound_ns", -1)) for n in f["ranks"])
+    expect(thr == max(1000, 2 * bound), f"skew threshold {thr}, largest error bound {bound}")
+    stored, attrs, _ = v_analysis(h5)
+    complete = {k: v for k, v in inst.items() if sizes.get(k[0]) == len(v)}
+    incomplete = {k: v for k, v in inst.items() if k not in complete}
+    expect(set(stored) == set(inst), f"/analysis instances {sorted(set(stored) ^ set(inst))[:10]} differ from the file")
+    expect(rep["instances"]["matched"] == len(complete) == int(attrs["matched"]),
+           f"matched {rep['instances']['matched']} / attr {attrs['matched']}, from the file {len(complete)}")
+    expect(rep["instances"]["incomplete"] == len(incomplete) == int(attrs["incomplete"]),
+           f"incomplete {rep['instances']['incomplete']}, from the file {len(incomplete)}")
+    listed = {(i["comm_id"], i["seq"]): i for i in rep["instances"]["incomplete_list"]}
+    expect(set(listed) == set(list(sorted(incomplete, key=lambda k: min(p["a"] for p in incomplete[k].values())))[:100]),
+           f"incomplete_list {sorted(listed)} vs {sorted(incomplete)}")
+    for k, entry in listed.items():
+        expect(sorted(entry["ranks_present"]) == sorted(incomplete[k]) and entry["comm_size"] == sizes.get(k[0], 0)
+               and entry["type"] == V_OP_NAME[next(iter(incomplete[k].values()))["op"]], f"incomplete entry {entry}")
+    measured = {}
+    for k, parts in complete.items():
+        m = v_measure(k, parts, members, thr)
+        measured[k] = m
+        row, arr = stored[k]
+        n = len(parts)
+        where = f"instance {k[0]:#x}/{k[1]} ({V_OP_NAME[m['op']]})"
+        expect(int(row["complete"]) == 1 and int(row["participants"]) == n and int(row["comm_size"]) == sizes[k[0]]
+               and int(row["op"]) == m["op"], f"{where}: row {row}")
+        if m["bytes"] is None or int(row["bytes"]) != m["bytes"]:
+            first = m["by_rank"][min(m["by_rank"])]
+            expect(m["bytes"] is None or (m["op"] in (6, 8) and int(row["bytes"]) == first),
+                   f"{where}: bytes {row['bytes']}, S of metrics.md §2.1 is {m['bytes']}")
+            if m["bytes"] is not None:
+                # KNOWN DISCREPANCY (expected failure): collective_instances.cc takes `bytes` from
+                # the first rank read (the lowest), so a Gatherv/Scatterv whose root is not the
+                # lowest rank gets a non-root's own part, not the buffer S (the root's).
+                v_xfail(f"{V_OP_NAME[m['op']]} bytes is not S",
+                        f"{where}: bytes = {int(row['bytes'])} (rank {min(m['by_rank'])}'s own part); "
+                        f"metrics.md §2.1 S = the root's {m['bytes']}: algbw/busbw {m['bytes'] / first:g}x low")
+            m["bytes"] = int(row["bytes"])  # the remaining checks: consistency with the stored figure
+        expect(abs(int(row["last_arrival_ns"]) - m["last_a"]) <= 1 and abs(int(row["skew_ns"]) - m["skew"]) <= 2,
+               f"{where}: last arrival/skew {row['last_arrival_ns']}/{row['skew_ns']} vs {m['last_a']}/{m['skew']}")
+        expect(int(row["straggler_rank"]) == m["straggler"] or abs(m["skew"] - thr) <= 2,
+               f"{where}: straggler {row['straggler_rank']} vs {m['straggler']}")
+        expect(abs(int(row["delay_caused_ns"]) - m["delay"]) <= 2, f"{where}: delay {row['delay_caused_ns']} vs {m['delay']}")
+        expect(abs(int(row["total_wait_ns"]) - m["total_wait"]) <= 2 * n,
+               f"{where}: total wait {row['total_wait_ns']} vs {m['total_wait']}")
+        expect(abs(int(row["transfer_ns"]) - m["transfer"]) <= 2, f"{where}: transfer {row['transfer_ns']} vs {m['transfer']}")
+        # §2.1 on the stored transfer: algbw = S / transfer (bytes per ns = GB/s), busbw = algbw x factor
+        t = int(row["transfer_ns"])
+        algbw = m["bytes"] / t if t > 0 else 0.0
+        expect(math.isclose(float(row["algbw_gbps"]), algbw, rel_tol=1e-9, abs_tol=1e-12),
+               f"{where}: algbw {row['algbw_gbps']} vs S/transfer {algbw}")
+        expect(math.isclose(float(row["busbw_gbps"]), algbw * v_bus_factor(m["op"], n), rel_tol=1e-9, abs_tol=1e-12),
+               f"{where}: busbw {row['busbw_gbps']} vs algbw x {v_bus_factor(m['op'], n)}")
+        expect(set(arr) == set(parts), f"{where}: arrivals of ranks {sorted(arr)}")
+        for r, x in arr.items():
+            expect(int(x["local_rank"]) == members[k[0]][r], f"{where}: rank {r} local {x['local_rank']}")
+            expect(abs(int(x["start_ns"]) - m["a"][r]) <= 1 and abs(int(x["end_ns"]) - m["e"][r]) <= 1,
+                   f"{where}: rank {r} times")
+            expect(abs(int(x["wait_ns"]) - m["wait"][r]) <= 2,
+                   f"{where}: rank {r} wait {x['wait_ns']} ns, metrics.md §2 gives {m['wait'][r]}")
+            expect(abs(int(x["transfer_ns"]) - m["xfer_r"][r]) <= 2, f"{where}: rank {r} transfer_r")
+    for k in incomplete:
+        row, _ = stored[k]
+        expect(int(row["complete"]) == 0 and int(row["straggler_rank"]) == -1, f"incomplete row {k}: {row}")
+    # Per rank (metrics.md §4).
+    for rr in rep["ranks"]:
+        r = rr["rank"]
+        mine = [m for m in measured.values() if r in m["a"]]
+        cnt = len(mine)
+        comm = sum(m["e"][r] - m["a"][r] for m in mine)
+        wait = sum(m["wait"][r] for m in mine)
+        last = [m for m in mine if m["straggler"] == r]
+        imposed = sum(m["total_wait"] - m["wait"][r] for m in last)
+        want = {"instances": (cnt, 0), "comm_time_ns": (comm, 2 * cnt), "wait_time_ns": (wait, 2 * cnt),
+                "times_last": (len(last), 0), "delay_caused_ns": (sum(m["delay"] for m in last), 2 * cnt),
+                "wait_imposed_ns": (imposed, 2 * len(rep["ranks"]) * cnt),
+                "transfer_time_ns": (sum(m["xfer_r"][r] for m in mine), 2 * cnt)}
+        for key, (v, tol) in want.items():
+            expect(abs(rr[key] - v) <= tol, f"rank {r}: {key} {rr[key]}, metrics.md §4 gives {v} (+-{tol})")
+        expect(comm == 0 or math.isclose(rr["wait_share"], rr["wait_time_ns"] / rr["comm_time_ns"], rel_tol=1e-9),
+               f"rank {r}: wait_share {rr['wait_share']}")
+    # Per type (metrics.md §4, §2.1).
+    by_type = {}
+    for m in measured.values():
+        by_type.setdefault(V_OP_NAME[m["op"]], []).append(m)
+    expect({c["type"] for c in rep["collectives"]} == set(by_type), f"types {[c['type'] for c in rep['collectives']]}")
+    for c in rep["collectives"]:
+        ms = by_type[c["type"]]
+        xfer = sum(m["transfer"] for m in ms)
+        skews = sorted(m["skew"] for m in ms)
+        nearest = lambda q: skews[max(0, math.ceil(q * len(skews)) - 1)]
+        expect(c["count"] == len(ms), f"{c['type']}: count {c['count']} vs {len(ms)}")
+        expect(abs(c["bytes"] - sum(m["bytes"] for m in ms) / len(ms)) <= 1, f"{c['type']}: mean bytes {c['bytes']}")
+        expect(abs(c["mean_transfer_ns"] - xfer / len(ms)) <= 2, f"{c['type']}: mean transfer {c['mean_transfer_ns']}")
+        mw = sum(sum(m["wait"].values()) / len(m["wait"]) for m in ms) / len(ms)
+        expect(abs(c["mean_wait_ns"] - mw) <= 2, f"{c['type']}: mean wait {c['mean_wait_ns']} vs {mw}")
+        dur = sum(sum(m["e"][r] - m["a"][r] for r in m["a"]) for m in ms) / sum(len(m["a"]) for m in ms)
+        expect(abs(c["mean_duration_ns"] - dur) <= 2, f"{c['type']}: mean duration {c['mean_duration_ns']} vs {dur}")
+        for q, key in ((0.5, "skew_p50_ns"), (0.99, "skew_p99_ns")):
+            if abs(c[key] - nearest(q)) <= 2:
+                continue
+            # KNOWN DISCREPANCY (expected failure): metrics.md §4 says "nearest rank", the element
+            # of rank ceil(q n); wait_metrics.cc Percentile() takes index round(q (n - 1)), which
+            # differs for many n (n = 54: p99 is the 53rd of 54, not the largest).
+            other = skews[int(q * (len(skews) - 1) + 0.5)]
+            expect(abs(c[key] - other) <= 2, f"{c['type']}: {key} {c[key]}, nearest rank gives {nearest(q)}")
+            v_xfail("skew percentile is not the nearest rank",
+                    f"{c['type']} {key} = {c[key]} is the element at index round(q(n-1)); metrics.md §4 "
+                    f"'nearest rank' (rank ceil(q n) of n = {len(skews)}) gives {nearest(q)}")
+        if xfer > 0:
+            alg = sum(m["bytes"] for m in ms) / xfer
+            bus = sum(m["bytes"] * v_bus_factor(m["op"], len(m["a"])) for m in ms) / xfer
+            expect(math.isclose(c["algbw_gbps"], alg, rel_tol=1e-6) and math.isclose(c["busbw_gbps"], bus, rel_tol=1e-6,
+                                                                                    abs_tol=1e-12),
+                   f"{c['type']}: algbw/busbw {c['algbw_gbps']}/{c['busbw_gbps']}, sums give {alg}/{bus}")
+    # Worst instances (metrics.md §4): the ten largest total waits, ties to the earlier.
+    worst = sorted(measured, key=lambda k: (-measured[k]["total_wait"], min(measured[k]["a"].values())))[:10]
+    got = [(w["comm_id"], w["seq"]) for w in rep["worst_instances"]]
+    expect(len(got) == len(worst) and all(
+        abs(measured[g]["total_wait"] - measured[w]["total_wait"]) <= 4 * len(measured[w]["a"]) for g, w in zip(got, worst)),
+        f"worst instances {got}, by total wait {worst}")
+    for w in rep["worst_instances"]:
+        m = measured[(w["comm_id"], w["seq"])]
+        expect(w["last_rank"] == m["straggler"] and abs(w["total_wait_ns"] - m["total_wait"]) <= 2 * len(m["a"]) and
+               abs(w["start_ns"] - min(m["a"].values())) <= 1 and w["bytes"] == m["bytes"] and
+               w["type"] == V_OP_NAME[m["op"]] and abs(w["skew_ns"] - m["skew"]) <= 2 and
+               abs(w["delay_caused_ns"] - m["delay"]) <= 2, f"worst instance {w}")
+    # Lateness over time (metrics.md §4): 40 bins from the first to the last instance's first
+    # arrival; per rank and bin the mean of a_r - min a, and the times it was the straggler.
+    lat = rep["lateness"]
+    firsts = {k: min(m["a"].values()) for k, m in measured.items()}
+    if measured:
+        expect(lat["bins"] == 40 and abs(lat["start_ns"] - min(firsts.values())) <= 1, f"lateness {lat['start_ns']}")
+        expect(abs(lat["bin_ns"] * 40 - (max(firsts.values()) - min(firsts.values()))) <= 40,
+               f"lateness bin {lat['bin_ns']} ns x 40 vs span {max(firsts.values()) - min(firsts.values())}")
+        for row in lat["ranks"]:
+            r = row["rank"]
+            sums, last = [[] for _ in range(40)], [0] * 40
+            for k, m in measured.items():
+                b = min(39, (firsts[k] - lat["start_ns"]) // lat["bin_ns"]) if lat["bin_ns"] > 0 else 0
+                if r in m["a"]:
+                    sums[b].append(m["a"][r] - firsts[k])
+                last[b] += m["straggler"] == r
+            expect(sum(row["times_last"]) == sum(last), f"lateness rank {r}: times last {row['times_last']} vs {last}")
+            for b in range(40):
+                want = sum(sums[b]) / len(sums[b]) if sums[b] else None
+                got_b = row["mean_lateness_ns"][b]
+                expect((want is None) == (got_b is None) and (want is None or abs(got_b - want) <= 4),
+                       f"lateness rank {r} bin {b}: {got_b} vs {want}")
+    # Overlap and time breakdown (these workloads have no GPU records: basis cpu-outside-mpi).
+    v_check_overlap(h5, rep)
+    # The analysis group holds the same report.
+    _, _, stored_report = v_analysis(h5)
+    for key in ("instances", "ranks", "collectives", "worst_instances", "stragglers", "lateness", "skew_threshold_ns"):
+        expect(stored_report[key] == rep[key], f"/analysis/report_json differs from commprof report in {key}")
+    return measured, members, incomplete
+
+
+def v_union(iv):
+    out = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        elif b > a:
+            out.append([a, b])
+    return out
+
+
+def v_len(u):
+    return sum(b - a for a, b in u)
+
+
+def v_inter(u, w):
+    i = j = total = 0
+    while i < len(u) and j < len(w):
+        total += max(0, min(u[i][1], w[j][1]) - max(u[i][0], w[j][0]))
+        if u[i][1] < w[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def v_check_overlap(h5, rep):
+    """metrics.md §6.1 (basis cpu-outside-mpi) from the raw events on the aligned clock: M = time
+    inside MPI calls (blocking collectives and point-to-point, Wait/Test, communicator creation,
+    Init, Finalize), C = communication (the same without Init/Finalize, plus non-blocking
+    operations from issue to completion), K = span minus M. Blocking-only code has C inside M:
+    overlap exactly 0."""
+    with h5py.File(h5, "r") as f:
+        for rr in rep["ranks"]:
+            g = f["ranks"][str(rr["rank"])]
+            ev = g["events"][...]
+            a, e = to_reference(g, ev["start_ns"]).tolist(), to_reference(g, ev["end_ns"]).tolist()
+            kinds, flags = ev["kind"].tolist(), ev["flags"].tolist()
+            inside = [(x, y) for x, y, k, fl in zip(a, e, kinds, flags) if k in (1, 2, 3, 4, 5, 6) and not fl & 3]
+            comm = [(x, y) for x, y, k, fl in zip(a, e, kinds, flags) if k in (3, 4, 5, 6) and not fl & 2]
+            M, C = v_union(inside), v_union(comm)
+            span = max(e) - min(a)
+            tol = 2 * len(ev)
+            b = rr["breakdown"]
+            where = f"rank {rr['rank']} overlap/breakdown"
+            blocking_only = not any(fl & FLAG_NONBLOCKING for fl in flags)
+            over = (v_len(C) - v_inter(C, M)) / v_len(C) if C else 0.0
+            expect(rr["overlap_basis"] == "cpu-outside-mpi" and abs(rr["overlap"] - over) <= 1e-6 and
+                   (not blocking_only or rr["overlap"] == 0.0), f"{where}: overlap {rr['overlap']} vs {over}")
+            expect(abs(rr["comm_union_ns"] - v_len(C)) <= tol and abs(rr["exposed_comm_ns"] - v_inter(C, M)) <= tol,
+                   f"{where}: |C| {rr['comm_union_ns']} vs {v_len(C)}, exposed {rr['exposed_comm_ns']} vs {v_inter(C, M)}")
+            expect(abs(b["span_ns"] - span) <= 2 and abs(b["compute_ns"] - (span - v_len(M))) <= tol and
+                   abs(b["idle_ns"] - (v_len(M) - v_inter(C, M))) <= tol and b["memory_ns"] == 0 and
+                   b["exposed_comm_ns"] == rr["exposed_comm_ns"], f"{where}: {b}, span {span}, |M| {v_len(M)}")
+            expect(b["compute_ns"] + b["exposed_comm_ns"] + b["memory_ns"] + b["idle_ns"] == b["span_ns"],
+                   f"{where}: the parts do not add up to the span: {b}")
+
+
+V_XFAILS = {}
+
+
+def v_xfail(key, detail):
+    """A disagreement with the docs found by this check and reported: kept visible (the first
+    example of each is printed, and the count at the end), not fatal."""
+    V_XFAILS[key] = V_XFAILS.get(key, 0) + 1
+    if V_XFAILS[key] == 1:
+        print(f"verify_independent: EXPECTED FAILURE ({key}): {detail}")
+
+
+def v_near(got, want, tol, what):
+    expect(abs(got - want) <= tol, f"{what}: {got / V_MS:.3f} ms, planted {want / V_MS:.3f} ms +- {tol / V_MS:.3f} ms")
+
+
+def v_median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+# docs/cli.md "--format json" (schema_version 2): every documented key, by object.
+V_SCHEMA = {
+    "": {"schema", "schema_version", "world_size", "job_id", "path", "instances", "skew_threshold_ns", "ranks",
+         "collectives", "worst_instances", "p2p", "stragglers", "lateness", "clock"},
+    "instances": {"matched", "incomplete", "incomplete_list"},
+    "incomplete_list": {"comm_id", "seq", "type", "comm_size", "ranks_present"},
+    "ranks": {"rank", "host", "pid", "comm_time_ns", "wait_time_ns", "wait_share", "times_last", "delay_caused_ns",
+              "wait_imposed_ns", "instances", "transfer_time_ns", "overlap", "exposed_comm_ns", "overlap_basis",
+              "comm_union_ns", "breakdown", "incomplete_events", "devices", "p2p"},
+    "breakdown": {"span_ns", "compute_ns", "exposed_comm_ns", "memory_ns", "idle_ns"},
+    "rank_p2p": {"sent", "received", "bytes_sent", "bytes_received", "p2p_time_ns", "late_sender_wait_ns",
+                 "late_receiver_wait_ns", "unmatched_sends", "unmatched_recvs"},
+    "collectives": {"type", "count", "bytes", "mean_duration_ns", "mean_wait_ns", "mean_transfer_ns", "skew_p50_ns",
+                    "skew_p99_ns", "algbw_gbps", "busbw_gbps"},
+    "worst_instances": {"comm_id", "seq", "type", "bytes", "start_ns", "skew_ns", "last_rank", "delay_caused_ns",
+                        "total_wait_ns"},
+    "p2p": {"sends", "recvs", "matched", "unmatched_sends", "unmatched_recvs", "unmatched_sendrecv", "proc_null",
+            "bytes", "late_sender_wait_ns", "late_receiver_wait_ns", "unmatched_by_reason", "unmatched_list",
+            "worst_messages"},
+    "unmatched_by_reason": {"no_partner", "wildcard_source", "untracked_comm", "unknown_peer"},
+    "stragglers": {"rank", "host", "share_last", "delay_caused_ns", "persistent", "cause"},
+    "lateness": {"start_ns", "bin_ns", "bins", "ranks"},
+    "lateness_ranks": {"rank", "mean_lateness_ns", "times_last"},
+    "clock": {"violations", "instances_checked", "ranks"},
+}
+
+
+def v_report(ctx, h5):
+    p = run([ctx.commprof, "report", h5, "--format", "json"], check_rc=0)
+    rep = v_strict_json(p.stdout, f"report of {h5}")
+    expect(rep["schema"] == "commprof-report" and rep["schema_version"] == 2, "report schema")
+
+    def has(obj, key, where):
+        missing = V_SCHEMA[key] - set(obj)
+        expect(not missing, f"report of {h5}: {where} lacks the documented keys {sorted(missing)}")
+    has(rep, "", "the top level")
+    for k in ("instances", "p2p", "lateness", "clock"):
+        has(rep[k], k, k)
+    has(rep["p2p"], "p2p", "p2p")
+    has(rep["p2p"]["unmatched_by_reason"], "unmatched_by_reason", "p2p.unmatched_by_reason")
+    for obj in rep["instances"]["incomplete_list"]:
+        has(obj, "incomplete_list", "instances.incomplete_list[]")
+    for obj in rep["ranks"]:
+        has(obj, "ranks", "ranks[]")
+        has(obj["breakdown"], "breakdown", "ranks[].breakdown")
+        has(obj["p2p"], "rank_p2p", "ranks[].p2p")
+    for key in ("collectives", "worst_instances", "stragglers"):
+        for obj in rep[key]:
+            has(obj, key, key + "[]")
+    for obj in rep["lateness"]["ranks"]:
+        has(obj, "lateness_ranks", "lateness.ranks[]")
+        expect(len(obj["mean_lateness_ns"]) == len(obj["times_last"]) == rep["lateness"]["bins"], "lateness bins")
+    return rep
+
+
+def v_strict_json(text, what, floats=float):
+    """json.loads accepts NaN and Infinity, which are not JSON: refuse them."""
+    def bad(token):
+        raise AssertionError(f"{what}: {token} is not valid JSON")
+    return json.loads(text, parse_constant=bad, parse_float=floats)
+
+
+def v_text_report(ctx, h5):
+    p = run([ctx.commprof, "report", h5], check_rc=0)
+    body = [line for line in p.stdout.splitlines() if not line.startswith("commprof report:")]
+    expect(max(len(line) for line in body) <= 100, "text report wider than 100 columns:\n" + p.stdout)
+    return p.stdout
+
+
+def v_check_export(ctx, h5, measured, incomplete, name):
+    """docs/chrome-trace.md on one run: strict JSON, one process per rank, no partial overlap per
+    track (integer ns from the ts/dur text), collective args, and one flow from the last arriver to
+    each other participant of every complete instance: sum of (participants - 1) arrows."""
+    out = ctx.path(name + ".trace.json")
+    run([ctx.commprof, "export", h5, "--format", "chrome", "-o", out, "-q"], check_rc=0)
+    with open(out, "rb") as fh:
+        # ts/dur kept as their text (parse_float=str), to be read as integer ns
+        t = v_strict_json(fh.read().decode("utf-8"), name + " trace", floats=str)
+    ev = t["traceEvents"]
+    names = sorted(e["pid"] for e in ev if e["ph"] == "M" and e["name"] == "process_name")
+    expect(names == [1, 2, 3, 4], f"{name}: process_name pids {names}")
+    info = {r["rank"]: r for r in json.loads(run([ctx.commprof, "info", "--json", h5], check_rc=0).stdout)["ranks"]}
+    meta = {(e["name"], e["pid"], e.get("tid")): e["args"] for e in ev if e["ph"] == "M"}
+    for r, i in info.items():
+        want = f"rank {r} ({i['host']}, pid {i['pid']})" if i["status"] != "missing" else f"rank {r} (missing)"
+        expect(meta[("process_name", r + 1, None)]["name"] == want, f"{name}: process {r + 1} name, expected {want}")
+        expect(meta[("process_sort_index", r + 1, None)]["sort_index"] == r, f"{name}: rank {r} sort index")
+        label = meta.get(("process_labels", r + 1, None), {}).get("labels")
+        expect(label == (None if i["status"] == "complete" else i["status"]), f"{name}: rank {r} label {label}")
+    named_tracks = {(k[1], k[2]) for k in meta if k[0] == "thread_name"}
+    body = [e for e in ev if e["ph"] in ("X", "i")]
+    expect(len(body) == sum(i["event_count"] for i in info.values()) == t["metadata"]["events"],
+           f"{name}: {len(body)} slices and instants for {sum(i['event_count'] for i in info.values())} events")
+    expect(all((e["pid"], e["tid"]) in named_tracks and e["tid"] > len(info) for e in body),
+           f"{name}: an event on an unnamed track, or a tid not above every pid")
+    origin = t["metadata"]["origin_reference_ns"]
+    tracks, coll = {}, {}
+    for e in ev:
+        if e["ph"] != "X":
+            continue
+        s, d = micros_to_ns(e["ts"]), micros_to_ns(e["dur"])
+        tracks.setdefault((e["pid"], e["tid"]), []).append((s, s + d, e))
+        args = e.get("args", {})
+        if e["cat"] == "mpi_collective" and not args.get("nonblocking"):
+            key = (int(args["comm_id"]), int(args["seq"]))
+            coll[(e["pid"] - 1, key)] = (s, s + d, e)
+            expect("bytes" in args and "op" in args, f"{name}: collective args {args}")
+            if key in measured:
+                m = measured[key]
+                expect(abs(args["wait_ns"] - m["wait"][e["pid"] - 1]) <= 2,
+                       f"{name}: {key} rank {e['pid'] - 1} wait_ns {args['wait_ns']} vs {m['wait'][e['pid'] - 1]}")
+                expect(args["last_rank"] == m["last"] and abs(args["skew_ns"] - m["skew"]) <= 2,
+                       f"{name}: {key} last_rank/skew {args}")
+                expect(abs(s + origin - m["a"][e["pid"] - 1]) <= 1, f"{name}: {key} slice ts is not the aligned entry")
+            elif key in incomplete:
+                expect(args.get("instance") == "incomplete", f"{name}: {key} on an incomplete instance: {args}")
+    for key, lst in tracks.items():
+        stack = []
+        for s, en, e in sorted(lst, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1] <= s:
+                stack.pop()
+            expect(not stack or en <= stack[-1], f"{name}: track {key}: {e['name']} [{s},{en}] partially overlaps "
+                                                 f"a slice ending at {stack[-1] if stack else None}")
+            stack.append(en)
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in ev if e["ph"] == "f"}
+    want = sum(len(m["a"]) - 1 for m in measured.values())
+    expect(len(starts) == len(finishes) == want == t["metadata"]["flows"],
+           f"{name}: {len(starts)} flow starts, {len(finishes)} finishes, metadata {t['metadata']['flows']}; "
+           f"sum over complete instances of (participants - 1) = {want}")
+    seen = {}
+    for fid, s in starts.items():
+        f = finishes[fid]
+        ts_s, ts_f = micros_to_ns(s["ts"]), micros_to_ns(f["ts"])
+        src = [k for (r, k), v in coll.items() if r == s["pid"] - 1 and v[0] == ts_s and v[2]["tid"] == s["tid"]]
+        expect(len(src) == 1, f"{name}: flow {fid} starts at no collective slice's entry ({s})")
+        key = src[0]
+        m = measured[key]
+        expect(s["pid"] - 1 == m["last"], f"{name}: flow of {key} starts on rank {s['pid'] - 1}, last was {m['last']}")
+        dst = f["pid"] - 1
+        ds, de, dev = coll[(dst, key)]
+        expect(dev["tid"] == f["tid"] and ds <= ts_f <= de and f.get("bp") == "e",
+               f"{name}: flow {fid} of {key} ends outside rank {dst}'s slice")
+        if ds <= m["last_a"] - origin <= de - 3:
+            expect(abs(ts_f - (m["last_a"] - origin)) <= 1, f"{name}: flow {fid} ends at {ts_f}, not the last arrival")
+        seen.setdefault(key, set()).add(dst)
+    for key, m in measured.items():
+        expect(seen.get(key, set()) == set(m["a"]) - {m["last"]}, f"{name}: flows of {key}: {seen.get(key)}")
+    return t
+
+
+def v_app_truth(h5, prefix, measured, members, thr):
+    """The application's own truth: each rank of verify_collectives / verify_shift wrote its
+    CLOCK_MONOTONIC just before and after every collective call (PREFIX.<rank>, "w|s START END" in
+    call order). Ranks on one host share that clock, so these are true arrival times, independent
+    of commprof. Checks: (1) the aligned event times (clock model applied, injected offsets
+    removed) lie inside the application's bracket, up to the reported clock error bound; (2) the
+    docs' formulas on the application's times give the report's waits, delays and stragglers
+    (tolerance 2 ms per instance for a preemption between the application's clock read and the
+    wrapper's, median difference under 50 us). Returns the truth measured like `measured`."""
+    parts = {}
+    diffs = []
+    with h5py.File(h5, "r") as f:
+        bound = max(int(f["ranks"][n].attrs["clock_error_bound_ns"]) for n in f["ranks"])
+        slack = max(bound, 0) + 1000
+        for name in f["ranks"]:
+            r, g = int(name), f["ranks"][name]
+            ev = g["events"][...]
+            coll = ev[(ev["kind"] == KIND["mpi_collective"]) & ((ev["flags"] & 7) == 0)]
+            coll = coll[np.argsort(coll["start_ns"], kind="stable")]
+            starts, ends = to_reference(g, coll["start_ns"]), to_reference(g, coll["end_ns"])
+            with open(f"{prefix}.{r}") as fh:
+                recs = [line.split() for line in fh if line.strip()]
+            for which in ("w", "s"):
+                sel = (coll["comm_id"] == 1) if which == "w" else (coll["comm_id"] != 1)
+                app = [(int(x[1]), int(x[2])) for x in recs if x[0] == which]
+                expect(len(app) == int(sel.sum()), f"rank {r}: {len(app)} '{which}' calls by the application, "
+                                                   f"{int(sel.sum())} events")
+                for c, a, e, (aa, ae) in zip(coll[sel], starts[sel].tolist(), ends[sel].tolist(), app):
+                    expect(aa - slack <= a and e <= ae + slack,
+                           f"rank {r} {int(c['comm_id']):#x}/{int(c['seq'])}: aligned [{a}, {e}] outside the "
+                           f"application's [{aa}, {ae}] by more than the error bound {bound} ns + 1 us")
+                    diffs.append(a - aa)
+                    parts.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = {
+                        "a": aa, "e": ae, "op": int(c["subtype"]), "bytes": int(c["bytes"]), "root": int(c["peer"])}
+    expect(v_median(diffs) <= 50_000, f"median entry difference application -> wrapper {v_median(diffs)} ns")
+    truth = {k: v_measure(k, p, members, thr) for k, p in parts.items() if k in measured}
+    expect(set(truth) == set(measured), "the application's calls are the matched instances")
+    # A rank preempted between the application's clock read and the wrapper's (a window of about
+    # a microsecond; once per run with two CPU hogs on the 2 cores, never on a quiet machine)
+    # enters later than the application says: 1 % of the comparisons may exceed 2 ms.
+    wdiff, off = [], []
+    for k, t in truth.items():
+        m = measured[k]
+        for r in t["wait"]:
+            wdiff.append(abs(m["wait"][r] - t["wait"][r]))
+            if wdiff[-1] > 2 * V_MS:
+                off.append(f"{k} rank {r}: wait {m['wait'][r]} ns, the application's times give {t['wait'][r]} ns")
+        ordered = sorted(t["a"].values())
+        if ordered[-1] - ordered[-2] > 2 * V_MS:  # a clear last arriver
+            if m["straggler"] != t["last"] or abs(m["delay"] - t["delay"]) > 2 * V_MS:
+                off.append(f"{k}: straggler {m['straggler']} delay {m['delay']}, application {t['last']} {t['delay']}")
+    expect(len(off) <= max(1, len(wdiff) // 100), f"{len(off)} of {len(wdiff)} disagree with the application's "
+                                                   f"clock reads:\n" + "\n".join(off[:10]))
+    for line in off:
+        print(f"verify_independent: tolerated (preempted between clock reads?): {line}")
+    expect(v_median(wdiff) <= 50_000, f"median |wait - true wait| {v_median(wdiff)} ns")
+    return truth
+
+
+def v_collectives(ctx):
+    """Run 1: tests/e2e/verify_collectives.c (rooted collectives, sub-communicators, 8 MiB), with
+    injected clock offsets and drifts (alignment must remove them)."""
+    K, D, L = 6, 20, 4
+    d = D * V_MS
+    h5 = ctx.path("collectives.h5")
+    prefix = ctx.path("collectives.times")
+    exe = os.path.join(ctx.build, "tests", "e2e", "verify_collectives")
+    run([ctx.commprof, "run", "-o", h5, "--"] + mpirun(4) + [exe, "--iters", str(K), "--sleep-ms", str(D),
+                                                               "--large-iters", str(L), "--times", prefix],
+        env=dict(EXACT_ENV, **injected_clock_env()), check_rc=0)
+    rep = v_report(ctx, h5)
+    measured, members, incomplete = v_check_formulas(h5, rep)
+    expect(not incomplete, f"incomplete instances in a clean run: {sorted(incomplete)}")
+    v_app_truth(h5, prefix, measured, members, rep["skew_threshold_ns"])
+    world = sorted((k for k in measured if k[0] == 1), key=lambda k: k[1])
+    calls = [k for k in world if measured[k]["op"] != 1]
+    ops = [measured[k]["op"] for k in calls]
+    plan = ([2] * K + [2] * K + [3] * K + [3] * K + [5] * K + [7] * K + [15] * K + [4] * K + [4] * L + [9] * L +
+            [2] * L + [6] * K + [8] * K)
+    expect(ops == plan, f"world collectives in seq order {ops}, planned {plan}")
+    expect(len(world) - len(calls) == 10 * K + 3 * L, f"{len(world) - len(calls)} world barriers")
+    phases = [calls[i * K:(i + 1) * K] for i in range(8)] + [calls[8 * K + 3 * L:9 * K + 3 * L],
+                                                             calls[9 * K + 3 * L:]]
+
+    # The planted truth, as medians over the K instances of a phase (V_PLANTED_TOL; each instance
+    # is held to the application's own times above). Zeros that the docs' rule gives by role alone
+    # (a Bcast root, a Reduce non-root, Scan rank 0) must be exact in every instance.
+    def med(keys, fn):
+        return v_median([fn(measured[k]) for k in keys])
+
+    def planted(keys, fn, want, what):
+        v_near(med(keys, fn), want, V_PLANTED_TOL, what + " (median over the phase)")
+
+    def stragglers(keys, rank, what):  # the planted rank is the straggler (all but one instance)
+        n = sum(measured[k]["straggler"] == rank for k in keys)
+        expect(n >= len(keys) - 1, f"{what}: rank {rank} is the straggler of {n} of {len(keys)} instances")
+
+    def exact_zero(keys, ranks, what):
+        for k in keys:
+            expect(all(measured[k]["wait"][r] == 0 for r in ranks), f"{what} {k}: waits {measured[k]['wait']}")
+
+    # (a) Bcast root 1, the ROOT late: the non-roots wait ~D, the root 0 (Late Broadcast).
+    for r in (0, 2, 3):
+        planted(phases[0], lambda m: m["wait"][r], d, f"bcast late root: rank {r} wait")
+    exact_zero(phases[0], (1,), "bcast late root: the root")
+    stragglers(phases[0], 1, "bcast late root")
+    #     Bcast root 1, non-root 3 late: nobody is charged (a non-root after the root waits 0);
+    #     the instance still has rank 3 as its straggler with skew and delay ~D.
+    exact_zero(phases[1], (1,), "bcast late non-root: the root")
+    planted(phases[1], lambda m: m["total_wait"], 0, "bcast late non-root: total wait")
+    planted(phases[1], lambda m: m["skew"], d, "bcast late non-root: skew")
+    planted(phases[1], lambda m: m["delay"], d, "bcast late non-root: delay caused")
+    stragglers(phases[1], 3, "bcast late non-root")
+    # (b) Reduce root 2, non-root 0 late: only the root waits (Early Reduce); the ROOT late: nobody.
+    planted(phases[2], lambda m: m["wait"][2], d, "reduce late non-root: root 2 wait")
+    exact_zero(phases[2], (0, 1, 3), "reduce late non-root: non-roots")
+    exact_zero(phases[3], (0, 1, 3), "reduce late root: non-roots")
+    planted(phases[3], lambda m: m["wait"][2], 0, "reduce late root: root 2 wait")
+    stragglers(phases[3], 2, "reduce late root")
+    #     Gather root 0, rank 3 late (Early Reduce); Scatter root 3, the ROOT late (Late Broadcast).
+    planted(phases[4], lambda m: m["wait"][0], d, "gather late non-root: root 0 wait")
+    exact_zero(phases[4], (1, 2, 3), "gather: non-roots")
+    for r in (0, 1, 2):
+        planted(phases[5], lambda m: m["wait"][r], d, f"scatter late root: rank {r} wait")
+    exact_zero(phases[5], (3,), "scatter: the root")
+    #     Scan, rank 1 late: rank i waits max(a_0..a_i) - a_i: 0, 0, ~D, ~D.
+    exact_zero(phases[6], (0,), "scan: rank 0")
+    planted(phases[6], lambda m: m["wait"][1], 0, "scan: rank 1 wait")
+    for r in (2, 3):
+        planted(phases[6], lambda m: m["wait"][r], d, f"scan: rank {r} wait")
+    # (c) sub-communicators of MPI_Comm_split(world, rank % 2, -rank): ids led by world ranks 2 and 3
+    even, odd = (3 << 32) | 1, (4 << 32) | 1
+    expect(members.get(even) == {2: 0, 0: 1} and members.get(odd) == {3: 0, 1: 1},
+           f"membership {members.get(even)} {members.get(odd)}")
+    for comm, late, waiter, factor, root, other in ((even, 2, 0, 1, 2, 0), (odd, 1, 3, 2, 3, 1)):
+        keys = sorted((k for k in measured if k[0] == comm), key=lambda k: k[1])
+        expect([k[1] for k in keys] == list(range(2 * K)), f"{comm:#x}: seqs {[k[1] for k in keys]}")
+        expect(all(set(measured[k]["a"]) == set(members[comm]) for k in keys), f"{comm:#x}: participants")
+        ar, bc = keys[0::2], keys[1::2]
+        expect(all(measured[k]["op"] == 4 for k in ar) and all(measured[k]["op"] == 2 for k in bc),
+               f"{comm:#x}: ops {[measured[k]['op'] for k in keys]}")
+        # Allreduce: the late member sleeps factor x D first
+        planted(ar, lambda m: m["wait"][waiter], factor * d, f"sub {comm:#x} allreduce: world rank {waiter}")
+        planted(ar, lambda m: m["wait"][late], 0, f"sub {comm:#x} allreduce: world rank {late}")
+        # Bcast from local rank 0 (world 2 / 3), the root sleeps D first: the non-root waits ~D
+        exact_zero(bc, (root,), f"sub {comm:#x} bcast: root world rank {root}")
+        planted(bc, lambda m: m["wait"][other], d, f"sub {comm:#x} bcast: non-root world rank {other}")
+    stored, _, _ = v_analysis(h5)
+    for k, (row, arr) in stored.items():
+        if k[0] in (even, odd):
+            expect(int(row["comm_size"]) == 2 and int(row["participants"]) == 2, f"{k}: {row}")
+    # the world Allreduce between the sub collectives: 0 and 2 (done at ~D) wait ~D for 1 and 3 (~2D)
+    for r, want in ((0, d), (2, d), (1, 0), (3, 0)):
+        planted(phases[7], lambda m: m["wait"][r], want, f"world allreduce after the sub ones: rank {r}")
+    # Gatherv root 3, rank 1 late (Early Reduce); Scatterv root 2, the ROOT late (Late Broadcast).
+    planted(phases[8], lambda m: m["wait"][3], d, "gatherv late non-root: root 3 wait")
+    exact_zero(phases[8], (0, 1, 2), "gatherv: non-roots")
+    for r in (0, 1, 3):
+        planted(phases[9], lambda m: m["wait"][r], d, f"scatterv late root: rank {r} wait")
+    exact_zero(phases[9], (2,), "scatterv: the root")
+    # A 3-rank communicator in reversed order (world 2, 1, 0 = local 0, 1, 2; world 3 not a member,
+    # split with MPI_UNDEFINED): Scan waits follow the LOCAL order; world rank 1 (local 1) late.
+    sub3 = (3 << 32) | 2  # the second communicator whose rank 0 is world rank 2
+    expect(members.get(sub3) == {2: 0, 1: 1, 0: 2}, f"3-rank communicator membership {members.get(sub3)}")
+    keys3 = sorted((k for k in measured if k[0] == sub3), key=lambda k: k[1])
+    expect(len(keys3) == K and all(measured[k]["op"] == V_SCAN and set(measured[k]["a"]) == {0, 1, 2} for k in keys3),
+           f"3-rank communicator instances {keys3}")
+    exact_zero(keys3, (2,), "3-rank scan: local rank 0 (world 2)")
+    planted(keys3, lambda m: m["wait"][1], 0, "3-rank scan: world rank 1 (local 1, late)")
+    planted(keys3, lambda m: m["wait"][0], d, "3-rank scan: world rank 0 (local 2)")
+    for k in keys3:
+        row = stored[k][0]
+        expect(int(row["comm_size"]) == 3 and int(row["participants"]) == 3, f"{k}: {row}")
+    # (e) 8 MiB: bytes as the size rule says; transfer measured; bandwidth plausible for shared memory
+    big = 8 << 20
+    large = calls[8 * K:8 * K + 3 * L]
+    for k in large:
+        m = measured[k]
+        row = stored[k][0]
+        expect(m["bytes"] == big and m["transfer"] > 100_000, f"8 MiB {V_OP_NAME[m['op']]} {k}: {m['bytes']} B, "
+                                                              f"transfer {m['transfer']} ns")
+        expect(0.05 < float(row["algbw_gbps"]) < 200, f"{k}: algbw {row['algbw_gbps']} GB/s")
+    types = {c["type"]: c for c in rep["collectives"]}
+    expect(types["allgather"]["count"] == L and types["allgather"]["bytes"] == big and
+           math.isclose(types["allgather"]["busbw_gbps"], types["allgather"]["algbw_gbps"] * 0.75, rel_tol=1e-9),
+           f"allgather type row {types['allgather']}")
+    text = v_text_report(ctx, h5)
+    expect("verdict:" in text, "text report has a verdict line")
+    v_check_export(ctx, h5, measured, {}, "collectives")
+    return h5, rep
+
+
+def v_shift(ctx, schedule, sleep_ms, name):
+    """Run tests/e2e/verify_shift.c: only planted Allreduces, RANK:COUNT in turn."""
+    h5 = ctx.path(name + ".h5")
+    prefix = ctx.path(name + ".times")
+    exe = os.path.join(ctx.build, "tests", "e2e", "verify_shift")
+    run([ctx.commprof, "run", "-o", h5, "--"] + mpirun(4) + [exe, "--sleep-ms", str(sleep_ms), "--schedule", schedule,
+                                                               "--times", prefix],
+        env=EXACT_ENV, check_rc=0)
+    rep = v_report(ctx, h5)
+    measured, members, incomplete = v_check_formulas(h5, rep)
+    expect(not incomplete, f"{name}: incomplete {incomplete}")
+    v_app_truth(h5, prefix, measured, members, rep["skew_threshold_ns"])
+    order = sorted(measured, key=lambda k: k[1])
+    plan = [int(r) for part in schedule.split(",") for r in [part.split(":")[0]] * int(part.split(":")[1])]
+    expect(len(order) == len(plan), f"{name}: {len(order)} instances, planted {len(plan)}")
+    # the planted rank is each instance's straggler (all but 2 instances, for a preempted rank on a
+    # busy machine; each instance is held to the application's own times in v_app_truth)
+    hits = sum(measured[k]["straggler"] == late for k, late in zip(order, plan))
+    expect(hits >= len(plan) - 2, f"{name}: the planted rank is the straggler in {hits} of {len(plan)}")
+    v_near(v_median([measured[k]["delay"] for k in order]), sleep_ms * V_MS, V_PLANTED_TOL, f"{name}: median delay")
+    v_check_export(ctx, h5, measured, {}, name)
+    return h5, rep, [measured[k] for k in order]
+
+
+def v_verdict(ctx):
+    """(d) The straggler changes during the run (metrics.md §4 verdict)."""
+    D = 10
+    # rank 1 late in the first 30 of 50 instances, rank 3 in the last 20: rank 1 is last in 60 %
+    # (>= half) and caused ~30 D alone, far over a tenth of the others' mean comm time (~45 D):
+    # the straggler; in the second half (instances 25..49) it is last in 5 of 25 < half: transient.
+    # Its compute gap (30 D over 50 gaps) is longer than the others' mean (rank 3's 20 D / 3): compute.
+    h5, rep, inst = v_shift(ctx, "1:30,3:20", D, "shift_60_40")
+    st = rep["stragglers"]
+    expect(len(st) == 1 and st[0]["rank"] == 1, f"60/40: stragglers {st}, expected rank 1")
+    s = st[0]
+    expect(s["persistent"] is False, f"60/40: the straggler changed halfway, so transient, got {s}")
+    ranks = {r["rank"]: r for r in rep["ranks"]}
+    # planted: last in 30 of 50 (+-2 for a rank preempted on a busy machine); share = times_last / 50
+    expect(28 <= ranks[1]["times_last"] <= 32 and math.isclose(s["share_last"], ranks[1]["times_last"] / 50),
+           f"60/40: share_last {s['share_last']}, times last {ranks[1]['times_last']}, planted 30 of 50")
+    # the delay it alone caused: the sum over its instances (each held to the application's times
+    # in v_app_truth), ~10 ms in each (median)
+    mine = [m["delay"] for m in inst if m["straggler"] == 1]
+    expect(abs(s["delay_caused_ns"] - sum(mine)) <= 2 * len(mine), f"60/40: delay caused {s['delay_caused_ns']}")
+    v_near(v_median(mine), D * V_MS, V_PLANTED_TOL, "60/40: delay caused by rank 1 per instance (median)")
+    expect(s["cause"] == "compute", f"60/40: cause {s['cause']}")
+    expect(s["host"] == ranks[1]["host"] and s["host"], f"verdict host {s['host']!r}")
+    # planted waits (medians per instance): ranks 0, 2 wait ~D in all 50, rank 3 in the first 30
+    # (and ~0 after), rank 1 in the last 20 (and ~0 before)
+    for r, first, last in ((0, D, D), (2, D, D), (3, D, 0), (1, 0, D)):
+        v_near(v_median([m["wait"][r] for m in inst[:30]]), first * V_MS, V_PLANTED_TOL, f"60/40: rank {r} wait, first 30")
+        v_near(v_median([m["wait"][r] for m in inst[30:]]), last * V_MS, V_PLANTED_TOL, f"60/40: rank {r} wait, last 20")
+    expect(18 <= ranks[3]["times_last"] <= 22, f"60/40: rank 3 times_last {ranks[3]['times_last']}, planted 20")
+    text = v_text_report(ctx, h5)
+    expect("rank 1 on" in text and "straggler" in text and "transient" in text, f"60/40 text verdict:\n{text}")
+    with h5py.File(h5, "r") as f:
+        a = f["analysis"].attrs
+        expect(int(a["straggler_rank"]) == 1 and math.isclose(float(a["straggler_share_last"]), s["share_last"]) and
+               a["straggler_cause"] == "compute", f"/analysis verdict attributes {dict(a)}")
+    # The literal split: rank 1 late in the first 25, rank 3 in the last 25. Each is last in exactly
+    # half, which metrics.md §4 counts as "at least half": a straggler, transient (last in none of
+    # one half). Which of the two tied ranks is named is not documented, so either is accepted.
+    _, rep_half, _ = v_shift(ctx, "1:25,3:25", D, "shift_50_50")
+    st = rep_half["stragglers"]
+    half = {r["rank"]: r["times_last"] for r in rep_half["ranks"]}
+    if half[1] == half[3] == 25:
+        expect(len(st) == 1 and st[0]["rank"] in (1, 3) and st[0]["persistent"] is False and
+               math.isclose(st[0]["share_last"], 0.5), f"50/50: stragglers {st}, expected rank 1 or 3, transient, 0.5")
+    else:  # a preempted rank moved one "last" (checked against the application's times above)
+        print(f"verify_independent: 50/50 split measured as times_last {half}; tie check skipped")
+    # Three ranks take turns (1, 3, 2: 17/17/16 of 50): none is last in half: "no straggler".
+    h5n, repn, _ = v_shift(ctx, "1:17,3:17,2:16", D, "shift_thirds")
+    expect(repn["stragglers"] == [], f"thirds: stragglers {repn['stragglers']}, expected none")
+    expect("no straggler" in v_text_report(ctx, h5n), "thirds: text says no straggler")
+    with h5py.File(h5n, "r") as f:
+        expect(int(f["analysis"].attrs["straggler_rank"]) == -1, "thirds: /analysis straggler_rank")
+    return h5, h5n
+
+
+def v_kill(ctx):
+    """(f) Rank 3 is SIGKILLed after 5 Allreduces; ranks 0-2 complete 7 Bcasts without it: 7
+    incomplete instances, each recorded by ranks 0, 1, 2 (the text lists the first five)."""
+    h5 = ctx.path("kill.h5")
+    exe = os.path.join(ctx.build, "tests", "e2e", "verify_kill")
+    p = run([ctx.commprof, "run", "-o", h5, "--"] + mpirun(4) + [exe, "--iters", "5", "--bcasts", "7"], env=EXACT_ENV)
+    expect(p.returncode != 0, f"a killed rank must fail the job: rc {p.returncode}")
+    rep = v_report(ctx, h5)  # exit code 0 checked there
+    measured, _, incomplete = v_check_formulas(h5, rep)
+    expect(sorted(k for k in measured) == [(1, s) for s in range(5)], f"kill: complete {sorted(measured)}")
+    expect(sorted(incomplete) == [(1, s) for s in range(5, 12)], f"kill: incomplete {sorted(incomplete)}")
+    lst = rep["instances"]["incomplete_list"]
+    expect([(i["seq"], i["type"], i["comm_size"], sorted(i["ranks_present"])) for i in lst] ==
+           [(s, "bcast", 4, [0, 1, 2]) for s in range(5, 12)], f"kill: incomplete_list {lst}")
+    text = v_text_report(ctx, h5)
+    listed = re.findall(r"bcast comm 0x1 seq (\d+): 3 of 4 ranks \(0,1,2\)", text)
+    expect("(7 incomplete)" in text and listed == ["5", "6", "7", "8", "9"], f"kill: text lists {listed}\n{text}")
+    info = json.loads(run([ctx.commprof, "info", "--json", h5], check_rc=0).stdout)
+    expect(info["ranks"][3]["status"] == "disconnected", f"kill: rank 3 status {info['ranks'][3]['status']}")
+    with h5py.File(h5, "r") as f:
+        expect(int(f["analysis"].attrs["incomplete"]) == 7, "kill: /analysis incomplete attribute")
+    t = v_check_export(ctx, h5, measured, incomplete, "kill")
+    inc = [e for e in t["traceEvents"] if e["ph"] == "X" and e["name"] == "MPI_Bcast"]
+    expect(len(inc) == 21 and all(e["args"].get("instance") == "incomplete" and e["args"].get("ranks_seen") == 3
+                                  for e in inc), f"kill: Bcast slices {[e['args'] for e in inc]}")
+    return h5
+
+
+def v_p2p_from_file(h5):
+    """docs/metrics.md §5 recomputed from the raw events for a workload on MPI_COMM_WORLD without
+    wildcards or Sendrecv: messages paired n-th send to n-th receive per (src, dst, tag) in posting
+    order; each message's wait charged in the call that completed it (the blocking call itself, or
+    the Wait* on the same thread whose end is the operation's end); per call the largest Late
+    Sender, else the largest Late Receiver. Returns {rank: [late_sender_ns, late_receiver_ns]}."""
+    sends, recvs, calls = {}, {}, {}
+    with h5py.File(h5, "r") as f:
+        world = int(f.attrs["world_size"])
+        for r in range(world):
+            g = f["ranks"][str(r)]
+            ev = g["events"][...]
+            a, e = to_reference(g, ev["start_ns"]).tolist(), to_reference(g, ev["end_ns"]).tolist()
+            waits = {}
+            for i in np.flatnonzero((ev["kind"] == KIND["mpi_wait"]) & (ev["subtype"] != 51)):
+                waits[(int(ev["thread_id"][i]), int(ev["end_ns"][i]))] = (a[i], e[i])
+            for i in np.flatnonzero(ev["kind"] == KIND["mpi_p2p"]):
+                x = ev[i]
+                expect(int(x["comm_id"]) == 1 and int(x["subtype"]) in (32, 33), f"rank {r}: unexpected p2p {x}")
+                if int(x["flags"]) & FLAG_NONBLOCKING:
+                    call = waits.get((int(x["thread_id"]), int(x["end_ns"])))  # None: not charged
+                else:
+                    call = (a[i], e[i])
+                op = {"local_start": int(x["start_ns"]), "row": int(i), "post": a[i], "call": call, "rank": r}
+                if int(x["subtype"]) == 32:
+                    sends.setdefault((r, int(x["peer"]), int(x["correlation"])), []).append(op)
+                else:
+                    recvs.setdefault((int(x["peer"]), r, int(x["correlation"])), []).append(op)
+    charges = {}  # (rank, call) -> [largest late sender, largest late receiver]
+    matched = 0
+    for key in set(sends) | set(recvs):
+        ss = sorted(sends.get(key, []), key=lambda o: (o["local_start"], o["row"]))
+        rs = sorted(recvs.get(key, []), key=lambda o: (o["local_start"], o["row"]))
+        for snd, rcv in zip(ss, rs):
+            matched += 1
+            if rcv["call"] is not None:
+                c0, c1 = rcv["call"]
+                c = charges.setdefault((rcv["rank"], rcv["call"]), [0, 0])
+                c[0] = max(c[0], max(0, min(snd["post"], c1) - c0))
+            if snd["call"] is not None:
+                c0, c1 = snd["call"]
+                c = charges.setdefault((snd["rank"], snd["call"]), [0, 0])
+                c[1] = max(c[1], rcv["post"] - c0 if c0 < rcv["post"] < c1 else 0)
+    per_rank = {r: [0, 0] for r in range(world)}
+    per_call = {r: ([], []) for r in range(world)}  # the charges of each call, for medians
+    for (r, _), (ls, lr) in charges.items():
+        if ls > 0:
+            per_rank[r][0] += ls
+            per_call[r][0].append(ls)
+        else:
+            per_rank[r][1] += lr
+            per_call[r][1].append(lr)
+    return per_rank, per_call, matched, len(charges)
+
+
+def v_p2p(ctx):
+    """Late Sender / Late Receiver with non-blocking operations (tests/e2e/verify_p2p.c): rank 0's
+    two Irecvs are completed by one Waitall entered after 10 ms of compute; the sends come at 30
+    and 50 ms: Late Sender 40 ms per iteration (charged from the Waitall, not the posts: 50; the
+    largest once, not the sum: 60). Rank 3's 4 MiB Isend + Wait waits for rank 1's receive
+    posted at 30 ms: Late Receiver 30 ms per iteration. The docs' formulas on the raw events to
+    the ns; the planted waits as medians per call."""
+    K, C, S1, S2 = 5, 10, 30, 50
+    h5 = ctx.path("p2p.h5")
+    exe = os.path.join(ctx.build, "tests", "e2e", "verify_p2p")
+    run([ctx.commprof, "run", "-o", h5, "--"] + mpirun(4) + [exe, "--iters", str(K), "--compute-ms", str(C),
+                                                               "--s1-ms", str(S1), "--s2-ms", str(S2)],
+        env=EXACT_ENV, check_rc=0)
+    rep = v_report(ctx, h5)
+    measured, _, incomplete = v_check_formulas(h5, rep)
+    p = rep["p2p"]
+    expect(p["matched"] == 3 * K and p["unmatched_sends"] == 0 and p["unmatched_recvs"] == 0 and
+           p["bytes"] == K * (8 + 8 + (4 << 20)), f"p2p totals {p}")
+    ranks = {r["rank"]: r["p2p"] for r in rep["ranks"]}
+    counts = [(ranks[r]["sent"], ranks[r]["received"]) for r in range(4)]
+    expect(counts == [(0, 2 * K), (K, K), (K, 0), (K, 0)], f"(sent, received) per rank {counts}")
+    per_rank, per_call, matched, ncalls = v_p2p_from_file(h5)
+    expect(matched == 3 * K, f"the file pairs {matched} messages")
+    for r in range(4):
+        ls, lr = per_rank[r]
+        expect(abs(ranks[r]["late_sender_wait_ns"] - ls) <= 4 * ncalls and
+               abs(ranks[r]["late_receiver_wait_ns"] - lr) <= 4 * ncalls,
+               f"rank {r}: late sender/receiver {ranks[r]['late_sender_wait_ns']}/{ranks[r]['late_receiver_wait_ns']}"
+               f", metrics.md §5 on the raw events gives {ls}/{lr}")
+    # The planted truth per call: the median of the K charged calls (V_PLANTED_TOL; one stretched
+    # sleep was seen at +28 ms); the report's sums equal the per-call charges above, to the ns.
+    expect(len(per_call[0][0]) == K and len(per_call[3][1]) == K,
+           f"charged calls: rank 0 {len(per_call[0][0])} Late Sender, rank 3 {len(per_call[3][1])} Late Receiver")
+    v_near(v_median(per_call[0][0]), (S2 - C) * V_MS, V_PLANTED_TOL, "rank 0 Late Sender per Waitall (median)")
+    v_near(v_median(per_call[3][1]), S1 * V_MS, V_PLANTED_TOL, "rank 3 Late Receiver per Wait (median)")
+    expect(p["late_sender_wait_ns"] == sum(r["late_sender_wait_ns"] for r in ranks.values()) and
+           p["late_receiver_wait_ns"] == sum(r["late_receiver_wait_ns"] for r in ranks.values()), f"job sums {p}")
+    for r in (1, 2):
+        expect(ranks[r]["late_sender_wait_ns"] + ranks[r]["late_receiver_wait_ns"] <= 0.15 * K * S1 * V_MS,
+               f"rank {r}: p2p wait charged where none was planted: {ranks[r]}")
+    # Overlap (metrics.md §6.1): rank 0's Irecvs are in flight 0..S2 and it computes 0..C outside
+    # MPI, so C/S2 = 0.2 of its communication is overlapped (its barriers add a little to |C|).
+    ov = {r["rank"]: r["overlap"] for r in rep["ranks"]}
+    expect(abs(ov[0] - C / S2) <= 0.03, f"rank 0 overlap {ov[0]}, planted {C / S2} +- 0.03")
+    expect(ov[3] < 0.01, f"rank 3 waits at once for its Isend: overlap {ov[3]}")
+    v_check_export(ctx, h5, measured, incomplete, "p2p")
+    return h5
+
+
+def v_check_values(ctx, h5):
+    """Each `commprof check` metric is the job's worst value of the report figure docs/cli.md names."""
+    rep = v_report(ctx, h5)
+    info = json.loads(run([ctx.commprof, "info", "--json", h5], check_rc=0).stdout)
+    rk = rep["ranks"]
+    want = {
+        "wait_share": max(r["wait_share"] for r in rk),
+        "wait_time_ns": max(r["wait_time_ns"] for r in rk),
+        "skew_p99_ns": max(c["skew_p99_ns"] for c in rep["collectives"]),
+        "straggler_share_last": rep["stragglers"][0]["share_last"] if rep["stragglers"] else 0,
+        "incomplete": rep["instances"]["incomplete"],
+        "clock_violations": rep["clock"]["violations"],
+        "late_sender_wait_ns": max(r["p2p"]["late_sender_wait_ns"] for r in rk),
+        "late_receiver_wait_ns": max(r["p2p"]["late_receiver_wait_ns"] for r in rk),
+        "p2p_unmatched": rep["p2p"]["unmatched_sends"] + rep["p2p"]["unmatched_recvs"],
+        "exposed_comm_ns": max(r["exposed_comm_ns"] for r in rk),
+        "exposed_comm_share": max(r["exposed_comm_ns"] / r["breakdown"]["span_ns"] for r in rk),
+        "dropped_events": max(r["dropped_events"] for r in info["ranks"]),
+    }
+    cmd = [ctx.commprof, "check", h5]
+    for k in want:
+        cmd += ["--max", f"{k}=1e18"]
+    p = run(cmd, check_rc=0)
+    got = dict(re.findall(r"^ok   (\w+) = (\S+) \(max", p.stdout, re.M))
+    expect(set(got) == set(want), f"check printed {sorted(got)}")
+    for k, v in want.items():
+        expect(math.isclose(float(got[k]), v, rel_tol=1e-5, abs_tol=1e-9), f"check {k} = {got[k]}, the report gives {v}")
+
+
+def v_check_gate(ctx, h5_shift, h5_kill):
+    """(g) commprof check: 0 when no metric passes its threshold, 1 when one does, 2 on bad usage."""
+    rep = v_report(ctx, h5_shift)
+    worst_wait = max(r["wait_time_ns"] for r in rep["ranks"])
+    cases = [
+        (h5_shift, ["straggler_share_last=0.7", "incomplete=0"], 0),
+        (h5_shift, ["straggler_share_last=0.5"], 1),
+        (h5_shift, [f"wait_time_ns={worst_wait}"], 0),       # equal is not past the threshold
+        (h5_shift, [f"wait_time_ns={worst_wait - 1}"], 1),
+        (h5_shift, ["wait_share=1.0", "skew_p99_ns=1"], 1),  # one failing metric of two
+        (h5_kill, ["incomplete=0"], 1),
+        (h5_kill, ["incomplete=7"], 0),
+        (h5_shift, ["no_such_metric=1"], 2),
+        (h5_shift, ["wait_share"], 2),
+        (h5_shift, ["wait_share=abc"], 2),
+        (ctx.path("does-not-exist.h5"), ["wait_share=1"], 2),
+    ]
+    for h5, maxes, want in cases:
+        cmd = [ctx.commprof, "check", h5]
+        for m in maxes:
+            cmd += ["--max", m]
+        p = run(cmd)
+        expect(p.returncode == want, f"{' '.join(cmd[1:])}: exit {p.returncode}, expected {want}\n{p.stdout}{p.stderr}")
+        if want in (0, 1):
+            lines = [line for line in p.stdout.splitlines() if line.strip()]
+            expect(len(lines) == len(maxes), f"check prints one line per threshold:\n{p.stdout}")
+            for line, m in zip(lines, maxes):
+                name = m.split("=")[0]
+                expect(re.match(rf"(ok  |FAIL) {name} = ", line) is not None, f"check line {line!r}")
+    # The printed value is the report's figure (printed with 6 significant digits: a FAIL line at
+    # max = value - 1 shows the same number twice; the comparison itself is exact, as above).
+    p = run([ctx.commprof, "check", h5_shift, "--max", f"wait_time_ns={worst_wait}"])
+    m = re.match(r"ok   wait_time_ns = (\S+) \(max (\S+)\)", p.stdout)
+    expect(m is not None and math.isclose(float(m.group(1)), worst_wait, rel_tol=1e-5),
+           f"check prints the report's value {worst_wait}: {p.stdout}")
+    p = run([ctx.commprof, "check", h5_shift])
+    expect(p.returncode == 2, f"check without --max: exit {p.returncode}, expected 2")
+
+
+def case_verify_independent(ctx):
+    """An independent checker's planted ground truth (tests/e2e/verify_*.c): Late Broadcast and
+    Early Reduce with late roots and non-roots, Scan, sub-communicators interleaved with world
+    collectives, 8 MiB bandwidth, a straggler that changes halfway, a killed rank, the check gate
+    and the export of every run; each figure recomputed from the raw events by docs/metrics.md."""
+    v_collectives(ctx)
+    h5_shift, _ = v_verdict(ctx)
+    h5_kill = v_kill(ctx)
+    h5_p2p = v_p2p(ctx)
+    v_check_gate(ctx, h5_shift, h5_kill)
+    for h5 in (h5_shift, h5_kill, h5_p2p):
+        v_check_values(ctx, h5)
+    for key, n in V_XFAILS.items():
+        print(f"verify_independent: expected failure '{key}' seen {n} time(s)")
+
 
 CASES = {
+    "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
     "report_straggler": case_report_straggler,
     "p2p_late": case_p2p_late,
