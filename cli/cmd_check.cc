@@ -1,6 +1,7 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
 // metric is at or under its threshold, 1 when any passes it (each failure printed), 2 on bad
 // usage (an unknown metric or a malformed threshold). Metrics: docs/cli.md.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -93,8 +94,9 @@ int RunCheck(const Options& o) {
     std::string name = spec.substr(0, eq);
     char* end = nullptr;
     double v = eq == std::string::npos ? 0 : std::strtod(spec.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || end == nullptr || *end != '\0' || end == spec.c_str() + eq + 1) {
-      std::fprintf(stderr, "commprof check: --max %s is not METRIC=VALUE\n", spec.c_str());
+    if (eq == std::string::npos || end == nullptr || *end != '\0' || end == spec.c_str() + eq + 1 ||
+        !std::isfinite(v)) {
+      std::fprintf(stderr, "commprof check: --max %s is not METRIC=VALUE with a finite number\n", spec.c_str());
       return 2;
     }
     if (Metrics().count(name) == 0) {
@@ -120,7 +122,8 @@ int RunCheck(const Options& o) {
   for (const auto& [name, limit] : limits) {
     double value = Metrics().at(name)(f);
     bool ok = value <= limit;
-    std::printf("%s %s = %g (max %g)\n", ok ? "ok  " : "FAIL", name.c_str(), value, limit);
+    // %.15g: a value one above its threshold must not print the same as it (6 digits would).
+    std::printf("%s %s = %.15g (max %.15g)\n", ok ? "ok  " : "FAIL", name.c_str(), value, limit);
     if (!ok) ++failed;
   }
   return failed == 0 ? 0 : 1;

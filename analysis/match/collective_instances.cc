@@ -61,7 +61,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
                         " for the same call");
           return;
         }
-        in.arrivals.push_back({r.rank, -1, start, end});
+        in.arrivals.push_back({r.rank, -1, start, end, e.bytes});
       }
     });
     COMMPROF_RETURN_IF_ERROR(st);
@@ -71,7 +71,10 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   out.reserve(by_key.size());
   for (auto& [key, in] : by_key) {
     in.comm_size = members.Size(in.comm_id);
-    for (auto& a : in.arrivals) a.local_rank = members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
+    for (auto& a : in.arrivals) {
+      a.local_rank = members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
+      if (in.root >= 0 && a.local_rank == in.root) in.bytes = a.bytes;  // the root holds the whole buffer
+    }
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.world_rank < b.world_rank; });
     out.push_back(std::move(in));

@@ -16,6 +16,7 @@ struct Arrival {
   int32_t local_rank = -1;  // rank within the communicator (-1: its creation was not seen)
   int64_t start = 0;        // entry, reference time base
   int64_t end = 0;          // exit
+  uint64_t bytes = 0;       // as this rank recorded it (docs/file-format.md byte rules)
 };
 
 struct CollectiveInstance {
@@ -23,7 +24,8 @@ struct CollectiveInstance {
   uint64_t seq = 0;
   uint8_t op = 0;       // enum commprof_op_type
   int32_t root = -1;    // rank within the communicator, rooted collectives only
-  uint64_t bytes = 0;   // as recorded by the first rank seen (docs/file-format.md byte rules)
+  uint64_t bytes = 0;   // S of docs/metrics.md §2.1: the root's record for a rooted collective
+                        // (a non-root of Gatherv/Scatterv records only its own part), else the first rank's
   uint32_t comm_size = 0;  // members of the communicator (0: unknown)
   std::vector<Arrival> arrivals;  // sorted by world rank
   bool complete() const { return comm_size != 0 && arrivals.size() == comm_size; }

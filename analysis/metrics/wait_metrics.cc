@@ -1,6 +1,7 @@
 #include "analysis/metrics/wait_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -36,11 +37,12 @@ bool RootedReduceLike(uint8_t op) {
   return op == COMMPROF_OP_REDUCE || op == COMMPROF_OP_GATHER || op == COMMPROF_OP_GATHERV;
 }
 
+// Nearest-rank percentile (docs/metrics.md §4): the ceil(p n)-th smallest value.
 int64_t Percentile(std::vector<int64_t>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
+  auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
 }  // namespace
@@ -132,6 +134,24 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   return m;
 }
 
+double BinomialTail(uint64_t n, uint64_t k, double p) {
+  if (k == 0) return 1.0;
+  if (k > n || p <= 0) return 0.0;
+  if (p >= 1) return 1.0;
+  // Sum of the pmf in log space from k up; terms shrink fast past the mean, so stop when they
+  // no longer change the sum.
+  const double ln_p = std::log(p), ln_q = std::log1p(-p), nd = static_cast<double>(n);
+  double sum = 0;
+  for (uint64_t i = k; i <= n; ++i) {
+    const double id = static_cast<double>(i);
+    const double term = std::exp(std::lgamma(nd + 1) - std::lgamma(id + 1) - std::lgamma(nd - id + 1) + id * ln_p +
+                                 (nd - id) * ln_q);
+    sum += term;
+    if (id > nd * p && term < sum * 1e-17) break;
+  }
+  return std::min(1.0, sum);
+}
+
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances) {
   WaitReport rep;
   std::map<uint32_t, size_t> index;
@@ -200,6 +220,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       size_t ri = index[x.world_rank];
       RankWaitMetrics& m = rep.ranks[ri];
       ++m.instances;
+      m.expected_last += 1.0 / static_cast<double>(a.size());
       m.comm_time_ns += x.end - x.start;
       m.wait_time_ns += im.waits[i];
       m.transfer_time_ns += im.transfers[i];
@@ -280,12 +301,17 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     }
     double mean_others_comm = n_others > 0 ? others_comm / static_cast<double>(n_others) : 0;
     bool significant = static_cast<double>(best->delay_caused_ns) >= 0.1 * mean_others_comm;
-    if (share >= 0.5 && significant) {
+    // §4 not chance: were the last arriver random among the participants, being last this often
+    // must have a probability under 1 % (3 of 5 instances among 4 ranks is not evidence).
+    double p = best->instances ? best->expected_last / static_cast<double>(best->instances) : 1.0;
+    double p_chance = BinomialTail(best->instances, best->times_last, p);
+    if (share >= 0.5 && significant && p_chance < kChanceLevel) {
       StragglerVerdict& v = rep.verdict;
       v.found = true;
       v.rank = best->rank;
       v.host = best->host;
       v.share_last = share;
+      v.p_chance = p_chance;
       v.delay_caused_ns = best->delay_caused_ns;
       auto halves = last_halves[best->rank];
       uint64_t half = std::max<uint64_t>(1, rep.matched / 2);

@@ -57,6 +57,7 @@ struct RankWaitMetrics {
   int64_t wait_imposed_ns = 0;  // sum of the others' waits in the instances where it was last
   int64_t compute_before_ns = 0;  // sum of the gaps before its entries (time outside these calls)
   int64_t transfer_time_ns = 0;   // sum of transfer_r
+  double expected_last = 0;       // times it would be last by chance: sum of 1 / participants
 };
 
 struct TypeWaitMetrics {
@@ -111,6 +112,7 @@ struct StragglerVerdict {
   std::string host;
   double share_last = 0;  // of complete instances
   int64_t delay_caused_ns = 0;
+  double p_chance = 1;      // P(last this often or more) if the last arriver were random (§4)
   bool persistent = false;  // last in most of both halves of the run
   std::string cause;        // "compute" (longer compute before the collective) or "transfer"
 };
@@ -130,6 +132,10 @@ struct WaitReport {
 inline constexpr size_t kMaxListed = 100;
 inline constexpr size_t kWorstInstances = 10;
 inline constexpr uint32_t kLatenessBins = 40;
+inline constexpr double kChanceLevel = 0.01;  // §4: the verdict's chance test
+
+// Upper tail of the binomial distribution: P(X >= k) for X ~ B(n, p) (the verdict's chance test).
+double BinomialTail(uint64_t n, uint64_t k, double p);
 
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances);
 

@@ -145,7 +145,8 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   j["stragglers"] = Json::array();
   if (rep.verdict.found) {
     j["stragglers"].push_back({{"rank", rep.verdict.rank}, {"host", rep.verdict.host},
-                               {"share_last", rep.verdict.share_last}, {"delay_caused_ns", rep.verdict.delay_caused_ns},
+                               {"share_last", rep.verdict.share_last}, {"p_chance", rep.verdict.p_chance},
+                               {"delay_caused_ns", rep.verdict.delay_caused_ns},
                                {"persistent", rep.verdict.persistent}, {"cause", rep.verdict.cause}});
   }
   const LatenessMap& lm = rep.lateness;
@@ -271,15 +272,17 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
   os << "\nverdict: ";
   const StragglerVerdict& v = rep.verdict;
   if (!v.found) {
-    os << "no straggler: no rank was last in half or more of the matched instances\n";
+    os << "no straggler: no rank was last in half or more of the matched instances,\n"
+          "  far more often than chance and by enough to matter (docs/metrics.md §4)\n";
     return;
   }
   std::snprintf(line, sizeof line,
                 "rank %u on %s is the straggler\n"
-                "  last in %.0f%% of %llu instances (%s); delay it alone caused: %s ms in all\n"
+                "  last in %.0f%% of %llu instances (%s; by chance: p = %.1e)\n"
+                "  delay it alone caused: %s ms in all\n"
                 "  cause hint: %s\n",
                 v.rank, v.host.c_str(), 100.0 * v.share_last, static_cast<unsigned long long>(rep.matched),
-                v.persistent ? "persistent" : "transient", Ms(v.delay_caused_ns).c_str(),
+                v.persistent ? "persistent" : "transient", v.p_chance, Ms(v.delay_caused_ns).c_str(),
                 v.cause == "compute" ? "longer compute before the collective" : "slow transfer");
   os << line;
 }

@@ -35,22 +35,22 @@ commprof_event Coll(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint
   return e;
 }
 
-// Three ranks, four allreduces of 1e6 bytes, 1 ms apart; rank 1's clock runs 50 us ahead (its
+// Three ranks, six allreduces of 1e6 bytes, 1 ms apart; rank 1's clock runs 50 us ahead (its
 // clock points say reference = local - 50000), and it arrives 20 us late (aligned) every time.
 // Aligned arrivals: 0 and 2 at t, 1 at t + 20000; every rank leaves at t + 30000.
 // Per instance: skew 20000, waits 20000, 0, 20000 (total 40000), delay caused 20000 (second
 // latest = t), transfer 30000 - 20000 = 10000 -> algbw 1e6 / 1e4 = 100 GB/s, busbw 100 x 4/3.
-// Seq 4 has only ranks 0 and 1: incomplete.
+// Seq 6 has only ranks 0 and 1: incomplete. Rank 1 last in 6 of 6: by chance (1/3)^6 = 0.0014.
 std::vector<RankData> Job() {
   std::vector<RankData> ranks(3);
-  for (uint64_t s = 0; s < 4; ++s) {
+  for (uint64_t s = 0; s < 6; ++s) {
     uint64_t t = 1000000 * (s + 1);
     ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
     ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t + 20000 + 50000, t + 30000 + 50000, 1000000));
     ranks[2].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
   }
-  ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 4, 9000000, 9000100, 8));
-  ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 4, 9050000, 9050100, 8));
+  ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 6, 9000000, 9000100, 8));
+  ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 6, 9050000, 9050100, 8));
   ranks[0].points = {{0, 0, 0}, {10000000, 0, 0}};  // {local, offset (reference - local), half rtt}
   ranks[1].points = {{0, -50000, 100}, {10000000, -50000, 100}};
   ranks[2].points = {{0, 0, 100}, {10000000, 0, 100}};
@@ -64,14 +64,14 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   auto rep = AnalyzeJob(*reader);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   const WaitReport& w = rep->wait;
-  EXPECT_EQ(w.matched, 4u);
+  EXPECT_EQ(w.matched, 6u);
   EXPECT_EQ(w.incomplete, 1u);
   EXPECT_EQ(rep->clock.violations, 0u);
-  EXPECT_EQ(w.ranks[0].wait_time_ns, 4 * 20000);
+  EXPECT_EQ(w.ranks[0].wait_time_ns, 6 * 20000);
   EXPECT_EQ(w.ranks[1].wait_time_ns, 0);
-  EXPECT_EQ(w.ranks[1].times_last, 4u);
-  EXPECT_EQ(w.ranks[1].delay_caused_ns, 4 * 20000);
-  EXPECT_EQ(w.ranks[0].transfer_time_ns, 4 * 10000);
+  EXPECT_EQ(w.ranks[1].times_last, 6u);
+  EXPECT_EQ(w.ranks[1].delay_caused_ns, 6 * 20000);
+  EXPECT_EQ(w.ranks[0].transfer_time_ns, 6 * 10000);
   ASSERT_EQ(w.types.size(), 1u);
   EXPECT_DOUBLE_EQ(w.types[0].algbw_gbps, 100.0);
   EXPECT_DOUBLE_EQ(w.types[0].busbw_gbps, 400.0 / 3.0);
@@ -80,7 +80,7 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   EXPECT_EQ(j["schema"], "commprof-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
   EXPECT_EQ(j["world_size"], 3);
-  EXPECT_EQ(j["instances"]["matched"], 4);
+  EXPECT_EQ(j["instances"]["matched"], 6);
   EXPECT_EQ(j["instances"]["incomplete"], 1);
   EXPECT_EQ(j["instances"]["incomplete_list"][0]["ranks_present"], nlohmann::json::array({0, 1}));
   for (const char* key : {"rank", "host", "pid", "comm_time_ns", "wait_time_ns", "wait_share", "times_last",
@@ -97,7 +97,7 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   ASSERT_EQ(j["stragglers"].size(), 1u);
   EXPECT_EQ(j["stragglers"][0]["rank"], 1);
   EXPECT_EQ(j["stragglers"][0]["share_last"], 1.0);
-  EXPECT_EQ(j["worst_instances"].size(), 4u);
+  EXPECT_EQ(j["worst_instances"].size(), 6u);
   EXPECT_EQ(j["worst_instances"][0]["last_rank"], 1);
   EXPECT_EQ(j["clock"]["ranks"][1]["clock_offset_ns"], -50000);
   // lateness: rank 1 is 20 us late in every bin that has an instance, null where none started
@@ -109,7 +109,7 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
     ++with_data;
     EXPECT_EQ(v, 20000.0);
   }
-  EXPECT_EQ(with_data, 4);
+  EXPECT_EQ(with_data, 6);
 
   std::ostringstream text;
   WriteTextReport(rep.value(), text);
@@ -138,7 +138,7 @@ TEST(JobReport, MalformedInputsAreRejectedNamingFileRankAndRow) {
       // rank 0 records seq 3 twice: with three ranks it would otherwise look complete without rank 2
       {"a duplicated sequence number",
        [](std::vector<RankData>& r) { r[0].events.push_back(r[0].events[3]); },
-       "/ranks/0/events row 5: a second allreduce with communicator 1 sequence 3 on the same rank"},
+       "/ranks/0/events row 7: a second allreduce with communicator 1 sequence 3 on the same rank"},
       {"ranks disagreeing on the operation",
        [](std::vector<RankData>& r) { r[1].events[2].subtype = COMMPROF_OP_BCAST; },
        "/ranks/1/events row 2: bcast with communicator 1 sequence 2, but rank 0 recorded allreduce"},
@@ -189,24 +189,24 @@ TEST(AnalysisGroup, StoresTheReportsTablesAndReplacesAnOlderGroup) {
   h5::Handle g(H5Gopen2(f.get(), "analysis", H5P_DEFAULT));
   ASSERT_TRUE(g.valid());
   EXPECT_EQ(h5::ReadIntAttr(g.get(), "straggler_rank"), 1);
-  EXPECT_EQ(h5::ReadIntAttr(g.get(), "matched"), 4);
+  EXPECT_EQ(h5::ReadIntAttr(g.get(), "matched"), 6);
   EXPECT_EQ(h5::ReadIntAttr(g.get(), "incomplete"), 1);
   // rank 1's gap before each call is 20 us longer than the others' (it enters later, leaves with them)
   EXPECT_EQ(h5::ReadStringAttr(g.get(), "straggler_cause"), "compute");
   h5::Handle ranks(H5Dopen2(g.get(), "ranks", H5P_DEFAULT));
-  EXPECT_EQ(ReadField<int64_t>(ranks.get(), "wait_time_ns", H5T_NATIVE_INT64, 2), 4 * 20000);
-  EXPECT_EQ(ReadField<uint64_t>(ranks.get(), "times_last", H5T_NATIVE_UINT64, 1), 4u);
+  EXPECT_EQ(ReadField<int64_t>(ranks.get(), "wait_time_ns", H5T_NATIVE_INT64, 2), 6 * 20000);
+  EXPECT_EQ(ReadField<uint64_t>(ranks.get(), "times_last", H5T_NATIVE_UINT64, 1), 6u);
   h5::Handle inst(H5Dopen2(g.get(), "instances", H5P_DEFAULT));
   h5::Handle ispace(H5Dget_space(inst.get()));
-  EXPECT_EQ(H5Sget_simple_extent_npoints(ispace.get()), 5);  // 4 matched + 1 incomplete, by first arrival
+  EXPECT_EQ(H5Sget_simple_extent_npoints(ispace.get()), 7);  // 6 matched + 1 incomplete, by first arrival
   EXPECT_EQ(ReadField<int64_t>(inst.get(), "straggler_rank", H5T_NATIVE_INT64, 0), 1);
   EXPECT_EQ(ReadField<int64_t>(inst.get(), "transfer_ns", H5T_NATIVE_INT64, 0), 10000);
-  EXPECT_EQ(ReadField<uint8_t>(inst.get(), "complete", H5T_NATIVE_UINT8, 4), 0);
-  EXPECT_EQ(ReadField<int64_t>(inst.get(), "straggler_rank", H5T_NATIVE_INT64, 4), -1);
+  EXPECT_EQ(ReadField<uint8_t>(inst.get(), "complete", H5T_NATIVE_UINT8, 6), 0);
+  EXPECT_EQ(ReadField<int64_t>(inst.get(), "straggler_rank", H5T_NATIVE_INT64, 6), -1);
   EXPECT_DOUBLE_EQ(ReadField<double>(inst.get(), "busbw_gbps", H5T_NATIVE_DOUBLE, 0), 400.0 / 3.0);
   h5::Handle arr(H5Dopen2(g.get(), "arrivals", H5P_DEFAULT));
   h5::Handle aspace(H5Dget_space(arr.get()));
-  EXPECT_EQ(H5Sget_simple_extent_npoints(aspace.get()), 4 * 3 + 2);
+  EXPECT_EQ(H5Sget_simple_extent_npoints(aspace.get()), 6 * 3 + 2);
   // instance 0's arrivals, by world rank: rank 1 is 20 us late on the aligned base
   EXPECT_EQ(ReadField<int64_t>(arr.get(), "start_ns", H5T_NATIVE_INT64, 1) -
                 ReadField<int64_t>(arr.get(), "start_ns", H5T_NATIVE_INT64, 0),

@@ -65,11 +65,9 @@ TEST(WaitMetrics, HandComputedAllreduceBcastReduceAndAnIncompleteInstance) {
   EXPECT_EQ(r.ranks[2].times_last, 2u);
   EXPECT_EQ(r.ranks[2].delay_caused_ns, 4900 + 1500);
   EXPECT_EQ(r.ranks[2].wait_imposed_ns, 9900 + 1500);
-  ASSERT_TRUE(r.verdict.found);
-  EXPECT_EQ(r.verdict.rank, 2u);
-  EXPECT_EQ(r.verdict.host, "h2");
-  EXPECT_DOUBLE_EQ(r.verdict.share_last, 2.0 / 3.0);
-  EXPECT_EQ(r.verdict.delay_caused_ns, 6400);
+  // rank 2 is last in 2 of 3 instances, but a random one of 3 ranks would be last that often with
+  // P(X >= 2 | n = 3, p = 1/3) = 3 (1/3)^2 (2/3) + (1/3)^3 = 7/27: chance, no verdict (§4)
+  EXPECT_FALSE(r.verdict.found);
   // per type: allreduce skew 5000, bcast 2000, reduce 2000
   ASSERT_EQ(r.types.size(), 3u);
   for (const auto& t : r.types) {
@@ -218,6 +216,37 @@ TEST(WaitMetrics, ReportListsIncompleteInstancesWorstInstancesAndTypeBandwidth) 
   EXPECT_TRUE(std::isnan(r.lateness.mean_lateness_ns[2][1]));  // no instance starts in bin 1
   EXPECT_EQ(r.lateness.times_last[2][(11 * 100000) / r.lateness.bin_ns], 1u);
   EXPECT_EQ(r.lateness.times_last[2][(5 * 100000) / r.lateness.bin_ns], 0u);  // skew 500: under
+}
+
+TEST(WaitMetrics, AVerdictNamesARankLastFarMoreOftenThanChanceWithItsEvidence) {
+  // 10 allreduces; rank 2 arrives 5000 ns late in 8 of them (the first 8), in the other 2 rank 0
+  // is 5000 ns late. P(X >= 8 | n = 10, p = 1/3) = (45 * 4 + 10 * 2 + 1) / 3^10 = 201 / 59049.
+  std::vector<CollectiveInstance> in;
+  for (uint64_t s = 0; s < 10; ++s) {
+    int64_t t = static_cast<int64_t>(s) * 100000;
+    int64_t late0 = s >= 8 ? 5000 : 0, late2 = s < 8 ? 5000 : 0;
+    in.push_back(Make(s, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER,
+                      {{t + late0, t + 6000}, {t, t + 6000}, {t + late2, t + 6000}}));
+  }
+  WaitReport r = ComputeWaitMetrics(ThreeRanks(), in);
+  ASSERT_TRUE(r.verdict.found);
+  EXPECT_EQ(r.verdict.rank, 2u);
+  EXPECT_EQ(r.verdict.host, "h2");
+  EXPECT_DOUBLE_EQ(r.verdict.share_last, 0.8);
+  EXPECT_EQ(r.verdict.delay_caused_ns, 8 * 5000);
+  EXPECT_NEAR(r.verdict.p_chance, 201.0 / 59049.0, 1e-12);
+  // halves of 5: last in 5 of the first and 3 of the second: at least half of each -> persistent
+  EXPECT_TRUE(r.verdict.persistent);
+  EXPECT_DOUBLE_EQ(r.ranks[2].expected_last, 10.0 / 3.0);
+}
+
+TEST(WaitMetrics, BinomialTailMatchesHandComputedValues) {
+  EXPECT_DOUBLE_EQ(BinomialTail(5, 0, 0.25), 1.0);
+  EXPECT_NEAR(BinomialTail(5, 5, 0.25), 1.0 / 1024.0, 1e-15);
+  EXPECT_NEAR(BinomialTail(5, 3, 0.25), (10.0 * 9 + 5.0 * 3 + 1) / 1024.0, 1e-15);  // 106/1024
+  EXPECT_DOUBLE_EQ(BinomialTail(5, 6, 0.25), 0.0);
+  // large n: P(X >= 60 | 100, 0.5) = 0.028443966820490...
+  EXPECT_NEAR(BinomialTail(100, 60, 0.5), 0.02844396682049039, 1e-12);
 }
 
 }  // namespace
