@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "aggregator/hdf5/hdf5_writer.h"
 #include "analysis/load/profile_reader.h"
 #include "support/test_support.h"
 
@@ -21,7 +20,9 @@ namespace commprof {
 namespace {
 
 using nlohmann::json;
+using test_support::RankData;
 using test_support::TempDir;
+using test_support::events::Collective;
 
 commprof_event Ev(uint8_t kind, uint32_t name, uint64_t start, uint64_t end) {
   commprof_event e{};
@@ -31,17 +32,6 @@ commprof_event Ev(uint8_t kind, uint32_t name, uint64_t start, uint64_t end) {
   e.end_ns = end;
   e.peer = COMMPROF_NO_PEER;
   e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-
-commprof_event Coll(uint8_t op, uint32_t name, uint64_t seq, uint64_t start, uint64_t end, uint64_t bytes,
-                    uint16_t flags = 0) {
-  commprof_event e = Ev(COMMPROF_KIND_MPI_COLLECTIVE, name, start, end);
-  e.subtype = op;
-  e.comm_id = COMMPROF_COMM_WORLD_ID;
-  e.seq = seq;
-  e.bytes = bytes;
-  e.flags = flags;
   return e;
 }
 
@@ -59,6 +49,9 @@ const std::string kHostileDecoded =
     "a\"b\\c\n\t\x01\x1f\xC3\xA9\xEF\xBF\xBD\xEF\xBF\xBDx\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xE2\x82\xAC";
 const std::string kHostileHost = "node\"2\\";
 
+// A rank's clock: reference = local + offset everywhere, error bound 10 ns.
+std::vector<ClockPoint> ConstantOffset(int64_t offset) { return {ClockPoint{0, offset, 10}}; }
+
 // The job (times are local ns; reference = local + offset, one clock point per rank):
 //   rank 0  offset     0  host h0, pid 100
 //   rank 1  offset +2000  host h1, pid 101
@@ -74,19 +67,12 @@ const std::string kHostileHost = "node\"2\\";
 //   r2: mark with kHostileName at 6000 (local 7000)
 // Rank 1's Barrier [57000,72000] starts inside its Iallreduce [42000,62000] and ends after it:
 // a partial overlap, so it moves to a second lane.
-struct RankSpec {
-  std::vector<std::string> strings;
-  std::vector<commprof_event> events;
-  int64_t offset;
-  std::string host;
-};
-
-std::vector<RankSpec> MakeJob() {
-  std::vector<RankSpec> r(3);
+std::vector<RankData> MakeJob() {
+  std::vector<RankData> r(3);
   // string ids: 0 MPI_Init, 1 MPI_Allreduce, 2 MPI_Iallreduce, 3 MPI_Barrier, 4 rank-specific
   const std::vector<std::string> common = {"MPI_Init", "MPI_Allreduce", "MPI_Iallreduce", "MPI_Barrier"};
   for (auto& x : r) x.strings = common;
-  r[0].offset = 0;
+  r[0].points = ConstantOffset(0);
   r[0].host = "h0";
   r[0].strings.push_back("mark \"zero\"");
   r[0].strings.push_back("MPI_Finalize");
@@ -96,64 +82,45 @@ std::vector<RankSpec> MakeJob() {
   kernel.thread_id = 7;
   kernel.correlation = 42;
   // Stored out of time order, as a collector that records at completion does.
-  r[0].events = {Ev(COMMPROF_KIND_MPI_INIT, 0, 1000, 2000),
-                 Coll(COMMPROF_OP_ALLREDUCE, 1, 0, 10000, 30000, 64),
-                 Ev(COMMPROF_KIND_USER_MARK, 4, 5000, 5000),
-                 kernel,
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 1, 40000, 50000, 64, COMMPROF_FLAG_NONBLOCKING),
-                 Coll(COMMPROF_OP_BARRIER, 3, 2, 70000, 80000, 0),
-                 Ev(COMMPROF_KIND_MPI_FINALIZE, 5, 1234567891234, 1234567891334)};
-  r[1].offset = 2000;
+  r[0].events = {
+      Ev(COMMPROF_KIND_MPI_INIT, 0, 1000, 2000),
+      Collective(COMMPROF_OP_ALLREDUCE, 0, 10000, 30000, {.bytes = 64, .name = 1}),
+      Ev(COMMPROF_KIND_USER_MARK, 4, 5000, 5000),
+      kernel,
+      Collective(COMMPROF_OP_ALLREDUCE, 1, 40000, 50000, {.flags = COMMPROF_FLAG_NONBLOCKING, .bytes = 64, .name = 2}),
+      Collective(COMMPROF_OP_BARRIER, 2, 70000, 80000, {.name = 3}),
+      Ev(COMMPROF_KIND_MPI_FINALIZE, 5, 1234567891234, 1234567891334)};
+  r[1].points = ConstantOffset(2000);
   r[1].host = "h1";
   r[1].strings.push_back("step");
   commprof_event step = Ev(COMMPROF_KIND_STEP, 4, 3000, 3000);
   step.seq = 7;
-  r[1].events = {Ev(COMMPROF_KIND_MPI_INIT, 0, 0, 500), step, Coll(COMMPROF_OP_ALLREDUCE, 1, 0, 10500, 28000, 64),
-                 Coll(COMMPROF_OP_BARRIER, 3, 2, 55000, 70000, 0),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 1, 40000, 60000, 64, COMMPROF_FLAG_NONBLOCKING)};
-  r[2].offset = -1000;
+  r[1].events = {
+      Ev(COMMPROF_KIND_MPI_INIT, 0, 0, 500), step,
+      Collective(COMMPROF_OP_ALLREDUCE, 0, 10500, 28000, {.bytes = 64, .name = 1}),
+      Collective(COMMPROF_OP_BARRIER, 2, 55000, 70000, {.name = 3}),
+      Collective(COMMPROF_OP_ALLREDUCE, 1, 40000, 60000, {.flags = COMMPROF_FLAG_NONBLOCKING, .bytes = 64, .name = 2})};
+  r[2].points = ConstantOffset(-1000);
   r[2].host = kHostileHost;
   r[2].strings.push_back(kHostileName);
-  r[2].events = {Ev(COMMPROF_KIND_MPI_INIT, 0, 3000, 4000), Coll(COMMPROF_OP_ALLREDUCE, 1, 0, 21000, 31500, 64),
-                 Ev(COMMPROF_KIND_USER_MARK, 4, 7000, 7000),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 1, 45000, 60000, 64, COMMPROF_FLAG_NONBLOCKING),
-                 Coll(COMMPROF_OP_BARRIER, 3, 2, 66001, 81000, 0)};
+  r[2].events = {
+      Ev(COMMPROF_KIND_MPI_INIT, 0, 3000, 4000),
+      Collective(COMMPROF_OP_ALLREDUCE, 0, 21000, 31500, {.bytes = 64, .name = 1}),
+      Ev(COMMPROF_KIND_USER_MARK, 4, 7000, 7000),
+      Collective(COMMPROF_OP_ALLREDUCE, 1, 45000, 60000, {.flags = COMMPROF_FLAG_NONBLOCKING, .bytes = 64, .name = 2}),
+      Collective(COMMPROF_OP_BARRIER, 2, 66001, 81000, {.name = 3})};
   return r;
 }
 
-std::unique_ptr<ProfileReader> WriteJob(const std::string& path, const std::vector<RankSpec>& ranks) {
-  JobMeta meta;
-  meta.job_id = "job-trace";
-  meta.command_line = "mpirun -np 3 ./app";
-  meta.world_size = static_cast<uint32_t>(ranks.size());
-  meta.start_epoch_ns = 1700000000000000000ull;
-  auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
-  EXPECT_TRUE(w.ok()) << w.status().message();
-  if (!w.ok()) return nullptr;
-  for (uint32_t r = 0; r < ranks.size(); ++r) {
-    wire::Hello h;
-    h.rank = r;
-    h.world_size = static_cast<uint32_t>(ranks.size());
-    h.pid = 100 + r;
-    h.host = ranks[r].host;
-    h.start_steady_ns = 500;  // rank 0: reference 500 is UTC 1700000000000000000 + 0
-    h.start_utc_ns = 1700000000000000000ull;
-    EXPECT_TRUE(w.value()->OpenRank(h).ok());
-    EXPECT_TRUE(w.value()->AppendStrings(r, wire::Strings{0, ranks[r].strings}).ok());
-    EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
-    wire::Clock c;
-    c.points = {ClockPoint{0, ranks[r].offset, 10}};
-    c.offset_ns = ranks[r].offset;
-    c.error_bound_ns = 10;
-    c.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
-    EXPECT_TRUE(w.value()->SetClock(r, c).ok());
-    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
-  }
-  Status fin = w.value()->Finalize();
-  EXPECT_TRUE(fin.ok()) << fin.message();
-  auto rd = ProfileReader::Open(path);
-  EXPECT_TRUE(rd.ok()) << rd.status().message();
-  return rd.ok() ? std::move(rd.value()) : nullptr;
+// The job's metadata: rank 0 started at reference 500 = UTC 1700000000000000000 (every rank's
+// hello says steady 500 = that UTC; rank 0's offset is 0).
+std::unique_ptr<ProfileReader> WriteJob(const std::string& path, const std::vector<RankData>& ranks) {
+  return test_support::WriteProfile(path, ranks,
+                                    {.job_id = "job-trace",
+                                     .command_line = "mpirun -np 3 ./app",
+                                     .start_epoch_ns = 1700000000000000000ull,
+                                     .start_steady_ns = 500,
+                                     .start_utc_ns = 1700000000000000000ull});
 }
 
 class ChromeTraceTest : public ::testing::Test {
@@ -467,16 +434,18 @@ TEST(ChromeTraceReaders, SlicesThatWouldCrossInATruncatingReaderGetALane) {
   // [1000,6000] and [1002,6001] and would drop the Test. The Test goes to a second lane; a Wait
   // [7000,7001] after both stays on the first.
   TempDir dir("commprof-trace-views");
-  std::vector<RankSpec> job(1);
-  job[0].offset = 0;
+  std::vector<RankData> job(1);
+  job[0].points = ConstantOffset(0);
   job[0].host = "h0";
   job[0].strings = {"MPI_Init", "MPI_Iallreduce", "MPI_Test", "MPI_Wait"};
   commprof_event test = Ev(COMMPROF_KIND_MPI_WAIT, 2, 1002, 6001);
   test.subtype = COMMPROF_OP_TEST;
   commprof_event wait = Ev(COMMPROF_KIND_MPI_WAIT, 3, 7000, 7001);
   wait.subtype = COMMPROF_OP_WAIT;
-  job[0].events = {Ev(COMMPROF_KIND_MPI_INIT, 0, 0, 100), test,
-                   Coll(COMMPROF_OP_ALLREDUCE, 1, 0, 1001, 6001, 8, COMMPROF_FLAG_NONBLOCKING), wait};
+  job[0].events = {
+      Ev(COMMPROF_KIND_MPI_INIT, 0, 0, 100), test,
+      Collective(COMMPROF_OP_ALLREDUCE, 0, 1001, 6001, {.flags = COMMPROF_FLAG_NONBLOCKING, .bytes = 8, .name = 1}),
+      wait};
   auto reader = WriteJob(dir / "views.h5", job);
   ASSERT_NE(reader, nullptr);
   std::ostringstream os;

@@ -23,36 +23,8 @@ namespace fs = std::filesystem;
 
 using test_support::RankData;
 using test_support::TempDir;
-
-// A blocking collective on `comm` (world by default) as a rank records it, in its local ns.
-commprof_event Coll(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, int32_t root = COMMPROF_NO_PEER,
-                    uint64_t comm = COMMPROF_COMM_WORLD_ID, uint16_t flags = 0) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
-  e.subtype = op;
-  e.comm_id = comm;
-  e.seq = seq;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.peer = root;
-  e.flags = flags;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-
-// A communicator creation event: this rank is `rank_in_comm` in communicator `comm`.
-commprof_event CommCreated(uint64_t comm, int32_t rank_in_comm, uint64_t size) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_COMM;
-  e.subtype = COMMPROF_OP_COMM_SPLIT;
-  e.comm_id = comm;
-  e.seq = COMMPROF_COMM_WORLD_ID;
-  e.bytes = size;
-  e.peer = rank_in_comm;
-  e.start_ns = e.end_ns = 10;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
+using test_support::events::Collective;
+using test_support::events::CommCreated;
 
 struct Counts {
   uint64_t checked_aligned, violations_aligned, checked_raw, violations_raw;
@@ -90,12 +62,12 @@ TEST_F(ClockViolationsTest, AllreduceViolatesWhenAnyRankEndsBeforeTheLastStart) 
   // seq 2: rank 0 ends exactly at the last start 2200: not a violation (strictly before only)
   // seq 3: two ranks end early: still one violating instance
   std::vector<RankData> r(3);
-  r[0].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 100, 400), Coll(COMMPROF_OP_ALLREDUCE, 1, 1000, 1150),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 2000, 2200), Coll(COMMPROF_OP_ALLREDUCE, 3, 3000, 3050)};
-  r[1].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 200, 400), Coll(COMMPROF_OP_ALLREDUCE, 1, 1100, 1300),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 2100, 2300), Coll(COMMPROF_OP_ALLREDUCE, 3, 3010, 3060)};
-  r[2].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 300, 400), Coll(COMMPROF_OP_ALLREDUCE, 1, 1200, 1300),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 2200, 2300), Coll(COMMPROF_OP_ALLREDUCE, 3, 3100, 3200)};
+  r[0].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 100, 400), Collective(COMMPROF_OP_ALLREDUCE, 1, 1000, 1150),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 2000, 2200), Collective(COMMPROF_OP_ALLREDUCE, 3, 3000, 3050)};
+  r[1].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 200, 400), Collective(COMMPROF_OP_ALLREDUCE, 1, 1100, 1300),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 2100, 2300), Collective(COMMPROF_OP_ALLREDUCE, 3, 3010, 3060)};
+  r[2].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 300, 400), Collective(COMMPROF_OP_ALLREDUCE, 1, 1200, 1300),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 2200, 2300), Collective(COMMPROF_OP_ALLREDUCE, 3, 3100, 3200)};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 4u);
   EXPECT_EQ(v.violations, 2u);
@@ -109,8 +81,8 @@ TEST_F(ClockViolationsTest, BarrierAllgatherAlltoallAndReduceScatterFollowTheAll
     SCOPED_TRACE(static_cast<int>(op));
     // seq 0 fine; seq 1: rank 1 ends (550) before rank 0 starts (600)
     std::vector<RankData> r(2);
-    r[0].events = {Coll(op, 0, 100, 300), Coll(op, 1, 600, 700)};
-    r[1].events = {Coll(op, 0, 200, 300), Coll(op, 1, 500, 550)};
+    r[0].events = {Collective(op, 0, 100, 300), Collective(op, 1, 600, 700)};
+    r[1].events = {Collective(op, 0, 200, 300), Collective(op, 1, 500, 550)};
     ClockViolations v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 2u);
     EXPECT_EQ(v.violations, 1u);
@@ -126,12 +98,17 @@ TEST_F(ClockViolationsTest, BcastViolatesOnlyWhenANonRootEndsBeforeTheRootStarts
   // seq 3: the root's record is missing (rank 1 has no seq 3): nothing to compare with: fine,
   //        though the instance is checked (two ranks saw it)
   std::vector<RankData> r(3);
-  r[0].events = {Coll(COMMPROF_OP_BCAST, 0, 4900, 4990, 1), Coll(COMMPROF_OP_BCAST, 1, 5500, 6001, 1),
-                 Coll(COMMPROF_OP_BCAST, 2, 7500, 7600, 1), Coll(COMMPROF_OP_BCAST, 3, 9000, 9001, 1)};
-  r[1].events = {Coll(COMMPROF_OP_BCAST, 0, 5000, 5010, 1), Coll(COMMPROF_OP_BCAST, 1, 6000, 6005, 1),
-                 Coll(COMMPROF_OP_BCAST, 2, 7000, 7010, 1)};
-  r[2].events = {Coll(COMMPROF_OP_BCAST, 0, 4000, 5020, 1), Coll(COMMPROF_OP_BCAST, 1, 5800, 6050, 1),
-                 Coll(COMMPROF_OP_BCAST, 2, 6900, 7005, 1), Coll(COMMPROF_OP_BCAST, 3, 9500, 9501, 1)};
+  r[0].events = {Collective(COMMPROF_OP_BCAST, 0, 4900, 4990, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 1, 5500, 6001, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 2, 7500, 7600, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 3, 9000, 9001, {.root = 1})};
+  r[1].events = {Collective(COMMPROF_OP_BCAST, 0, 5000, 5010, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 1, 6000, 6005, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 2, 7000, 7010, {.root = 1})};
+  r[2].events = {Collective(COMMPROF_OP_BCAST, 0, 4000, 5020, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 1, 5800, 6050, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 2, 6900, 7005, {.root = 1}),
+                 Collective(COMMPROF_OP_BCAST, 3, 9500, 9501, {.root = 1})};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 4u);
   EXPECT_EQ(v.violations, 1u);
@@ -143,8 +120,8 @@ TEST_F(ClockViolationsTest, ScatterAndScattervFollowTheBcastRule) {
     // root 0. seq 0: rank 1 ends (90) before the root starts (100): violation.
     // seq 1: the root ends (210) before rank 1 starts (300): fine for a scatter.
     std::vector<RankData> r(2);
-    r[0].events = {Coll(op, 0, 100, 150, 0), Coll(op, 1, 200, 210, 0)};
-    r[1].events = {Coll(op, 0, 50, 90, 0), Coll(op, 1, 300, 310, 0)};
+    r[0].events = {Collective(op, 0, 100, 150, {.root = 0}), Collective(op, 1, 200, 210, {.root = 0})};
+    r[1].events = {Collective(op, 0, 50, 90, {.root = 0}), Collective(op, 1, 300, 310, {.root = 0})};
     ClockViolations v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 2u);
     EXPECT_EQ(v.violations, 1u);
@@ -158,12 +135,15 @@ TEST_F(ClockViolationsTest, ReduceViolatesOnlyWhenTheRootEndsBeforeTheLastStart)
   //        rule would flag, but only the root waits and it ends at 600: fine
   // seq 2: the root ends exactly at the last start: fine
   std::vector<RankData> r(3);
-  r[0].events = {Coll(COMMPROF_OP_REDUCE, 0, 100, 150, 0), Coll(COMMPROF_OP_REDUCE, 1, 400, 600, 0),
-                 Coll(COMMPROF_OP_REDUCE, 2, 700, 900, 0)};
-  r[1].events = {Coll(COMMPROF_OP_REDUCE, 0, 200, 300, 0), Coll(COMMPROF_OP_REDUCE, 1, 500, 510, 0),
-                 Coll(COMMPROF_OP_REDUCE, 2, 900, 905, 0)};
-  r[2].events = {Coll(COMMPROF_OP_REDUCE, 0, 120, 130, 0), Coll(COMMPROF_OP_REDUCE, 1, 450, 460, 0),
-                 Coll(COMMPROF_OP_REDUCE, 2, 800, 801, 0)};
+  r[0].events = {Collective(COMMPROF_OP_REDUCE, 0, 100, 150, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 1, 400, 600, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 2, 700, 900, {.root = 0})};
+  r[1].events = {Collective(COMMPROF_OP_REDUCE, 0, 200, 300, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 1, 500, 510, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 2, 900, 905, {.root = 0})};
+  r[2].events = {Collective(COMMPROF_OP_REDUCE, 0, 120, 130, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 1, 450, 460, {.root = 0}),
+                 Collective(COMMPROF_OP_REDUCE, 2, 800, 801, {.root = 0})};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 3u);
   EXPECT_EQ(v.violations, 1u);
@@ -175,8 +155,8 @@ TEST_F(ClockViolationsTest, GatherAndGathervFollowTheReduceRule) {
     // root 1. seq 0: the root ends (150) before rank 0 starts (200): violation.
     // seq 1: rank 0 ends (320) before the root starts (400): fine for a gather.
     std::vector<RankData> r(2);
-    r[0].events = {Coll(op, 0, 200, 250, 1), Coll(op, 1, 300, 320, 1)};
-    r[1].events = {Coll(op, 0, 100, 150, 1), Coll(op, 1, 400, 450, 1)};
+    r[0].events = {Collective(op, 0, 200, 250, {.root = 1}), Collective(op, 1, 300, 320, {.root = 1})};
+    r[1].events = {Collective(op, 0, 100, 150, {.root = 1}), Collective(op, 1, 400, 450, {.root = 1})};
     ClockViolations v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 2u);
     EXPECT_EQ(v.violations, 1u);
@@ -189,12 +169,12 @@ TEST_F(ClockViolationsTest, ScanRankWaitsOnlyForItselfAndTheRanksBelowIt) {
   // seq 1: starts 1000, 1200, 1100; rank 2 ends at 1150 < rank 1's start 1200: violation
   // seq 2: rank 1 ends (2050) before rank 2 starts (2100), which it need not wait for: fine
   std::vector<RankData> r(3);
-  r[0].events = {Coll(COMMPROF_OP_SCAN, 0, 100, 150), Coll(COMMPROF_OP_SCAN, 1, 1000, 1050),
-                 Coll(COMMPROF_OP_SCAN, 2, 2000, 2010)};
-  r[1].events = {Coll(COMMPROF_OP_SCAN, 0, 200, 250), Coll(COMMPROF_OP_SCAN, 1, 1200, 1300),
-                 Coll(COMMPROF_OP_SCAN, 2, 2001, 2050)};
-  r[2].events = {Coll(COMMPROF_OP_SCAN, 0, 300, 350), Coll(COMMPROF_OP_SCAN, 1, 1100, 1150),
-                 Coll(COMMPROF_OP_SCAN, 2, 2100, 2200)};
+  r[0].events = {Collective(COMMPROF_OP_SCAN, 0, 100, 150), Collective(COMMPROF_OP_SCAN, 1, 1000, 1050),
+                 Collective(COMMPROF_OP_SCAN, 2, 2000, 2010)};
+  r[1].events = {Collective(COMMPROF_OP_SCAN, 0, 200, 250), Collective(COMMPROF_OP_SCAN, 1, 1200, 1300),
+                 Collective(COMMPROF_OP_SCAN, 2, 2001, 2050)};
+  r[2].events = {Collective(COMMPROF_OP_SCAN, 0, 300, 350), Collective(COMMPROF_OP_SCAN, 1, 1100, 1150),
+                 Collective(COMMPROF_OP_SCAN, 2, 2100, 2200)};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 3u);
   EXPECT_EQ(v.violations, 1u);
@@ -210,28 +190,28 @@ TEST_F(ClockViolationsTest, NonBlockingIncompleteUntrackedAndNonCollectiveEvents
   // seq 3: rank 0's event is on an untracked communicator -> checked (1, 2), no violation
   // seq 4: a point-to-point event with comm 1 / seq 4 on rank 0 -> ignored; 1, 2 fine
   // seq 5: only rank 2 took part -> not checked
-  r[0].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 5, 10, COMMPROF_NO_PEER, COMMPROF_COMM_WORLD_ID, nb),
-                 Coll(COMMPROF_OP_ALLREDUCE, 1, 15, 15, COMMPROF_NO_PEER, COMMPROF_COMM_WORLD_ID, nb | inc),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 20, 21, COMMPROF_NO_PEER, COMMPROF_COMM_WORLD_ID, nb),
-                 Coll(COMMPROF_OP_ALLREDUCE, 3, 30, 31, COMMPROF_NO_PEER, COMMPROF_COMM_WORLD_ID, un)};
-  commprof_event p2p = Coll(COMMPROF_OP_SEND, 4, 40, 41);
+  r[0].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 5, 10, {.flags = nb}),
+                 Collective(COMMPROF_OP_ALLREDUCE, 1, 15, 15, {.flags = nb | inc}),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 20, 21, {.flags = nb}),
+                 Collective(COMMPROF_OP_ALLREDUCE, 3, 30, 31, {.flags = un})};
+  commprof_event p2p = Collective(COMMPROF_OP_SEND, 4, 40, 41);
   p2p.kind = COMMPROF_KIND_MPI_P2P;
   r[0].events.push_back(p2p);
-  commprof_event blocking_incomplete = Coll(COMMPROF_OP_ALLREDUCE, 1, 15, 16);
+  commprof_event blocking_incomplete = Collective(COMMPROF_OP_ALLREDUCE, 1, 15, 16);
   blocking_incomplete.flags = inc;
-  r[1].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 100, 300), Coll(COMMPROF_OP_ALLREDUCE, 1, 400, 600),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 700, 701, COMMPROF_NO_PEER, COMMPROF_COMM_WORLD_ID, nb),
-                 Coll(COMMPROF_OP_ALLREDUCE, 3, 1000, 1200), Coll(COMMPROF_OP_ALLREDUCE, 4, 1300, 1500)};
-  r[2].events = {Coll(COMMPROF_OP_ALLREDUCE, 0, 200, 300), Coll(COMMPROF_OP_ALLREDUCE, 1, 500, 600),
-                 Coll(COMMPROF_OP_ALLREDUCE, 2, 800, 900),   Coll(COMMPROF_OP_ALLREDUCE, 3, 1100, 1200),
-                 Coll(COMMPROF_OP_ALLREDUCE, 4, 1400, 1500), Coll(COMMPROF_OP_ALLREDUCE, 5, 1, 2)};
+  r[1].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 100, 300), Collective(COMMPROF_OP_ALLREDUCE, 1, 400, 600),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 700, 701, {.flags = nb}),
+                 Collective(COMMPROF_OP_ALLREDUCE, 3, 1000, 1200), Collective(COMMPROF_OP_ALLREDUCE, 4, 1300, 1500)};
+  r[2].events = {Collective(COMMPROF_OP_ALLREDUCE, 0, 200, 300),   Collective(COMMPROF_OP_ALLREDUCE, 1, 500, 600),
+                 Collective(COMMPROF_OP_ALLREDUCE, 2, 800, 900),   Collective(COMMPROF_OP_ALLREDUCE, 3, 1100, 1200),
+                 Collective(COMMPROF_OP_ALLREDUCE, 4, 1400, 1500), Collective(COMMPROF_OP_ALLREDUCE, 5, 1, 2)};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 4u);
   EXPECT_EQ(v.violations, 0u);
   // an INCOMPLETE flag alone (without NONBLOCKING) is ignored too
   r[0].events = {blocking_incomplete};
-  r[1].events = {Coll(COMMPROF_OP_ALLREDUCE, 1, 400, 600)};
-  r[2].events = {Coll(COMMPROF_OP_ALLREDUCE, 1, 500, 600)};
+  r[1].events = {Collective(COMMPROF_OP_ALLREDUCE, 1, 400, 600)};
+  r[2].events = {Collective(COMMPROF_OP_ALLREDUCE, 1, 500, 600)};
   v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 1u);
   EXPECT_EQ(v.violations, 0u);
@@ -244,14 +224,14 @@ TEST_F(ClockViolationsTest, RootsOfSubCommunicatorCollectivesAreRanksInThatCommu
   const uint64_t x = (uint64_t{3} << 32) | 1;
   std::vector<RankData> r(3);
   r[0].events = {};
-  r[1].events = {CommCreated(x, 1, 2), Coll(COMMPROF_OP_BCAST, 0, 400, 450, 0, x)};
-  r[2].events = {CommCreated(x, 0, 2), Coll(COMMPROF_OP_BCAST, 0, 500, 510, 0, x)};
+  r[1].events = {CommCreated(x, 1, 2), Collective(COMMPROF_OP_BCAST, 0, 400, 450, {.root = 0, .comm = x})};
+  r[2].events = {CommCreated(x, 0, 2), Collective(COMMPROF_OP_BCAST, 0, 500, 510, {.root = 0, .comm = x})};
   ClockViolations v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 1u);
   EXPECT_EQ(v.violations, 1u);
   // same comm id and seq on MPI_COMM_WORLD is a different instance: it is fine on its own
-  r[0].events = {Coll(COMMPROF_OP_BCAST, 0, 100, 200, 0)};
-  r[1].events.push_back(Coll(COMMPROF_OP_BCAST, 0, 150, 200, 0));
+  r[0].events = {Collective(COMMPROF_OP_BCAST, 0, 100, 200, {.root = 0})};
+  r[1].events.push_back(Collective(COMMPROF_OP_BCAST, 0, 150, 200, {.root = 0}));
   v = CountUnaligned(r);
   EXPECT_EQ(v.instances_checked, 2u);
   EXPECT_EQ(v.violations, 1u);
@@ -275,11 +255,11 @@ struct AlignedJob {
     std::vector<RankData> r(3);
     for (int k = 0; k < kInstances; ++k) {
       uint64_t t = T(k);
-      r[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), t, t + 30'000));
-      r[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), t + 10'000 - 5'000'000,
-                                 t + 31'000 - 5'000'000));
+      r[0].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), t, t + 30'000));
+      r[1].events.push_back(
+          Collective(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), t + 10'000 - 5'000'000, t + 31'000 - 5'000'000));
       r[2].events.push_back(
-          Coll(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), Rank2Local(t + 20'000), Rank2Local(t + 32'000)));
+          Collective(COMMPROF_OP_ALLREDUCE, static_cast<uint64_t>(k), Rank2Local(t + 20'000), Rank2Local(t + 32'000)));
     }
     r[0].points = {{1'000'000, 0, 0}, {900'000'000, 0, 0}};
     r[1].points = {{1'000'000, 5'000'000, 800}, {900'000'000, 5'000'000, 900}};

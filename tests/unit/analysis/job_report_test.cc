@@ -20,20 +20,7 @@ namespace {
 
 using test_support::RankData;
 using test_support::TempDir;
-
-commprof_event Coll(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint64_t bytes) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
-  e.subtype = op;
-  e.comm_id = COMMPROF_COMM_WORLD_ID;
-  e.seq = seq;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.bytes = bytes;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
+using test_support::events::Collective;
 
 // Three ranks, six allreduces of 1e6 bytes, 1 ms apart; rank 1's clock runs 50 us ahead (its
 // clock points say reference = local - 50000), and it arrives 20 us late (aligned) every time.
@@ -45,12 +32,13 @@ std::vector<RankData> Job() {
   std::vector<RankData> ranks(3);
   for (uint64_t s = 0; s < 6; ++s) {
     uint64_t t = 1000000 * (s + 1);
-    ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
-    ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t + 20000 + 50000, t + 30000 + 50000, 1000000));
-    ranks[2].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, 1000000));
+    ranks[0].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, {.bytes = 1000000}));
+    ranks[1].events.push_back(
+        Collective(COMMPROF_OP_ALLREDUCE, s, t + 20000 + 50000, t + 30000 + 50000, {.bytes = 1000000}));
+    ranks[2].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, s, t, t + 30000, {.bytes = 1000000}));
   }
-  ranks[0].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 6, 9000000, 9000100, 8));
-  ranks[1].events.push_back(Coll(COMMPROF_OP_ALLREDUCE, 6, 9050000, 9050100, 8));
+  ranks[0].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, 6, 9000000, 9000100, {.bytes = 8}));
+  ranks[1].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, 6, 9050000, 9050100, {.bytes = 8}));
   ranks[0].points = {{0, 0, 0}, {10000000, 0, 0}};  // {local, offset (reference - local), half rtt}
   ranks[1].points = {{0, -50000, 100}, {10000000, -50000, 100}};
   ranks[2].points = {{0, 0, 100}, {10000000, 0, 100}};

@@ -11,14 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "aggregator/hdf5/hdf5_writer.h"
 #include "analysis/load/profile_reader.h"
 #include "support/test_support.h"
 
 namespace commprof {
 namespace {
 
+using test_support::RankData;
 using test_support::TempDir;
+namespace events = test_support::events;
 
 commprof_event Ev(uint8_t kind, uint64_t start, uint64_t end, uint16_t flags = 0, uint8_t op = COMMPROF_OP_NONE) {
   commprof_event e{};
@@ -34,9 +35,11 @@ commprof_event Ev(uint8_t kind, uint64_t start, uint64_t end, uint16_t flags = 0
 }
 commprof_event Init(uint64_t s, uint64_t e) { return Ev(COMMPROF_KIND_MPI_INIT, s, e); }
 commprof_event Finalize(uint64_t s, uint64_t e) { return Ev(COMMPROF_KIND_MPI_FINALIZE, s, e); }
-commprof_event Blocking(uint8_t op, uint64_t s, uint64_t e) { return Ev(COMMPROF_KIND_MPI_COLLECTIVE, s, e, 0, op); }
+commprof_event Blocking(uint8_t op, uint64_t s, uint64_t e) { return events::Collective(op, 0, s, e); }
+// An Iallreduce from issue to completion.
 commprof_event NonBlocking(uint64_t s, uint64_t e, uint16_t extra_flags = 0) {
-  return Ev(COMMPROF_KIND_MPI_COLLECTIVE, s, e, COMMPROF_FLAG_NONBLOCKING | extra_flags, COMMPROF_OP_ALLREDUCE);
+  return events::Collective(COMMPROF_OP_ALLREDUCE, 0, s, e,
+                            {.flags = static_cast<uint16_t>(COMMPROF_FLAG_NONBLOCKING | extra_flags)});
 }
 commprof_event Wait(uint8_t op, uint64_t s, uint64_t e) { return Ev(COMMPROF_KIND_MPI_WAIT, s, e, 0, op); }
 commprof_event Gpu(uint8_t kind, uint16_t device, uint32_t stream, uint64_t s, uint64_t e) {
@@ -287,48 +290,6 @@ TEST(Overlap, ClockModelStretchesAndShiftsTheRanksTime) {
 
 // ---- read from a file written by the aggregator's writer ----
 
-struct RankData {
-  std::vector<commprof_event> events;
-  std::vector<ClockPoint> points;  // empty: no clock frame
-};
-
-std::unique_ptr<ProfileReader> WriteAndOpen(const std::string& path, const std::vector<RankData>& ranks) {
-  JobMeta meta;
-  meta.job_id = "job-overlap";
-  meta.world_size = static_cast<uint32_t>(ranks.size());
-  auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
-  EXPECT_TRUE(w.ok()) << w.status().message();
-  if (!w.ok()) return nullptr;
-  for (uint32_t r = 0; r < ranks.size(); ++r) {
-    wire::Hello h;
-    h.rank = r;
-    h.world_size = static_cast<uint32_t>(ranks.size());
-    h.pid = 100 + r;
-    h.host = "h" + std::to_string(r);
-    EXPECT_TRUE(w.value()->OpenRank(h).ok());
-    if (!ranks[r].events.empty()) {
-      EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
-    }
-    if (!ranks[r].points.empty()) {
-      ClockModel m(ranks[r].points);
-      wire::Clock c;
-      c.points = ranks[r].points;
-      c.anchor_local_ns = 0;
-      c.offset_ns = m.OffsetAt(0);
-      c.drift_ppm = m.DriftPpm();
-      c.error_bound_ns = m.ErrorBoundNs();
-      c.method = "mpi-pingpong";
-      EXPECT_TRUE(w.value()->SetClock(r, c).ok());
-    }
-    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
-  }
-  Status fin = w.value()->Finalize();
-  EXPECT_TRUE(fin.ok()) << fin.message();
-  auto rd = ProfileReader::Open(path);
-  EXPECT_TRUE(rd.ok()) << rd.status().message();
-  return rd.ok() ? std::move(rd.value()) : nullptr;
-}
-
 TEST(Overlap, FileRanksAreReadOneAtATimeOnTheAlignedClock) {
   // Rank 0: BlockingRank, no clock model. Rank 1: NonBlockingRank with the stretching model of
   // the test above. Rank 2: 20000 periods of 1000 ns (80000 events, more than one 65536-event
@@ -347,8 +308,12 @@ TEST(Overlap, FileRanksAreReadOneAtATimeOnTheAlignedClock) {
     big.events.push_back(Blocking(COMMPROF_OP_ALLREDUCE, p + 600, p + 700));
   }
   TempDir dir("commprof-overlap");
-  auto reader = WriteAndOpen(
-      dir / "overlap.h5", {{BlockingRank(), {}}, {NonBlockingRank(), {{0, 5000, 10}, {1000000, 105000, 10}}}, big, {}});
+  std::vector<RankData> job(4);
+  job[0].events = BlockingRank();
+  job[1].events = NonBlockingRank();
+  job[1].points = {{0, 5000, 10}, {1000000, 105000, 10}};
+  job[2] = big;
+  auto reader = test_support::WriteProfile(dir / "overlap.h5", job, {.job_id = "job-overlap"});
   ASSERT_NE(reader, nullptr);
   auto res = ComputeOverlap(*reader);
   ASSERT_TRUE(res.ok()) << res.status().message();

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "aggregator/hdf5/hdf5_writer.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/comm_membership.h"
 #include "analysis/metrics/p2p_wait.h"
@@ -19,104 +18,20 @@
 namespace commprof {
 namespace {
 
+using test_support::RankData;
 using test_support::TempDir;
+using test_support::events::CommCreated;
+using test_support::events::P2p;
+using test_support::events::Recv;
+using test_support::events::Send;
+using test_support::events::WaitCall;
 
 constexpr uint16_t kNb = COMMPROF_FLAG_NONBLOCKING;
-
-// A point-to-point operation as a rank records it (local ns). `peer` is the rank in `comm`.
-commprof_event P2p(uint8_t op, uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes,
-                   uint64_t comm = COMMPROF_COMM_WORLD_ID, uint16_t flags = 0, uint32_t thread = 0) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_P2P;
-  e.subtype = op;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.peer = peer;
-  e.correlation = tag;
-  e.bytes = bytes;
-  e.comm_id = comm;
-  e.flags = flags;
-  e.thread_id = thread;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-commprof_event Send(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes = 8,
-                    uint64_t comm = COMMPROF_COMM_WORLD_ID) {
-  return P2p(COMMPROF_OP_SEND, start, end, peer, tag, bytes, comm);
-}
-commprof_event Recv(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes = 8,
-                    uint64_t comm = COMMPROF_COMM_WORLD_ID) {
-  return P2p(COMMPROF_OP_RECV, start, end, peer, tag, bytes, comm);
-}
-// A Wait*/Test* call (kind 5) on `thread`.
-commprof_event WaitCall(uint8_t op, uint64_t start, uint64_t end, uint32_t thread = 0) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_WAIT;
-  e.subtype = op;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.bytes = 1;
-  e.peer = COMMPROF_NO_PEER;
-  e.thread_id = thread;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-commprof_event CommCreated(uint64_t comm, int32_t rank_in_comm, uint64_t size) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_COMM;
-  e.subtype = COMMPROF_OP_COMM_SPLIT;
-  e.comm_id = comm;
-  e.seq = COMMPROF_COMM_WORLD_ID;
-  e.bytes = size;
-  e.peer = rank_in_comm;
-  e.start_ns = e.end_ns = 10;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-
-struct RankData {
-  std::vector<commprof_event> events;
-  std::vector<ClockPoint> points;  // empty: no clock model (identity)
-};
-
-std::unique_ptr<ProfileReader> WriteAndOpen(const std::string& path, const std::vector<RankData>& ranks) {
-  JobMeta meta;
-  meta.job_id = "job-p2p";
-  meta.world_size = static_cast<uint32_t>(ranks.size());
-  auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
-  EXPECT_TRUE(w.ok()) << w.status().message();
-  if (!w.ok()) return nullptr;
-  for (uint32_t r = 0; r < ranks.size(); ++r) {
-    wire::Hello h;
-    h.rank = r;
-    h.world_size = static_cast<uint32_t>(ranks.size());
-    h.pid = 100 + r;
-    h.host = "h" + std::to_string(r);
-    EXPECT_TRUE(w.value()->OpenRank(h).ok());
-    EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
-    if (!ranks[r].points.empty()) {
-      ClockModel m(ranks[r].points);
-      wire::Clock c;
-      c.points = ranks[r].points;
-      c.offset_ns = m.OffsetAt(0);
-      c.drift_ppm = m.DriftPpm();
-      c.error_bound_ns = m.ErrorBoundNs();
-      c.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
-      EXPECT_TRUE(w.value()->SetClock(r, c).ok());
-    }
-    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
-  }
-  Status fin = w.value()->Finalize();
-  EXPECT_TRUE(fin.ok()) << fin.message();
-  auto rd = ProfileReader::Open(path);
-  EXPECT_TRUE(rd.ok()) << rd.status().message();
-  return rd.ok() ? std::move(rd.value()) : nullptr;
-}
 
 class P2PMessagesTest : public ::testing::Test {
  protected:
   P2PMatchResult Match(const std::vector<RankData>& ranks, P2PMatchOptions opt = {}) {
-    auto r = WriteAndOpen(dir_ / ("f" + std::to_string(n_++) + ".h5"), ranks);
+    auto r = test_support::WriteProfile(dir_ / ("f" + std::to_string(n_++) + ".h5"), ranks, {.job_id = "job-p2p"});
     if (r == nullptr) return {};
     auto m = MatchP2PMessages(*r, opt);
     EXPECT_TRUE(m.ok()) << m.status().message();

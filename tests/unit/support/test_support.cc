@@ -196,10 +196,12 @@ Bytes PayloadOf(const Bytes& frame, wire::FrameType expected_type) {
 }
 
 std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::vector<RankData>& ranks,
-                                            const std::string& job_id) {
+                                            const ProfileOptions& options) {
   JobMeta meta;
-  meta.job_id = job_id;
+  meta.job_id = options.job_id;
+  meta.command_line = options.command_line;
   meta.world_size = static_cast<uint32_t>(ranks.size());
+  meta.start_epoch_ns = options.start_epoch_ns;
   auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
   EXPECT_TRUE(w.ok()) << w.status().message();
   if (!w.ok()) return nullptr;
@@ -208,8 +210,13 @@ std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::
     h.rank = r;
     h.world_size = static_cast<uint32_t>(ranks.size());
     h.pid = 100 + r;
-    h.host = "h" + std::to_string(r);
+    h.host = ranks[r].host.empty() ? "h" + std::to_string(r) : ranks[r].host;
+    h.start_steady_ns = options.start_steady_ns;
+    h.start_utc_ns = options.start_utc_ns;
     EXPECT_TRUE(w.value()->OpenRank(h).ok());
+    if (!ranks[r].strings.empty()) {
+      EXPECT_TRUE(w.value()->AppendStrings(r, wire::Strings{0, ranks[r].strings}).ok());
+    }
     EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
     if (!ranks[r].points.empty()) {
       ClockModel m(ranks[r].points);
@@ -230,5 +237,76 @@ std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::
   EXPECT_TRUE(rd.ok()) << rd.status().message();
   return rd.ok() ? std::move(rd.value()) : nullptr;
 }
+
+namespace events {
+
+commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, const CollectiveFields& f) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
+  e.subtype = op;
+  e.comm_id = f.comm;
+  e.seq = seq;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.peer = f.root;
+  e.flags = f.flags;
+  e.bytes = f.bytes;
+  e.name_id = f.name;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+commprof_event P2p(uint8_t op, uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes, uint64_t comm,
+                   uint16_t flags, uint32_t thread) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_P2P;
+  e.subtype = op;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.peer = peer;
+  e.correlation = tag;
+  e.bytes = bytes;
+  e.comm_id = comm;
+  e.flags = flags;
+  e.thread_id = thread;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+commprof_event Send(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes, uint64_t comm) {
+  return P2p(COMMPROF_OP_SEND, start, end, peer, tag, bytes, comm);
+}
+
+commprof_event Recv(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes, uint64_t comm) {
+  return P2p(COMMPROF_OP_RECV, start, end, peer, tag, bytes, comm);
+}
+
+commprof_event WaitCall(uint8_t op, uint64_t start, uint64_t end, uint32_t thread) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_WAIT;
+  e.subtype = op;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.bytes = 1;
+  e.peer = COMMPROF_NO_PEER;
+  e.thread_id = thread;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+commprof_event CommCreated(uint64_t comm, int32_t rank_in_comm, uint64_t size) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_COMM;
+  e.subtype = COMMPROF_OP_COMM_SPLIT;
+  e.comm_id = comm;
+  e.seq = COMMPROF_COMM_WORLD_ID;
+  e.bytes = size;
+  e.peer = rank_in_comm;
+  e.start_ns = e.end_ns = 10;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+}  // namespace events
 
 }  // namespace commprof::test_support

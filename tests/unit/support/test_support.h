@@ -1,6 +1,7 @@
 // Setup shared by the unit tests: temporary directories, polling, a live aggregator (Ingest +
-// Server + io thread on 127.0.0.1:<any port>), a raw TCP client that speaks frames, reading a
-// rank's events back, comparing events and taking a frame's payload.
+// Server + io thread on 127.0.0.1:<any port>), a raw TCP client that speaks frames, hand-made
+// profiles written through the real Hdf5Writer and the events they hold, reading a rank's events
+// back, comparing events and taking a frame's payload.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include "aggregator/ingest.h"
 #include "aggregator/server.h"
 #include "analysis/load/profile_reader.h"
+#include "commprof/event.h"
 #include "core/wire.h"
 
 namespace commprof::test_support {
@@ -139,12 +141,63 @@ class TcpClient {
 struct RankData {
   std::vector<commprof_event> events;
   std::vector<ClockPoint> points;
+  std::vector<std::string> strings;  // its string table from id 0 (what name_id indexes); may be empty
+  std::string host;                  // empty: "h<rank>"
 };
 
-// Writes a finished profile with ranks 0..n-1 (host "h<r>", pid 100 + r) through the real
-// Hdf5Writer and opens it; failures are test failures and give nullptr.
+// What a hand-made profile says about the job as a whole; the defaults write only the job id.
+struct ProfileOptions {
+  std::string job_id = "job-test";
+  std::string command_line;
+  uint64_t start_epoch_ns = 0;
+  // Every rank's hello: its steady clock and UTC read together at its start.
+  uint64_t start_steady_ns = 0;
+  uint64_t start_utc_ns = 0;
+};
+
+// Writes a finished profile with ranks 0..n-1 (pid 100 + r) through the real Hdf5Writer and
+// opens it; failures are test failures and give nullptr. A rank with clock points gets a clock
+// frame summarising its model at local time 0 (method "mpi-reference" for rank 0, else
+// "mpi-pingpong").
 std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::vector<RankData>& ranks,
-                                            const std::string& job_id = "job-test");
+                                            const ProfileOptions& options = {});
+
+// Builders of the host MPI events the analysis tests hand-make, as a rank records them (local ns,
+// docs/file-format.md gives each field's meaning per kind). Only the fields named are set; the
+// rest are zero, device is COMMPROF_HOST_DEVICE.
+namespace events {
+
+// The optional fields of Collective(), named at the call site with designated initializers:
+// Collective(COMMPROF_OP_BCAST, 0, 100, 200, {.root = 1}).
+struct CollectiveFields {
+  int32_t root = COMMPROF_NO_PEER;  // a rank in `comm`
+  uint64_t comm = COMMPROF_COMM_WORLD_ID;
+  uint16_t flags = 0;
+  uint64_t bytes = 0;
+  uint32_t name = 0;  // index into the rank's string table
+};
+
+// A collective (blocking unless f.flags says COMMPROF_FLAG_NONBLOCKING), number `seq` on its
+// communicator.
+commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, const CollectiveFields& f = {});
+
+// A point-to-point operation; `peer` is the rank in `comm`, `tag` goes in `correlation`.
+commprof_event P2p(uint8_t op, uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes,
+                   uint64_t comm = COMMPROF_COMM_WORLD_ID, uint16_t flags = 0, uint32_t thread = 0);
+// A blocking MPI_Send / MPI_Recv.
+commprof_event Send(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes = 8,
+                    uint64_t comm = COMMPROF_COMM_WORLD_ID);
+commprof_event Recv(uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes = 8,
+                    uint64_t comm = COMMPROF_COMM_WORLD_ID);
+
+// A Wait*/Test* call (kind MPI_WAIT) on one request, on `thread`.
+commprof_event WaitCall(uint8_t op, uint64_t start, uint64_t end, uint32_t thread = 0);
+
+// A communicator creation (MPI_Comm_split of MPI_COMM_WORLD at local time 10): this rank is
+// `rank_in_comm` of the `size` members of `comm`.
+commprof_event CommCreated(uint64_t comm, int32_t rank_in_comm, uint64_t size);
+
+}  // namespace events
 
 // All of a rank's events in file order; `chunks`, when given, gets the number of chunks read.
 std::vector<commprof_event> ReadEvents(const ProfileReader& r, uint32_t rank, size_t* chunks = nullptr);
