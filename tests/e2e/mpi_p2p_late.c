@@ -15,11 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-static void SleepMs(int ms) {
-  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0) {
-  }
-}
+#include "planted_sleep.h"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

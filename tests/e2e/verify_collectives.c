@@ -38,6 +38,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "planted_sleep.h"
+
 enum { kMaxCalls = 4096 };
 static struct {
   char comm;
@@ -72,12 +74,6 @@ static void WriteTimes(const char* prefix, int rank) {
   if (f == NULL) return;
   for (int i = 0; i < ncalls; ++i) fprintf(f, "%c %lld %lld\n", calls[i].comm, calls[i].start, calls[i].end);
   fclose(f);
-}
-
-static void SleepMs(int ms) {
-  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0) {
-  }
 }
 
 int main(int argc, char** argv) {

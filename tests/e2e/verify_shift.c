@@ -12,16 +12,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "planted_sleep.h"
+
 static long long NowNs(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void SleepMs(int ms) {
-  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0) {
-  }
 }
 
 int main(int argc, char** argv) {
