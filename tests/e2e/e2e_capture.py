@@ -307,6 +307,10 @@ def case_spool_and_merge(ctx):
     with h5py.File(out, "r") as f:
         expect(f.attrs["job_id"] == "spooljob", f"job id {f.attrs['job_id']}")
         expect(int(f.attrs["world_size"]) == 4, "world size")
+        # merge stores the cross-rank analysis too: 20 allreduces, the first barrier and the two
+        # sub-communicator barriers, all complete
+        expect("analysis" in f and int(f["analysis"].attrs["matched"]) == iters + 3
+               and int(f["analysis"].attrs["incomplete"]) == 0, "merged file has its /analysis group")
         for rank in range(4):
             g, ev, names = load_rank(f, rank)
             expect(g.attrs["status"] == "complete", f"rank {rank}: {g.attrs['status']}")
