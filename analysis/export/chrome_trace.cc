@@ -210,10 +210,7 @@ bool IsInstant(uint8_t kind) {
   return kind == COMMPROF_KIND_USER_MARK || kind == COMMPROF_KIND_NVTX_MARK || kind == COMMPROF_KIND_STEP;
 }
 
-bool IsMatchedKind(const commprof_event& e) {
-  return e.kind == COMMPROF_KIND_MPI_COLLECTIVE &&
-         (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) == 0;
-}
+bool IsMatchedKind(const commprof_event& e) { return IsMatchableCollective(e); }
 
 // The output: a byte buffer handed to the stream in large writes.
 class Sink {
@@ -251,16 +248,11 @@ struct InstanceTable {
     int64_t skew_ns = 0;
     uint64_t flow_base = 0;  // flow id of arrival j is flow_base + j
   };
-  struct KeyHash {
-    size_t operator()(const std::pair<uint64_t, uint64_t>& k) const {
-      return k.first * 0x9E3779B97F4A7C15ull ^ k.second;
-    }
-  };
   std::vector<Row> rows;
-  std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, KeyHash> by_key;
+  std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> by_key;
 
-  const Row* Find(uint64_t comm, uint64_t seq) const {
-    auto it = by_key.find({comm, seq});
+  const Row* Find(const CollectiveKey& key) const {
+    auto it = by_key.find(key);
     return it == by_key.end() ? nullptr : &rows[it->second];
   }
 };
@@ -387,8 +379,7 @@ Status TraceWriter::BuildInstances() {
     row.flow_base = next_flow;
     next_flow += in.arrivals.size();
     row.in = std::move(in);
-    instances_.by_key.emplace(std::make_pair(row.in.comm_id, row.in.seq),
-                              static_cast<uint32_t>(instances_.rows.size()));
+    instances_.by_key.emplace(row.in.key(), static_cast<uint32_t>(instances_.rows.size()));
     instances_.rows.push_back(std::move(row));
   }
   return Status::Ok();
@@ -508,7 +499,7 @@ void TraceWriter::WriteCollectiveArgs(const RankInfo& r, const commprof_event& e
   if (e.flags & COMMPROF_FLAG_INCOMPLETE) b += ",\"incomplete\":true";
   if (e.flags & COMMPROF_FLAG_UNTRACKED_COMM) b += ",\"untracked_comm\":true";
   if (IsMatchedKind(e)) {
-    const InstanceTable::Row* row = instances_.Find(e.comm_id, e.seq);
+    const InstanceTable::Row* row = instances_.Find(KeyOf(e));
     const int32_t j = row != nullptr ? ArrivalIndex(row->in, r.rank, it.start) : -1;
     if (row == nullptr || j < 0) {
       b += ",\"instance\":\"unmatched\"";
@@ -572,6 +563,7 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
   std::string flows;
   switch (e.kind) {
     case COMMPROF_KIND_MPI_COLLECTIVE:
+    case COMMPROF_KIND_NCCL_COLLECTIVE:
       WriteCollectiveArgs(r, e, it, tid, flows);
       break;
     case COMMPROF_KIND_MPI_P2P:

@@ -7,14 +7,18 @@
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
-namespace {
-struct KeyHash {
-  size_t operator()(const std::pair<uint64_t, uint64_t>& k) const { return k.first * 0x9E3779B97F4A7C15ull ^ k.second; }
-};
-}  // namespace
+bool IsMatchableCollective(const commprof_event& e) {
+  if (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) return false;
+  if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE) return true;
+  return e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
+}
+
+CollectiveKey KeyOf(const commprof_event& e) {
+  return {e.comm_id, e.seq, e.kind == COMMPROF_KIND_NCCL_COLLECTIVE ? 0x100u + e.subtype : 0u};
+}
 
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned) {
-  std::unordered_map<std::pair<uint64_t, uint64_t>, CollectiveInstance, KeyHash> by_key;
+  std::unordered_map<CollectiveKey, CollectiveInstance, CollectiveKeyHash> by_key;
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
   Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
@@ -34,17 +38,17 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           return;
         }
         if (members.Add(e, r.rank)) continue;
-        if (e.kind != COMMPROF_KIND_MPI_COLLECTIVE) continue;
-        if (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) continue;
+        if (!IsMatchableCollective(e)) continue;
         auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
         if (aligned) {
           start = model.ToReference(start);
           end = model.ToReference(end);
         }
-        CollectiveInstance& in = by_key[{e.comm_id, e.seq}];
+        CollectiveInstance& in = by_key[KeyOf(e)];
         if (in.arrivals.empty()) {
           in.comm_id = e.comm_id;
           in.seq = e.seq;
+          in.nccl = e.kind == COMMPROF_KIND_NCCL_COLLECTIVE;
           in.op = e.subtype;
           in.root = e.peer;
           in.bytes = e.bytes;

@@ -1,7 +1,9 @@
-// Collective instances matched across ranks (docs/metrics.md §Matching): one instance per
-// (communicator id, sequence number), holding each participating rank's entry and exit on the
-// aligned time base. Blocking MPI collectives only (non-blocking ones span issue to completion,
-// which is not an arrival); incomplete and untracked-communicator events are left out.
+// Collective instances matched across ranks (docs/metrics.md §1): one instance per (communicator
+// id, sequence number) for MPI, and per (commHash, collective type, seqNumber) for NCCL, whose
+// sequence numbers count per type; each holds every participating rank's arrival and exit on the
+// aligned time base. Blocking MPI collectives (non-blocking ones span issue to completion, which is
+// not an arrival) and NCCL collectives (arrival = first kernel-channel start, exit = last stop);
+// incomplete and untracked-communicator events are left out.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,26 @@
 #include "analysis/load/profile_reader.h"
 
 namespace commprof {
+
+// The identity of one collective call across ranks. `type` is 0 for MPI (its sequence numbers count
+// every collective of the communicator, so the type is checked, not keyed) and 0x100 + the
+// operation for NCCL (seqNumber counts per type).
+struct CollectiveKey {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint32_t type = 0;
+  bool operator==(const CollectiveKey&) const = default;
+};
+struct CollectiveKeyHash {
+  size_t operator()(const CollectiveKey& k) const {
+    return static_cast<size_t>((k.comm_id * 0x9E3779B97F4A7C15ull) ^ (k.seq * 0xC2B2AE3D27D4EB4Full) ^ k.type);
+  }
+};
+
+// Whether `e` takes part in matching: a blocking MPI collective, or an NCCL collective (kind
+// NCCL_COLLECTIVE that is not a point-to-point operation); never incomplete or untracked ones.
+bool IsMatchableCollective(const commprof_event& e);
+CollectiveKey KeyOf(const commprof_event& e);
 
 struct Arrival {
   uint32_t world_rank = 0;
@@ -28,7 +50,9 @@ struct CollectiveInstance {
                         // (a non-root of Gatherv/Scatterv records only its own part), else the first rank's
   uint32_t comm_size = 0;  // members of the communicator (0: unknown)
   std::vector<Arrival> arrivals;  // sorted by world rank
+  bool nccl = false;    // an NCCL collective (kind NCCL_COLLECTIVE)
   bool complete() const { return comm_size != 0 && arrivals.size() == comm_size; }
+  CollectiveKey key() const { return {comm_id, seq, nccl ? 0x100u + op : 0u}; }
 };
 
 // Every blocking collective instance of the file, ordered by earliest entry. `aligned`: apply each
