@@ -124,7 +124,11 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
           waits.emplace(std::pair{e.thread_id, e.end_ns}, WaitCall{e.start_ns, e.subtype, kNoCall});
           continue;
         }
-        if (e.kind != COMMPROF_KIND_MPI_P2P || !IsP2POp(e.subtype)) {
+        // NCCL send/recv (kind NCCL_COLLECTIVE, docs/metrics.md §1) have no tag: order alone pairs
+        // them on (commHash, source, destination), as NCCL's own matching does.
+        const bool nccl = e.kind == COMMPROF_KIND_NCCL_COLLECTIVE &&
+                          (e.subtype == COMMPROF_OP_SEND || e.subtype == COMMPROF_OP_RECV);
+        if (!nccl && (e.kind != COMMPROF_KIND_MPI_P2P || !IsP2POp(e.subtype))) {
           continue;
         }
         Op o;
@@ -136,7 +140,7 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
         o.bytes = e.bytes;
         o.rank = r.rank;
         o.rank_index = ri;
-        o.tag = e.correlation;
+        o.tag = nccl ? 0 : e.correlation;
         o.peer = e.peer;
         o.flags = e.flags;
         o.op = e.subtype;

@@ -32,7 +32,7 @@ commprof_event Nccl(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint
 // 3 ranks of one NCCL communicator; AllReduce seq 0, 1 and AllGather seq 0, 1 (the same numbers:
 // NCCL counts per type), rank 2's kernels start 4000 ns late in all four; every rank's kernels end
 // at t + 10000. An MPI Allreduce on MPI_COMM_WORLD seq 0 beside them, and a kind-17 Send that is
-// not a collective. Expected per NCCL instance: L = t + 4000, waits 4000, 4000, 0, transfer
+// not a collective, with the matching Recv from the rank before (a ring). Expected per NCCL instance: L = t + 4000, waits 4000, 4000, 0, transfer
 // 10000 - 4000 = 6000 on every rank; rank 2 the straggler (4 of 4 NCCL instances, and it is late in
 // the MPI one too: 5 of 5, p = (1/3)^5 = 0.004).
 std::vector<RankData> Job() {
@@ -51,7 +51,12 @@ std::vector<RankData> Job() {
     ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 0, t + late, t + 10000, {.bytes = 8}));
     commprof_event send = Nccl(COMMPROF_OP_SEND, 0, t + 50000, t + 60000, 64);
     send.peer = (r + 1) % 3;
+    send.correlation = 2;  // channels, not a tag
     ev.push_back(send);
+    commprof_event recv = Nccl(COMMPROF_OP_RECV, 0, t + 40000, t + 60000, 64);
+    recv.peer = (r + 2) % 3;
+    recv.correlation = 4;
+    ev.push_back(recv);
   }
   return ranks;
 }
@@ -89,6 +94,11 @@ TEST(NcclMatching, CollectivesMatchByCommHashTypeAndSeqNumberBesideMpi) {
   ASSERT_TRUE(rep->wait.verdict.found);
   EXPECT_EQ(rep->wait.verdict.rank, 2u);
   EXPECT_EQ(rep->wait.ranks[0].wait_time_ns, 5 * 4000);
+  // the ring's three messages pair by (commHash, source, destination, order), whatever the
+  // channel counts; each receive was posted 10000 ns before its send: Late Sender 10000 each
+  EXPECT_EQ(rep->p2p.matched, 3u);
+  EXPECT_EQ(rep->p2p.unmatched_sends + rep->p2p.unmatched_recvs, 0u);
+  EXPECT_EQ(rep->p2p.late_sender_wait_ns, 3 * 10000);
   // per type: allreduce holds the 2 NCCL ones and the MPI one; allgather busbw factor 2/3:
   // algbw = 3 MiB / 6000 ns
   for (const auto& t : rep->wait.types) {
