@@ -629,31 +629,43 @@ static void* StartGroupApi(int m, int depth) {
   return Start(&d, 0);
 }
 
-/* Plans the kernel times of this rank for a plan issued at host time t (§ header comment). */
-static void PlanTimes(Driver* dr, Plan* p, int64_t t_launch, int is_coll) {
+/* Plans the kernel times of this rank for a plan due at host time `planned` (common to all ranks)
+ * and issued at `t_launch` (the same unless this rank ran late, or is the host-planted straggler). */
+static void PlanTimes(Driver* dr, Plan* p, int64_t planned, int64_t t_launch, int is_coll) {
   const Options* o = dr->o;
   int slow = o->slow_rank >= 0 && o->slow_rank < g_comm.nranks && (is_coll || o->slow_p2p);
   int64_t L = o->launch_us * 1000, U = o->slow_us * 1000, X = o->transfer_us * 1000;
+  int me_slow = slow && g_comm.rank == o->slow_rank;
   for (int t = 0; t < p->ntasks; ++t) {
     Task* k = &p->tasks[t];
-    int me_slow = slow && g_comm.rank == o->slow_rank;
-    /* With a host-planted delay, the slow rank's t_launch is already U late. */
+    /* The GPU straggler starts U late; the host straggler's t_launch is already U late. */
     int64_t own_start = t_launch + L + ((me_slow && !o->slow_host) ? U : 0);
-    /* This rank's partners in the plan: every rank for a collective, the peer for a P2p. */
-    int partner_slow = slow && (is_coll ? 1 : (k->peer == o->slow_rank || me_slow));
+    /* This rank's partners in the plan: every rank for a collective, the peer for a P2p. The slow
+     * rank's start is planned + L + U in the common schedule. */
+    int partner_slow = slow && !me_slow && (is_coll || k->peer == o->slow_rank);
     int64_t last_start = own_start;
-    if (partner_slow && !me_slow) last_start = t_launch + L + U; /* the slow rank's, in our frame */
+    if (partner_slow && planned + L + U > last_start) last_start = planned + L + U;
     k->start_ns = own_start;
     k->end_ns = last_start + X;
   }
 }
 
-static void IssueCollective(Driver* dr, int func, const char* dtype, size_t dsize, size_t count, int root) {
+/* Sleeps until the operation is due (the straggler, with a host-planted delay, U later) and returns
+ * the launch time. */
+static int64_t WaitUntilDue(Driver* dr, int64_t planned, int is_coll) {
   const Options* o = dr->o;
-  if (o->slow_host && o->slow_rank == g_comm.rank && o->slow_us > 0)
-    SleepUntil(NowNs() + o->slow_us * 1000); /* the host straggler (v2): late to the API */
+  int64_t due = planned;
+  if (o->slow_host && o->slow_rank == g_comm.rank && (is_coll || o->slow_p2p)) due += o->slow_us * 1000;
+  SleepUntil(due);
+  int64_t now = NowNs();
+  return now > due ? now : due;
+}
+
+static void IssueCollective(Driver* dr, int64_t planned, int func, const char* dtype, size_t dsize, size_t count,
+                            int root) {
+  const Options* o = dr->o;
+  int64_t t_launch = WaitUntilDue(dr, planned, 1);
   int m = LoadMask(); /* each enqueue re-reads the global mask (§7) */
-  int64_t t_launch = NowNs();
   /* 1-2 */
   void* hGA = StartGroupApi(m, 1);
   Record(hGA, DRV_ST_GROUP_START_API_STOP, NULL, NULL);
@@ -734,19 +746,16 @@ static void IssueCollective(Driver* dr, int func, const char* dtype, size_t dsiz
   Stop(hG);
   /* 8 */
   Stop(hGA);
-  PlanTimes(dr, &plan, t_launch, 1);
+  PlanTimes(dr, &plan, planned, t_launch, 1);
   RunOnProxyAndWait(&plan);
   dr->counts[func]++;
 }
 
 /* A user group (ncclGroupStart; ncclSend/ncclRecv...; ncclGroupEnd) with the given peers. */
-static void IssueP2pGroup(Driver* dr, const int* send_peers, int nsend, const int* recv_peers, int nrecv,
-                          const char* dtype, size_t dsize, size_t count) {
-  const Options* o = dr->o;
-  if (o->slow_host && o->slow_p2p && o->slow_rank == g_comm.rank && o->slow_us > 0)
-    SleepUntil(NowNs() + o->slow_us * 1000);
+static void IssueP2pGroup(Driver* dr, int64_t planned, const int* send_peers, int nsend, const int* recv_peers,
+                          int nrecv, const char* dtype, size_t dsize, size_t count) {
+  int64_t t_launch = WaitUntilDue(dr, planned, 0);
   int m = LoadMask();
-  int64_t t_launch = NowNs();
   void* hGA = StartGroupApi(m, 2); /* a user ncclGroupStart gives depth >= 2 (§4 step 1) */
   Record(hGA, DRV_ST_GROUP_START_API_STOP, NULL, NULL);
   Plan plan;
@@ -817,7 +826,7 @@ static void IssueP2pGroup(Driver* dr, const int* send_peers, int nsend, const in
   }
   Stop(hG);
   Stop(hGA);
-  PlanTimes(dr, &plan, t_launch, 0);
+  PlanTimes(dr, &plan, planned, t_launch, 0);
   RunOnProxyAndWait(&plan);
   dr->groups++;
 }
@@ -842,8 +851,21 @@ int main(int argc, char** argv) {
     hash *= 0xbf58476d1ce4e5b9ULL;
     hash ^= hash >> 32;
   }
-  MPI_Bcast(&hash, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  /* The schedule's anchor: rank 0's CLOCK_MONOTONIC, valid for every rank when all share one host
+   * (checked below); the operations are then due at the same instants on every rank, so the
+   * planted waits do not depend on how the scheduler wakes 4 ranks on 2 cores. */
+  uint64_t shared[2] = {hash, (uint64_t)(NowNs() + 50000000LL)};
+  MPI_Bcast(shared, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   ++mpi_collectives;
+  hash = shared[0];
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  uint64_t hh = 1469598103934665603ULL;
+  for (const char* c = host; *c; ++c) hh = (hh ^ (unsigned char)*c) * 1099511628211ULL;
+  uint64_t hosts[2] = {hh, ~hh}, hosts_max[2];
+  MPI_Allreduce(hosts, hosts_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD); /* max(~h) = ~min(h) */
+  ++mpi_collectives;
+  int one_host = hosts_max[0] == hh && hosts_max[1] == ~hh;
 
   g_host0 = NowNs();
   g_gpu_offset = o.have_offset ? o.gpu_offset_ns : 1756135989724672000LL + (int64_t)rank * 1234567891LL - g_host0;
@@ -888,18 +910,26 @@ int main(int argc, char** argv) {
   int na2a = 0;
   for (int p = 0; p < size && na2a < MAX_TASKS / 2; ++p)
     if (p != rank) a2a[na2a++] = p;
+  /* One slot per operation: launch, the planted delay, the transfer and 1.5 ms of slack; 6
+   * operations and 3 ms for the barrier per iteration. */
+  int64_t period = (o.launch_us + o.slow_us + o.transfer_us + MAX_CH + 1500) * 1000;
+  int64_t iter_span = 6 * period + 3000000;
+  int64_t anchor = (int64_t)shared[1];
   if (loaded) {
     for (int it = 0; it < o.iters; ++it) {
-      MPI_Barrier(MPI_COMM_WORLD); /* keeps the ranks in step: the simulated times stay consistent */
+      MPI_Barrier(MPI_COMM_WORLD); /* keeps the ranks in step */
       ++mpi_collectives;
+      /* Several hosts: no common clock, so each rank's iteration starts when it leaves the barrier. */
+      int64_t s0 = one_host ? anchor + it * iter_span : NowNs();
+      int k = 0;
       if (size > 1) { /* 1-rank communicators emit no collective events (§2a) */
-        IssueCollective(&dr, F_ALLREDUCE, "ncclFloat32", 4, c, 0);
-        IssueCollective(&dr, F_ALLGATHER, "ncclFloat32", 4, c / (size_t)size, 0);
-        IssueCollective(&dr, F_BROADCAST, "ncclFloat64", 8, c / 2, root);
-        IssueCollective(&dr, F_REDUCESCATTER, "ncclFloat32", 4, c / (size_t)size, 0);
+        IssueCollective(&dr, s0 + period * k++, F_ALLREDUCE, "ncclFloat32", 4, c, 0);
+        IssueCollective(&dr, s0 + period * k++, F_ALLGATHER, "ncclFloat32", 4, c / (size_t)size, 0);
+        IssueCollective(&dr, s0 + period * k++, F_BROADCAST, "ncclFloat64", 8, c / 2, root);
+        IssueCollective(&dr, s0 + period * k++, F_REDUCESCATTER, "ncclFloat32", 4, c / (size_t)size, 0);
       }
-      IssueP2pGroup(&dr, ring_send, 1, ring_recv, 1, "ncclFloat32", 4, c / 4);
-      if (size > 1) IssueP2pGroup(&dr, a2a, na2a, a2a, na2a, "ncclInt32", 4, c / (size_t)size);
+      IssueP2pGroup(&dr, s0 + period * k++, ring_send, 1, ring_recv, 1, "ncclFloat32", 4, c / 4);
+      if (size > 1) IssueP2pGroup(&dr, s0 + period * k++, a2a, na2a, a2a, na2a, "ncclInt32", 4, c / (size_t)size);
     }
   }
   pthread_mutex_lock(&g_mu);
@@ -923,10 +953,10 @@ int main(int argc, char** argv) {
     printf("{\"driver\":\"nccl_profiler_driver\",\"abi\":\"v%d\",\"comm_hash\":%" PRIu64
            ",\"nranks\":%d,\"iters\":%d,\"plugin_loaded\":%s,\"init_ok\":%s,\"mask\":%d,"
            "\"slow_rank\":%d,\"slow_us\":%ld,\"slow_where\":\"%s\",\"bcast_root\":%d,\"count\":%ld,"
-           "\"channels\":%d,\"ops\":{\"AllReduce\":%ld,\"AllGather\":%ld,\"Broadcast\":%ld,"
+           "\"channels\":%d,\"one_host\":%s,\"ops\":{\"AllReduce\":%ld,\"AllGather\":%ld,\"Broadcast\":%ld,"
            "\"ReduceScatter\":%ld,\"Send\":%ld,\"Recv\":%ld},\"p2p_groups\":%ld,\"mpi_collectives\":%ld}\n",
            o.abi, hash, size, o.iters, loaded ? "true" : "false", init_ok ? "true" : "false", LoadMask(), o.slow_rank,
-           o.slow_us, o.slow_host ? "host" : "gpu", root, o.count, o.coll_channels, dr.counts[F_ALLREDUCE],
+           o.slow_us, o.slow_host ? "host" : "gpu", root, o.count, o.coll_channels, one_host ? "true" : "false", dr.counts[F_ALLREDUCE],
            dr.counts[F_ALLGATHER], dr.counts[F_BROADCAST], dr.counts[F_REDUCESCATTER], dr.counts[F_SEND],
            dr.counts[F_RECV], dr.groups, mpi_collectives);
     fflush(stdout);
