@@ -383,8 +383,11 @@ static int GateColl(int m) {
   return (m & (DRV_COLL | DRV_PROXY_OP | DRV_PROXY_STEP | DRV_KERNEL_CH | DRV_NET_PLUGIN)) != 0;
 }
 static int GateP2p(int m) {
-  /* 2.24/2.25 quirk (§2c): P2p fires only if the mask also has Coll, ProxyOp or ProxyStep. */
-  if (g_comm.abi == 2) return (m & DRV_P2P) != 0 && (m & (DRV_COLL | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0;
+  /* 2.24/2.25 quirk (§2c): P2p fires only if the mask also has Coll, ProxyOp or ProxyStep; read
+   * here as that outer condition plus the event's own gate, P2p or a child of it (ProxyOp,
+   * ProxyStep), as in 2.28, so a ProxyOp never comes without its P2p parent. */
+  if (g_comm.abi == 2)
+    return (m & (DRV_COLL | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0 && (m & (DRV_P2P | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0;
   return (m & (DRV_P2P | DRV_PROXY_OP | DRV_PROXY_STEP | DRV_KERNEL_CH | DRV_NET_PLUGIN)) != 0;
 }
 static int GateProxyOp(int m) {
@@ -851,10 +854,10 @@ int main(int argc, char** argv) {
     hash *= 0xbf58476d1ce4e5b9ULL;
     hash ^= hash >> 32;
   }
-  /* The schedule's anchor: rank 0's CLOCK_MONOTONIC, valid for every rank when all share one host
-   * (checked here too); the operations are then due at the same instants on every rank, so the
+  /* The schedule (below) is on CLOCK_MONOTONIC, common to the ranks when all share one host
+   * (checked here); the operations are then due at the same instants on every rank, so the
    * planted waits do not depend on how the scheduler wakes 4 ranks on 2 cores. One MPI_Alltoall
-   * carries rank 0's {hash, anchor} and every rank's host-name hash: an MPI collective type that
+   * carries rank 0's hash and every rank's host-name hash: an MPI collective type that
    * none of the NCCL operations maps to, so a profiler's per-type figures of the NCCL
    * collectives stay free of MPI instances. */
   char host[256] = {0};
@@ -863,16 +866,14 @@ int main(int argc, char** argv) {
   for (const char* ch = host; *ch; ++ch) hh = (hh ^ (unsigned char)*ch) * 1099511628211ULL;
   uint64_t* sendv = (uint64_t*)calloc((size_t)size * 3, sizeof(uint64_t));
   uint64_t* recvv = (uint64_t*)calloc((size_t)size * 3, sizeof(uint64_t));
-  uint64_t anchor0 = (uint64_t)(NowNs() + 50000000LL);
   for (int p = 0; p < size; ++p) {
     sendv[3 * p] = hash;
-    sendv[3 * p + 1] = anchor0;
+    sendv[3 * p + 1] = 0;
     sendv[3 * p + 2] = hh;
   }
   MPI_Alltoall(sendv, 3, MPI_UINT64_T, recvv, 3, MPI_UINT64_T, MPI_COMM_WORLD);
   ++mpi_collectives;
   hash = recvv[0];
-  uint64_t shared[2] = {recvv[0], recvv[1]};
   int one_host = 1;
   for (int p = 0; p < size; ++p) one_host = one_host && recvv[3 * p + 2] == hh;
   /* every rank sees the same host hashes, so every rank reaches the same one_host */
@@ -926,7 +927,20 @@ int main(int argc, char** argv) {
    * operations and 3 ms for the barrier per iteration. */
   int64_t period = (o.launch_us + o.slow_us + o.transfer_us + MAX_CH + 1500) * 1000;
   int64_t iter_span = 6 * period + 3000000;
-  int64_t anchor = (int64_t)shared[1];
+  /* The anchor, agreed once every rank has its plugin initialised (the real plugin's init may
+   * take a while): the latest rank's clock plus 20 ms, again through an MPI_Alltoall. */
+  int64_t* nows = (int64_t*)calloc((size_t)size, sizeof(int64_t));
+  int64_t* all_nows = (int64_t*)calloc((size_t)size, sizeof(int64_t));
+  int64_t now0 = NowNs();
+  for (int p = 0; p < size; ++p) nows[p] = now0;
+  MPI_Alltoall(nows, 1, MPI_INT64_T, all_nows, 1, MPI_INT64_T, MPI_COMM_WORLD);
+  ++mpi_collectives;
+  int64_t anchor = 0;
+  for (int p = 0; p < size; ++p)
+    if (all_nows[p] > anchor) anchor = all_nows[p];
+  anchor += 20000000LL;
+  free(nows);
+  free(all_nows);
   if (loaded) {
     for (int it = 0; it < o.iters; ++it) {
       MPI_Barrier(MPI_COMM_WORLD); /* keeps the ranks in step */

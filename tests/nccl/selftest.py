@@ -48,7 +48,8 @@ def gates(abi, m):
             "group_api": False, "coll_api": False, "p2p_api": False, "kernel_launch": False,
             "group": bool(m & (GROUP | COLL | P2P | PROXY_OP | PROXY_STEP)),
             "coll": bool(m & (COLL | PROXY_OP | PROXY_STEP)),
-            "p2p": bool(m & P2P) and bool(m & (COLL | PROXY_OP | PROXY_STEP)),
+            # the quirk: only with Coll, ProxyOp or ProxyStep in the mask (and P2p or a child)
+            "p2p": bool(m & (COLL | PROXY_OP | PROXY_STEP)) and bool(m & (P2P | PROXY_OP | PROXY_STEP)),
             "proxy_op": bool(m & (PROXY_OP | PROXY_STEP)),
             "proxy_step": bool(m & PROXY_STEP),
             "kernel_ch": False,
@@ -317,8 +318,15 @@ def check_bg(abi, mask, rank, n, bg, tasks, b, where):
     return kch, pops
 
 
-def check_run(abi, mask, logs, summary, init_fail=False):
-    """Checks every rank's log; returns per rank a list of per-plan timing data."""
+def check_run(abi, mask, logs, summary, init_fail=False, mask_sequence=None):
+    """Checks every rank's log; returns per rank a list of per-plan timing data. With
+    mask_sequence, the stub stores its i-th entry in the mask after the i-th Group stop, so the
+    (i+1)-th operation is enqueued with it (every mask there must keep the Group bit)."""
+    def mask_of(j):
+        if not mask_sequence or j == 0:
+            return mask
+        return mask_sequence[min(j, len(mask_sequence)) - 1]
+
     n = summary["nranks"]
     expect(len(logs) == n, f"{len(logs)} logs for {n} ranks")
     comm_hash = str(summary["comm_hash"])
@@ -332,6 +340,7 @@ def check_run(abi, mask, logs, summary, init_fail=False):
                    and init["nNodes"] == "1" and init["logfn"] == "1", f"init arguments {init}")
             expect(init["rank"] == str(rank), "rank")
         # finalize last, from the application thread; skipped for a NULL context (§1)
+        lines = [l for l in lines if l["call"] != "setmask"]
         body = lines[1:]
         if init_fail:
             expect(all(l["call"] != "finalize" for l in lines), "finalize called for a NULL context")
@@ -346,10 +355,13 @@ def check_run(abi, mask, logs, summary, init_fail=False):
         pos = 0
         plans = []
         root = summary["bcast_root"]
+        j = 0
         for it in range(ITERS):
             for k, op in enumerate(operations(rank, n, root)):
-                where = f"abi v{abi} mask {mask} rank {rank} iteration {it} op {k}"
-                exp, tasks = expected_app(abi, mask, rank, n, op, seqs, "driver_world", comm_hash, it, k)
+                m = mask_of(j)
+                j += 1
+                where = f"abi v{abi} mask {m} rank {rank} iteration {it} op {k}"
+                exp, tasks = expected_app(abi, m, rank, n, op, seqs, "driver_world", comm_hash, it, k)
                 first = pos
                 for e in exp:
                     expect(pos < len(body), f"{where}: log ends, expected {e}")
@@ -360,7 +372,7 @@ def check_run(abi, mask, logs, summary, init_fail=False):
                 while pos < len(body) and body[pos]["thr"] == "bg":
                     bg.append(body[pos])
                     pos += 1
-                kch, pops = check_bg(abi, mask, rank, n, bg, tasks, b, where)
+                kch, pops = check_bg(abi, m, rank, n, bg, tasks, b, where)
                 plans.append({"op": op, "tasks": tasks, "kch": kch, "pops": pops,
                               "app_t": body[first]["t"] if first < len(body) and exp else None})
         expect(pos == len(body), f"rank {rank}: unexpected trailing calls {body[pos:pos + 3]}")
@@ -397,9 +409,9 @@ def check_timing(abi, timing, slow_where):
             if r == SLOW:
                 continue
             wait = starts[SLOW] - starts[r]
-            expect(abs(wait - SLOW_US * 1000) <= tol, f"plan {i}: rank {r} waits {wait} ns, planted {SLOW_US} us")
+            expect(abs(wait - SLOW_US * 1000) <= tol, f"v{abi} plan {i}: rank {r} waits {wait} ns, planted {SLOW_US} us")
         for r in ends:
-            expect(abs(ends[r] - ends[SLOW]) <= tol, f"plan {i}: rank {r} ends {ends[r] - ends[SLOW]} ns from the slow rank")
+            expect(abs(ends[r] - ends[SLOW]) <= tol, f"v{abi} plan {i}: rank {r} ends {ends[r] - ends[SLOW]} ns from the slow rank")
         expect(abs(ends[SLOW] - starts[SLOW] - TRANSFER_US * 1000) <= tol or abi == 2 and
                abs(ends[SLOW] - starts[SLOW] - (TRANSFER_US + LAUNCH_US) * 1000) <= tol,
                f"plan {i}: the slow rank's transfer {ends[SLOW] - starts[SLOW]} ns")
@@ -408,8 +420,8 @@ def check_timing(abi, timing, slow_where):
     expect(checked == 4 * ITERS, f"{checked} collectives timed")
 
 
-def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=()):
-    d = os.path.join(a.work, f"v{abi}-m{mask}-f{int(init_fail)}-z{int(clock_zero)}")
+def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=(), mask_sequence=None):
+    d = os.path.join(a.work, f"v{abi}-m{mask}-f{int(init_fail)}-z{int(clock_zero)}-s{int(bool(mask_sequence))}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     env = dict(os.environ)
@@ -419,6 +431,9 @@ def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=()):
         env["NCCL_STUB_MASK"] = str(mask)
     if init_fail:
         env["NCCL_STUB_INIT_FAIL"] = "1"
+    env.pop("NCCL_STUB_MASK_SEQUENCE", None)
+    if mask_sequence:
+        env["NCCL_STUB_MASK_SEQUENCE"] = ",".join(str(x) for x in mask_sequence)
     cmd = ["mpirun", "--oversubscribe", "-np", str(NRANKS)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
@@ -452,10 +467,18 @@ def main():
     # Gates: the inspector's mask (Coll|KernelCh turns on its ancestors but no KernelLaunch or
     # proxy events), API events only, nothing, and the 2.25 P2p quirk.
     for abi, mask in ((5, COLL | KERNEL_CH), (5, GROUP_API | COLL_API | P2P_API), (5, PROXY_CTRL), (5, 0),
-                      (4, COLL | KERNEL_CH), (4, PROXY_OP), (2, GROUP | P2P), (2, COLL), (2, 0)):
+                      (4, COLL | KERNEL_CH), (4, PROXY_OP), (2, GROUP | P2P), (2, COLL | P2P), (2, COLL), (2, 0)):
         summary, logs = run_driver(a, abi, mask)
         check_run(abi, mask, logs, summary)
         print(f"selftest: v{abi} mask {mask}: gates ok")
+    # The plugin changes the mask at run time (§2a): Coll off for two operations, then on again.
+    # seqNumber: 2.28 advances it for every collective (§6), 2.24/2.25 only while the Coll event is
+    # enabled (§2c), so afterwards v5's AllGather is at 1 and v2's at 0 in the second iteration.
+    for abi, on in ((5, GROUP | COLL | KERNEL_CH), (2, GROUP | COLL | PROXY_OP)):
+        sequence = [GROUP, GROUP] + [on] * 20
+        summary, logs = run_driver(a, abi, on, mask_sequence=sequence)
+        check_run(abi, on, logs, summary, mask_sequence=sequence)
+        print(f"selftest: v{abi} mask changed at run time: per-task masks and seqNumber ok")
     # A failing init: 2.28 keeps the plugin, events carry the NULL context, no finalize (§1).
     summary, logs = run_driver(a, 5, init_fail=True)
     expect(not summary["init_ok"], "init failure reported")

@@ -5,7 +5,9 @@
  *
  * Environment: NCCL_STUB_LOG (path prefix, required for logging), NCCL_STUB_MASK (the activation
  * mask init sets; default all bits of the table's version), NCCL_STUB_INIT_FAIL=1 (init returns
- * an error and leaves the context NULL). Line format: "<thread> <call> key=value ..." where thread
+ * an error and leaves the context NULL), NCCL_STUB_MASK_SEQUENCE=m1,m2,... (after the i-th stop of a
+ * legacy Group event, store m_i into the activation mask, as a plugin may at any time; §2a). Line
+ * format: "<thread> <call> key=value ..." where thread
  * is "app" for the thread that called init and "bg" for any other; handles are logged as small
  * integers (1, 2, ... in start order), 0 for NULL and -1 for a pointer that is not one of ours. */
 #define _GNU_SOURCE
@@ -25,6 +27,7 @@
 typedef struct {
   uint64_t magic;
   long id;
+  uint64_t type;
 } StubHandle;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -32,6 +35,8 @@ static FILE* g_log;
 static pthread_t g_init_thread;
 static long g_next_id = 1;
 static int g_ctx_token = 42; /* the context we hand out */
+static int* g_mask_ptr;
+static long g_group_stops;
 
 static int64_t NowNs(void) {
   struct timespec t;
@@ -72,6 +77,7 @@ static int InitCommon(void** context, int* mask, int default_mask) {
       if (g_log) setvbuf(g_log, NULL, _IOLBF, 0);
     }
   }
+  g_mask_ptr = mask;
   const char* m = getenv("NCCL_STUB_MASK");
   *mask = m ? atoi(m) : default_mask;
   const char* fail = getenv("NCCL_STUB_INIT_FAIL");
@@ -80,10 +86,11 @@ static int InitCommon(void** context, int* mask, int default_mask) {
   return failed;
 }
 
-static StubHandle* NewHandle(void) {
+static StubHandle* NewHandle(uint64_t type) {
   StubHandle* h = (StubHandle*)malloc(sizeof *h);
   h->magic = STUB_MAGIC;
   h->id = g_next_id++;
+  h->type = type;
   return h; /* never freed: a stop may come before the last record in a buggy driver */
 }
 
@@ -99,7 +106,7 @@ static drv_result_t InitV5(void** context, uint64_t commId, int* mask, const cha
 
 static drv_result_t StartV5(void* ctx, void** eHandle, drv_descr_v5_t* d) {
   pthread_mutex_lock(&g_mu);
-  StubHandle* h = NewHandle();
+  StubHandle* h = NewHandle(d->type);
   char buf[768];
   buf[0] = '\0';
   switch (d->type) {
@@ -148,6 +155,20 @@ static drv_result_t StartV5(void* ctx, void** eHandle, drv_descr_v5_t* d) {
 static drv_result_t StopAny(void* eHandle) {
   pthread_mutex_lock(&g_mu);
   Log("stop h=%ld", Id(eHandle));
+  const char* seq = getenv("NCCL_STUB_MASK_SEQUENCE");
+  if (seq && eHandle && Id(eHandle) > 0 && ((StubHandle*)eHandle)->type == DRV_GROUP && g_mask_ptr) {
+    long i = g_group_stops++;
+    const char* c = seq;
+    for (long k = 0; k < i && c; ++k) { /* skip to the i-th entry */
+      c = strchr(c, ',');
+      if (c) ++c;
+    }
+    if (c && *c) {
+      int m = atoi(c);
+      __atomic_store_n(g_mask_ptr, m, __ATOMIC_RELAXED);
+      Log("setmask mask=%d", m);
+    }
+  }
   pthread_mutex_unlock(&g_mu);
   return 0;
 }
@@ -219,7 +240,7 @@ static drv_result_t InitV2(void** context, int* mask) {
 
 static drv_result_t StartV2(void* ctx, void** eHandle, drv_descr_v2_t* d) {
   pthread_mutex_lock(&g_mu);
-  StubHandle* h = NewHandle();
+  StubHandle* h = NewHandle(d->type);
   char buf[768];
   buf[0] = '\0';
   switch (d->type) {
