@@ -381,12 +381,13 @@ def check_run(abi, mask, logs, summary, init_fail=False, mask_sequence=None):
 
 
 def check_timing(abi, timing, slow_where):
-    """The planted truth: per collective, the slow rank's kernel (v2: proxy op, the host clock)
-    starts SLOW_US after the others' and every rank's ends together (within 15 % of SLOW_US; run
-    with --gpu-offset-ns 0 --gpu-drift-ppm 0 so pTimer is CLOCK_MONOTONIC, shared by the ranks)."""
-    tol = 0.15 * SLOW_US * 1000
+    """The planted truth: per collective, the slow rank's kernel (v2: proxy op, on the host clock)
+    starts SLOW_US after each other rank's and every rank's ends with the slow rank's; run with
+    --gpu-offset-ns 0 --gpu-drift-ppm 0 so pTimer is CLOCK_MONOTONIC, shared by the ranks. The
+    median over the collectives must be within 15 % of SLOW_US and every one within 50 %: a rank
+    woken late by a loaded machine shifts single instances (v2's host times above all)."""
+    waits, end_gaps, transfers = [], [], []
     nplans = len(timing[0])
-    checked = 0
     for i in range(nplans):
         if timing[0][i]["op"]["kind"] != "coll":
             continue
@@ -404,20 +405,21 @@ def check_timing(abi, timing, slow_where):
                 for c in ks:  # the callback comes at or after the GPU time (proxy lag, §3)
                     expect(c[0]["t"] >= int(c[0]["ptimer"]) and c[2]["t"] >= int(c[1]["ptimer"]),
                            "KernelCh emitted before its GPU time")
-        others = [starts[r] for r in starts if r != SLOW]
         for r in starts:
-            if r == SLOW:
-                continue
-            wait = starts[SLOW] - starts[r]
-            expect(abs(wait - SLOW_US * 1000) <= tol, f"v{abi} plan {i}: rank {r} waits {wait} ns, planted {SLOW_US} us")
-        for r in ends:
-            expect(abs(ends[r] - ends[SLOW]) <= tol, f"v{abi} plan {i}: rank {r} ends {ends[r] - ends[SLOW]} ns from the slow rank")
-        expect(abs(ends[SLOW] - starts[SLOW] - TRANSFER_US * 1000) <= tol or abi == 2 and
-               abs(ends[SLOW] - starts[SLOW] - (TRANSFER_US + LAUNCH_US) * 1000) <= tol,
-               f"plan {i}: the slow rank's transfer {ends[SLOW] - starts[SLOW]} ns")
-        expect(len(others) == NRANKS - 1, "ranks")
-        checked += 1
-    expect(checked == 4 * ITERS, f"{checked} collectives timed")
+            if r != SLOW:
+                waits.append((i, r, starts[SLOW] - starts[r]))
+            end_gaps.append((i, r, ends[r] - ends[SLOW]))
+        transfers.append((i, SLOW, ends[SLOW] - starts[SLOW]))
+    expect(len(transfers) == 4 * ITERS, f"{len(transfers)} collectives timed")
+    U = SLOW_US * 1000
+    # v2: the slow rank's proxy ops span launch + transfer (no kernel timing)
+    X = (TRANSFER_US + (LAUNCH_US if abi == 2 else 0)) * 1000
+    for name, rows, want in (("wait", waits, U), ("end gap", end_gaps, 0), ("transfer", transfers, X)):
+        vals = sorted(v for _, _, v in rows)
+        med = vals[len(vals) // 2]
+        expect(abs(med - want) <= 0.15 * U, f"v{abi}: median {name} {med} ns, planted {want} ns (+-15 % of {U})")
+        for i, r, v in rows:
+            expect(abs(v - want) <= 0.5 * U, f"v{abi} plan {i} rank {r}: {name} {v} ns, planted {want} ns")
 
 
 def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=(), mask_sequence=None):
@@ -425,6 +427,7 @@ def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=(), ma
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     env = dict(os.environ)
+    env["OMPI_MCA_mpi_yield_when_idle"] = "1"  # waiting ranks sleep: 3 ranks share 2 cores
     env["NCCL_STUB_LOG"] = os.path.join(d, "stub.log")
     env.pop("NCCL_STUB_MASK", None)
     if mask is not None:
