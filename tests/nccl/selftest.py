@@ -422,6 +422,26 @@ def check_timing(abi, timing, slow_where):
             expect(abs(v - want) <= 0.5 * U, f"v{abi} plan {i} rank {r}: {name} {v} ns, planted {want} ns")
 
 
+def run_loader(a, value, ld_path=None):
+    """The driver without --plugin: NCCL_PROFILER_PLUGIN resolved as NCCL 2.28 does (§1)."""
+    env = dict(os.environ)
+    env.pop("NCCL_PROFILER_PLUGIN", None)
+    if value is not None:
+        env["NCCL_PROFILER_PLUGIN"] = value
+    if ld_path:
+        env["LD_LIBRARY_PATH"] = ld_path + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["NCCL_STUB_LOG"] = os.path.join(a.work, "loader.log")
+    cmd = ["mpirun", "--oversubscribe", "-np", "2"]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    cmd += [a.driver, "--iters", "1", "--slow-us", "0"]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    expect(p.returncode == 0, f"{' '.join(cmd)} with NCCL_PROFILER_PLUGIN={value}: exit {p.returncode}\n{p.stderr}")
+    summary = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+    summary["stderr"] = p.stderr
+    return summary
+
+
 def run_driver(a, abi, mask=None, init_fail=False, clock_zero=True, extra=(), mask_sequence=None):
     d = os.path.join(a.work, f"v{abi}-m{mask}-f{int(init_fail)}-z{int(clock_zero)}-s{int(bool(mask_sequence))}")
     shutil.rmtree(d, ignore_errors=True)
@@ -500,6 +520,17 @@ def main():
             off = int(l["ptimer"]) - (1756135989724672000 + rank * 1234567891)
             expect(0 <= off < 10 * 10**9, f"rank {rank}: pTimer {l['ptimer']} is not the simulated GPU clock")
     print("selftest: simulated GPU clock ok")
+    # Library resolution (§1): a bare name X opens libnccl-profiler-X.so from the loader path;
+    # "none" (any case) disables; a prefix of STATIC_PLUGIN looks in the executable (none here).
+    stub_dir, stub_file = os.path.split(os.path.abspath(a.stub))
+    expect(stub_file == "libnccl-profiler-stub.so", f"stub file name {stub_file}")
+    expect(run_loader(a, "stub", stub_dir)["plugin_loaded"], "NCCL_PROFILER_PLUGIN=stub: libnccl-profiler-stub.so")
+    expect(run_loader(a, os.path.abspath(a.stub))["plugin_loaded"], "NCCL_PROFILER_PLUGIN=<path>")
+    expect(not run_loader(a, "NoNe", stub_dir)["plugin_loaded"], "NCCL_PROFILER_PLUGIN=none disables")
+    st = run_loader(a, "static", stub_dir)  # opened the executable, which has no table
+    expect(not st["plugin_loaded"] and "has no symbol ncclProfiler_v5" in st["stderr"], "STATIC_PLUGIN prefix: dlopen(NULL)")
+    expect(not run_loader(a, "stub")["plugin_loaded"], "a bare name is not found outside the loader path")
+    print("selftest: library resolution ok")
     print("selftest: ok")
 
 
