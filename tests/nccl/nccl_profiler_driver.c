@@ -545,20 +545,32 @@ static void RunProxyPlan(Plan* p) {
       Stop(hs);
     }
   }
-  /* 4. The kernel ends: per channel record(22, {pTimer = stop}) immediately before stop (§3). */
-  SleepUntil(end - 1000 * (MAX_CH - 1));
-  for (int t = 0; t < p->ntasks; ++t) {
-    Task* k = &p->tasks[t];
-    for (int ch = k->nch - 1; ch >= 0; --ch) {
-      int64_t at = k->end_ns - ch * 1000;
-      SleepUntil(at);
-      if (kch[t][ch] == NULL) continue;
-      drv_state_args_v5_t a;
-      memset(&a, 0, sizeof a);
-      a.kernelCh.pTimer = GpuTimer(at);
-      Record(kch[t][ch], DRV_ST_KERNEL_CH_STOP, &a, NULL);
-      Stop(kch[t][ch]);
+  /* 4. The kernel ends: per channel record(22, {pTimer = stop}) immediately before stop (§3), in
+   *    the order of the stop times (a task's channels 1 us apart, the last at the task's end). */
+  struct { int64_t at; int t, ch; } stops[MAX_TASKS * MAX_CH];
+  int nstops = 0;
+  for (int t = 0; t < p->ntasks; ++t)
+    for (int ch = 0; ch < p->tasks[t].nch; ++ch) {
+      stops[nstops].at = p->tasks[t].end_ns - (int64_t)(p->tasks[t].nch - 1 - ch) * 1000;
+      stops[nstops].t = t;
+      stops[nstops].ch = ch;
+      ++nstops;
     }
+  for (int i = 1; i < nstops; ++i) /* insertion sort: a handful of entries */
+    for (int j = i; j > 0 && stops[j].at < stops[j - 1].at; --j) {
+      __typeof__(stops[0]) tmp = stops[j];
+      stops[j] = stops[j - 1];
+      stops[j - 1] = tmp;
+    }
+  for (int i = 0; i < nstops; ++i) {
+    SleepUntil(stops[i].at);
+    void* h = kch[stops[i].t][stops[i].ch];
+    if (h == NULL) continue;
+    drv_state_args_v5_t a;
+    memset(&a, 0, sizeof a);
+    a.kernelCh.pTimer = GpuTimer(stops[i].at);
+    Record(h, DRV_ST_KERNEL_CH_STOP, &a, NULL);
+    Stop(h);
   }
   SleepUntil(end);
   /* 5. ProxyOps complete (v2: the Transmitted/Done states with the op's bytes first). */
