@@ -50,8 +50,8 @@ typedef struct {
   long count;
   int coll_channels;
   const char* comm_name;
-  int selftest;
-  double drift_ppm; /* NaN-free: < -1e8 means "per-rank default" */
+  int selftest; /* run by tests/nccl/selftest.py: a plugin must load */
+  double drift_ppm; /* with have_drift; else the per-rank default */
   int have_drift;
   long long gpu_offset_ns;
   int have_offset;
