@@ -2074,6 +2074,144 @@ def case_verify_independent(ctx):
         print(f"verify_independent: expected failure '{key}' seen {n} time(s)")
 
 
+# ---------------------------------------------------------------------------------------------
+# NCCL profiler plugin, driven by tests/nccl/nccl_profiler_driver (NCCL 2.28's calling sequence
+# for the v5 and v4 tables, 2.24/2.25's for v2; tests/nccl/README.md) with a planted slow rank.
+
+SKIP = "skip"
+NCCL_KIND_COLLECTIVE, NCCL_KIND_COMM_KERNEL, NCCL_KIND_COMM_INIT = 17, 11, 6
+NCCL_OP_NCCL_COMM_INIT = 67
+# NCCL func -> (commprof_op_type, the type names the report may give it)
+NCCL_TYPES = {"AllReduce": (4, ("allreduce", "AllReduce", "ncclAllReduce", "nccl_allreduce")),
+              "AllGather": (9, ("allgather", "AllGather", "ncclAllGather", "nccl_allgather")),
+              "Broadcast": (2, ("bcast", "broadcast", "Broadcast", "ncclBroadcast", "nccl_broadcast")),
+              "ReduceScatter": (13, ("reduce_scatter", "ReduceScatter", "ncclReduceScatter",
+                                     "nccl_reduce_scatter"))}
+
+
+def case_nccl_plugin(ctx):
+    """For the v5, v4 and v2 tables: 4 ranks drive the commprof NCCL plugin as NCCL does, rank 2's
+    GPU kernels (v2: its API calls) start 3 ms late in every collective; the report matches every
+    NCCL collective instance, names rank 2, and each other rank waits 3 ms per collective (15 %);
+    the file's kind-17 records carry commHash, per-type seqNumber and bytes with the reference's
+    AllGather/Broadcast trap, and kind-11 per-channel kernel records exist (v5/v4)."""
+    plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
+    driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
+    if not os.path.exists(plugin):
+        print(f"nccl_plugin: SKIPPED: the NCCL profiler plugin {plugin} is not built")
+        return SKIP
+    expect(os.path.exists(driver), f"driver {driver} not built (target nccl_profiler_driver)")
+    iters, slow, slow_us, n, count = 30, 2, 3000, 4, 1 << 18
+    for abi in ("v5", "v4", "v2"):
+        out = ctx.path(f"nccl-{abi}.h5")
+        cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(n) + [
+            driver, "--plugin", plugin, "--abi", abi, "--iters", str(iters), "--slow-rank", str(slow),
+            "--slow-us", str(slow_us), "--count", str(count)]
+        p = run(cmd, env=EXACT_ENV, check_rc=0, timeout=300)
+        lines = [l for l in p.stdout.splitlines() if l.startswith('{"driver"')]
+        expect(len(lines) == 1, f"{abi}: the driver's summary line\n{p.stdout}\n{p.stderr}")
+        summary = json.loads(lines[0])
+        expect(summary["plugin_loaded"] and summary["init_ok"] and summary["one_host"], f"{abi}: {summary}")
+        comm_hash = summary["comm_hash"]
+        # what the driver emitted: 4 collectives per iteration (Broadcast rooted at the slow rank,
+        # so every non-root waits for it: metrics.md §2 Late Broadcast)
+        expect(summary["bcast_root"] == slow and all(summary["ops"][f] == iters for f in NCCL_TYPES), f"{summary}")
+        nccl_instances = 4 * iters
+        rep = report_json(ctx, out)
+        expect(rep["world_size"] == n, f"{abi}: world size {rep['world_size']}")
+        # every NCCL collective instance matched, plus the driver's own MPI collectives (one
+        # Alltoall, a Barrier per iteration and one at the end); P2P operations are not instances
+        expect(rep["instances"]["incomplete"] == 0, f"{abi}: incomplete {rep['instances']}")
+        expect(rep["instances"]["matched"] == nccl_instances + summary["mpi_collectives"],
+               f"{abi}: matched {rep['instances']['matched']}, expected {nccl_instances} NCCL + "
+               f"{summary['mpi_collectives']} MPI")
+        expect([s["rank"] for s in rep["stragglers"]] == [slow], f"{abi}: stragglers {rep['stragglers']}")
+        types = {c["type"]: c for c in rep["collectives"]}
+        for func, (_, names) in NCCL_TYPES.items():
+            found = [types[t] for t in names if t in types]
+            expect(len(found) == 1, f"{abi}: one collectives[] entry for {func} among {sorted(types)}")
+            t = found[0]
+            expect(t["count"] == iters, f"{abi}: {func} count {t['count']}, expected {iters}")
+            # metrics.md §4: mean over instances of the ranks' mean wait = (3 x 3 ms + 0) / 4
+            want = 3 * slow_us * 1000 / 4
+            expect(abs(t["mean_wait_ns"] - want) <= 0.15 * want,
+                   f"{abi}: {func} mean wait {t['mean_wait_ns']} ns, planted {want} ns +-15 %")
+        ranks = {r["rank"]: r for r in rep["ranks"]}
+        # ranks[].wait_time_ns sums every matched instance, the driver's MPI Alltoalls and Barriers
+        # too (whose waits are the ranks' start-up and init skew, not planted): split it with the
+        # stored analysis (/analysis/arrivals of the instances whose comm_id is the commHash)
+        with h5py.File(out, "r") as f:
+            inst = f["analysis"]["instances"][:]
+            arr = f["analysis"]["arrivals"][:]
+        nccl_rows = np.isin(arr["instance"], np.nonzero(inst["comm_id"] == np.uint64(comm_hash))[0])
+        expect(int((inst["comm_id"] == np.uint64(comm_hash)).sum()) == nccl_instances,
+               f"{abi}: /analysis/instances with the commHash")
+        for r in range(n):
+            mine = arr["rank"] == r
+            nccl_wait = int(arr["wait_ns"][mine & nccl_rows].sum())
+            expect(int(arr["wait_ns"][mine].sum()) == ranks[r]["wait_time_ns"],
+                   f"{abi}: rank {r}: wait_time_ns {ranks[r]['wait_time_ns']} is not the sum of its arrivals")
+            per = nccl_wait / nccl_instances
+            if r == slow:
+                expect(per < 0.15 * slow_us * 1000, f"{abi}: the slow rank itself waits {per} ns per collective")
+                continue
+            # the planted truth: 3 ms in each NCCL collective
+            expect(abs(per - slow_us * 1000) <= 0.15 * slow_us * 1000,
+                   f"{abi}: rank {r} waits {per / 1e6:.3f} ms per NCCL collective, planted 3 ms +-15 %")
+            # and the MPI part is small next to it (no planted wait there)
+            expect(ranks[r]["wait_time_ns"] - nccl_wait < 0.15 * nccl_wait,
+                   f"{abi}: rank {r}: {ranks[r]['wait_time_ns'] - nccl_wait} ns of MPI wait")
+        # the file, read with h5py
+        dsize = {"AllReduce": 4, "AllGather": 4, "Broadcast": 8, "ReduceScatter": 4}
+        api_count = {"AllReduce": count, "AllGather": count // n, "Broadcast": count // 2, "ReduceScatter": count // n}
+        arrivals = {}
+        with h5py.File(out, "r") as f:
+            for r in range(n):
+                g, ev, names = load_rank(f, r)
+                inits = ev[(ev["kind"] == NCCL_KIND_COMM_INIT) & (ev["subtype"] == NCCL_OP_NCCL_COMM_INIT)]
+                if abi != "v2":  # v2's init carries no communicator (reference §2c)
+                    expect(len(inits) == 1 and int(inits["comm_id"][0]) == comm_hash and int(inits["peer"][0]) == r
+                           and int(inits["bytes"][0]) == n, f"{abi} rank {r}: NCCL init record {inits}")
+                coll = ev[ev["kind"] == NCCL_KIND_COLLECTIVE]
+                for func, (op, _) in NCCL_TYPES.items():
+                    c = coll[coll["subtype"] == op]
+                    expect(len(c) == iters, f"{abi} rank {r}: {len(c)} kind-17 {func} records, expected {iters}")
+                    expect(all(int(x) == comm_hash for x in c["comm_id"]), f"{abi} rank {r}: {func} comm_id")
+                    # seqNumber per collective type per communicator, from 0 (reference §6)
+                    expect(sorted(int(x) for x in c["seq"]) == list(range(iters)), f"{abi} rank {r}: {func} seq")
+                    # bytes from count x datatype: the API's count x size; in the Coll event
+                    # AllGather/Broadcast already give bytes as ncclInt8 (reference §2a): not x size
+                    # again. AllGather/ReduceScatter may use the largest buffer (x n) as the MPI
+                    # records do (file-format.md); either way one value per type.
+                    base = api_count[func] * dsize[func]
+                    ok = {base, base * n} if func in ("AllGather", "ReduceScatter") else {base}
+                    got = {int(x) for x in c["bytes"]}
+                    expect(len(got) == 1 and got <= ok, f"{abi} rank {r}: {func} bytes {got}, expected one of {ok}")
+                    expect(all(e >= s for s, e in zip(c["start_ns"], c["end_ns"])), f"{abi}: {func} spans")
+                    if func == "Broadcast":
+                        expect(all(int(x) == slow for x in c["peer"]), f"{abi} rank {r}: Broadcast root")
+                arrivals[r] = {(int(e["subtype"]), int(e["seq"])): int(e["start_ns"]) for e in coll
+                               if int(e["subtype"]) in [op for op, _ in NCCL_TYPES.values()]}
+                if abi != "v2":
+                    k = ev[(ev["kind"] == NCCL_KIND_COMM_KERNEL) & (ev["comm_id"] == np.uint64(comm_hash))]
+                    # one per channel (2 per collective in the driver; 1 per Send/Recv)
+                    for func, (op, _) in NCCL_TYPES.items():
+                        kc = k[k["subtype"] == op]
+                        expect(len(kc) == 2 * iters and set(int(x) for x in kc["correlation"]) == {0, 1},
+                               f"{abi} rank {r}: {len(kc)} kind-11 {func} channel records, expected {2 * iters}")
+        # the same truth from the raw records, without commprof's analysis: the ranks share one
+        # host clock (CLOCK_MONOTONIC), so the calibrated arrivals compare directly; metrics.md §2
+        # (Broadcast rooted at the slow rank: a non-root waits a_root - a_r, like the others)
+        for r in range(n):
+            if r == slow:
+                continue
+            w = [arrivals[slow][key] - arrivals[r][key] for key in arrivals[r]]
+            mean = sum(w) / len(w)
+            expect(len(w) == nccl_instances and abs(mean - slow_us * 1000) <= 0.15 * slow_us * 1000,
+                   f"{abi}: rank {r}: raw kind-17 arrivals {mean / 1e6:.3f} ms before the slow rank's, planted 3 ms")
+        print(f"nccl_plugin: {abi}: {rep['instances']['matched']} instances, straggler {slow}, waits ok")
+
+
 CASES = {
     "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
@@ -2097,6 +2235,7 @@ CASES = {
     "wrong_secret": case_wrong_secret,
     "info_json": case_info_json,
     "c_api": case_c_api,
+    "nccl_plugin": case_nccl_plugin,
 }
 
 
@@ -2107,7 +2246,8 @@ def main():
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     ctx = Ctx(a.build, a.work)
-    CASES[a.case](ctx)
+    if CASES[a.case](ctx) == SKIP:
+        return 77  # ctest SKIP_RETURN_CODE
     print(f"{a.case}: ok")
 
 
