@@ -21,7 +21,7 @@ enum commprof_kind {
   COMMPROF_KIND_MPI_COLLECTIVE = 3, /* blocking collective, or a non-blocking one from issue to completion */
   COMMPROF_KIND_MPI_P2P = 4,        /* Send/Recv/Sendrecv, or Isend/Irecv from post to completion */
   COMMPROF_KIND_MPI_WAIT = 5,       /* time inside Wait/Waitall/Waitany/Test */
-  COMMPROF_KIND_MPI_COMM = 6,       /* communicator creation (dup/split/create): comm_id = new id */
+  COMMPROF_KIND_MPI_COMM = 6,       /* communicator creation, MPI or NCCL (dup/split/create/NCCL init): comm_id = new id */
   COMMPROF_KIND_USER_RANGE = 7,     /* commprof_range_push/pop */
   COMMPROF_KIND_USER_MARK = 8,      /* commprof_mark */
   COMMPROF_KIND_STEP = 9,           /* commprof_step: seq = step number */
@@ -66,7 +66,8 @@ enum commprof_op_type {
   COMMPROF_OP_TEST = 51,
   COMMPROF_OP_COMM_DUP = 64,
   COMMPROF_OP_COMM_SPLIT = 65,
-  COMMPROF_OP_COMM_CREATE = 66
+  COMMPROF_OP_COMM_CREATE = 66,
+  COMMPROF_OP_NCCL_COMM_INIT = 67 /* kind MPI_COMM: an NCCL communicator (comm_id = commHash) */
 };
 
 /* Element datatype (stored in `datatype`). */
