@@ -102,6 +102,7 @@ struct Slot {
   uint8_t dtype = 0;
   uint8_t n_channels = 0;
   bool kernel_timing = false;
+  std::atomic<bool> proxy_seen{false};
   // Coll, P2p completion
   std::atomic<int32_t> pending{0};
   std::atomic<uint32_t> kch_done{0};
@@ -319,8 +320,11 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
       }
     }
     s->kernel_timing = (mask_ & kCpNcclKernelCh) != 0 && d.n_channels > 0;
-    // One reference for our own stop, one per kernel channel to come.
-    s->pending.store(1 + (s->kernel_timing ? d.n_channels : 0), std::memory_order_release);
+    // One reference for our own stop, one per kernel channel to come; without kernel timing, one
+    // held until the first proxy op arrives (proxy ops may start after the Coll stop, or never:
+    // then it completes only at finalize, INCOMPLETE).
+    s->proxy_seen.store(false, std::memory_order_relaxed);
+    s->pending.store(1 + (s->kernel_timing ? d.n_channels : 1), std::memory_order_release);
     *handle = s;
   } else if (t == kCpNcclKernelCh) {
     auto* p = static_cast<Slot*>(d.parent);
@@ -370,6 +374,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->parent_gen = p->gen.load(std::memory_order_acquire);
     s->host_start = now;
     AtomicMin(p->proxy_first, now);
+    // The first proxy op of a collective without kernel timing drops the reference that waited
+    // for it (ours, just taken, keeps the parent alive).
+    if (!p->kernel_timing && !p->proxy_seen.exchange(true, std::memory_order_acq_rel)) Unref(p);
     *handle = s;
   }
   // Group (legacy), ProxyStep, ProxyCtrl, NetPlugin: nothing recorded, NULL handle.

@@ -1,5 +1,6 @@
 # Fails unless the plugin's dynamic symbol table defines exactly ncclProfiler_v5/_v4/_v2 plus what
 # the toolchain always adds. Usage: cmake -DLIB=<path> -P check_symbols.cmake
+cmake_policy(SET CMP0057 NEW)
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm -D --defined-only ${LIB} failed (${rc})")

@@ -376,6 +376,51 @@ TEST(NcclProfilerPlugin, V2CompletionFromProxyOpsAndCommHashFromDescriptor) {
   EXPECT_EQ(sink.CounterOf("nccl_foreign_proxy_op"), 1u);
 }
 
+TEST(NcclProfilerPlugin, V2ProxyOpsAfterTheCollStopStillTimeTheCollective) {
+  // The harness order: the application thread finishes (Coll stop) before the proxy thread appends
+  // the proxy ops. A second collective never gets a proxy op (intra-node): INCOMPLETE at finalize.
+  CaptureSink sink;
+  PluginContext* ctx = CreateContext(AbiVersion::kV2, CommInfo{}, &sink, PluginOptions{});
+  EventDescr c = Descr(kCpNcclColl);
+  c.func = "Broadcast";
+  c.count = 64;
+  c.datatype = "ncclInt8";
+  c.root = 3;
+  c.comm_hash = 0x77ull;
+  sink.SetNow(100);
+  void* h1 = Start(ctx, c);
+  StopEvent(h1);
+  c.seq_number = 1;
+  void* h2 = Start(ctx, c);
+  StopEvent(h2);
+  EXPECT_TRUE(sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE).empty());
+  std::thread proxy([&] {
+    EventDescr op = Descr(kCpNcclProxyOp, h1);
+    op.pid = static_cast<int>(::getpid());
+    sink.SetNow(2000);
+    void* a = Start(ctx, op);
+    sink.SetNow(3000);
+    StopEvent(a);
+  });
+  proxy.join();
+  auto coll = sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE);
+  ASSERT_EQ(coll.size(), 1u);
+  EXPECT_EQ(coll[0].start_ns, 2000u);
+  EXPECT_EQ(coll[0].end_ns, 3000u);
+  EXPECT_EQ(coll[0].seq, 0u);
+  EXPECT_EQ(coll[0].peer, 3);
+  EXPECT_EQ(coll[0].flags, 0u);
+  FinalizeContext(ctx);
+  coll = sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE);
+  ASSERT_EQ(coll.size(), 2u);
+  EXPECT_EQ(coll[1].seq, 1u);
+  EXPECT_EQ(coll[1].flags, COMMPROF_FLAG_INCOMPLETE);
+  EXPECT_EQ(coll[1].start_ns, 100u);  // no span observed: start = end = the Coll start
+  EXPECT_EQ(coll[1].end_ns, 100u);
+  EXPECT_EQ(sink.CounterOf("nccl_coll_no_timing"), 1u);
+  EXPECT_EQ(sink.CounterOf("nccl_unfinished_at_finalize"), 1u);
+}
+
 TEST(NcclProfilerPlugin, ConcurrentCollStopsAndKernelChannelsWriteEachCollectiveOnce) {
   // 3000 collectives with 4 channels each; the proxy thread may finish all channels before or after
   // the application thread's Coll stop. Every seq must be written exactly once, nothing left over.
