@@ -31,8 +31,10 @@ void GpuClockCalibration::AddPair(uint64_t gpu_ns, uint64_t host_ns) {
   }
   ++pairs_seen_;
   ++since_fit_;
-  // Early on every pair refits (cheap: few pairs); later every refit_every pairs.
-  if (ring_.size() < 4 * options_.buckets || since_fit_ >= options_.refit_every) Refit();
+  // Early on every pair refits (cheap: few pairs), every 8 pairs while the window fills, then
+  // every refit_every pairs (a refit walks the window twice: ~1000 steps).
+  size_t every = ring_.size() < options_.window ? std::min<size_t>(8, options_.refit_every) : options_.refit_every;
+  if (ring_.size() < 4 * options_.buckets || since_fit_ >= every) Refit();
 }
 
 void GpuClockCalibration::Refit() {
@@ -45,8 +47,11 @@ void GpuClockCalibration::Refit() {
   for (size_t b = 0; b < buckets; ++b) {
     size_t lo = b * n / buckets, hi = (b + 1) * n / buckets;
     const Pair* best = nullptr;
-    for (size_t i = lo; i < hi; ++i) {
-      const Pair& q = ring_[(head_ + i) % n];
+    size_t idx = head_ + lo;
+    if (idx >= n) idx -= n;
+    for (size_t i = lo; i < hi; ++i, ++idx) {
+      if (idx == n) idx = 0;
+      const Pair& q = ring_[idx];
       if (best == nullptr || q.dy < best->dy) best = &q;
     }
     if (best != nullptr) scratch_.push_back(*best);

@@ -23,7 +23,7 @@ namespace commprof::nccl {
 struct CalibrationOptions {
   size_t window = 512;           // pairs kept (oldest dropped)
   size_t buckets = 8;            // lower-envelope points per fit
-  size_t refit_every = 8;        // pairs between refits once the window has filled up a little
+  size_t refit_every = 64;       // pairs between refits once the window is full (8 while it fills)
   double reject_ns = 5000.0;     // a bucket minimum this far above the line is an outlier
   double max_drift_ppm = 1000.0; // a steeper fit is not a clock: fall back to offset only
 };

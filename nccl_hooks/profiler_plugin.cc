@@ -348,11 +348,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->name_id = p->name_id;
     s->channel = d.channel_id;
     s->host_start = now;
-    s->gpu_start = d.ptimer;
-    if (d.ptimer != 0) {
-      std::lock_guard<std::mutex> lock(calibration_mu_);
-      calibration_.AddPair(d.ptimer, now);
-    }
+    s->gpu_start = d.ptimer;  // paired with host_start for the calibration at the stop (one lock)
     *handle = s;
   } else if (t == kCpNcclProxyOp) {
     // PXN: another process's proxy thread may hand us its own pointers (reference §2a).
@@ -383,13 +379,10 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
 }
 
 void PluginContext::State(Slot* s, int state, uint64_t ptimer, bool has_ptimer) {
+  // State 22 comes immediately before the stop (reference §3): the stop pairs the value with its
+  // own host reading, which is later still, so the pair stays "late, never early".
   if (s->type != kCpNcclKernelCh || state != kCpNcclStateKernelChStop || !has_ptimer) return;
   s->gpu_stop = ptimer;
-  if (ptimer != 0) {
-    uint64_t now = sink_->Now();
-    std::lock_guard<std::mutex> lock(calibration_mu_);
-    calibration_.AddPair(ptimer, now);
-  }
 }
 
 void PluginContext::Stop(Slot* s) {
@@ -420,10 +413,15 @@ void PluginContext::Stop(Slot* s) {
       Slot* p = s->parent;
       commprof_event e = Base(COMMPROF_KIND_COMM_KERNEL, s->host_start);
       e.end_ns = now;
-      if (s->gpu_start != 0 && s->gpu_stop != 0) {
+      const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
+      if (s->gpu_start != 0 || s->gpu_stop != 0) {
         std::lock_guard<std::mutex> lock(calibration_mu_);
-        e.start_ns = calibration_.ToHost(s->gpu_start);
-        e.end_ns = calibration_.ToHost(s->gpu_stop);
+        if (s->gpu_start != 0) calibration_.AddPair(s->gpu_start, s->host_start);
+        if (s->gpu_stop != 0) calibration_.AddPair(s->gpu_stop, now);
+        if (gpu_times) {
+          e.start_ns = calibration_.ToHost(s->gpu_start);
+          e.end_ns = calibration_.ToHost(s->gpu_stop);
+        }
       }
       e.comm_id = s->comm_id;
       e.seq = s->seq;
@@ -433,10 +431,13 @@ void PluginContext::Stop(Slot* s) {
       e.correlation = s->channel;
       sink_->Record(e);
       if (p->gen.load(std::memory_order_acquire) == s->parent_gen && p->live.load(std::memory_order_acquire)) {
-        if (s->gpu_start != 0) AtomicMin(p->gpu_first, s->gpu_start);
-        if (s->gpu_stop != 0) AtomicMax(p->gpu_last, s->gpu_stop);
-        AtomicMin(p->kch_host_first, s->host_start);
-        AtomicMax(p->kch_host_last, now);
+        if (gpu_times) {
+          AtomicMin(p->gpu_first, s->gpu_start);
+          AtomicMax(p->gpu_last, s->gpu_stop);
+        } else {  // the fallback: host times of the callbacks
+          AtomicMin(p->kch_host_first, s->host_start);
+          AtomicMax(p->kch_host_last, now);
+        }
         // Only the first nChannels stops hold a reference (an extra channel must not free it).
         if (p->kch_done.fetch_add(1, std::memory_order_acq_rel) < p->n_channels && p->kernel_timing) Unref(p);
       } else {
