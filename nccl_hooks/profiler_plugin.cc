@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -124,16 +125,21 @@ class PluginContext {
         info_(info),
         sink_(sink),
         mask_(ActivationMask(version, options)),
-        slots_(options.pool_events > 0 ? options.pool_events : 1),
+        slots_(options.pool_events >= 2 ? options.pool_events : 2),
         p2p_seq_(2 * static_cast<size_t>(info.known && info.nranks > 0 ? info.nranks : kV2Peers)),
         calibration_(options.calibration) {
-    for (uint32_t i = 0; i < slots_.size(); ++i) {
+    // Two free lists: parents (API, Coll, P2p) in [0, parents_), their short-lived children
+    // (KernelCh, ProxyOp) in the last quarter, so a burst of enqueued collectives can never leave
+    // no slot for the kernel channels that complete them (then nothing would be freed again).
+    const auto n = static_cast<uint32_t>(slots_.size());
+    parents_ = n - std::max<uint32_t>(1, n / 4);
+    for (uint32_t i = 0; i < n; ++i) {
       slots_[i].ctx = this;
-      slots_[i].next.store(i + 1 < slots_.size() ? i + 2 : 0, std::memory_order_relaxed);
+      bool last = i + 1 == parents_ || i + 1 == n;
+      slots_[i].next.store(last ? 0 : i + 2, std::memory_order_relaxed);
     }
-    free_head_.store(1, std::memory_order_relaxed);
-    free_count_.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
-    reserve_ = static_cast<int64_t>(slots_.size() / 4);
+    free_head_[0].store(1, std::memory_order_relaxed);
+    free_head_[1].store(parents_ + 1, std::memory_order_relaxed);
     for (size_t i = 0; i < kNumOps; ++i) {
       op_name_[i] = sink_->Intern(kOps[i].name);
       api_name_[i] = sink_->Intern((std::string("nccl") + kOps[i].name).c_str());
@@ -161,15 +167,8 @@ class PluginContext {
 
  private:
   Slot* Acquire(uint64_t type) {
-    // Parents may not take the last quarter of the pool: it is kept for their short-lived children,
-    // or a burst of enqueued collectives could leave none for the kernel channels that complete
-    // them, and nothing would ever be freed again.
-    bool child = type == kCpNcclKernelCh || type == kCpNcclProxyOp;
-    if (!child && free_count_.load(std::memory_order_relaxed) <= reserve_) {
-      Count(kPoolEmpty);
-      return nullptr;
-    }
-    uint64_t h = free_head_.load(std::memory_order_acquire);
+    std::atomic<uint64_t>& head = free_head_[type == kCpNcclKernelCh || type == kCpNcclProxyOp ? 1 : 0];
+    uint64_t h = head.load(std::memory_order_acquire);
     for (;;) {
       auto idx1 = static_cast<uint32_t>(h);
       if (idx1 == 0) {
@@ -179,8 +178,7 @@ class PluginContext {
       Slot& s = slots_[idx1 - 1];
       uint64_t next = s.next.load(std::memory_order_relaxed);
       uint64_t nh = (((h >> 32) + 1) << 32) | next;  // tag against ABA
-      if (free_head_.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
-        free_count_.fetch_sub(1, std::memory_order_relaxed);
+      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
         s.type = type;
         s.parent = nullptr;
         s.pending.store(0, std::memory_order_relaxed);
@@ -199,16 +197,14 @@ class PluginContext {
   }
   void Release(Slot* s) {
     s->live.store(false, std::memory_order_relaxed);
-    s->gen.fetch_add(1, std::memory_order_release);
+    s->gen.store(s->gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // owner only
     auto idx1 = static_cast<uint32_t>(s - slots_.data()) + 1;
-    uint64_t h = free_head_.load(std::memory_order_acquire);
+    std::atomic<uint64_t>& head = free_head_[idx1 > parents_ ? 1 : 0];
+    uint64_t h = head.load(std::memory_order_acquire);
     for (;;) {
       s->next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
       uint64_t nh = (((h >> 32) + 1) << 32) | idx1;
-      if (free_head_.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
-        free_count_.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
+      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) return;
     }
   }
   void Count(Counter c) { counters_[c].fetch_add(1, std::memory_order_relaxed); }
@@ -251,9 +247,8 @@ class PluginContext {
   RecordSink* const sink_;
   const int mask_;
   std::vector<Slot> slots_;
-  std::atomic<uint64_t> free_head_{0};  // (tag << 32) | (index + 1)
-  std::atomic<int64_t> free_count_{0};
-  int64_t reserve_ = 0;  // slots only children may take
+  std::atomic<uint64_t> free_head_[2] = {};  // parents, children: (tag << 32) | (index + 1)
+  uint32_t parents_ = 0;                      // slots [0, parents_) are for parents
   std::vector<std::atomic<uint64_t>> p2p_seq_;  // [peer * 2 + (recv ? 1 : 0)]
   std::atomic<uint64_t> comm_id_{0};
   std::atomic<uint64_t> counters_[kCounterCount] = {};
