@@ -39,7 +39,13 @@ uint16_t CurrentDevice() {
 }
 
 PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
-  commprof_internal_attach();  // the plugin may be loaded before MPI_Init: make the runtime now
+  // The plugin may be loaded before MPI_Init: make the runtime now. Not a profiled process: ask
+  // NCCL for no events at all and give it a NULL context (it tolerates one), so a plugin left in
+  // NCCL_PROFILER_PLUGIN costs nothing outside commprof.
+  if (commprof_internal_attach() == 0) {
+    if (mask != nullptr) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+    return nullptr;
+  }
   PluginOptions options = PluginOptionsFromEnv();
   // The mask is one process-global int shared by every communicator (reference §2a): atomic store.
   if (mask != nullptr) __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);

@@ -23,6 +23,10 @@ def main():
     out = subprocess.run([driver], env=env, capture_output=True, text=True, check=True).stdout
     spans = [int(m) for m in re.findall(r"gpu_span_ns (\d+)", out)]
     assert len(spans) == 3, out
+    # GroupApi|CollApi|P2pApi|KernelLaunch (256+512+1024+2048) | Coll|P2p (2+4) | KernelCh (64) = 3910
+    assert re.search(r"^mask 3910$", out, re.M), out
+    assert re.search(r"^mask4 70$", out, re.M), out  # Coll|P2p|KernelCh = 2+4+64
+    assert re.search(r"^mask2 14$", out, re.M), out  # Coll|P2p|ProxyOp = 2+4+8
     h5 = os.path.join(work, "out.h5")
     subprocess.run([commprof, "merge", "-o", h5, spool], check=True, capture_output=True)
     with h5py.File(h5, "r") as f:
@@ -31,6 +35,10 @@ def main():
         strings = [s.decode() if isinstance(s, bytes) else s for s in r["strings"][:]]
         name = lambda e: strings[e["name_id"]]
         init = [e for e in ev if e["kind"] == 6 and e["subtype"] == 67]
+        assert len(init) == 2, init  # v5 and v4 (v2's init knows no communicator)
+        v4 = [e for e in init if e["comm_id"] == 0x4444]
+        assert len(v4) == 1 and v4[0]["bytes"] == 8 and v4[0]["peer"] == 5 and name(v4[0]) == "v4comm", v4
+        init = [e for e in init if e["comm_id"] == 0xABCD]
         assert len(init) == 1, init
         assert init[0]["comm_id"] == 0xABCD and init[0]["bytes"] == 2 and init[0]["peer"] == 0
         assert name(init[0]) == "world"
@@ -52,7 +60,7 @@ def main():
             assert abs(int(e["start_ns"]) - int(api[int(e["seq"])]["start_ns"])) < 10**9
         counters = {k: r.attrs[k] for k in r.attrs if str(k).startswith("nccl_")}
         assert counters.get("nccl_calibration_pairs") == 12, counters
-    print("ok: kind 6/67, 3 x kind 16, 3 x kind 17 (spans %s ns), 6 x kind 11 through the runtime" % spans)
+    print("ok: masks v5 3910, v4 70, v2 14; 2 x kind 6/67 (v5, v4), 3 x kind 16, 3 x kind 17 (spans %s ns), 6 x kind 11 through the runtime" % spans)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // Loads the plugin the way NCCL 2.28's loader does (reference §1), next to the real libnccl.so.2,
 // without a GPU: NCCL_PROFILER_PLUGIN=commprof -> dlopen("commprof") fails -> the
 // libnccl-profiler-<name>.so rule, found on LD_LIBRARY_PATH -> dlsym ncclProfiler_v5, v4, v3, v2,
-// v1. Then drives each table once (no runtime: profiling is off in this process) to show the
+// v1. Then drives each table once in an unprofiled process (mask 0, NULL context) to show the
 // shims tolerate the calls NCCL makes. Exit 77 (skipped) when libnccl.so.2 is absent.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -86,9 +86,14 @@ int main(int argc, char** argv) {
   // v5: init, the application-thread sequence of one AllReduce, KernelCh on a second thread.
   void* ctx = nullptr;
   int mask = 0;
+  mask = -1;
+  void* junk = reinterpret_cast<void*>(0x1);
+  ctx = junk;
   Check(v5->init(&ctx, 0x1234, &mask, "world", 1, 4, 0, nullptr) == kCpNcclSuccess, "v5 init succeeds");
-  // GroupApi|CollApi|P2pApi|KernelLaunch (256+512+1024+2048) | Coll|P2p (2+4) | KernelCh (64) = 3910.
-  Check(mask == 3910, "v5 activation mask is 3910");
+  // Profiling is off in this process (no COMMPROF_AGGREGATOR/SPOOL_DIR): no events asked for and a
+  // NULL context; the calls below then exercise the NULL-context path NCCL takes after that.
+  // (The mask of a profiled process is checked by check_runtime_records.py.)
+  Check(mask == 0 && ctx == nullptr, "unprofiled process: mask 0 and a NULL context");
   CpNcclEventDescrV5 d{};
   d.type = kCpNcclGroupApi;
   d.groupApi.groupDepth = 1;
@@ -127,12 +132,14 @@ int main(int argc, char** argv) {
 
   void* ctx4 = nullptr;
   mask = 0;
-  Check(v4->init(&ctx4, &mask, "world", 0x1234, 1, 4, 0, nullptr) == kCpNcclSuccess && mask == (2 | 4 | 64),
-        "v4 init (mask 2nd, hash 4th) sets Coll|P2p|KernelCh");
+  mask = -1;
+  Check(v4->init(&ctx4, &mask, "world", 0x1234, 1, 4, 0, nullptr) == kCpNcclSuccess && mask == 0,
+        "v4 init (mask 2nd, hash 4th) succeeds, mask 0 when unprofiled");
   Check(v4->finalize(ctx4) == kCpNcclSuccess, "v4 finalize succeeds");
   void* ctx2 = nullptr;
   mask = 0;
-  Check(v2->init(&ctx2, &mask) == kCpNcclSuccess && mask == (2 | 4 | 8), "v2 init sets Coll|P2p|ProxyOp");
+  mask = -1;
+  Check(v2->init(&ctx2, &mask) == kCpNcclSuccess && mask == 0, "v2 init succeeds, mask 0 when unprofiled");
   Check(v2->finalize(ctx2) == kCpNcclSuccess, "v2 finalize succeeds");
 
   ::dlclose(plugin);

@@ -89,5 +89,18 @@ int main() {
   }
   v5->finalize(ctx);
   std::printf("mask %d\n", mask);
+  // The v4 and v2 tables in the same profiled process: their init argument orders and masks.
+  auto* v4 = static_cast<CpNcclProfilerV4*>(::dlsym(p, "ncclProfiler_v4"));
+  auto* v2 = static_cast<CpNcclProfilerV2*>(::dlsym(p, "ncclProfiler_v2"));
+  if (v4 == nullptr || v2 == nullptr) return 1;
+  void* c4 = nullptr;
+  int m4 = 0;
+  v4->init(&c4, &m4, "v4comm", 0x4444ull, 1, 8, 5, nullptr);
+  v4->finalize(c4);
+  void* c2 = nullptr;
+  int m2 = 0;
+  v2->init(&c2, &m2);
+  v2->finalize(c2);
+  std::printf("mask4 %d\nmask2 %d\n", m4, m2);
   return 0;
 }
