@@ -106,6 +106,30 @@ void KernelChannel(CaptureSink& sink, PluginContext* ctx, void* parent, uint8_t 
   StopEvent(h);
 }
 
+TEST(NcclProfilerPlugin, ActivationMasks) {
+  PluginOptions plain, proxy;
+  proxy.proxy_detail = true;
+  // v5: GroupApi 256 + CollApi 512 + P2pApi 1024 + KernelLaunch 2048 + Coll 2 + P2p 4 + KernelCh 64.
+  EXPECT_EQ(ActivationMask(AbiVersion::kV5, plain), 3910);
+  EXPECT_EQ(ActivationMask(AbiVersion::kV5, proxy), 3910 + 8 + 16);  // + ProxyOp + ProxyStep
+  EXPECT_EQ(ActivationMask(AbiVersion::kV4, plain), 2 + 4 + 64);
+  EXPECT_EQ(ActivationMask(AbiVersion::kV2, plain), 2 + 4 + 8);
+  EXPECT_EQ(ActivationMask(AbiVersion::kV2, proxy), 2 + 4 + 8 + 16);
+}
+
+TEST(NcclProfilerPlugin, EventsOutsideTheMaskGetNoHandle) {
+  CaptureSink sink;
+  PluginContext* ctx = CreateContext(AbiVersion::kV4, Comm(), &sink, PluginOptions{});
+  // v4 asks for Coll|P2p|KernelCh: ProxyOp/ProxyStep/ProxyCtrl/Group get NULL and write nothing.
+  for (uint64_t t : {kCpNcclProxyOp, kCpNcclProxyStep, kCpNcclProxyCtrl, kCpNcclGroup, kCpNcclNetPlugin}) {
+    EventDescr d = Descr(t);
+    d.pid = static_cast<int>(::getpid());
+    EXPECT_EQ(Start(ctx, d), nullptr) << t;
+  }
+  FinalizeContext(ctx);
+  EXPECT_EQ(sink.OfKind(COMMPROF_KIND_NCCL_API).size() + sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE).size(), 0u);
+}
+
 TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   CaptureSink sink;
   PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, PluginOptions{});
