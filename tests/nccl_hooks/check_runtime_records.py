@@ -2,7 +2,10 @@
 """The plugin records through libcommprof.so's runtime: run plugin_runtime_driver with a spool
 directory, merge the spool with `commprof merge`, and check the NCCL records in the HDF5 file.
 
-usage: check_runtime_records.py DRIVER COMMPROF PLUGIN_DIR WORK_DIR
+usage: check_runtime_records.py DRIVER COMMPROF PLUGIN_DIR WORK_DIR [LIBCOMMPROF_TO_PRELOAD]
+
+With the last argument, libcommprof.so is also LD_PRELOADed (as `commprof run` does): the plugin
+must then use that same runtime, so exactly one spool file is written.
 """
 import os
 import re
@@ -20,7 +23,11 @@ def main():
     spool = os.path.join(work, "spool")
     env = dict(os.environ, COMMPROF_SPOOL_DIR=spool, COMMPROF_AGGREGATOR="",
                LD_LIBRARY_PATH=plugin_dir, COMMPROF_LOG="error")
+    if len(sys.argv) > 5:
+        env["LD_PRELOAD"] = sys.argv[5]
     out = subprocess.run([driver], env=env, capture_output=True, text=True, check=True).stdout
+    spools = [n for n in os.listdir(spool) if n.endswith(".cpspool")]
+    assert len(spools) == 1, spools  # one runtime per process, whoever loaded libcommprof.so
     spans = [int(m) for m in re.findall(r"gpu_span_ns (\d+)", out)]
     assert len(spans) == 3, out
     # GroupApi|CollApi|P2pApi|KernelLaunch (256+512+1024+2048) | Coll|P2p (2+4) | KernelCh (64) = 3910
