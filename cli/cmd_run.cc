@@ -122,6 +122,17 @@ std::string JoinCommand(const std::vector<std::string>& argv) {
   return s;
 }
 
+// The NCCL profiler plugin that goes with `library`: next to it (an install) or in the build
+// tree's nccl_hooks/ beside collector/. Empty when there is none.
+std::string FindNcclPlugin(const std::string& library) {
+  std::error_code ec;
+  fs::path dir = fs::path(library).parent_path();
+  for (const fs::path& c : {dir / "libnccl-profiler-commprof.so", dir / "../nccl_hooks/libnccl-profiler-commprof.so"}) {
+    if (fs::exists(c, ec)) return fs::canonical(c, ec).string();
+  }
+  return {};
+}
+
 int RunJob(Options o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
@@ -177,6 +188,13 @@ int RunJob(Options o) {
       for (const auto& v : vars) ours = ours || v.first == name;
       if (!ours) vars.emplace_back(name, kv.substr(eq + 1));
     }
+  }
+  // NCCL loads our profiler plugin by absolute path, unless the user chose one (then theirs is
+  // forwarded unchanged).
+  if (const char* user = std::getenv("NCCL_PROFILER_PLUGIN"); user != nullptr) {
+    vars.emplace_back("NCCL_PROFILER_PLUGIN", user);
+  } else if (std::string plugin = FindNcclPlugin(library); !plugin.empty()) {
+    vars.emplace_back("NCCL_PROFILER_PLUGIN", plugin);
   }
   std::string preload = library;
   if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;

@@ -1,6 +1,8 @@
 // The public C API (include/commprof/commprof.h). Outside a profiled run every call is a no-op.
+// Also the internal entry points of collector/internal_api.h (the NCCL profiler plugin's way in).
 #include "commprof/commprof.h"
 
+#include "collector/internal_api.h"
 #include "collector/runtime.h"
 
 using commprof::EnsureRuntime;
@@ -92,6 +94,34 @@ void commprof_enable(void) {
 
 void commprof_flush(void) {
   if (Runtime* rt = Rt()) rt->RequestFlush();
+}
+
+}  // extern "C"
+
+// ---- internal entry points for the NCCL profiler plugin (collector/internal_api.h)
+
+extern "C" {
+
+int commprof_internal_attach(void) { return Rt() != nullptr ? 1 : 0; }
+
+void commprof_internal_record(const commprof_event* e) {
+  if (e == nullptr) return;
+  if (Runtime* rt = commprof::ActiveRuntime()) rt->Record(*e);
+}
+
+uint32_t commprof_internal_intern(const char* text) {
+  Runtime* rt = commprof::ActiveRuntime();
+  return rt != nullptr ? rt->Intern(text) : 0;
+}
+
+uint64_t commprof_internal_now(void) {
+  Runtime* rt = commprof::ActiveRuntime();
+  return rt != nullptr ? rt->Now() : commprof::SteadyNowNs();
+}
+
+void commprof_internal_add_counter(const char* name, uint64_t delta) {
+  if (name == nullptr) return;
+  if (Runtime* rt = commprof::ActiveRuntime()) rt->AddCounter(name, delta);
 }
 
 }  // extern "C"

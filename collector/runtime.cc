@@ -137,6 +137,17 @@ void Runtime::SetCounter(const std::string& name, uint64_t value) {
   extra_counters_.emplace_back(name, value);
 }
 
+void Runtime::AddCounter(const std::string& name, uint64_t delta) {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  for (auto& [n, v] : extra_counters_) {
+    if (n == name) {
+      v += delta;
+      return;
+    }
+  }
+  extra_counters_.emplace_back(name, delta);
+}
+
 wire::Bye Runtime::Counters() const {
   uint64_t recorded = 0, ring_full = 0;
   {

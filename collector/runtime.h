@@ -93,6 +93,7 @@ class Runtime {
   uint64_t clock_version() const { return clock_version_.load(std::memory_order_acquire); }
   // Counters a source reports once in a while (e.g. clock sync cost); sent in the bye.
   void SetCounter(const std::string& name, uint64_t value);
+  void AddCounter(const std::string& name, uint64_t delta);  // several sources summing into one
 
   RequestTable& requests() { return requests_; }
   StringTable& strings() { return strings_; }

@@ -1,0 +1,33 @@
+/* The internal C entry points of libcommprof.so for in-process sources that live in another shared
+ * object (the NCCL profiler plugin): they record through the process's one runtime, whether
+ * LD_PRELOAD or the plugin loaded the library first. Not a public API: no header under include/. */
+#ifndef COMMPROF_COLLECTOR_INTERNAL_API_H
+#define COMMPROF_COLLECTOR_INTERNAL_API_H
+
+#include <stdint.h>
+
+#include "commprof/event.h"
+
+#define COMMPROF_INTERNAL_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Makes sure the process runtime exists if the environment asks for profiling (the plugin may be
+ * loaded before MPI_Init); 1 when a runtime is active, 0 when profiling is off. */
+COMMPROF_INTERNAL_API int commprof_internal_attach(void);
+/* Records one event as given (thread_id is stamped by the runtime); a no-op without a runtime. */
+COMMPROF_INTERNAL_API void commprof_internal_record(const commprof_event* e);
+/* The id of `text` in the rank's string table (0 without a runtime). */
+COMMPROF_INTERNAL_API uint32_t commprof_internal_intern(const char* text);
+/* The rank's host clock (Runtime::Now()); the steady clock without a runtime. */
+COMMPROF_INTERNAL_API uint64_t commprof_internal_now(void);
+/* Adds `delta` to a named counter reported in the rank's bye frame. */
+COMMPROF_INTERNAL_API void commprof_internal_add_counter(const char* name, uint64_t delta);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,587 @@
+#include "nccl_hooks/profiler_plugin.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "nccl_hooks/nccl_profiler_abi.h"
+
+namespace commprof::nccl {
+
+namespace {
+
+struct NameCode {
+  const char* name;
+  uint8_t code;
+};
+// reference §2a "String values".
+constexpr NameCode kOps[] = {
+    {"AllReduce", COMMPROF_OP_ALLREDUCE}, {"AllGather", COMMPROF_OP_ALLGATHER},
+    {"Broadcast", COMMPROF_OP_BCAST},     {"Reduce", COMMPROF_OP_REDUCE},
+    {"ReduceScatter", COMMPROF_OP_REDUCE_SCATTER}, {"Send", COMMPROF_OP_SEND},
+    {"Recv", COMMPROF_OP_RECV},           {"AlltoAll", COMMPROF_OP_ALLTOALL},
+    {"Gather", COMMPROF_OP_GATHER},       {"Scatter", COMMPROF_OP_SCATTER},
+    {"SendRecv", COMMPROF_OP_SENDRECV},
+};
+constexpr size_t kNumOps = sizeof(kOps) / sizeof(kOps[0]);
+
+struct TypeInfo {
+  const char* name;
+  uint8_t code;
+  uint32_t size;
+};
+constexpr TypeInfo kTypes[] = {
+    {"ncclInt8", COMMPROF_DT_INT8, 1},       {"ncclInt32", COMMPROF_DT_INT32, 4},
+    {"ncclUint32", COMMPROF_DT_UINT32, 4},   {"ncclInt64", COMMPROF_DT_INT64, 8},
+    {"ncclUint64", COMMPROF_DT_UINT64, 8},   {"ncclFloat16", COMMPROF_DT_FLOAT16, 2},
+    {"ncclFloat32", COMMPROF_DT_FLOAT32, 4}, {"ncclFloat64", COMMPROF_DT_FLOAT64, 8},
+    {"ncclBfloat16", COMMPROF_DT_BFLOAT16, 2}, {"ncclFloat8e4m3", COMMPROF_DT_OTHER, 1},
+    {"ncclFloat8e5m2", COMMPROF_DT_OTHER, 1},  {"Unknown", COMMPROF_DT_UINT8, 1},
+};
+
+int OpIndex(const char* func) {
+  if (func == nullptr) return -1;
+  for (size_t i = 0; i < kNumOps; ++i)
+    if (std::strcmp(func, kOps[i].name) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+bool Rooted(uint8_t op) { return op == COMMPROF_OP_BCAST || op == COMMPROF_OP_REDUCE; }
+
+template <typename T>
+void AtomicMin(std::atomic<T>& a, T v) {
+  T cur = a.load(std::memory_order_relaxed);
+  while ((cur == 0 || v < cur) && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+template <typename T>
+void AtomicMax(std::atomic<T>& a, T v) {
+  T cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+enum Counter : int {
+  kPoolEmpty,       // an event got no slot (pool exhausted): NULL handle, nothing recorded
+  kStaleParent,     // a child whose parent slot was already completed/recycled
+  kForeignProxyOp,  // a PXN proxy op from another process (its pointers are not ours)
+  kNoTiming,        // a collective completed with neither kernel nor proxy timing
+  kUnfinished,      // still pending at finalize: written with the INCOMPLETE flag
+  kPeerOutOfRange,  // a p2p peer outside the per-peer counters
+  kCounterCount
+};
+constexpr const char* kCounterNames[kCounterCount] = {
+    "nccl_pool_empty", "nccl_stale_parent", "nccl_foreign_proxy_op",
+    "nccl_coll_no_timing", "nccl_unfinished_at_finalize", "nccl_peer_out_of_range"};
+
+constexpr int kV2Peers = 4096;  // v2 init gets no nranks: per-peer counters for this many peers
+
+}  // namespace
+
+struct Slot {
+  std::atomic<uint32_t> next{0};  // free list: index + 1 of the next free slot, 0 = none
+  std::atomic<uint32_t> gen{0};   // bumped on every release
+  std::atomic<bool> live{false};
+  PluginContext* ctx = nullptr;
+  uint64_t type = 0;
+  uint64_t host_start = 0;
+  // API, Coll, P2p (and copied into children for their records)
+  uint64_t comm_id = 0;
+  uint64_t bytes = 0;
+  uint64_t seq = 0;
+  int32_t peer = COMMPROF_NO_PEER;
+  uint32_t name_id = 0;
+  uint8_t op = 0;
+  uint8_t dtype = 0;
+  uint8_t n_channels = 0;
+  bool kernel_timing = false;
+  std::atomic<bool> proxy_seen{false};
+  // Coll, P2p completion
+  std::atomic<int32_t> pending{0};
+  std::atomic<uint32_t> kch_done{0};
+  std::atomic<uint64_t> gpu_first{0}, gpu_last{0};      // raw pTimer: earliest start, latest stop
+  std::atomic<uint64_t> kch_host_first{0}, kch_host_last{0};
+  std::atomic<uint64_t> proxy_first{0}, proxy_last{0};
+  // children (KernelCh, ProxyOp)
+  Slot* parent = nullptr;
+  uint32_t parent_gen = 0;
+  uint8_t channel = 0;
+  uint64_t gpu_start = 0;
+  uint64_t gpu_stop = 0;
+};
+
+class PluginContext {
+ public:
+  PluginContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options)
+      : version_(version),
+        info_(info),
+        sink_(sink),
+        mask_(ActivationMask(version, options)),
+        slots_(options.pool_events >= 2 ? options.pool_events : 2),
+        p2p_seq_(2 * static_cast<size_t>(info.known && info.nranks > 0 ? info.nranks : kV2Peers)),
+        calibration_(options.calibration) {
+    // Two free lists: parents (API, Coll, P2p) in [0, parents_), their short-lived children
+    // (KernelCh, ProxyOp) in the last quarter, so a burst of enqueued collectives can never leave
+    // no slot for the kernel channels that complete them (then nothing would be freed again).
+    const auto n = static_cast<uint32_t>(slots_.size());
+    parents_ = n - std::max<uint32_t>(1, n / 4);
+    for (uint32_t i = 0; i < n; ++i) {
+      slots_[i].ctx = this;
+      bool last = i + 1 == parents_ || i + 1 == n;
+      slots_[i].next.store(last ? 0 : i + 2, std::memory_order_relaxed);
+    }
+    free_head_[0].store(1, std::memory_order_relaxed);
+    free_head_[1].store(parents_ + 1, std::memory_order_relaxed);
+    for (size_t i = 0; i < kNumOps; ++i) {
+      op_name_[i] = sink_->Intern(kOps[i].name);
+      api_name_[i] = sink_->Intern((std::string("nccl") + kOps[i].name).c_str());
+    }
+    group_name_ = sink_->Intern("ncclGroup");
+    launch_name_ = sink_->Intern("ncclKernelLaunch");
+    unknown_name_ = sink_->Intern("ncclUnknown");
+    comm_id_.store(info.comm_hash, std::memory_order_relaxed);
+    if (info.known) {
+      commprof_event e = Base(COMMPROF_KIND_MPI_COMM, sink_->Now());
+      e.subtype = COMMPROF_OP_NCCL_COMM_INIT;
+      e.comm_id = info.comm_hash;
+      e.peer = info.rank;
+      e.bytes = static_cast<uint64_t>(info.nranks);
+      e.name_id = sink_->Intern(info.name != nullptr ? info.name : "");
+      e.device = info.device;
+      sink_->Record(e);
+    }
+  }
+
+  void Start(void** handle, const EventDescr& d);
+  void Stop(Slot* s);
+  void State(Slot* s, int state, uint64_t ptimer, bool has_ptimer);
+  void Finalize();
+
+ private:
+  Slot* Acquire(uint64_t type) {
+    std::atomic<uint64_t>& head = free_head_[type == kCpNcclKernelCh || type == kCpNcclProxyOp ? 1 : 0];
+    uint64_t h = head.load(std::memory_order_acquire);
+    for (;;) {
+      auto idx1 = static_cast<uint32_t>(h);
+      if (idx1 == 0) {
+        Count(kPoolEmpty);
+        return nullptr;
+      }
+      Slot& s = slots_[idx1 - 1];
+      uint64_t next = s.next.load(std::memory_order_relaxed);
+      uint64_t nh = (((h >> 32) + 1) << 32) | next;  // tag against ABA
+      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
+        s.type = type;
+        s.parent = nullptr;
+        s.pending.store(0, std::memory_order_relaxed);
+        s.kch_done.store(0, std::memory_order_relaxed);
+        s.gpu_first.store(0, std::memory_order_relaxed);
+        s.gpu_last.store(0, std::memory_order_relaxed);
+        s.kch_host_first.store(0, std::memory_order_relaxed);
+        s.kch_host_last.store(0, std::memory_order_relaxed);
+        s.proxy_first.store(0, std::memory_order_relaxed);
+        s.proxy_last.store(0, std::memory_order_relaxed);
+        s.gpu_start = s.gpu_stop = 0;
+        s.live.store(true, std::memory_order_release);
+        return &s;
+      }
+    }
+  }
+  void Release(Slot* s) {
+    s->live.store(false, std::memory_order_relaxed);
+    s->gen.store(s->gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // owner only
+    auto idx1 = static_cast<uint32_t>(s - slots_.data()) + 1;
+    std::atomic<uint64_t>& head = free_head_[idx1 > parents_ ? 1 : 0];
+    uint64_t h = head.load(std::memory_order_acquire);
+    for (;;) {
+      s->next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
+      uint64_t nh = (((h >> 32) + 1) << 32) | idx1;
+      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) return;
+    }
+  }
+  void Count(Counter c) { counters_[c].fetch_add(1, std::memory_order_relaxed); }
+
+  commprof_event Base(uint8_t kind, uint64_t start) const {
+    commprof_event e{};
+    e.kind = kind;
+    e.start_ns = start;
+    e.end_ns = start;
+    e.peer = COMMPROF_NO_PEER;
+    e.device = info_.device;
+    return e;
+  }
+  uint32_t NameOf(int op_index, bool api, const char* func) {
+    if (op_index >= 0) return api ? api_name_[op_index] : op_name_[op_index];
+    return func != nullptr ? sink_->Intern(func) : unknown_name_;
+  }
+  uint64_t CommOf(const EventDescr& d) {
+    if (version_ != AbiVersion::kV2) return info_.comm_hash;
+    // v2: the hash rides on each Coll/P2p descriptor (0 under the 2.28 adapter).
+    if (d.comm_hash != 0) comm_id_.store(d.comm_hash, std::memory_order_relaxed);
+    return comm_id_.load(std::memory_order_relaxed);
+  }
+  // Takes a reference on a live Coll/P2p parent, or fails (stale/recycled/NULL parent).
+  bool RefParent(Slot* p) {
+    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0) return false;
+    int32_t cur = p->pending.load(std::memory_order_relaxed);
+    while (cur > 0) {
+      if (p->pending.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  }
+  void Unref(Slot* p) {
+    if (p->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Complete(p, false);
+  }
+  void Complete(Slot* p, bool unfinished);
+
+  const AbiVersion version_;
+  const CommInfo info_;
+  RecordSink* const sink_;
+  const int mask_;
+  std::vector<Slot> slots_;
+  std::atomic<uint64_t> free_head_[2] = {};  // parents, children: (tag << 32) | (index + 1)
+  uint32_t parents_ = 0;                      // slots [0, parents_) are for parents
+  std::vector<std::atomic<uint64_t>> p2p_seq_;  // [peer * 2 + (recv ? 1 : 0)]
+  std::atomic<uint64_t> comm_id_{0};
+  std::atomic<uint64_t> counters_[kCounterCount] = {};
+  std::mutex calibration_mu_;
+  GpuClockCalibration calibration_;  // guarded by calibration_mu_
+  uint32_t op_name_[kNumOps] = {};
+  uint32_t api_name_[kNumOps] = {};
+  uint32_t group_name_ = 0, launch_name_ = 0, unknown_name_ = 0;
+};
+
+void PluginContext::Start(void** handle, const EventDescr& d) {
+  *handle = nullptr;
+  const uint64_t t = d.type;
+  if ((t & mask_) == 0) return;
+  const uint64_t now = sink_->Now();
+  if (t == kCpNcclGroupApi || t == kCpNcclKernelLaunch) {
+    Slot* s = Acquire(t);
+    if (s == nullptr) return;
+    s->host_start = now;
+    s->comm_id = info_.comm_hash;
+    s->op = COMMPROF_OP_NONE;
+    s->dtype = COMMPROF_DT_NONE;
+    s->bytes = 0;
+    s->peer = COMMPROF_NO_PEER;
+    s->seq = t == kCpNcclGroupApi ? static_cast<uint64_t>(d.group_depth) : 0;
+    s->name_id = t == kCpNcclGroupApi ? group_name_ : launch_name_;
+    *handle = s;
+  } else if (t == kCpNcclCollApi || t == kCpNcclP2pApi) {
+    Slot* s = Acquire(t);
+    if (s == nullptr) return;
+    int oi = OpIndex(d.func);
+    s->host_start = now;
+    s->comm_id = info_.comm_hash;
+    s->op = OpCode(d.func);
+    s->dtype = DatatypeCode(d.datatype);
+    s->bytes = static_cast<uint64_t>(d.count) * DatatypeSize(d.datatype);
+    s->peer = t == kCpNcclCollApi && Rooted(s->op) ? d.root : COMMPROF_NO_PEER;
+    s->seq = 0;
+    s->name_id = NameOf(oi, true, d.func);
+    *handle = s;
+  } else if (t == kCpNcclColl || t == kCpNcclP2p) {
+    Slot* s = Acquire(t);
+    if (s == nullptr) return;
+    int oi = OpIndex(d.func);
+    s->host_start = now;
+    s->comm_id = CommOf(d);
+    s->op = OpCode(d.func);
+    s->dtype = DatatypeCode(d.datatype);
+    // AllGather/Broadcast Coll events carry bytes as ncclInt8 (reference §2a): size 1 keeps it right.
+    s->bytes = static_cast<uint64_t>(d.count) * DatatypeSize(d.datatype);
+    s->n_channels = d.n_channels;
+    s->name_id = NameOf(oi, false, d.func);
+    if (t == kCpNcclColl) {
+      s->seq = d.seq_number;
+      s->peer = Rooted(s->op) ? d.root : COMMPROF_NO_PEER;
+    } else {
+      s->peer = d.peer;
+      size_t slot = static_cast<size_t>(d.peer) * 2 + (s->op == COMMPROF_OP_RECV ? 1 : 0);
+      if (d.peer >= 0 && slot < p2p_seq_.size()) {
+        s->seq = p2p_seq_[slot].fetch_add(1, std::memory_order_relaxed);
+      } else {
+        Count(kPeerOutOfRange);
+        s->seq = UINT64_MAX;
+      }
+    }
+    s->kernel_timing = (mask_ & kCpNcclKernelCh) != 0 && d.n_channels > 0;
+    // One reference for our own stop, one per kernel channel to come; without kernel timing, one
+    // held until the first proxy op arrives (proxy ops may start after the Coll stop, or never:
+    // then it completes only at finalize, INCOMPLETE).
+    s->proxy_seen.store(false, std::memory_order_relaxed);
+    s->pending.store(1 + (s->kernel_timing ? d.n_channels : 1), std::memory_order_release);
+    *handle = s;
+  } else if (t == kCpNcclKernelCh) {
+    auto* p = static_cast<Slot*>(d.parent);
+    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0 ||
+        p->ctx != this) {
+      Count(kStaleParent);
+      return;
+    }
+    Slot* s = Acquire(t);
+    if (s == nullptr) {
+      // No slot: the channel counts as done without timing, so its collective still completes.
+      if (p->kch_done.fetch_add(1, std::memory_order_acq_rel) < p->n_channels && p->kernel_timing) Unref(p);
+      return;
+    }
+    s->parent = p;
+    s->parent_gen = p->gen.load(std::memory_order_acquire);
+    s->comm_id = p->comm_id;
+    s->seq = p->seq;
+    s->op = p->op;
+    s->peer = p->peer;
+    s->name_id = p->name_id;
+    s->channel = d.channel_id;
+    s->host_start = now;
+    s->gpu_start = d.ptimer;  // paired with host_start for the calibration at the stop (one lock)
+    *handle = s;
+  } else if (t == kCpNcclProxyOp) {
+    // PXN: another process's proxy thread may hand us its own pointers (reference §2a).
+    if (d.pid != static_cast<int>(::getpid())) {
+      Count(kForeignProxyOp);
+      return;
+    }
+    auto* p = static_cast<Slot*>(d.parent);
+    if (p == nullptr || p->ctx != this || !RefParent(p)) {
+      Count(kStaleParent);
+      return;
+    }
+    Slot* s = Acquire(t);
+    if (s == nullptr) {
+      Unref(p);
+      return;
+    }
+    s->parent = p;
+    s->parent_gen = p->gen.load(std::memory_order_acquire);
+    s->host_start = now;
+    AtomicMin(p->proxy_first, now);
+    // The first proxy op of a collective without kernel timing drops the reference that waited
+    // for it (ours, just taken, keeps the parent alive).
+    if (!p->kernel_timing && !p->proxy_seen.exchange(true, std::memory_order_acq_rel)) Unref(p);
+    *handle = s;
+  }
+  // Group (legacy), ProxyStep, ProxyCtrl, NetPlugin: nothing recorded, NULL handle.
+}
+
+void PluginContext::State(Slot* s, int state, uint64_t ptimer, bool has_ptimer) {
+  // State 22 comes immediately before the stop (reference §3): the stop pairs the value with its
+  // own host reading, which is later still, so the pair stays "late, never early".
+  if (s->type != kCpNcclKernelCh || state != kCpNcclStateKernelChStop || !has_ptimer) return;
+  s->gpu_stop = ptimer;
+}
+
+void PluginContext::Stop(Slot* s) {
+  const uint64_t now = sink_->Now();
+  switch (s->type) {
+    case kCpNcclGroupApi:
+    case kCpNcclKernelLaunch:
+    case kCpNcclCollApi:
+    case kCpNcclP2pApi: {
+      commprof_event e = Base(COMMPROF_KIND_NCCL_API, s->host_start);
+      e.end_ns = now;
+      e.comm_id = s->comm_id;
+      e.subtype = s->op;
+      e.bytes = s->bytes;
+      e.datatype = s->dtype;
+      e.peer = s->peer;
+      e.seq = s->seq;
+      e.name_id = s->name_id;
+      sink_->Record(e);
+      Release(s);
+      return;
+    }
+    case kCpNcclColl:
+    case kCpNcclP2p:
+      Unref(s);  // "enqueued": completion comes from the children
+      return;
+    case kCpNcclKernelCh: {
+      Slot* p = s->parent;
+      commprof_event e = Base(COMMPROF_KIND_COMM_KERNEL, s->host_start);
+      e.end_ns = now;
+      const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
+      if (s->gpu_start != 0 || s->gpu_stop != 0) {
+        std::lock_guard<std::mutex> lock(calibration_mu_);
+        if (s->gpu_start != 0) calibration_.AddPair(s->gpu_start, s->host_start);
+        if (s->gpu_stop != 0) calibration_.AddPair(s->gpu_stop, now);
+        if (gpu_times) {
+          e.start_ns = calibration_.ToHost(s->gpu_start);
+          e.end_ns = calibration_.ToHost(s->gpu_stop);
+        }
+      }
+      e.comm_id = s->comm_id;
+      e.seq = s->seq;
+      e.subtype = s->op;
+      e.peer = s->peer;
+      e.name_id = s->name_id;
+      e.correlation = s->channel;
+      sink_->Record(e);
+      if (p->gen.load(std::memory_order_acquire) == s->parent_gen && p->live.load(std::memory_order_acquire)) {
+        if (gpu_times) {
+          AtomicMin(p->gpu_first, s->gpu_start);
+          AtomicMax(p->gpu_last, s->gpu_stop);
+        } else {  // the fallback: host times of the callbacks
+          AtomicMin(p->kch_host_first, s->host_start);
+          AtomicMax(p->kch_host_last, now);
+        }
+        // Only the first nChannels stops hold a reference (an extra channel must not free it).
+        if (p->kch_done.fetch_add(1, std::memory_order_acq_rel) < p->n_channels && p->kernel_timing) Unref(p);
+      } else {
+        Count(kStaleParent);
+      }
+      Release(s);
+      return;
+    }
+    case kCpNcclProxyOp: {
+      Slot* p = s->parent;  // referenced at start: still live
+      AtomicMax(p->proxy_last, now);
+      Release(s);
+      Unref(p);
+      return;
+    }
+    default:
+      Release(s);
+  }
+}
+
+void PluginContext::Complete(Slot* p, bool unfinished) {
+  commprof_event e = Base(COMMPROF_KIND_NCCL_COLLECTIVE, p->host_start);
+  uint64_t g0 = p->gpu_first.load(std::memory_order_acquire), g1 = p->gpu_last.load(std::memory_order_acquire);
+  uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire), k1 = p->kch_host_last.load(std::memory_order_acquire);
+  uint64_t x0 = p->proxy_first.load(std::memory_order_acquire), x1 = p->proxy_last.load(std::memory_order_acquire);
+  if (g0 != 0 && g1 != 0) {
+    std::lock_guard<std::mutex> lock(calibration_mu_);
+    e.start_ns = calibration_.ToHost(g0);
+    e.end_ns = calibration_.ToHost(g1);
+  } else if (k0 != 0 && k1 != 0) {
+    e.start_ns = k0;
+    e.end_ns = k1;
+  } else if (x0 != 0 && x1 != 0) {
+    e.start_ns = x0;
+    e.end_ns = x1;
+  } else {
+    Count(kNoTiming);
+    unfinished = true;  // start = end = the Coll start: no completion was observed
+  }
+  e.comm_id = p->comm_id;
+  e.seq = p->seq;
+  e.subtype = p->op;
+  e.bytes = p->bytes;
+  e.datatype = p->dtype;
+  e.peer = p->peer;
+  e.name_id = p->name_id;
+  e.correlation = p->n_channels;
+  if (unfinished) e.flags = COMMPROF_FLAG_INCOMPLETE;
+  sink_->Record(e);
+  Release(p);
+}
+
+void PluginContext::Finalize() {
+  // NCCL has stopped its proxy thread by now (commFree): what is still pending never completes.
+  for (Slot& s : slots_) {
+    if (!s.live.load(std::memory_order_acquire)) continue;
+    if ((s.type & (kCpNcclColl | kCpNcclP2p)) != 0) {
+      Count(kUnfinished);
+      Complete(&s, true);
+    }
+  }
+  for (int c = 0; c < kCounterCount; ++c) {
+    uint64_t v = counters_[c].load(std::memory_order_relaxed);
+    if (v != 0) sink_->AddCounter(kCounterNames[c], v);
+  }
+  std::lock_guard<std::mutex> lock(calibration_mu_);
+  sink_->AddCounter("nccl_calibration_pairs", calibration_.pairs_seen());
+  sink_->AddCounter("nccl_calibration_outliers", calibration_.outliers_rejected());
+}
+
+// ------------------------------------------------------------------ free functions
+
+PluginOptions PluginOptionsFromEnv() {
+  PluginOptions o;
+  if (const char* d = std::getenv("COMMPROF_NCCL_DETAIL"); d != nullptr && std::strcmp(d, "proxy") == 0) o.proxy_detail = true;
+  if (const char* n = std::getenv("COMMPROF_NCCL_EVENTS"); n != nullptr) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(n, &end, 10);
+    if (end != n && *end == '\0' && v >= 64 && v <= (1ul << 24)) o.pool_events = static_cast<uint32_t>(v);
+  }
+  return o;
+}
+
+int ActivationMask(AbiVersion version, const PluginOptions& options) {
+  uint64_t m = 0;
+  switch (version) {
+    case AbiVersion::kV5:
+      m = kCpNcclGroupApi | kCpNcclCollApi | kCpNcclP2pApi | kCpNcclKernelLaunch | kCpNcclColl | kCpNcclP2p |
+          kCpNcclKernelCh;
+      break;
+    case AbiVersion::kV4:
+      m = kCpNcclColl | kCpNcclP2p | kCpNcclKernelCh;
+      break;
+    case AbiVersion::kV2:
+      m = kCpNcclColl | kCpNcclP2p | kCpNcclProxyOp;  // no KernelCh before v3: proxy ops time completion
+      break;
+  }
+  if (options.proxy_detail) m |= kCpNcclProxyOp | kCpNcclProxyStep;
+  return static_cast<int>(m);
+}
+
+PluginContext* CreateContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options) {
+  if (sink == nullptr) return nullptr;
+  return new (std::nothrow) PluginContext(version, info, sink, options);
+}
+
+void StartEvent(PluginContext* ctx, void** handle, const EventDescr& d) {
+  if (handle == nullptr) return;
+  *handle = nullptr;
+  if (ctx != nullptr) ctx->Start(handle, d);
+}
+
+void StopEvent(void* handle) {
+  if (handle != nullptr) {
+    auto* s = static_cast<Slot*>(handle);
+    s->ctx->Stop(s);
+  }
+}
+
+void RecordEventState(void* handle, int state, uint64_t ptimer, bool has_ptimer) {
+  if (handle != nullptr) {
+    auto* s = static_cast<Slot*>(handle);
+    s->ctx->State(s, state, ptimer, has_ptimer);
+  }
+}
+
+void FinalizeContext(PluginContext* ctx) {
+  if (ctx == nullptr) return;
+  ctx->Finalize();
+  delete ctx;
+}
+
+uint32_t DatatypeSize(const char* datatype) {
+  if (datatype != nullptr)
+    for (const TypeInfo& t : kTypes)
+      if (std::strcmp(datatype, t.name) == 0) return t.size;
+  return 1;
+}
+
+uint8_t DatatypeCode(const char* datatype) {
+  if (datatype == nullptr) return COMMPROF_DT_NONE;
+  for (const TypeInfo& t : kTypes)
+    if (std::strcmp(datatype, t.name) == 0) return t.code;
+  return COMMPROF_DT_OTHER;
+}
+
+uint8_t OpCode(const char* func) {
+  int i = OpIndex(func);
+  return i >= 0 ? kOps[i].code : static_cast<uint8_t>(COMMPROF_OP_NONE);
+}
+
+}  // namespace commprof::nccl

@@ -1,0 +1,95 @@
+// The NCCL profiler plugin's one implementation, behind the thin per-version C shims
+// (plugin_exports.cc). Facts: reference/nccl-profiler-api.md; records: NCCL_CONTRACT.md and
+// docs/nccl-plugin.md.
+//
+// Purpose: turn NCCL's profiler events into commprof records: the communicator (kind 6 subtype
+// 67), API calls (kind 16), one record per completed collective or point-to-point operation
+// (kind 17) and one per kernel channel (kind 11), with GPU times calibrated to the host clock.
+// Concepts: every piece of state lives in the per-communicator PluginContext; events are slots of a
+// pool preallocated at init and handed out through a lock-free free list, so the hot path takes no
+// lock and allocates nothing (the calibration, touched by kernel-channel events only, has a mutex).
+// A collective completes when its Coll stop ("enqueued") and the stops of its nChannels kernel
+// channels (or, without kernel timing, of its proxy ops) have all arrived: a pending count reaches
+// zero and whoever brings it there writes the record. Children keep their parent's generation, so
+// a late child of a recycled slot is detected and dropped (counted).
+// Failure policy: nothing here aborts or returns an error to NCCL; a NULL context or handle is a
+// no-op, internal trouble is counted and reported as runtime counters at finalize.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "commprof/event.h"
+#include "nccl_hooks/gpu_clock_calibration.h"
+
+namespace commprof::nccl {
+
+// Where records go: the libcommprof.so runtime in the plugin, a capture in the unit tests.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void Record(const commprof_event& e) = 0;
+  virtual uint32_t Intern(const char* text) = 0;
+  virtual uint64_t Now() = 0;
+  virtual void AddCounter(const char* name, uint64_t delta) = 0;
+};
+
+enum class AbiVersion { kV2, kV4, kV5 };
+
+struct PluginOptions {
+  bool proxy_detail = false;   // COMMPROF_NCCL_DETAIL=proxy: also ask for ProxyOp/ProxyStep events
+  uint32_t pool_events = 4096; // COMMPROF_NCCL_EVENTS: event slots per communicator
+  CalibrationOptions calibration;
+};
+PluginOptions PluginOptionsFromEnv();
+
+struct CommInfo {
+  bool known = false;  // false for v2: the hash arrives with each Coll/P2p event
+  uint64_t comm_hash = 0;
+  const char* name = nullptr;
+  int nnodes = 0;
+  int nranks = 0;
+  int rank = 0;
+  uint16_t device = 0;
+};
+
+// A descriptor of any ABI version, normalised by the shims (unused fields stay zero).
+struct EventDescr {
+  uint64_t type = 0;  // kCpNccl* bit
+  void* parent = nullptr;
+  int rank = 0;
+  const char* func = nullptr;
+  const char* datatype = nullptr;
+  size_t count = 0;
+  int root = 0;
+  int peer = 0;
+  uint64_t seq_number = 0;
+  uint8_t n_channels = 0;
+  int group_depth = 0;
+  uint8_t channel_id = 0;
+  uint64_t ptimer = 0;
+  int pid = 0;
+  uint64_t comm_hash = 0;  // v2 only
+};
+
+class PluginContext;
+
+// The activation mask this plugin asks for, per ABI version.
+int ActivationMask(AbiVersion version, const PluginOptions& options);
+// Never fails: returns null only if the pool cannot be allocated (counted by the caller's log).
+PluginContext* CreateContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options);
+void StartEvent(PluginContext* ctx, void** handle, const EventDescr& d);
+void StopEvent(void* handle);
+// `has_ptimer`: the state args were given and carry kernelCh.pTimer (state 22).
+void RecordEventState(void* handle, int state, uint64_t ptimer, bool has_ptimer);
+// Writes what is still pending (flagged INCOMPLETE), reports counters, frees the context.
+void FinalizeContext(PluginContext* ctx);
+
+// Byte size and commprof datatype of an NCCL datatype string ("Unknown" is ncclUint8: the only
+// type 2.28 has no string for).
+uint32_t DatatypeSize(const char* datatype);
+uint8_t DatatypeCode(const char* datatype);
+// commprof_op_type of an NCCL func string ("AllReduce", ...); COMMPROF_OP_NONE if unknown.
+uint8_t OpCode(const char* func);
+
+}  // namespace commprof::nccl
