@@ -75,8 +75,13 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   out.reserve(by_key.size());
   for (auto& [key, in] : by_key) {
     in.comm_size = members.Size(in.comm_id);
+    // A v2 NCCL plugin (NCCL 2.24/2.25) is told nothing about the communicator: without its init
+    // record, an NCCL communicator is taken to span the job (docs/metrics.md §1).
+    const bool assume_world = in.nccl && in.comm_size == 0;
+    if (assume_world) in.comm_size = static_cast<uint32_t>(reader.info().world_size);
     for (auto& a : in.arrivals) {
-      a.local_rank = members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
+      a.local_rank = assume_world ? static_cast<int32_t>(a.world_rank)
+                                  : members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
       if (in.root >= 0 && a.local_rank == in.root) in.bytes = a.bytes;  // the root holds the whole buffer
     }
     std::sort(in.arrivals.begin(), in.arrivals.end(),

@@ -129,5 +129,26 @@ TEST(NcclMatching, AMissingRanksKernelsLeaveTheInstanceIncompleteNotMatchedWithA
   EXPECT_EQ(rep->wait.incomplete_list[0].ranks_present, (std::vector<uint32_t>{0, 2}));
 }
 
+TEST(NcclMatching, WithoutInitRecordsAV2CommunicatorIsTakenToSpanTheJob) {
+  // v2 plugins write no init record: the same job without them still matches all 4 NCCL
+  // instances, with comm size = world size (3) and local rank = world rank
+  TempDir dir;
+  std::vector<RankData> job = Job();
+  for (auto& r : job) r.events.erase(r.events.begin());  // the NcclInit records
+  auto reader = test_support::WriteProfile(dir / "v2.h5", job);
+  ASSERT_NE(reader, nullptr);
+  auto instances = LoadCollectiveInstances(*reader, true);
+  ASSERT_TRUE(instances.ok()) << instances.status().message();
+  int nccl = 0;
+  for (const auto& in : instances.value()) {
+    if (!in.nccl) continue;
+    ++nccl;
+    EXPECT_TRUE(in.complete());
+    EXPECT_EQ(in.comm_size, 3u);
+    for (const auto& a : in.arrivals) EXPECT_EQ(a.local_rank, static_cast<int32_t>(a.world_rank));
+  }
+  EXPECT_EQ(nccl, 4);
+}
+
 }  // namespace
 }  // namespace commprof
