@@ -89,6 +89,8 @@ void FillCommon(EventDescr& e, const D& d) {
       e.root = d.coll.root;
       e.datatype = d.coll.datatype;
       e.n_channels = d.coll.nChannels;
+      e.algo = d.coll.algo;
+      e.proto = d.coll.proto;
       break;
     case kCpNcclP2p:
       e.func = d.p2p.func;
@@ -168,6 +170,8 @@ CpNcclResult StartV2(void* context, void** handle, CpNcclEventDescrV2* d) {
       e.root = d->coll.root;
       e.datatype = d->coll.datatype;
       e.n_channels = d->coll.nMaxChannels;
+      e.algo = d->coll.algo;
+      e.proto = d->coll.proto;
       break;
     case kCpNcclP2p:
       e.comm_hash = d->p2p.commHash;

@@ -102,6 +102,7 @@ struct Slot {
   uint8_t op = 0;
   uint8_t dtype = 0;
   uint8_t n_channels = 0;
+  uint8_t algo_proto = 0;  // AlgoProtoCode, for collectives
   bool kernel_timing = false;
   std::atomic<bool> proxy_seen{false};
   // Coll, P2p completion
@@ -297,6 +298,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->comm_id = CommOf(d);
     s->op = OpCode(d.func);
     s->dtype = DatatypeCode(d.datatype);
+    s->algo_proto = t == kCpNcclColl ? AlgoProtoCode(d.algo, d.proto) : 0;
     // AllGather/Broadcast Coll events carry bytes as ncclInt8 (reference §2a): size 1 keeps it right.
     s->bytes = static_cast<uint64_t>(d.count) * DatatypeSize(d.datatype);
     s->n_channels = d.n_channels;
@@ -480,6 +482,7 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
   e.peer = p->peer;
   e.name_id = p->name_id;
   e.correlation = p->n_channels;
+  e.reduce_op = p->algo_proto;
   if (unfinished) e.flags = COMMPROF_FLAG_INCOMPLETE;
   sink_->Record(e);
   Release(p);
@@ -577,6 +580,18 @@ uint8_t DatatypeCode(const char* datatype) {
   for (const TypeInfo& t : kTypes)
     if (std::strcmp(datatype, t.name) == 0) return t.code;
   return COMMPROF_DT_OTHER;
+}
+
+uint8_t AlgoProtoCode(const char* algo, const char* proto) {
+  static constexpr const char* kAlgos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+  static constexpr const char* kProtos[] = {"LL", "LL128", "SIMPLE"};
+  auto code = [](const char* name, const auto& names) -> uint8_t {
+    if (name == nullptr) return 0;
+    for (size_t i = 0; i < std::size(names); ++i)
+      if (std::strcmp(name, names[i]) == 0) return static_cast<uint8_t>(i + 1);
+    return 15;
+  };
+  return static_cast<uint8_t>(code(algo, kAlgos) | (code(proto, kProtos) << 4));
 }
 
 uint8_t OpCode(const char* func) {

@@ -70,6 +70,8 @@ struct EventDescr {
   uint64_t ptimer = 0;
   int pid = 0;
   uint64_t comm_hash = 0;  // v2 only
+  const char* algo = nullptr;   // Coll: "RING", "TREE", ...
+  const char* proto = nullptr;  // Coll: "LL", "LL128", "SIMPLE"
 };
 
 class PluginContext;
@@ -89,6 +91,11 @@ void FinalizeContext(PluginContext* ctx);
 // type 2.28 has no string for).
 uint32_t DatatypeSize(const char* datatype);
 uint8_t DatatypeCode(const char* datatype);
+// A collective's algorithm and protocol as one byte, stored in the kind-17 record's `reduce_op`
+// (NCCL gives the profiler no reduction op): algorithm in the low 4 bits (TREE 1, RING 2,
+// COLLNET_DIRECT 3, COLLNET_CHAIN 4, NVLS 5, NVLS_TREE 6, PAT 7, another name 15, none 0), protocol
+// in the high 4 bits (LL 1, LL128 2, SIMPLE 3, another name 15, none 0). docs/file-format.md.
+uint8_t AlgoProtoCode(const char* algo, const char* proto);
 // commprof_op_type of an NCCL func string ("AllReduce", ...); COMMPROF_OP_NONE if unknown.
 uint8_t OpCode(const char* func);
 

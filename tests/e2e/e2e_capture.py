@@ -2184,6 +2184,8 @@ def case_nccl_plugin(ctx):
                     c = coll[coll["subtype"] == op]
                     expect(len(c) == iters, f"{abi} rank {r}: {len(c)} kind-17 {func} records, expected {iters}")
                     expect(all(int(x) == comm_hash for x in c["comm_id"]), f"{abi} rank {r}: {func} comm_id")
+                    # the driver's algo "RING" (2) and proto "SIMPLE" (3) in reduce_op (file-format.md)
+                    expect(all(int(x) == 0x32 for x in c["reduce_op"]), f"{abi} rank {r}: {func} algorithm/protocol")
                     # seqNumber per collective type per communicator, from 0 (reference §6)
                     expect(sorted(int(x) for x in c["seq"]) == list(range(iters)), f"{abi} rank {r}: {func} seq")
                     # bytes from count x datatype: the API's count x size; in the Coll event

@@ -158,6 +158,8 @@ TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   c.datatype = "ncclFloat32";
   c.seq_number = 7;
   c.n_channels = 2;
+  c.algo = "RING";
+  c.proto = "LL128";
   sink.SetNow(2'001'000);
   void* hC = Start(ctx, c);
   ASSERT_NE(hC, nullptr);
@@ -189,6 +191,7 @@ TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   EXPECT_EQ(e.datatype, COMMPROF_DT_FLOAT32);
   EXPECT_EQ(e.peer, COMMPROF_NO_PEER);
   EXPECT_EQ(e.correlation, 2u);  // channels
+  EXPECT_EQ(e.reduce_op, 0x22u);  // RING (2) | LL128 (2) << 4
   EXPECT_EQ(e.device, 3u);
   EXPECT_EQ(e.flags, 0u);
   EXPECT_EQ(sink.Name(e.name_id), "AllReduce");
@@ -513,4 +516,14 @@ TEST(NcclProfilerPlugin, ConcurrentCollStopsAndKernelChannelsWriteEachCollective
 }
 
 }  // namespace
+
+TEST(NcclPluginCodes, AlgorithmAndProtocolShareOneByte) {
+  EXPECT_EQ(AlgoProtoCode("TREE", "LL"), 0x11);
+  EXPECT_EQ(AlgoProtoCode("PAT", "SIMPLE"), 0x37);
+  EXPECT_EQ(AlgoProtoCode("NVLS_TREE", "LL128"), 0x26);
+  EXPECT_EQ(AlgoProtoCode("SOMETHING_NEW", nullptr), 0x0F);
+  EXPECT_EQ(AlgoProtoCode(nullptr, "LL9"), 0xF0);
+  EXPECT_EQ(AlgoProtoCode(nullptr, nullptr), 0);
+}
+
 }  // namespace commprof::nccl
