@@ -219,6 +219,16 @@ class PluginContext {
     e.device = info_.device;
     return e;
   }
+  // Base plus what every record of an operation carries from its slot (API, channel, collective).
+  commprof_event FromSlot(uint8_t kind, const Slot& s) const {
+    commprof_event e = Base(kind, s.host_start);
+    e.comm_id = s.comm_id;
+    e.seq = s.seq;
+    e.subtype = s.op;
+    e.peer = s.peer;
+    e.name_id = s.name_id;
+    return e;
+  }
   uint32_t NameOf(int op_index, bool api, const char* func) {
     if (op_index >= 0) return api ? api_name_[op_index] : op_name_[op_index];
     return func != nullptr ? sink_->Intern(func) : unknown_name_;
@@ -389,15 +399,10 @@ void PluginContext::Stop(Slot* s) {
     case kCpNcclKernelLaunch:
     case kCpNcclCollApi:
     case kCpNcclP2pApi: {
-      commprof_event e = Base(COMMPROF_KIND_NCCL_API, s->host_start);
+      commprof_event e = FromSlot(COMMPROF_KIND_NCCL_API, *s);
       e.end_ns = now;
-      e.comm_id = s->comm_id;
-      e.subtype = s->op;
       e.bytes = s->bytes;
       e.datatype = s->dtype;
-      e.peer = s->peer;
-      e.seq = s->seq;
-      e.name_id = s->name_id;
       sink_->Record(e);
       Release(s);
       return;
@@ -408,7 +413,7 @@ void PluginContext::Stop(Slot* s) {
       return;
     case kCpNcclKernelCh: {
       Slot* p = s->parent;
-      commprof_event e = Base(COMMPROF_KIND_COMM_KERNEL, s->host_start);
+      commprof_event e = FromSlot(COMMPROF_KIND_COMM_KERNEL, *s);
       e.end_ns = now;
       const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
       if (s->gpu_start != 0 || s->gpu_stop != 0) {
@@ -420,11 +425,6 @@ void PluginContext::Stop(Slot* s) {
           e.end_ns = calibration_.ToHost(s->gpu_stop);
         }
       }
-      e.comm_id = s->comm_id;
-      e.seq = s->seq;
-      e.subtype = s->op;
-      e.peer = s->peer;
-      e.name_id = s->name_id;
       e.correlation = s->channel;
       sink_->Record(e);
       if (p->gen.load(std::memory_order_acquire) == s->parent_gen && p->live.load(std::memory_order_acquire)) {
@@ -456,7 +456,7 @@ void PluginContext::Stop(Slot* s) {
 }
 
 void PluginContext::Complete(Slot* p, bool unfinished) {
-  commprof_event e = Base(COMMPROF_KIND_NCCL_COLLECTIVE, p->host_start);
+  commprof_event e = FromSlot(COMMPROF_KIND_NCCL_COLLECTIVE, *p);
   uint64_t g0 = p->gpu_first.load(std::memory_order_acquire), g1 = p->gpu_last.load(std::memory_order_acquire);
   uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire), k1 = p->kch_host_last.load(std::memory_order_acquire);
   uint64_t x0 = p->proxy_first.load(std::memory_order_acquire), x1 = p->proxy_last.load(std::memory_order_acquire);
@@ -474,13 +474,8 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
     Count(kNoTiming);
     unfinished = true;  // start = end = the Coll start: no completion was observed
   }
-  e.comm_id = p->comm_id;
-  e.seq = p->seq;
-  e.subtype = p->op;
   e.bytes = p->bytes;
   e.datatype = p->dtype;
-  e.peer = p->peer;
-  e.name_id = p->name_id;
   e.correlation = p->n_channels;
   e.reduce_op = p->algo_proto;
   if (unfinished) e.flags = COMMPROF_FLAG_INCOMPLETE;
