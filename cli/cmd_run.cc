@@ -42,6 +42,8 @@ struct Options {
   uint32_t flush_ms = 1000;
   bool quiet = false;
   bool analyze = true;  // --no-analysis turns it off
+  std::string activities = "all";
+  uint32_t activity_mask = kActivityAll;
 };
 
 pid_t g_child = -1;
@@ -178,7 +180,7 @@ int RunJob(Options o) {
   // The variables every rank needs; the user's own COMMPROF_* settings travel with them.
   std::vector<std::pair<std::string, std::string>> vars = {
       {"COMMPROF_AGGREGATOR", address}, {"COMMPROF_SECRET", secret}, {"COMMPROF_JOB_ID", job_id},
-      {"COMMPROF_SPOOL_DIR", o.spool_dir}};
+      {"COMMPROF_SPOOL_DIR", o.spool_dir}, {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
@@ -189,13 +191,24 @@ int RunJob(Options o) {
       if (!ours) vars.emplace_back(name, kv.substr(eq + 1));
     }
   }
-  // NCCL loads our profiler plugin by absolute path, unless the user chose one (then theirs is
-  // forwarded unchanged).
-  if (const char* user = std::getenv("NCCL_PROFILER_PLUGIN"); user != nullptr) {
-    vars.emplace_back("NCCL_PROFILER_PLUGIN", user);
-  } else if (std::string plugin = FindNcclPlugin(library); !plugin.empty()) {
-    vars.emplace_back("NCCL_PROFILER_PLUGIN", plugin);
-  }
+  // The loaders of the GPU-side sources: NCCL loads our profiler plugin by absolute path, NVTX and
+  // the CUDA driver load libcommprof.so itself (it exports InitializeInjectionNvtx2 and
+  // InitializeInjection). A value the user set is forwarded unchanged (their tool wins; ours is
+  // then off for that source), and a source left out of --activities gets no variable at all.
+  auto injection = [&](const char* name, uint32_t activity, const std::string& ours) {
+    if (const char* user = std::getenv(name); user != nullptr) {
+      vars.emplace_back(name, user);
+      if ((o.activity_mask & activity) != 0 && !o.quiet) {
+        std::fprintf(stderr, "commprof: %s is set (%s); passing it on, so commprof does not load itself there\n", name,
+                     user);
+      }
+    } else if ((o.activity_mask & activity) != 0 && !ours.empty()) {
+      vars.emplace_back(name, ours);
+    }
+  };
+  injection("NCCL_PROFILER_PLUGIN", kActivityNccl, FindNcclPlugin(library));
+  injection("NVTX_INJECTION64_PATH", kActivityNvtx, library);
+  injection("CUDA_INJECTION64_PATH", kActivityCuda | kActivityMemory, library);
   std::string preload = library;
   if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
 
@@ -316,6 +329,10 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
+  sub->add_option("--activities", o->activities,
+                  "event sources to record, comma-separated: cpu (C API ranges, marks, steps), mpi, nccl, cuda "
+                  "(kernels, copies, memsets, syncs, launches), memory (allocations), nvtx; or all")
+      ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   sub->add_flag("!--no-analysis", o->analyze, "do not compute the cross-rank analysis into the file's /analysis group "
                                               "at the end (commprof report --save does it later)");
@@ -332,6 +349,10 @@ Runner AddRunCommand(CLI::App& app) {
     // prefix_command(): the first positional starts the job's command line; CLI11 leaves the
     // rest (which may look like our options, e.g. mpirun's -x) in remaining().
     Options opts = *o;
+    if (std::string error; !ParseActivities(opts.activities, opts.activity_mask, error)) {
+      std::fprintf(stderr, "commprof run: --activities %s: %s\n", opts.activities.c_str(), error.c_str());
+      return 2;
+    }
     opts.command = sub->remaining();
     if (!g_after_dash_dash.empty()) {
       // "--" inside the job's own arguments (commprof run mpirun -np 2 -- ./app) stays there.

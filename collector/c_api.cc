@@ -25,6 +25,12 @@ commprof_event Instant(uint8_t kind, uint64_t now) {
   return e;
 }
 
+// The runtime when it records the C API's ranges, marks and steps (`--activities` includes cpu).
+Runtime* CpuRt() {
+  Runtime* rt = Rt();
+  return rt != nullptr && rt->Records(commprof::kActivityCpu) ? rt : nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -35,7 +41,7 @@ uint32_t commprof_register_string(const char* name) {
 }
 
 void commprof_range_push_id(uint32_t name_id) {
-  Runtime* rt = Rt();
+  Runtime* rt = CpuRt();
   if (rt == nullptr) return;
   commprof::ThreadState* t = rt->Thread();
   if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) {
@@ -49,12 +55,12 @@ void commprof_range_push_id(uint32_t name_id) {
 }
 
 void commprof_range_push(const char* name) {
-  Runtime* rt = Rt();
+  Runtime* rt = CpuRt();
   if (rt != nullptr) commprof_range_push_id(rt->Intern(name));
 }
 
 void commprof_range_pop(void) {
-  Runtime* rt = Rt();
+  Runtime* rt = CpuRt();
   if (rt == nullptr) return;
   commprof::ThreadState* t = rt->Thread();
   if (t->range_depth == 0) return;
@@ -68,7 +74,7 @@ void commprof_range_pop(void) {
 }
 
 void commprof_mark(const char* name) {
-  Runtime* rt = Rt();
+  Runtime* rt = CpuRt();
   if (rt == nullptr) return;
   commprof_event e = Instant(COMMPROF_KIND_USER_MARK, rt->Now());
   e.name_id = rt->Intern(name);
@@ -76,7 +82,7 @@ void commprof_mark(const char* name) {
 }
 
 void commprof_step(uint64_t step) {
-  Runtime* rt = Rt();
+  Runtime* rt = CpuRt();
   if (rt == nullptr) return;
   commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
   e.seq = step;
@@ -102,7 +108,10 @@ void commprof_flush(void) {
 
 extern "C" {
 
-int commprof_internal_attach(void) { return Rt() != nullptr ? 1 : 0; }
+int commprof_internal_attach(uint32_t activity) {
+  Runtime* rt = Rt();
+  return rt != nullptr && rt->Records(activity) ? 1 : 0;
+}
 
 void commprof_internal_record(const commprof_event* e) {
   if (e == nullptr) return;

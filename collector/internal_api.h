@@ -15,8 +15,9 @@ extern "C" {
 #endif
 
 /* Makes sure the process runtime exists if the environment asks for profiling (the plugin may be
- * loaded before MPI_Init); 1 when a runtime is active, 0 when profiling is off. */
-COMMPROF_INTERNAL_API int commprof_internal_attach(void);
+ * loaded before MPI_Init); 1 when a runtime is active and records `activity` (an enum Activity bit
+ * of core/config.h, chosen by `commprof run --activities`), 0 otherwise. */
+COMMPROF_INTERNAL_API int commprof_internal_attach(uint32_t activity);
 /* Records one event as given (thread_id is stamped by the runtime); a no-op without a runtime. */
 COMMPROF_INTERNAL_API void commprof_internal_record(const commprof_event* e);
 /* The id of `text` in the rank's string table (0 without a runtime). */

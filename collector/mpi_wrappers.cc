@@ -22,6 +22,13 @@ namespace {
 uint32_t g_op_name[256];  // name ids of the wrapped calls, interned once at MPI_Init
 MpiClockSync* g_clock_sync = nullptr;  // created at MPI_Init when alignment is on; lives until exit
 
+// The runtime when it records MPI calls (`--activities` includes mpi). MPI_Init and MPI_Finalize
+// are recorded and drive clock alignment either way: they bound the rank's run.
+Runtime* MpiRuntime() {
+  Runtime* rt = ActiveRuntime();
+  return rt != nullptr && rt->Records(kActivityMpi) ? rt : nullptr;
+}
+
 const char* OpName(uint8_t op) {
   switch (op) {
     case COMMPROF_OP_BARRIER: return "MPI_Barrier";
@@ -167,7 +174,7 @@ commprof_event Begin(Runtime* rt, const Call& c) {
 
 template <typename F>
 int Traced(const Call& c, F&& pmpi) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return pmpi();
   commprof_event e = Begin(rt, c);
   int rc = pmpi();
@@ -183,7 +190,7 @@ int Traced(const Call& c, F&& pmpi) {
 // Issue of a non-blocking operation: parked until its completion is seen.
 template <typename F>
 int TracedStart(Call c, MPI_Request* request, F&& pmpi) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return pmpi();
   commprof_event e = Begin(rt, c);
   e.flags |= COMMPROF_FLAG_NONBLOCKING;
@@ -247,7 +254,7 @@ void RecordWait(Runtime* rt, uint8_t op, uint8_t name, uint64_t t0, uint64_t t1,
 // seq = parent id, bytes = new size, peer = this rank in it).
 template <typename F>
 int TracedCommCreate(uint8_t op, MPI_Comm parent, MPI_Comm* newcomm, F&& pmpi) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return pmpi();
   uint64_t t0 = rt->Now();
   int rc = pmpi();
@@ -364,25 +371,25 @@ int MPI_Barrier(MPI_Comm comm) {
 }
 
 int MPI_Bcast(void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Bcast(buf, count, dt, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Bcast(buf, count, dt, root, comm);
   return Traced(Coll(COMMPROF_OP_BCAST, comm, TypeBytes(dt, count), dt, MPI_OP_NULL, root),
                 [&] { return PMPI_Bcast(buf, count, dt, root, comm); });
 }
 
 int MPI_Reduce(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Reduce(s, r, count, dt, op, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Reduce(s, r, count, dt, op, root, comm);
   return Traced(Coll(COMMPROF_OP_REDUCE, comm, TypeBytes(dt, count), dt, op, root),
                 [&] { return PMPI_Reduce(s, r, count, dt, op, root, comm); });
 }
 
 int MPI_Allreduce(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Allreduce(s, r, count, dt, op, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Allreduce(s, r, count, dt, op, comm);
   return Traced(Coll(COMMPROF_OP_ALLREDUCE, comm, TypeBytes(dt, count), dt, op),
                 [&] { return PMPI_Allreduce(s, r, count, dt, op, comm); });
 }
 
 int MPI_Gather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Gather(s, sc, sdt, r, rc, rdt, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Gather(s, sc, sdt, r, rc, rdt, root, comm);
   uint64_t n = static_cast<uint64_t>(CommSize(comm));
   bool in_place = s == MPI_IN_PLACE;
   uint64_t bytes = in_place ? TypeBytes(rdt, rc) * n : TypeBytes(sdt, sc) * n;
@@ -392,7 +399,7 @@ int MPI_Gather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Dat
 
 int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[],
                 MPI_Datatype rdt, int root, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm);
   bool at_root = CommRank(comm) == root;
   uint64_t bytes = at_root ? TypeBytes(rdt, SumCounts(rcs, CommSize(comm))) : TypeBytes(sdt, sc);
   return Traced(Coll(COMMPROF_OP_GATHERV, comm, bytes, at_root ? rdt : sdt, MPI_OP_NULL, root),
@@ -401,7 +408,7 @@ int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[
 
 int MPI_Scatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root,
                 MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Scatter(s, sc, sdt, r, rc, rdt, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Scatter(s, sc, sdt, r, rc, rdt, root, comm);
   uint64_t n = static_cast<uint64_t>(CommSize(comm));
   bool at_root = CommRank(comm) == root;
   uint64_t bytes = at_root ? TypeBytes(sdt, sc) * n : TypeBytes(rdt, rc) * n;
@@ -411,7 +418,7 @@ int MPI_Scatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Da
 
 int MPI_Scatterv(const void* s, const int scs[], const int displs[], MPI_Datatype sdt, void* r, int rc,
                  MPI_Datatype rdt, int root, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Scatterv(s, scs, displs, sdt, r, rc, rdt, root, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Scatterv(s, scs, displs, sdt, r, rc, rdt, root, comm);
   bool at_root = CommRank(comm) == root;
   uint64_t bytes = at_root ? TypeBytes(sdt, SumCounts(scs, CommSize(comm))) : TypeBytes(rdt, rc);
   return Traced(Coll(COMMPROF_OP_SCATTERV, comm, bytes, at_root ? sdt : rdt, MPI_OP_NULL, root),
@@ -419,7 +426,7 @@ int MPI_Scatterv(const void* s, const int scs[], const int displs[], MPI_Datatyp
 }
 
 int MPI_Allgather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Allgather(s, sc, sdt, r, rc, rdt, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Allgather(s, sc, sdt, r, rc, rdt, comm);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
   return Traced(Coll(COMMPROF_OP_ALLGATHER, comm, bytes, rdt),
                 [&] { return PMPI_Allgather(s, sc, sdt, r, rc, rdt, comm); });
@@ -427,14 +434,14 @@ int MPI_Allgather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_
 
 int MPI_Allgatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[],
                    MPI_Datatype rdt, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Allgatherv(s, sc, sdt, r, rcs, displs, rdt, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Allgatherv(s, sc, sdt, r, rcs, displs, rdt, comm);
   uint64_t bytes = TypeBytes(rdt, SumCounts(rcs, CommSize(comm)));
   return Traced(Coll(COMMPROF_OP_ALLGATHERV, comm, bytes, rdt),
                 [&] { return PMPI_Allgatherv(s, sc, sdt, r, rcs, displs, rdt, comm); });
 }
 
 int MPI_Alltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Alltoall(s, sc, sdt, r, rc, rdt, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Alltoall(s, sc, sdt, r, rc, rdt, comm);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
   return Traced(Coll(COMMPROF_OP_ALLTOALL, comm, bytes, rdt),
                 [&] { return PMPI_Alltoall(s, sc, sdt, r, rc, rdt, comm); });
@@ -442,7 +449,7 @@ int MPI_Alltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_D
 
 int MPI_Alltoallv(const void* s, const int scs[], const int sd[], MPI_Datatype sdt, void* r, const int rcs[],
                   const int rd[], MPI_Datatype rdt, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Alltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Alltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm);
   bool in_place = s == MPI_IN_PLACE;
   int n = CommSize(comm);
   uint64_t bytes = in_place ? TypeBytes(rdt, SumCounts(rcs, n)) : TypeBytes(sdt, SumCounts(scs, n));
@@ -451,41 +458,41 @@ int MPI_Alltoallv(const void* s, const int scs[], const int sd[], MPI_Datatype s
 }
 
 int MPI_Reduce_scatter(const void* s, void* r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Reduce_scatter(s, r, rcs, dt, op, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Reduce_scatter(s, r, rcs, dt, op, comm);
   uint64_t bytes = TypeBytes(dt, SumCounts(rcs, CommSize(comm)));
   return Traced(Coll(COMMPROF_OP_REDUCE_SCATTER, comm, bytes, dt, op),
                 [&] { return PMPI_Reduce_scatter(s, r, rcs, dt, op, comm); });
 }
 
 int MPI_Reduce_scatter_block(const void* s, void* r, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Reduce_scatter_block(s, r, rc, dt, op, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Reduce_scatter_block(s, r, rc, dt, op, comm);
   uint64_t bytes = TypeBytes(dt, rc) * static_cast<uint64_t>(CommSize(comm));
   return Traced(Coll(COMMPROF_OP_REDUCE_SCATTER_BLOCK, comm, bytes, dt, op),
                 [&] { return PMPI_Reduce_scatter_block(s, r, rc, dt, op, comm); });
 }
 
 int MPI_Scan(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Scan(s, r, count, dt, op, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Scan(s, r, count, dt, op, comm);
   return Traced(Coll(COMMPROF_OP_SCAN, comm, TypeBytes(dt, count), dt, op),
                 [&] { return PMPI_Scan(s, r, count, dt, op, comm); });
 }
 
 // ---- non-blocking collectives ----
 int MPI_Iallreduce(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Iallreduce(s, r, count, dt, op, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Iallreduce(s, r, count, dt, op, comm, req);
   return TracedStart(Coll(COMMPROF_OP_ALLREDUCE, comm, TypeBytes(dt, count), dt, op, COMMPROF_NO_PEER, kNameIallreduce),
                      req, [&] { return PMPI_Iallreduce(s, r, count, dt, op, comm, req); });
 }
 
 int MPI_Ibcast(void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Ibcast(buf, count, dt, root, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Ibcast(buf, count, dt, root, comm, req);
   return TracedStart(Coll(COMMPROF_OP_BCAST, comm, TypeBytes(dt, count), dt, MPI_OP_NULL, root, kNameIbcast), req,
                      [&] { return PMPI_Ibcast(buf, count, dt, root, comm, req); });
 }
 
 int MPI_Iallgather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, MPI_Comm comm,
                    MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
   return TracedStart(Coll(COMMPROF_OP_ALLGATHER, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIallgather),
                      req, [&] { return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req); });
@@ -493,7 +500,7 @@ int MPI_Iallgather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI
 
 int MPI_Ialltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, MPI_Comm comm,
                   MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
   return TracedStart(Coll(COMMPROF_OP_ALLTOALL, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIalltoall),
                      req, [&] { return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req); });
@@ -501,13 +508,13 @@ int MPI_Ialltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_
 
 // ---- point to point ----
 int MPI_Send(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
-  if (ActiveRuntime() == nullptr) return PMPI_Send(buf, count, dt, dest, tag, comm);
+  if (MpiRuntime() == nullptr) return PMPI_Send(buf, count, dt, dest, tag, comm);
   return Traced(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag),
                 [&] { return PMPI_Send(buf, count, dt, dest, tag, comm); });
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status* status) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
@@ -526,27 +533,27 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
 
 int MPI_Sendrecv(const void* sbuf, int sc, MPI_Datatype sdt, int dest, int stag, void* rbuf, int rc,
                  MPI_Datatype rdt, int src, int rtag, MPI_Comm comm, MPI_Status* status) {
-  if (ActiveRuntime() == nullptr) return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status);
+  if (MpiRuntime() == nullptr) return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status);
   uint64_t bytes = TypeBytes(sdt, sc) + TypeBytes(rdt, rc);
   return Traced(P2p(COMMPROF_OP_SENDRECV, comm, bytes, sdt, dest, stag),
                 [&] { return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status); });
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
   return TracedStart(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameIsend), req,
                      [&] { return PMPI_Isend(buf, count, dt, dest, tag, comm, req); });
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request* req) {
-  if (ActiveRuntime() == nullptr) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
+  if (MpiRuntime() == nullptr) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
   return TracedStart(P2p(COMMPROF_OP_RECV, comm, TypeBytes(dt, count), dt, src, tag, kNameIrecv), req,
                      [&] { return PMPI_Irecv(buf, count, dt, src, tag, comm, req); });
 }
 
 // ---- completion ----
 int MPI_Wait(MPI_Request* req, MPI_Status* status) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return PMPI_Wait(req, status);
   MPI_Request saved = *req;
   MPI_Status local;
@@ -560,7 +567,7 @@ int MPI_Wait(MPI_Request* req, MPI_Status* status) {
 }
 
 int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return PMPI_Test(req, flag, status);
   MPI_Request saved = *req;
   MPI_Status local;
@@ -574,7 +581,7 @@ int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
 }
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Waitall(count, reqs, statuses);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status* st = StatusesFor(statuses, count);
@@ -589,7 +596,7 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status statuses[]) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Testall(count, reqs, flag, statuses);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status* st = StatusesFor(statuses, count);
@@ -604,7 +611,7 @@ int MPI_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status statuses[])
 }
 
 int MPI_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* status) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Waitany(count, reqs, index, status);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status local;
@@ -618,7 +625,7 @@ int MPI_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* status) {
 }
 
 int MPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* status) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Testany(count, reqs, index, flag, status);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status local;
@@ -632,7 +639,7 @@ int MPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status
 }
 
 int MPI_Waitsome(int count, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Waitsome(count, reqs, outcount, indices, statuses);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status* st = StatusesFor(statuses, count);
@@ -647,7 +654,7 @@ int MPI_Waitsome(int count, MPI_Request reqs[], int* outcount, int indices[], MP
 }
 
 int MPI_Testsome(int count, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr || count <= 0) return PMPI_Testsome(count, reqs, outcount, indices, statuses);
   MPI_Request* saved = SaveRequests(reqs, count);
   MPI_Status* st = StatusesFor(statuses, count);
@@ -662,7 +669,7 @@ int MPI_Testsome(int count, MPI_Request reqs[], int* outcount, int indices[], MP
 }
 
 int MPI_Request_free(MPI_Request* req) {
-  Runtime* rt = ActiveRuntime();
+  Runtime* rt = MpiRuntime();
   if (rt == nullptr) return PMPI_Request_free(req);
   MPI_Request saved = *req;
   int rc = PMPI_Request_free(req);

@@ -82,6 +82,8 @@ class Runtime {
     return RegisterThread();
   }
 
+  // Whether `commprof run --activities` asked for this source (enum Activity in core/config.h).
+  bool Records(uint32_t activity) const { return (config_.activities & activity) != 0; }
   void SetEnabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
   void RequestFlush();
   void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "core/log.h"
 
@@ -22,6 +23,9 @@ constexpr OptionSpec kOptions[] = {
     {"COMMPROF_CLOCK_SYNC", "on", "clock alignment against rank 0 (MPI) or the aggregator (TCP): on or off."},
     {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000", "period of re-synchronization during the run (0: only at start and end)."},
     {"COMMPROF_CLOCK_SYNC_ROUNDS", "64", "ping-pong rounds per synchronization epoch (the minimum round trip is kept)."},
+    {"COMMPROF_ACTIVITIES", "all",
+     "event sources to record, comma-separated: cpu, mpi, nccl, cuda, memory, nvtx, or all; set by `commprof run "
+     "--activities`."},
     {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "", "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
     {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i."},
 };
@@ -53,6 +57,53 @@ uint32_t EnvU32(const char* name, uint32_t min_value) {
 }  // namespace
 
 std::span<const OptionSpec> ConfigOptions() { return kOptions; }
+
+namespace {
+constexpr std::pair<const char*, Activity> kActivityNames[] = {
+    {"cpu", kActivityCpu},   {"mpi", kActivityMpi},       {"nccl", kActivityNccl},
+    {"cuda", kActivityCuda}, {"memory", kActivityMemory}, {"nvtx", kActivityNvtx},
+};
+}  // namespace
+
+bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error) {
+  if (text == "all") {
+    mask = kActivityAll;
+    return true;
+  }
+  uint32_t m = 0;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    uint32_t bit = 0;
+    for (const auto& [name, b] : kActivityNames) {
+      if (item == name) bit = b;
+    }
+    if (bit == 0) {
+      error = "unknown activity '" + item + "' (known: cpu, mpi, nccl, cuda, memory, nvtx, all)";
+      return false;
+    }
+    if ((m & bit) != 0) {
+      error = "activity '" + item + "' is listed twice";
+      return false;
+    }
+    m |= bit;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  mask = m;
+  return true;
+}
+
+std::string ActivitiesToString(uint32_t mask) {
+  std::string out;
+  for (const auto& [name, b] : kActivityNames) {
+    if ((mask & b) == 0) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out.empty() ? "none" : out;
+}
 
 bool PerRankValue(const std::string& list, uint32_t rank, double& out) {
   size_t start = 0;
@@ -88,6 +139,11 @@ Config ConfigFromEnv() {
   c.clock_sync_rounds = EnvU32("COMMPROF_CLOCK_SYNC_ROUNDS", 1);
   c.fake_clock_offset_ns = EnvOr("COMMPROF_FAKE_CLOCK_OFFSET_NS");
   c.fake_clock_drift_ppm = EnvOr("COMMPROF_FAKE_CLOCK_DRIFT_PPM");
+  std::string error;
+  if (std::string acts = EnvOr("COMMPROF_ACTIVITIES"); !ParseActivities(acts, c.activities, error)) {
+    COMMPROF_LOG_WARN("COMMPROF_ACTIVITIES=%s: %s; recording all", acts.c_str(), error.c_str());
+    c.activities = kActivityAll;
+  }
   return c;
 }
 

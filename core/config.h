@@ -17,6 +17,24 @@ struct OptionSpec {
 
 std::span<const OptionSpec> ConfigOptions();
 
+// Event sources `commprof run --activities` (COMMPROF_ACTIVITIES) selects, after torch.profiler's
+// `activities`: a rank records only what its mask allows.
+enum Activity : uint32_t {
+  kActivityCpu = 1u << 0,     // the C API's ranges, marks and steps
+  kActivityMpi = 1u << 1,     // MPI calls through PMPI
+  kActivityNccl = 1u << 2,    // the NCCL profiler plugin
+  kActivityCuda = 1u << 3,    // CUPTI kernels, memory copies, memsets, synchronization, launch calls
+  kActivityMemory = 1u << 4,  // CUPTI allocations and frees
+  kActivityNvtx = 1u << 5,    // NVTX injection (and NCCL's own NVTX ranges)
+  kActivityAll = (1u << 6) - 1,
+};
+
+// Parses "cpu,mpi,nccl,cuda,memory,nvtx" or "all" (case-sensitive, comma-separated, each name
+// once at most); false with `error` naming the bad item otherwise.
+bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error);
+// The list form of a mask, in the canonical order ("cpu,mpi,..."), "none" for 0.
+std::string ActivitiesToString(uint32_t mask);
+
 struct Config {
   std::string aggregator;   // host:port; empty = spool only
   std::string secret;       // per-job secret for the hello HMAC
@@ -32,6 +50,7 @@ struct Config {
   uint32_t clock_sync_rounds = 0;
   std::string fake_clock_offset_ns;  // testing aid: per-rank lists, see kOptions
   std::string fake_clock_drift_ppm;
+  uint32_t activities = kActivityAll;  // enum Activity bits
 };
 
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.

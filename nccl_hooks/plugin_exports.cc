@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "collector/internal_api.h"
+#include "core/config.h"
 #include "nccl_hooks/nccl_profiler_abi.h"
 #include "nccl_hooks/profiler_plugin.h"
 
@@ -41,8 +42,8 @@ uint16_t CurrentDevice() {
 PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
   // The plugin may be loaded before MPI_Init: make the runtime now. Not a profiled process: ask
   // NCCL for no events at all and give it a NULL context (it tolerates one), so a plugin left in
-  // NCCL_PROFILER_PLUGIN costs nothing outside commprof.
-  if (commprof_internal_attach() == 0) {
+  // NCCL_PROFILER_PLUGIN costs nothing outside commprof (or in a run without the nccl activity).
+  if (commprof_internal_attach(commprof::kActivityNccl) == 0) {
     if (mask != nullptr) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
     return nullptr;
   }

@@ -31,6 +31,10 @@ const char* KindName(uint8_t kind) {
     case COMMPROF_KIND_NVTX_RANGE: return "nvtx_range";
     case COMMPROF_KIND_NVTX_MARK: return "nvtx_mark";
     case COMMPROF_KIND_SYNC: return "sync";
+    case COMMPROF_KIND_NCCL_PROXY_OP: return "nccl_proxy_op";
+    case COMMPROF_KIND_NCCL_PROXY_STEP: return "nccl_proxy_step";
+    case COMMPROF_KIND_GPU_OVERHEAD: return "gpu_overhead";
+    case COMMPROF_KIND_CUDA_API: return "cuda_api";
     default: return "unknown";
   }
 }

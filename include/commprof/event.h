@@ -36,7 +36,11 @@ enum commprof_kind {
   COMMPROF_KIND_NVTX_RANGE = 18,
   COMMPROF_KIND_NVTX_MARK = 19,
   COMMPROF_KIND_SYNC = 20,
-  COMMPROF_KIND_COUNT_ = 21
+  COMMPROF_KIND_NCCL_PROXY_OP = 21,   /* NCCL proxy op (network progress of one channel), COMMPROF_NCCL_DETAIL=proxy */
+  COMMPROF_KIND_NCCL_PROXY_STEP = 22, /* one step of a proxy op, COMMPROF_NCCL_DETAIL=proxy */
+  COMMPROF_KIND_GPU_OVERHEAD = 23,    /* the tracer's own cost reported by CUPTI (OVERHEAD records) */
+  COMMPROF_KIND_CUDA_API = 24,        /* a CUDA runtime/driver API call (launches by default) */
+  COMMPROF_KIND_COUNT_ = 25
 };
 
 /* Which operation, for MPI_COLLECTIVE / MPI_P2P / MPI_WAIT (stored in `subtype`). */

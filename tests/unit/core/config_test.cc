@@ -14,7 +14,8 @@ namespace {
 
 const char* const kVars[] = {"COMMPROF_AGGREGATOR",   "COMMPROF_SECRET",        "COMMPROF_JOB_ID",
                              "COMMPROF_SPOOL_DIR",    "COMMPROF_BUFFER_EVENTS", "COMMPROF_MEMORY_MB",
-                             "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS"};
+                             "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS",
+                             "COMMPROF_ACTIVITIES"};
 
 // Clears the COMMPROF_* variables for one test and restores them afterwards.
 class ConfigEnv : public ::testing::Test {
@@ -110,6 +111,35 @@ TEST_F(ConfigEnv, NumbersBelowTheMinimumFallBackToTheDefault) {
   c = ConfigFromEnv();
   EXPECT_EQ(c.buffer_events, 16u);
   EXPECT_EQ(c.flush_ms, 1u);
+}
+
+TEST_F(ConfigEnv, ActivitiesDefaultToAllAndParseFromTheEnvironment) {
+  EXPECT_EQ(ConfigFromEnv().activities, static_cast<uint32_t>(kActivityAll));
+  Set("COMMPROF_ACTIVITIES", "mpi,nvtx");
+  EXPECT_EQ(ConfigFromEnv().activities, static_cast<uint32_t>(kActivityMpi | kActivityNvtx));
+  Set("COMMPROF_ACTIVITIES", "mpi,gpu");  // a bad list records everything rather than nothing
+  EXPECT_EQ(ConfigFromEnv().activities, static_cast<uint32_t>(kActivityAll));
+}
+
+TEST(Activities, ParseEveryNameAndRejectUnknownOrRepeatedOnesByName) {
+  uint32_t m = 0;
+  std::string error;
+  ASSERT_TRUE(ParseActivities("cpu,mpi,nccl,cuda,memory,nvtx", m, error));
+  EXPECT_EQ(m, static_cast<uint32_t>(kActivityAll));
+  ASSERT_TRUE(ParseActivities("memory", m, error));
+  EXPECT_EQ(m, static_cast<uint32_t>(kActivityMemory));
+  ASSERT_TRUE(ParseActivities("all", m, error));
+  EXPECT_EQ(m, static_cast<uint32_t>(kActivityAll));
+  EXPECT_FALSE(ParseActivities("mpi,CUDA", m, error));
+  EXPECT_NE(error.find("'CUDA'"), std::string::npos) << error;
+  EXPECT_FALSE(ParseActivities("mpi,,nvtx", m, error));
+  EXPECT_NE(error.find("''"), std::string::npos) << error;
+  EXPECT_FALSE(ParseActivities("nccl,nccl", m, error));
+  EXPECT_NE(error.find("twice"), std::string::npos) << error;
+  EXPECT_EQ(m, static_cast<uint32_t>(kActivityAll)) << "a failed parse leaves the mask alone";
+  EXPECT_EQ(ActivitiesToString(kActivityAll), "cpu,mpi,nccl,cuda,memory,nvtx");
+  EXPECT_EQ(ActivitiesToString(kActivityNvtx | kActivityCpu), "cpu,nvtx");
+  EXPECT_EQ(ActivitiesToString(0), "none");
 }
 
 TEST(ConfigOptions, DeclaresEveryVariableOnceWithADescription) {
