@@ -2087,6 +2087,7 @@ def case_verify_independent(ctx):
 
 SKIP = "skip"
 NCCL_KIND_COLLECTIVE, NCCL_KIND_COMM_KERNEL, NCCL_KIND_COMM_INIT = 17, 11, 6
+NCCL_KIND_PROXY_OP, NCCL_KIND_PROXY_STEP = 21, 22
 NCCL_OP_NCCL_COMM_INIT = 67
 # NCCL func -> (commprof_op_type, the type names the report may give it)
 NCCL_TYPES = {"AllReduce": (4, ("allreduce", "AllReduce", "ncclAllReduce", "nccl_allreduce")),
@@ -2114,7 +2115,11 @@ def case_nccl_plugin(ctx):
         cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(n) + [
             driver, "--plugin", plugin, "--abi", abi, "--iters", str(iters), "--slow-rank", str(slow),
             "--slow-us", str(slow_us), "--count", str(count)]
-        p = run(cmd, env=EXACT_ENV, check_rc=0, timeout=300)
+        # v5 also records the proxy ops and steps (COMMPROF_NCCL_DETAIL=proxy, docs/nccl-plugin.md);
+        # the analysis must come out the same with them
+        detail = abi == "v5"
+        env = dict(EXACT_ENV, COMMPROF_NCCL_DETAIL="proxy") if detail else EXACT_ENV
+        p = run(cmd, env=env, check_rc=0, timeout=300)
         lines = [l for l in p.stdout.splitlines() if l.startswith('{"driver"')]
         expect(len(lines) == 1, f"{abi}: the driver's summary line\n{p.stdout}\n{p.stderr}")
         summary = json.loads(lines[0])
@@ -2201,6 +2206,35 @@ def case_nccl_plugin(ctx):
                         expect(all(int(x) == slow for x in c["peer"]), f"{abi} rank {r}: Broadcast root")
                 arrivals[r] = {(int(e["subtype"]), int(e["seq"])): int(e["start_ns"]) for e in coll
                                if int(e["subtype"]) in [op for op, _ in NCCL_TYPES.values()]}
+                pops = ev[ev["kind"] == NCCL_KIND_PROXY_OP]
+                psteps = ev[ev["kind"] == NCCL_KIND_PROXY_STEP]
+                if not detail:
+                    expect(len(pops) == 0 and len(psteps) == 0, f"{abi} rank {r}: proxy records without the detail")
+                else:
+                    # the driver (network transport, reference §4): per collective, per channel (2)
+                    # a send op to the ring's next rank and a receive op from its previous one, one
+                    # step each carrying the channel's share of the bytes
+                    nxt, prv = (r + 1) % n, (r + n - 1) % n
+                    for func, (op, _) in NCCL_TYPES.items():
+                        for e in coll[coll["subtype"] == op]:
+                            mine = pops[(pops["subtype"] == op) & (pops["seq"] == e["seq"]) &
+                                        (pops["comm_id"] == e["comm_id"])]
+                            got = sorted((int(x["correlation"]), int(x["reduce_op"]), int(x["peer"])) for x in mine)
+                            want = sorted([(ch, 1, nxt) for ch in (0, 1)] + [(ch, 2, prv) for ch in (0, 1)])
+                            expect(got == want, f"{abi} rank {r}: {func} seq {e['seq']}: proxy ops {got}, expected {want}")
+                            for d in (1, 2):
+                                moved = int(mine["bytes"][mine["reduce_op"] == d].sum())
+                                expect(moved == int(e["bytes"]), f"{abi} rank {r}: {func} seq {e['seq']} direction "
+                                       f"{d}: proxy ops moved {moved} bytes, the collective has {int(e['bytes'])}")
+                            expect(all(int(a) <= int(b) for a, b in zip(mine["start_ns"], mine["end_ns"])),
+                                   f"{abi} rank {r}: proxy op spans")
+                    expect(len(psteps) == len(pops), f"{abi} rank {r}: {len(psteps)} steps for {len(pops)} ops")
+                    # one step (number 0) per op: correlation = step << 8 | channel, bytes = the op's
+                    key = lambda x: (int(x["subtype"]), int(x["seq"]), int(x["reduce_op"]), int(x["correlation"]) & 0xFF)
+                    by_op = {key(x): int(x["bytes"]) for x in pops}
+                    for st in psteps:
+                        expect(int(st["correlation"]) >> 8 == 0 and by_op.get(key(st)) == int(st["bytes"]),
+                               f"{abi} rank {r}: proxy step {st} does not match its op")
                 if abi != "v2":
                     k = ev[(ev["kind"] == NCCL_KIND_COMM_KERNEL) & (ev["comm_id"] == np.uint64(comm_hash))]
                     # one per channel (2 per collective in the driver; 1 per Send/Recv)
