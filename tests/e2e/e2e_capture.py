@@ -6,6 +6,7 @@ Usage: e2e_capture.py CASE --build BUILD_DIR --work WORK_DIR
 Each CASE is one ctest test; a failed check raises with what was expected and what was found.
 """
 import argparse
+import collections
 import json
 import math
 import os
@@ -2255,7 +2256,64 @@ def case_nccl_plugin(ctx):
         print(f"nccl_plugin: {abi}: {rep['instances']['matched']} instances, straggler {slow}, waits ok")
 
 
+def case_activities(ctx):
+    """`commprof run --activities` (docs/cli.md): a bad list is a usage error naming the item; each
+    source records only when selected: MPI calls (mpi), the C API (cpu), the NCCL plugin (nccl);
+    MPI_Init/Finalize bound every rank's run either way."""
+    p = run([ctx.commprof, "run", "-o", ctx.path("bad.h5"), "--activities", "mpi,gpu", "--", "true"])
+    expect(p.returncode == 2 and "'gpu'" in p.stderr and "--activities" in p.stderr,
+           f"a bad --activities: exit code {p.returncode}, stderr {p.stderr!r}")
+    p = run([ctx.commprof, "run", "-o", ctx.path("twice.h5"), "--activities", "mpi,mpi", "--", "true"])
+    expect(p.returncode == 2 and "twice" in p.stderr, f"a repeated activity: {p.returncode} {p.stderr!r}")
+    n = 2
+    app = [ctx.example, "--iters", "20"]
+    counts = {}
+    for acts in ("cpu", "mpi", "all"):
+        out = ctx.path(f"mpi-{acts}.h5")
+        run([ctx.commprof, "run", "-o", out, "--activities", acts, "--"] + mpirun(n) + app, check_rc=0)
+        with h5py.File(out, "r") as f:
+            for r in range(n):
+                _, ev, _ = load_rank(f, r)
+                kinds = collections.Counter(int(k) for k in ev["kind"])
+                expect(kinds[KIND["mpi_init"]] == 1 and kinds[KIND["mpi_finalize"]] == 1,
+                       f"--activities {acts}: rank {r}: MPI_Init/Finalize {kinds}")
+                counts[(acts, r)] = kinds[KIND["mpi_collective"]]
+    for r in range(n):
+        expect(counts[("cpu", r)] == 0, f"--activities cpu: rank {r} recorded {counts[('cpu', r)]} MPI collectives")
+        expect(counts[("mpi", r)] >= 20 and counts[("mpi", r)] == counts[("all", r)],
+               f"rank {r}: MPI collectives with mpi {counts[('mpi', r)]}, with all {counts[('all', r)]}")
+    # the C API is the cpu activity
+    capi = os.path.join(ctx.build, "tests", "e2e", "c_api_program")
+    user = {}
+    for acts in ("mpi", "cpu"):
+        out = ctx.path(f"capi-{acts}.h5")
+        run([ctx.commprof, "run", "-o", out, "--activities", acts, "--", capi], check_rc=0)
+        with h5py.File(out, "r") as f:
+            _, ev, _ = load_rank(f, 0)
+            user[acts] = int(np.isin(ev["kind"], [KIND["user_range"], KIND["user_mark"], KIND["step"]]).sum())
+    # c_api_program: 5 outer + 5 inner + 10 worker ranges, 5 marks, 5 steps (case_c_api)
+    expect(user["mpi"] == 0 and user["cpu"] == 30, f"C API events per --activities: {user}")
+    # the NCCL plugin asks NCCL for no events when nccl is not selected (the driver loads the plugin
+    # itself, as NCCL would with NCCL_PROFILER_PLUGIN set by hand)
+    plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
+    driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
+    if os.path.exists(plugin) and os.path.exists(driver):
+        nccl = {}
+        for acts in ("mpi", "nccl,mpi"):
+            out = ctx.path(f"nccl-{acts}.h5")
+            run([ctx.commprof, "run", "-o", out, "--activities", acts, "--"] + mpirun(n) +
+                [driver, "--plugin", plugin, "--abi", "v5", "--iters", "3", "--slow-rank", "1", "--slow-us", "100"],
+                env=EXACT_ENV, check_rc=0, timeout=300)
+            with h5py.File(out, "r") as f:
+                _, ev, _ = load_rank(f, 0)
+                nccl[acts] = int(np.isin(ev["kind"], [NCCL_KIND_COLLECTIVE, NCCL_KIND_COMM_KERNEL, 16]).sum())
+        expect(nccl["mpi"] == 0 and nccl["nccl,mpi"] > 0, f"NCCL records per --activities: {nccl}")
+    else:
+        print(f"activities: the NCCL part SKIPPED: {plugin} or {driver} not built")
+
+
 CASES = {
+    "activities": case_activities,
     "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
     "report_straggler": case_report_straggler,
