@@ -1447,7 +1447,7 @@ def v_median(values):
 # docs/cli.md "--format json" (schema_version 2): every documented key, by object.
 V_SCHEMA = {
     "": {"schema", "schema_version", "world_size", "job_id", "path", "instances", "skew_threshold_ns", "ranks",
-         "collectives", "worst_instances", "p2p", "stragglers", "lateness", "clock"},
+         "collectives", "worst_instances", "p2p", "stragglers", "lateness", "clock", "memory"},
     "instances": {"matched", "incomplete", "incomplete_list"},
     "incomplete_list": {"comm_id", "seq", "type", "comm_size", "ranks_present"},
     "ranks": {"rank", "host", "pid", "comm_time_ns", "wait_time_ns", "wait_share", "times_last", "delay_caused_ns",
