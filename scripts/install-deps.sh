@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   chromium                      # browser tests of the HTML report (tests/browser)
+  libslurm-dev slurmctld slurmd slurm-client munge   # the SPANK plugin and the real single-node Slurm test
 )
 
 missing=()
