@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -2312,7 +2313,53 @@ def case_activities(ctx):
         print(f"activities: the NCCL part SKIPPED: {plugin} or {driver} not built")
 
 
+def case_aggregate(ctx):
+    """`commprof aggregate` (docs/cli.md): usage errors exit 2; with --expect 2 a real 2-rank job
+    connecting by COMMPROF_AGGREGATOR makes it exit 0 with both ranks complete; with --expect 3 and
+    --timeout it exits 3 and still finalizes what arrived; --secret-file is created 0600."""
+    agg = [ctx.commprof, "aggregate", "-q"]
+    for args, why in ((["--listen", "0.0.0.0:0"], "no --expect"),
+                      (["--expect", "2", "--listen", "nonsense"], "a malformed --listen"),
+                      (["--expect", "2"], "no secret")):
+        env = {k: v for k, v in os.environ.items() if k != "COMMPROF_SECRET"}
+        p = subprocess.run(agg + args + ["-o", ctx.path("bad.h5")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=30)
+        expect(p.returncode == 2, f"{why}: exit code {p.returncode}, stderr {p.stderr!r}")
+    lib = os.path.join(ctx.build, "collector", "libcommprof.so")
+
+    def job(expect_n, ranks, timeout_s, name):
+        secret, addr, out = ctx.path(f"{name}.secret"), ctx.path(f"{name}.addr"), ctx.path(f"{name}.h5")
+        proc = subprocess.Popen(agg + ["--expect", str(expect_n), "--listen", "127.0.0.1:0", "--job-id", name,
+                                       "--secret-file", secret, "--address-file", addr, "--timeout", str(timeout_s),
+                                       "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            if os.path.exists(addr):
+                break
+            time.sleep(0.05)
+        expect(os.path.exists(addr), f"{name}: no address file")
+        expect(stat.S_IMODE(os.stat(secret).st_mode) == 0o600, f"{name}: secret file mode {oct(os.stat(secret).st_mode)}")
+        env = {"COMMPROF_AGGREGATOR": open(addr).read().strip(), "COMMPROF_SECRET": open(secret).read().strip(),
+               "COMMPROF_JOB_ID": name}
+        cmd = mpirun(ranks) + ["-x", "COMMPROF_AGGREGATOR", "-x", "COMMPROF_SECRET", "-x", "COMMPROF_JOB_ID",
+                               "-x", "LD_PRELOAD=" + lib, ctx.example, "--iters", "10"]
+        run(cmd, env=env, check_rc=0)
+        _, err = proc.communicate(timeout=timeout_s + 60)
+        return proc.returncode, out, err
+
+    rc, out, err = job(2, 2, 60, "agg-ok")
+    expect(rc == 0, f"all ranks done: exit code {rc}, stderr {err!r}")
+    with h5py.File(out, "r") as f:
+        expect(f.attrs["job_id"] == "agg-ok" and sorted(f["ranks"]) == ["0", "1"], f"ranks {list(f['ranks'])}")
+        expect(all(f["ranks"][r].attrs["status"] == "complete" for r in f["ranks"]), "statuses")
+        expect("analysis" in f, "the analysis is stored")
+    rc, out, err = job(3, 2, 3, "agg-timeout")
+    expect(rc == 3 and "timed out with 2 of 3" in err, f"timeout: exit code {rc}, stderr {err!r}")
+    with h5py.File(out, "r") as f:
+        expect(sorted(f["ranks"]) == ["0", "1"] and int(f.attrs["finalized"]) == 1, "what arrived is finalized")
+
+
 CASES = {
+    "aggregate": case_aggregate,
     "activities": case_activities,
     "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
