@@ -263,8 +263,8 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     if (i == job.ranks.size() || job.ranks[i].rank != r) missing.push_back(r);
   }
   if (!missing.empty()) {
-    job.warnings.push_back("ranks " + Ranges(missing) + " (" + std::to_string(missing.size()) + " of " +
-                           std::to_string(job.world_size) + ") have no trace file");
+    job.warnings.push_back("no trace file for rank(s) " + Ranges(missing) + " (" + std::to_string(missing.size()) +
+                           " of " + std::to_string(job.world_size) + " ranks)");
   }
 
   // One time base: the earliest absolute time of any record.

@@ -59,8 +59,11 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
 
 namespace {
 
-// Integer text, or a float written for an integer field ("64.0").
+// Integer text, or a float written for an integer field ("64.0", truncated toward zero).
 bool ParseInt(std::string_view s, int64_t& out) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec == std::errc() && end == s.data() + s.size()) return true;
   int64_t ns = 0;
   if (!ParseMicrosToNs(s, ns)) return false;
   out = ns / 1000;
