@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cstring>
 #include <vector>
 
 namespace commprof::kineto {
@@ -43,6 +44,14 @@ class ByteSource {
       const char* p = buf_.data() + pos_;
       const char* end = buf_.data() + len_;
       for (; p < end; ++p) {
+        if (in_string && !escaped) {
+          // Most bytes of an event are inside names: jump to the next quote or backslash.
+          const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(end - p)));
+          const char* stop = q != nullptr ? q : end;
+          const char* b = static_cast<const char*>(std::memchr(p, '\\', static_cast<size_t>(stop - p)));
+          p = b != nullptr ? b : stop;
+          if (p == end) break;
+        }
         const char ch = *p;
         if (in_string) {
           if (escaped) escaped = false;

@@ -554,7 +554,12 @@ void TraceBuilder::Finish() {
                                    [](const std::pair<uint32_t, int64_t>& v, const CpuCommSpan& s) {
                                      return std::tie(v.first, v.second) < std::tie(s.tid, s.start);
                                    });
-      for (auto it = last; it != first;) {
+      // Comm spans nest at most record_param_comms > nccl:* (plus a coalescing op around them), so
+      // the few latest-starting spans before the launch hold every enclosing one; walking further
+      // back would make this quadratic in the number of collectives.
+      constexpr int kMaxNesting = 4;
+      int looked = 0;
+      for (auto it = last; it != first && looked < kMaxNesting; ++looked) {
         --it;
         if (it->end >= at) m.FillFrom(it->meta);
       }
@@ -585,10 +590,11 @@ void TraceBuilder::Finish() {
     t_.events.push_back(c);
   }
   (void)n_before;
-  std::stable_sort(t_.events.begin(), t_.events.end(),
-                   [](const commprof_event& a, const commprof_event& b) {
-                     return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
-                   });
+  // By start (ties in any order: nothing downstream reads meaning into them).
+  auto by_start = [](const commprof_event& a, const commprof_event& b) {
+    return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
+  };
+  std::sort(t_.events.begin(), t_.events.end(), by_start);
   t_.events.shrink_to_fit();
   t_.counts.records = t_.events.size();
 }
