@@ -14,7 +14,9 @@ constexpr size_t kChunk = 1u << 20;  // decompressed bytes held at a time
 // EndCapture even when it crosses chunk boundaries.
 class ByteSource {
  public:
-  ByteSource(gzFile file, const JsonStreamCallbacks& cb) : file_(file), cb_(cb), buf_(kChunk) {}
+  // kJsonPadding spare bytes after a full chunk: a capture that lies inside one chunk is handed
+  // out in place, and simdjson may read (never use) that far past its end.
+  ByteSource(gzFile file, const JsonStreamCallbacks& cb) : file_(file), cb_(cb), buf_(kChunk + kJsonPadding) {}
 
   // Next byte without consuming it; -1 at the end of the data (or a read error, see error()).
   int Peek() {
@@ -104,9 +106,16 @@ class ByteSource {
     capture_ = &into;
     capture_from_ = pos_;
   }
-  void EndCapture() {
-    capture_->append(buf_.data() + capture_from_, pos_ - capture_from_);
+  // The captured text, followed by at least kJsonPadding readable bytes: in place when it did not
+  // cross a chunk boundary (no copy), else in the capture string, padded with spaces.
+  std::string_view EndCapture() {
+    std::string& into = *capture_;
     capture_ = nullptr;
+    if (into.empty()) return std::string_view(buf_.data() + capture_from_, pos_ - capture_from_);
+    into.append(buf_.data() + capture_from_, pos_ - capture_from_);
+    const size_t n = into.size();
+    into.append(kJsonPadding, ' ');
+    return std::string_view(into.data(), n);
   }
   uint64_t offset() const { return consumed_ + pos_; }
   const std::string& read_error() const { return read_error_; }
@@ -120,7 +129,7 @@ class ByteSource {
     consumed_ += len_;
     pos_ = len_ = 0;
     if (!read_error_.empty()) return false;
-    int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
+    int n = gzread(file_, buf_.data(), static_cast<unsigned>(kChunk));
     if (n <= 0) {
       int code = 0;
       const char* msg = gzerror(file_, &code);
@@ -172,9 +181,9 @@ class Walker {
         } else {
           src_.BeginCapture(value_);
           bool ok = src_.SkipValue();
-          src_.EndCapture();
+          std::string_view value = src_.EndCapture();
           if (!ok) return Truncated("in the value of \"" + key + "\"");
-          if (cb_.member) COMMPROF_RETURN_IF_ERROR(cb_.member(key, value_));
+          if (cb_.member) COMMPROF_RETURN_IF_ERROR(cb_.member(key, value));
         }
         src_.SkipSpace();
         c = src_.Get();
@@ -206,11 +215,9 @@ class Walker {
       if (c != '{') return Fail("traceEvents[" + std::to_string(index) + "] is not an object");
       src_.BeginCapture(event_);
       bool ok = src_.SkipComposite();
-      src_.EndCapture();
+      std::string_view event = src_.EndCapture();
       if (!ok) return Truncated("inside traceEvents[" + std::to_string(index) + "]");
-      const size_t n = event_.size();
-      event_.append(kJsonPadding, ' ');
-      if (cb_.event) COMMPROF_RETURN_IF_ERROR(cb_.event(index, std::string_view(event_.data(), n)));
+      if (cb_.event) COMMPROF_RETURN_IF_ERROR(cb_.event(index, event));
       src_.SkipSpace();
       c = src_.Get();
       if (c == ',') continue;

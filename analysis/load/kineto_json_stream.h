@@ -31,7 +31,8 @@ inline constexpr size_t kJsonPadding = 64;
 struct JsonStreamCallbacks {
   // A top-level member other than traceEvents; `raw` is its value's JSON text.
   std::function<Status(std::string_view key, std::string_view raw)> member;
-  // One element of traceEvents; `raw` is padded by kJsonPadding readable bytes.
+  // One element of traceEvents. Both texts are followed by at least kJsonPadding readable bytes
+  // (of unspecified content), as simdjson::padded_string_view needs.
   std::function<Status(uint64_t index, std::string_view raw)> event;
   // Called now and then with the compressed bytes consumed so far (for a progress bar).
   std::function<void(uint64_t compressed_bytes_read)> progress;
