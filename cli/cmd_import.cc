@@ -51,6 +51,8 @@ int RunImportKineto(const Options& o) {
   if (!o.quiet) {
     for (const auto& n : job->notes) std::fprintf(stderr, "commprof import kineto: %s\n", n.c_str());
   }
+  // The alignment estimate is a result, printed even with --quiet.
+  for (const auto& a : job->alignment) std::fprintf(stderr, "commprof import kineto: %s\n", a.c_str());
   std::string command_line = "commprof import kineto";
   for (const auto& in : o.inputs) command_line += " " + in;
   if (o.align != "none") command_line += " --align " + o.align;

@@ -168,7 +168,7 @@ void MatchAndAlign(ImportedJob& job) {
     r.offset_ns = median;
     r.spread_ns = std::max(median - d.front(), d.back() - median);
     r.anchors = d.size();
-    job.notes.push_back("--align collective-ends: rank " + std::to_string(r.rank) + " offset " + std::to_string(median) +
+    job.alignment.push_back("--align collective-ends: rank " + std::to_string(r.rank) + " offset " + std::to_string(median) +
                         " ns to rank " + std::to_string(ref) + " (spread " + std::to_string(r.spread_ns) + " ns over " +
                         std::to_string(d.size()) + " collective ends)");
   }

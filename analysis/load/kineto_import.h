@@ -55,7 +55,8 @@ struct ImportedJob {
   MatchSummary matching;
   std::vector<std::string> errors;    // refused files and events (the import's exit status is 1)
   std::vector<std::string> warnings;  // gaps, count mismatches, truncated files, unknown categories
-  std::vector<std::string> notes;     // dialects, alignment estimates, single-rank note
+  std::vector<std::string> alignment; // --align collective-ends: the estimate and spread per rank
+  std::vector<std::string> notes;     // per-rank records and dialects, the single-rank note
 };
 
 struct ImportOptions {
