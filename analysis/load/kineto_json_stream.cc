@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,13 @@ namespace commprof::kineto {
 namespace {
 
 constexpr size_t kChunk = 1u << 20;  // decompressed bytes held at a time
+
+// The bytes SkipComposite must look at: quotes, backslashes and brackets.
+constexpr auto kStructural = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : {'"', '\\', '{', '}', '[', ']'}) t[c] = true;
+  return t;
+}();
 
 // A pull source of decompressed bytes that can copy out the span between BeginCapture and
 // EndCapture even when it crosses chunk boundaries.
@@ -43,18 +51,12 @@ class ByteSource {
     bool in_string = false, escaped = false;
     for (;;) {
       if (pos_ == len_ && !Refill()) return false;
-      const char* p = buf_.data() + pos_;
-      const char* end = buf_.data() + len_;
+      const unsigned char* p = reinterpret_cast<const unsigned char*>(buf_.data()) + pos_;
+      const unsigned char* end = reinterpret_cast<const unsigned char*>(buf_.data()) + len_;
       for (; p < end; ++p) {
-        if (in_string && !escaped) {
-          // Most bytes of an event are inside names: jump to the next quote or backslash.
-          const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(end - p)));
-          const char* stop = q != nullptr ? q : end;
-          const char* b = static_cast<const char*>(std::memchr(p, '\\', static_cast<size_t>(stop - p)));
-          p = b != nullptr ? b : stop;
-          if (p == end) break;
-        }
-        const char ch = *p;
+        // One table lookup per ordinary byte; only quotes, backslashes and brackets stop here.
+        if (!kStructural[*p] && !escaped) continue;
+        const unsigned char ch = *p;
         if (in_string) {
           if (escaped) escaped = false;
           else if (ch == '\\') escaped = true;
@@ -67,7 +69,7 @@ class ByteSource {
           ++depth;
         } else if (ch == '}' || ch == ']') {
           if (--depth == 0) {
-            pos_ = static_cast<size_t>(p + 1 - buf_.data());
+            pos_ = static_cast<size_t>(p + 1 - reinterpret_cast<const unsigned char*>(buf_.data()));
             return true;
           }
         }
