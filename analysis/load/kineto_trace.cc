@@ -520,15 +520,10 @@ void TraceBuilder::Finish() {
     auto it = launch.find(e.correlation);
     if (it != launch.end()) it->second = {e.thread_id, static_cast<int64_t>(e.start_ns)};
   }
-  std::unordered_map<int64_t, size_t> rpc_by_external_id;
-  for (size_t i = 0; i < spans_.size(); ++i) {
-    if (spans_[i].record_param_comms && spans_[i].external_id >= 0) rpc_by_external_id.emplace(spans_[i].external_id, i);
-  }
   std::sort(spans_.begin(), spans_.end(), [](const CpuCommSpan& a, const CpuCommSpan& b) {
     return std::tie(a.tid, a.start) < std::tie(b.tid, b.start);
   });
-  // rpc_by_external_id indexes the unsorted order: rebuild it on the sorted one.
-  rpc_by_external_id.clear();
+  std::unordered_map<int64_t, size_t> rpc_by_external_id;
   for (size_t i = 0; i < spans_.size(); ++i) {
     if (spans_[i].record_param_comms && spans_[i].external_id >= 0) rpc_by_external_id.emplace(spans_[i].external_id, i);
   }
@@ -537,16 +532,20 @@ void TraceBuilder::Finish() {
     return t_.events[a.event_index].start_ns < t_.events[b.event_index].start_ns;
   });
   std::map<std::tuple<uint64_t, uint8_t, int64_t>, uint64_t> next_seq;  // (group, op, p2p peer) -> count
-  const size_t n_before = t_.events.size();
   for (auto& ck : comm_kernels_) {
     commprof_event& k = t_.events[ck.event_index];
     CollMeta m = std::move(ck.meta);
     // Second source: the record_param_comms op the kernel belongs to (by External id, which in
     // 2024+ traces is the enclosing op's), then the CPU spans around its launch, innermost first.
-    auto rpc = rpc_by_external_id.find(ck.external_id);
-    if (rpc != rpc_by_external_id.end()) m.FillFrom(spans_[rpc->second].meta);
     auto l = launch.find(k.correlation);
-    if (k.correlation != 0 && l != launch.end() && l->second.second != INT64_MIN) {
+    const bool launched = k.correlation != 0 && l != launch.end() && l->second.second != INT64_MIN;
+    auto rpc = rpc_by_external_id.find(ck.external_id);
+    // In 2023 traces a kernel's External id is its correlation, a different counter: a
+    // record_param_comms op that starts after the launch cannot be the one that describes it.
+    if (rpc != rpc_by_external_id.end() && (!launched || spans_[rpc->second].start <= l->second.second)) {
+      m.FillFrom(spans_[rpc->second].meta);
+    }
+    if (launched) {
       const auto [tid, at] = l->second;
       auto first = std::lower_bound(spans_.begin(), spans_.end(), tid,
                                     [](const CpuCommSpan& s, uint32_t t) { return s.tid < t; });
@@ -589,7 +588,6 @@ void TraceBuilder::Finish() {
     c.bytes = nelems > 0 && m.dtype.size > 0 ? static_cast<uint64_t>(nelems) * m.dtype.size : 0;
     t_.events.push_back(c);
   }
-  (void)n_before;
   // By start (ties in any order: nothing downstream reads meaning into them).
   auto by_start = [](const commprof_event& a, const commprof_event& b) {
     return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
