@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  libsimdjson-dev zlib1g-dev     # commprof import kineto: JSON parsing, .json.gz
   chromium                      # browser tests of the HTML report (tests/browser)
   libslurm-dev slurmctld slurmd slurm-client munge   # the SPANK plugin and the real single-node Slurm test
 )

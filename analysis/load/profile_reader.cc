@@ -35,6 +35,11 @@ const char* KindName(uint8_t kind) {
     case COMMPROF_KIND_NCCL_PROXY_STEP: return "nccl_proxy_step";
     case COMMPROF_KIND_GPU_OVERHEAD: return "gpu_overhead";
     case COMMPROF_KIND_CUDA_API: return "cuda_api";
+    case COMMPROF_KIND_HOST_OP: return "host_op";
+    case COMMPROF_KIND_HOST_ANNOTATION: return "host_annotation";
+    case COMMPROF_KIND_GPU_ANNOTATION: return "gpu_annotation";
+    case COMMPROF_KIND_PYTHON_FUNCTION: return "python_function";
+    case COMMPROF_KIND_IMPORTED_OTHER: return "imported_other";
     default: return "unknown";
   }
 }

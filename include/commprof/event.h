@@ -40,7 +40,13 @@ enum commprof_kind {
   COMMPROF_KIND_NCCL_PROXY_STEP = 22, /* one step of a proxy op, COMMPROF_NCCL_DETAIL=proxy */
   COMMPROF_KIND_GPU_OVERHEAD = 23,    /* the tracer's own cost reported by CUPTI (OVERHEAD records) */
   COMMPROF_KIND_CUDA_API = 24,        /* a CUDA runtime/driver API call (launches by default) */
-  COMMPROF_KIND_COUNT_ = 25
+  /* Kinds 25-29 come only from `commprof import kineto` (docs/kineto-import.md). */
+  COMMPROF_KIND_HOST_OP = 25,         /* a torch.profiler CPU operator (cat cpu_op) */
+  COMMPROF_KIND_HOST_ANNOTATION = 26, /* a CPU-side user annotation (cat user_annotation) */
+  COMMPROF_KIND_GPU_ANNOTATION = 27,  /* a GPU-side user annotation (cat gpu_user_annotation): device, stream */
+  COMMPROF_KIND_PYTHON_FUNCTION = 28, /* a Python frame (cat python_function, with_stack) */
+  COMMPROF_KIND_IMPORTED_OTHER = 29,  /* any other imported event: seq = string id of its category */
+  COMMPROF_KIND_COUNT_ = 30
 };
 
 /* Which operation, for MPI_COLLECTIVE / MPI_P2P / MPI_WAIT (stored in `subtype`). */
