@@ -16,8 +16,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "aggregator/server.h"
-#include "aggregator/spool_reader.h"
+#include "cli/collection.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -51,37 +50,6 @@ std::vector<std::string> g_after_dash_dash;
 
 void ForwardSignal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
-}
-
-std::string RandomHex(size_t bytes) {
-  std::string out;
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  std::vector<unsigned char> buf(bytes);
-  if (fd < 0 || ::read(fd, buf.data(), bytes) != static_cast<ssize_t>(bytes)) {
-    // No urandom is a broken system; fall back to time and pid rather than refuse to run.
-    uint64_t seed = SteadyNowNs() ^ (static_cast<uint64_t>(::getpid()) << 32);
-    for (auto& b : buf) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      b = static_cast<unsigned char>(seed >> 56);
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  static const char* kHex = "0123456789abcdef";
-  for (unsigned char b : buf) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
-std::string DefaultJobId() {
-  if (const char* j = std::getenv("SLURM_JOB_ID")) return j;
-  time_t now = ::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return std::string(buf) + "-" + std::to_string(::getpid());
 }
 
 std::string FindLibrary(const Options& o) {
@@ -155,27 +123,23 @@ int RunJob(Options o) {
   o.spool_dir = fs::absolute(o.spool_dir).string();
   std::string secret = RandomHex(32);
 
-  JobMeta meta;
-  meta.job_id = job_id;
-  meta.command_line = JoinCommand(o.command);
-  meta.start_epoch_ns = UtcNowNs();
-  auto ingest = Ingest::Start(o.output, meta, WriterOptions{o.deflate}, o.flush_ms);
-  if (!ingest.ok()) {
-    std::fprintf(stderr, "commprof run: %s\n", ingest.status().message().c_str());
-    return 1;
-  }
-  boost::asio::io_context io;
-  StreamPolicy policy{secret, job_id};
-  auto server = Server::Listen(io, *ingest.value(), policy, o.listen, 0);
-  if (!server.ok()) {
-    std::fprintf(stderr, "commprof run: %s\n", server.status().message().c_str());
+  CollectionOptions copts;
+  copts.output = o.output;
+  copts.meta.job_id = job_id;
+  copts.meta.command_line = JoinCommand(o.command);
+  copts.meta.start_epoch_ns = UtcNowNs();
+  copts.secret = secret;
+  copts.listen = o.listen;
+  copts.deflate = o.deflate;
+  copts.flush_ms = o.flush_ms;
+  auto collection = Collection::Start(copts, "commprof run");
+  if (!collection.ok()) {
+    std::fprintf(stderr, "%s\n", collection.status().message().c_str());
     return 1;
   }
   std::string advertise = o.advertise;
   if (advertise.empty()) advertise = o.listen == "0.0.0.0" ? boost::asio::ip::host_name() : o.listen;
-  std::string address = advertise + ":" + std::to_string(server.value()->port());
-  auto guard = boost::asio::make_work_guard(io);
-  std::thread io_thread([&io] { io.run(); });
+  std::string address = advertise + ":" + std::to_string(collection.value()->port());
 
   // The variables every rank needs; the user's own COMMPROF_* settings travel with them.
   std::vector<std::pair<std::string, std::string>> vars = {
@@ -260,48 +224,12 @@ int RunJob(Options o) {
   }
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
-  // The job is gone; give connected ranks a moment to deliver their last frames.
-  const ServerStats& live = server.value()->stats();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.grace_s);
-  while (std::chrono::steady_clock::now() < deadline && live.open.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (live.open.load() > 0) {
-    std::fprintf(stderr, "commprof: %u connection(s) still open after %.1f s; marking them disconnected\n",
-                 live.open.load(), o.grace_s);
-  }
-  boost::asio::post(io, [&] { server.value()->Close(); });
-  guard.reset();
-  io.stop();
-  io_thread.join();
-  const uint32_t ranks_accepted = live.accepted.load();
-  const uint32_t ranks_refused = live.refused.load();
-  server.value().reset();  // closes the sessions: ranks without a bye are marked disconnected
-
-  // Ranks that could not reach us spooled: fold their spools into the same file.
-  std::error_code ec;
-  if (fs::is_directory(o.spool_dir, ec)) {
-    for (const auto& entry : fs::directory_iterator(o.spool_dir, ec)) {
-      if (entry.path().extension() != ".cpspool") continue;
-      SpoolResult r = IngestSpoolFile(*ingest.value(), entry.path().string(), policy);
-      if (r.accepted) {
-        std::fprintf(stderr, "commprof: merged spool of rank %u from %s\n", r.rank, entry.path().c_str());
-        fs::remove(entry.path(), ec);
-      } else if (!r.status.ok()) {
-        std::fprintf(stderr, "commprof: spool %s not merged: %s\n", entry.path().c_str(), r.status.message().c_str());
-      }
-    }
-    fs::remove(o.spool_dir, ec);  // only succeeds when empty
-  }
-
-  Status st = ingest.value()->Finish();
-  if (!st.ok()) std::fprintf(stderr, "commprof: writing %s: %s\n", o.output.c_str(), st.message().c_str());
-  // The analysis is part of the file (its /analysis group); failing it does not fail the run.
-  if (st.ok() && o.analyze) (void)StoreAnalysis(o.output, "commprof");
+  // The job is gone: the ranks' last frames, their spools, the file and its analysis.
+  CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, o.analyze);
+  const Status& st = sum.status;
   if (!o.quiet) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
-                 o.output.c_str(), ranks_accepted, ranks_refused,
-                 static_cast<unsigned long long>(ingest.value()->events_written()), job_rc);
+                 o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
   }
   if (!st.ok() && job_rc == 0) return 1;
   return job_rc;

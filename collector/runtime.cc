@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "collector/shipper.h"
 #include "core/log.h"
@@ -187,6 +188,27 @@ int WorldSizeFromEnvironment() {
   return -1;
 }
 
+namespace {
+// Slurm's view of the rank, kept as bye counters (so /ranks/<r> attributes slurm_job_id,
+// slurm_step_id, slurm_procid, slurm_localid, slurm_nodeid; docs/file-format.md): a file from
+// `srun --commprof` or a batch job then says which job step, task and node each rank was. Only
+// numeric values (a batch script's step is not a number) are kept.
+void RecordSlurmIdentity(Runtime& rt) {
+  static constexpr std::pair<const char*, const char*> kVars[] = {{"SLURM_JOB_ID", "slurm_job_id"},
+                                                                  {"SLURM_STEP_ID", "slurm_step_id"},
+                                                                  {"SLURM_PROCID", "slurm_procid"},
+                                                                  {"SLURM_LOCALID", "slurm_localid"},
+                                                                  {"SLURM_NODEID", "slurm_nodeid"}};
+  for (const auto& [env, counter] : kVars) {
+    const char* v = std::getenv(env);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end == '\0') rt.SetCounter(counter, n);
+  }
+}
+}  // namespace
+
 Runtime* ActiveRuntime() { return g_runtime.load(std::memory_order_acquire); }
 
 Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
@@ -222,6 +244,7 @@ Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
     atfork_registered = true;
   }
   auto* rt = new Runtime(ConfigFromEnv(), id);  // owned by g_runtime until ShutdownRuntime
+  RecordSlurmIdentity(*rt);
   rt->Start();
   g_runtime.store(rt, std::memory_order_release);
   // Registered after the libraries the runtime uses have set up their own exit handlers (OpenSSL

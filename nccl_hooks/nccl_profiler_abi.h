@@ -34,6 +34,10 @@ enum : uint64_t {
 
 // ncclProfilerEventState_t: one 4-byte enum for every version; only the values we use are named.
 typedef enum {
+  kCpNcclStateProxyOpFirst = 0,    // ProxyOpSendPosted .. ProxyOpRecvDone (0-7): v2 ProxyOp states
+  kCpNcclStateProxyOpLast = 7,
+  kCpNcclStateProxyStepFirst = 8,  // ncclProfilerProxyStep* (8-12): SendGPUWait .. RecvGPUWait
+  kCpNcclStateProxyStepLast = 12,
   kCpNcclStateProxyOpInProgress = 19,
   kCpNcclStateProxyStepSendPeerWait = 20,
   kCpNcclStateNetPluginUpdate = 21,

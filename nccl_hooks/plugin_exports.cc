@@ -104,6 +104,10 @@ void FillCommon(EventDescr& e, const D& d) {
       e.pid = d.proxyOp.pid;
       e.channel_id = d.proxyOp.channelId;
       e.peer = d.proxyOp.peer;
+      e.is_send = d.proxyOp.isSend;
+      break;
+    case kCpNcclProxyStep:
+      e.step = d.proxyStep.step;
       break;
     case kCpNcclKernelCh:
       e.channel_id = d.kernelCh.channelId;
@@ -185,6 +189,10 @@ CpNcclResult StartV2(void* context, void** handle, CpNcclEventDescrV2* d) {
       e.pid = d->proxyOp.pid;
       e.channel_id = d->proxyOp.channelId;
       e.peer = d->proxyOp.peer;
+      e.is_send = d->proxyOp.isSend;
+      break;
+    case kCpNcclProxyStep:
+      e.step = d->proxyStep.step;
       break;
     default:
       break;
@@ -199,14 +207,26 @@ CpNcclResult Stop(void* handle) {
 }
 
 CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* args) {
-  // Only state 22 carries a pointer we read; GroupApi states pass NULL args (reference §2a).
-  bool has = args != nullptr && state == kCpNcclStateKernelChStop;
-  RecordEventState(handle, state, has ? args->kernelCh.pTimer : 0, has);
+  // We read kernelCh.pTimer of state 22 and proxyStep.transSize of the ProxyStep states (8-12,
+  // 20); GroupApi states pass NULL args (reference §2a).
+  if (args == nullptr) {
+    RecordEventState(handle, state, 0, false);
+  } else if (state == kCpNcclStateKernelChStop) {
+    RecordEventState(handle, state, args->kernelCh.pTimer, true);
+  } else if ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
+             state == kCpNcclStateProxyStepSendPeerWait) {
+    RecordEventState(handle, state, args->proxyStep.transSize, true);
+  } else {
+    RecordEventState(handle, state, 0, false);
+  }
   return kCpNcclSuccess;
 }
 
-CpNcclResult StateV2(void* handle, CpNcclEventState state, CpNcclStateArgsV2*) {
-  RecordEventState(handle, state, 0, false);
+CpNcclResult StateV2(void* handle, CpNcclEventState state, CpNcclStateArgsV2* args) {
+  // 2.24/2.25: the ProxyOp states 0-7 carry proxyOp{transSize, steps}; ProxyStep states pass NULL
+  // (reference §2c).
+  bool has = args != nullptr && state >= kCpNcclStateProxyOpFirst && state <= kCpNcclStateProxyOpLast;
+  RecordEventState(handle, state, has ? args->proxyOp.transSize : 0, has);
   return kCpNcclSuccess;
 }
 

@@ -84,6 +84,16 @@ constexpr const char* kCounterNames[kCounterCount] = {
 
 constexpr int kV2Peers = 4096;  // v2 init gets no nranks: per-peer counters for this many peers
 
+// PXN proxy events from another process arrive with that process's context pointer, so they
+// cannot be counted in "our" context: one process-wide count, reported by the next finalize.
+std::atomic<uint64_t> g_foreign_proxy_events{0};
+// This process's pid, read at each communicator init rather than by a system call per ProxyOp
+// (init runs in the process that owns the communicator, after any fork).
+std::atomic<int> g_pid{0};
+
+// The direction of a proxy op or step in its record's `reduce_op` (docs/file-format.md).
+constexpr uint8_t kProxySend = 1, kProxyRecv = 2;
+
 }  // namespace
 
 struct Slot {
@@ -103,6 +113,11 @@ struct Slot {
   uint8_t dtype = 0;
   uint8_t n_channels = 0;
   uint8_t algo_proto = 0;  // AlgoProtoCode, for collectives
+  uint8_t is_send = 0;     // ProxyOp, ProxyStep: the direction
+  int32_t step = 0;        // ProxyStep: NCCL's step number
+  // ProxyOp: bytes NCCL reported moved (the sum of its steps' transSize; v2: its own states' last
+  // transSize); ProxyStep: its transSize
+  std::atomic<uint64_t> trans_bytes{0};
   bool kernel_timing = false;
   std::atomic<bool> proxy_seen{false};
   // Coll, P2p completion
@@ -126,6 +141,7 @@ class PluginContext {
         info_(info),
         sink_(sink),
         mask_(ActivationMask(version, options)),
+        proxy_detail_(options.proxy_detail),
         slots_(options.pool_events >= 2 ? options.pool_events : 2),
         p2p_seq_(2 * static_cast<size_t>(info.known && info.nranks > 0 ? info.nranks : kV2Peers)),
         calibration_(options.calibration) {
@@ -168,7 +184,8 @@ class PluginContext {
 
  private:
   Slot* Acquire(uint64_t type) {
-    std::atomic<uint64_t>& head = free_head_[type == kCpNcclKernelCh || type == kCpNcclProxyOp ? 1 : 0];
+    const bool child = type == kCpNcclKernelCh || type == kCpNcclProxyOp || type == kCpNcclProxyStep;
+    std::atomic<uint64_t>& head = free_head_[child ? 1 : 0];
     uint64_t h = head.load(std::memory_order_acquire);
     for (;;) {
       auto idx1 = static_cast<uint32_t>(h);
@@ -190,6 +207,7 @@ class PluginContext {
         s.kch_host_last.store(0, std::memory_order_relaxed);
         s.proxy_first.store(0, std::memory_order_relaxed);
         s.proxy_last.store(0, std::memory_order_relaxed);
+        s.trans_bytes.store(0, std::memory_order_relaxed);
         s.gpu_start = s.gpu_stop = 0;
         s.live.store(true, std::memory_order_release);
         return &s;
@@ -257,6 +275,7 @@ class PluginContext {
   const CommInfo info_;
   RecordSink* const sink_;
   const int mask_;
+  const bool proxy_detail_;  // record ProxyOp/ProxyStep events (kinds 21, 22)
   std::vector<Slot> slots_;
   std::atomic<uint64_t> free_head_[2] = {};  // parents, children: (tag << 32) | (index + 1)
   uint32_t parents_ = 0;                      // slots [0, parents_) are for parents
@@ -358,11 +377,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->gpu_start = d.ptimer;  // paired with host_start for the calibration at the stop (one lock)
     *handle = s;
   } else if (t == kCpNcclProxyOp) {
-    // PXN: another process's proxy thread may hand us its own pointers (reference §2a).
-    if (d.pid != static_cast<int>(::getpid())) {
-      Count(kForeignProxyOp);
-      return;
-    }
+    // (A PXN op from another process was turned away before its context was touched: StartEvent.)
     auto* p = static_cast<Slot*>(d.parent);
     if (p == nullptr || p->ctx != this || !RefParent(p)) {
       Count(kStaleParent);
@@ -376,20 +391,53 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->parent = p;
     s->parent_gen = p->gen.load(std::memory_order_acquire);
     s->host_start = now;
+    s->comm_id = p->comm_id;
+    s->seq = p->seq;
+    s->op = p->op;
+    s->name_id = p->name_id;
+    s->peer = d.peer;  // the proxy's peer, not the collective's root
+    s->channel = d.channel_id;
+    s->is_send = d.is_send != 0 ? 1 : 0;
     AtomicMin(p->proxy_first, now);
     // The first proxy op of a collective without kernel timing drops the reference that waited
     // for it (ours, just taken, keeps the parent alive).
     if (!p->kernel_timing && !p->proxy_seen.exchange(true, std::memory_order_acq_rel)) Unref(p);
     *handle = s;
+  } else if (t == kCpNcclProxyStep) {
+    // Asked for only with COMMPROF_NCCL_DETAIL=proxy. The step copies what its record needs from
+    // its proxy op now, so its stop never depends on the op still being live.
+    auto* op = static_cast<Slot*>(d.parent);
+    if (op == nullptr || op->ctx != this || !op->live.load(std::memory_order_acquire) || op->type != kCpNcclProxyOp) {
+      Count(kStaleParent);
+      return;
+    }
+    Slot* s = Acquire(t);
+    if (s == nullptr) return;
+    s->parent = op;
+    s->parent_gen = op->gen.load(std::memory_order_acquire);
+    s->host_start = now;
+    s->comm_id = op->comm_id;
+    s->seq = op->seq;
+    s->op = op->op;
+    s->name_id = op->name_id;
+    s->peer = op->peer;
+    s->channel = op->channel;
+    s->is_send = op->is_send;
+    s->step = d.step;
+    *handle = s;
   }
-  // Group (legacy), ProxyStep, ProxyCtrl, NetPlugin: nothing recorded, NULL handle.
+  // Group (legacy), ProxyCtrl, NetPlugin: nothing recorded, NULL handle.
 }
 
-void PluginContext::State(Slot* s, int state, uint64_t ptimer, bool has_ptimer) {
-  // State 22 comes immediately before the stop (reference §3): the stop pairs the value with its
-  // own host reading, which is later still, so the pair stays "late, never early".
-  if (s->type != kCpNcclKernelCh || state != kCpNcclStateKernelChStop || !has_ptimer) return;
-  s->gpu_stop = ptimer;
+void PluginContext::State(Slot* s, int state, uint64_t value, bool has_value) {
+  if (!has_value) return;
+  if (s->type == kCpNcclKernelCh && state == kCpNcclStateKernelChStop) {
+    // State 22 comes immediately before the stop (reference §3): the stop pairs the value with its
+    // own host reading, which is later still, so the pair stays "late, never early".
+    s->gpu_stop = value;
+  } else if (s->type == kCpNcclProxyStep || s->type == kCpNcclProxyOp) {
+    AtomicMax(s->trans_bytes, value);  // a step repeats its transSize in each state
+  }
 }
 
 void PluginContext::Stop(Slot* s) {
@@ -446,8 +494,31 @@ void PluginContext::Stop(Slot* s) {
     case kCpNcclProxyOp: {
       Slot* p = s->parent;  // referenced at start: still live
       AtomicMax(p->proxy_last, now);
+      if (proxy_detail_) {
+        commprof_event e = FromSlot(COMMPROF_KIND_NCCL_PROXY_OP, *s);
+        e.end_ns = now;
+        e.bytes = s->trans_bytes.load(std::memory_order_acquire);
+        e.correlation = s->channel;
+        e.reduce_op = s->is_send != 0 ? kProxySend : kProxyRecv;
+        sink_->Record(e);
+      }
       Release(s);
       Unref(p);
+      return;
+    }
+    case kCpNcclProxyStep: {
+      commprof_event e = FromSlot(COMMPROF_KIND_NCCL_PROXY_STEP, *s);
+      e.end_ns = now;
+      e.bytes = s->trans_bytes.load(std::memory_order_acquire);
+      // channel in the low 8 bits, NCCL's step number above (24 bits; larger steps wrap)
+      e.correlation = (static_cast<uint32_t>(s->step) << 8) | s->channel;
+      e.reduce_op = s->is_send != 0 ? kProxySend : kProxyRecv;
+      sink_->Record(e);
+      Slot* op = s->parent;
+      if (op->gen.load(std::memory_order_acquire) == s->parent_gen && op->live.load(std::memory_order_acquire)) {
+        op->trans_bytes.fetch_add(e.bytes, std::memory_order_acq_rel);
+      }
+      Release(s);
       return;
     }
     default:
@@ -492,6 +563,8 @@ void PluginContext::Finalize() {
       Complete(&s, true);
     }
   }
+  counters_[kForeignProxyOp].fetch_add(g_foreign_proxy_events.exchange(0, std::memory_order_relaxed),
+                                       std::memory_order_relaxed);
   for (int c = 0; c < kCounterCount; ++c) {
     uint64_t v = counters_[c].load(std::memory_order_relaxed);
     if (v != 0) sink_->AddCounter(kCounterNames[c], v);
@@ -534,13 +607,26 @@ int ActivationMask(AbiVersion version, const PluginOptions& options) {
 
 PluginContext* CreateContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options) {
   if (sink == nullptr) return nullptr;
+  g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
   return new (std::nothrow) PluginContext(version, info, sink, options);
+}
+
+bool ForeignProxyEvent(const EventDescr& d) {
+  // A foreign op got a NULL handle from us, so its steps arrive with a NULL parent.
+  if (d.type == kCpNcclProxyStep) return d.parent == nullptr;
+  if (d.type != kCpNcclProxyOp) return false;
+  int pid = g_pid.load(std::memory_order_relaxed);
+  if (pid == 0) pid = static_cast<int>(::getpid());
+  if (d.pid == pid) return false;
+  g_foreign_proxy_events.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void StartEvent(PluginContext* ctx, void** handle, const EventDescr& d) {
   if (handle == nullptr) return;
   *handle = nullptr;
-  if (ctx != nullptr) ctx->Start(handle, d);
+  // PXN: the context may be another process's pointer; decide from the descriptor alone.
+  if (ctx != nullptr && !ForeignProxyEvent(d)) ctx->Start(handle, d);
 }
 
 void StopEvent(void* handle) {
@@ -550,10 +636,10 @@ void StopEvent(void* handle) {
   }
 }
 
-void RecordEventState(void* handle, int state, uint64_t ptimer, bool has_ptimer) {
+void RecordEventState(void* handle, int state, uint64_t value, bool has_value) {
   if (handle != nullptr) {
     auto* s = static_cast<Slot*>(handle);
-    s->ctx->State(s, state, ptimer, has_ptimer);
+    s->ctx->State(s, state, value, has_value);
   }
 }
 

@@ -37,7 +37,7 @@ class RecordSink {
 enum class AbiVersion { kV2, kV4, kV5 };
 
 struct PluginOptions {
-  bool proxy_detail = false;   // COMMPROF_NCCL_DETAIL=proxy: also ask for ProxyOp/ProxyStep events
+  bool proxy_detail = false;   // COMMPROF_NCCL_DETAIL=proxy: record ProxyOp/ProxyStep events (kinds 21, 22)
   uint32_t pool_events = 4096; // COMMPROF_NCCL_EVENTS: event slots per communicator
   CalibrationOptions calibration;
 };
@@ -69,6 +69,8 @@ struct EventDescr {
   uint8_t channel_id = 0;
   uint64_t ptimer = 0;
   int pid = 0;
+  int is_send = 0;  // ProxyOp
+  int step = 0;     // ProxyStep
   uint64_t comm_hash = 0;  // v2 only
   const char* algo = nullptr;   // Coll: "RING", "TREE", ...
   const char* proto = nullptr;  // Coll: "LL", "LL128", "SIMPLE"
@@ -82,8 +84,14 @@ int ActivationMask(AbiVersion version, const PluginOptions& options);
 PluginContext* CreateContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options);
 void StartEvent(PluginContext* ctx, void** handle, const EventDescr& d);
 void StopEvent(void* handle);
-// `has_ptimer`: the state args were given and carry kernelCh.pTimer (state 22).
-void RecordEventState(void* handle, int state, uint64_t ptimer, bool has_ptimer);
+// `value` is the one state-args field we read, when `has_value`: kernelCh.pTimer for state 22,
+// proxyStep.transSize for the ProxyStep states (v5, v4), proxyOp.transSize for the v2 ProxyOp
+// states 0-7. The shims pick it; unused otherwise.
+void RecordEventState(void* handle, int state, uint64_t value, bool has_value);
+// A ProxyOp or ProxyStep start may come from another process's proxy thread (PXN) with that
+// process's context and parent pointers (reference §2a): true when the descriptor shows it, so the
+// shims never dereference the context. Counted process-wide (nccl_foreign_proxy_op).
+bool ForeignProxyEvent(const EventDescr& d);
 // Writes what is still pending (flagged INCOMPLETE), reports counters, frees the context.
 void FinalizeContext(PluginContext* ctx);
 

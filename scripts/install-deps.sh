@@ -12,6 +12,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libsimdjson-dev zlib1g-dev     # commprof import kineto: JSON parsing, .json.gz
   chromium                      # browser tests of the HTML report (tests/browser)
+  libslurm-dev slurmctld slurmd slurm-client munge   # the SPANK plugin and the real single-node Slurm test
 )
 
 missing=()

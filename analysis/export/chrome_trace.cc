@@ -11,6 +11,7 @@
 
 #include "analysis/export/lane_assigner.h"
 #include "analysis/match/collective_instances.h"
+#include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
@@ -306,6 +307,7 @@ class TraceWriter {
   void WriteProcessMetadata(const RankInfo& r);
   void WriteThreadMetadata(uint32_t pid, uint32_t tid, const std::string& name, uint32_t sort_index);
   void WriteEvent(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t tid);
+  void WriteMemoryCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
   void WriteCollectiveArgs(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t tid,
                            std::string& flows);
   void WriteFlow(char phase, const CollectiveInstance& in, uint64_t id, uint32_t pid, uint32_t tid, int64_t ts,
@@ -737,7 +739,36 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
     }
     pos = end_pos;
   }
-  return Status::Ok();
+  WriteMemoryCounters(r, events, model);
+  return sink_.MaybeFlush() ? Status::Ok() : sink_.Error();
+}
+
+// One counter track per device and memory kind that has allocation/free records: the bytes in use
+// after each record (docs/metrics.md §7, the same series as /analysis/memory).
+void TraceWriter::WriteMemoryCounters(const RankInfo& r, std::span<const commprof_event> events,
+                                      const ClockModel& model) {
+  MemoryUsageBuilder builder(r.rank, model);
+  builder.Add(events);
+  const uint32_t pid = r.rank + 1;
+  for (const MemorySeries& m : builder.Finish()) {
+    const std::string name = std::string("memory in use: device ") + std::to_string(m.device) + " " +
+                             MemoryKindName(m.memory_kind);
+    for (const MemoryPoint& pt : m.points) {
+      std::string& b = sink_.buf();
+      BeginEvent();
+      b += "{\"ph\":\"C\",\"cat\":\"memory\",\"name\":";
+      AppendQuoted(b, name);
+      b += ",\"pid\":";
+      AppendUint(b, pid);
+      b += ",\"ts\":";
+      AppendMicros(b, pt.time_ns - origin_);
+      b += ",\"args\":{\"bytes\":";
+      AppendInt(b, pt.bytes_in_use);
+      b += "}}";
+      ++stats_.counters;
+      if (!sink_.MaybeFlush()) return;
+    }
+  }
 }
 
 Status TraceWriter::Finish() {

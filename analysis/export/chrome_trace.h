@@ -50,6 +50,7 @@ struct ChromeExportStats {
   uint64_t tracks = 0;              // distinct (rank, device, thread or stream) tracks, lanes not counted
   uint64_t lanes_added = 0;         // extra tids beyond one per track
   uint64_t flows = 0;               // arrows (one "s" and one "f" event each)
+  uint64_t counters = 0;            // counter samples ("C"): memory in use
   uint64_t bytes = 0;               // JSON bytes written
   int64_t origin_reference_ns = 0;  // ts 0 on the reference clock
 };

@@ -80,6 +80,15 @@ struct ArrivalRow {
   int64_t transfer_ns;
 };
 
+struct MemoryRow {
+  uint32_t rank;
+  uint16_t device;
+  uint8_t memory_kind;
+  int64_t time_ns;
+  int64_t bytes_in_use;
+  int64_t delta_bytes;
+};
+
 // Builds a compound type field by field; the last argument list names every member once.
 class CompoundBuilder {
  public:
@@ -175,6 +184,17 @@ Handle ArrivalType() {
       .Take();
 }
 
+Handle MemoryType() {
+  return CompoundBuilder(sizeof(MemoryRow))
+      .COMMPROF_COL(MemoryRow, rank, H5T_NATIVE_UINT32)
+      .COMMPROF_COL(MemoryRow, device, H5T_NATIVE_UINT16)
+      .COMMPROF_COL(MemoryRow, memory_kind, H5T_NATIVE_UINT8)
+      .COMMPROF_COL(MemoryRow, time_ns, H5T_NATIVE_INT64)
+      .COMMPROF_COL(MemoryRow, bytes_in_use, H5T_NATIVE_INT64)
+      .COMMPROF_COL(MemoryRow, delta_bytes, H5T_NATIVE_INT64)
+      .Take();
+}
+
 #undef COMMPROF_COL
 
 // A 1-D table of `rows`, chunked and compressed when large; an empty table is still created so
@@ -267,6 +287,13 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
     instances.push_back(row);
   }
 
+  std::vector<MemoryRow> memory;
+  for (const MemorySeries& m : report.memory) {
+    for (const MemoryPoint& pt : m.points) {
+      memory.push_back({m.rank, m.device, m.memory_kind, pt.time_ns, pt.bytes_in_use, pt.delta_bytes});
+    }
+  }
+
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
   if (!file.valid()) return IoError(path + ": cannot open for writing the analysis group");
   if (H5Lexists(file.get(), "analysis", H5P_DEFAULT) > 0 && H5Ldelete(file.get(), "analysis", H5P_DEFAULT) < 0) {
@@ -293,6 +320,7 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
        WriteRows(g.get(), "collectives", CollectiveType().get(), types) &&
        WriteRows(g.get(), "instances", InstanceType().get(), instances) &&
        WriteRows(g.get(), "arrivals", ArrivalType().get(), arrivals) &&
+       WriteRows(g.get(), "memory", MemoryType().get(), memory) &&
        WriteStringDataset(g.get(), "report_json", ReportToJson(report).dump());
   if (!ok) return IoError(path + ": writing /analysis failed");
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return IoError(path + ": flushing /analysis failed");

@@ -20,6 +20,9 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   auto overlap = ComputeOverlap(reader);
   if (!overlap.ok()) return overlap.status();
   rep.overlap = std::move(overlap.value());
+  auto memory = ComputeMemoryUsage(reader);
+  if (!memory.ok()) return memory.status();
+  rep.memory = std::move(memory.value());
   return rep;
 }
 
@@ -167,6 +170,13 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
                               {"clock_method", r.clock_method}});
   }
   j["clock"] = clock;
+  j["memory"] = Json::array();
+  for (const MemorySeries& m : report.memory) {
+    j["memory"].push_back({{"rank", m.rank}, {"device", m.device}, {"memory_kind", MemoryKindName(m.memory_kind)},
+                           {"peak_bytes", m.peak_bytes}, {"peak_time_ns", m.peak_time_ns},
+                           {"final_bytes", m.final_bytes}, {"allocs", m.allocs}, {"frees", m.frees},
+                           {"unmatched_frees", m.unmatched_frees}, {"points", m.points.size()}});
+  }
   return j;
 }
 
@@ -247,6 +257,19 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
       std::snprintf(line, sizeof line, "%-5u %-15s %7.1f%% %13s %10s %9.1f%% %9.1f%% %9.1f%%\n", o.rank,
                     OverlapBasisName(o.basis), 100.0 * o.overlap, Ms(o.exposed_comm_ns).c_str(), Ms(b.span_ns).c_str(),
                     Percent(b.compute_ns, b.span_ns), Percent(b.memory_ns, b.span_ns), Percent(b.idle_ns, b.span_ns));
+      os << line;
+    }
+  }
+  if (!report.memory.empty()) {
+    os << "\nmemory in use (from allocation and free records):\n";
+    std::snprintf(line, sizeof line, "%-5s %6s %-14s %14s %12s %14s %8s %8s\n", "rank", "device", "kind", "peak (MiB)",
+                  "at (ms)", "at end (MiB)", "allocs", "frees");
+    os << line;
+    for (const MemorySeries& m : report.memory) {
+      std::snprintf(line, sizeof line, "%-5u %6u %-14s %14.1f %12s %14.1f %8llu %8llu\n", m.rank, m.device,
+                    MemoryKindName(m.memory_kind), static_cast<double>(m.peak_bytes) / (1 << 20),
+                    Ms(m.peak_time_ns - rep.lateness.start_ns).c_str(), static_cast<double>(m.final_bytes) / (1 << 20),
+                    static_cast<unsigned long long>(m.allocs), static_cast<unsigned long long>(m.frees));
       os << line;
     }
   }

@@ -12,6 +12,7 @@
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
 #include "analysis/match/p2p_messages.h"
+#include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/overlap.h"
 #include "analysis/metrics/wait_metrics.h"
 
@@ -26,6 +27,7 @@ struct JobReport {
   ClockViolations clock;
   P2PMatchResult p2p;  // point-to-point messages, Late Sender / Late Receiver (§5)
   std::vector<RankOverlap> overlap;  // per rank, parallel to info.ranks (§6)
+  std::vector<MemorySeries> memory;  // per rank, device and memory kind that has alloc/free records (§7)
 };
 
 // Reads the file once per pass it needs (matching, ...) and computes every figure.

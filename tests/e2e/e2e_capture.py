@@ -6,6 +6,7 @@ Usage: e2e_capture.py CASE --build BUILD_DIR --work WORK_DIR
 Each CASE is one ctest test; a failed check raises with what was expected and what was found.
 """
 import argparse
+import collections
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -1446,7 +1448,7 @@ def v_median(values):
 # docs/cli.md "--format json" (schema_version 2): every documented key, by object.
 V_SCHEMA = {
     "": {"schema", "schema_version", "world_size", "job_id", "path", "instances", "skew_threshold_ns", "ranks",
-         "collectives", "worst_instances", "p2p", "stragglers", "lateness", "clock"},
+         "collectives", "worst_instances", "p2p", "stragglers", "lateness", "clock", "memory"},
     "instances": {"matched", "incomplete", "incomplete_list"},
     "incomplete_list": {"comm_id", "seq", "type", "comm_size", "ranks_present"},
     "ranks": {"rank", "host", "pid", "comm_time_ns", "wait_time_ns", "wait_share", "times_last", "delay_caused_ns",
@@ -2087,6 +2089,7 @@ def case_verify_independent(ctx):
 
 SKIP = "skip"
 NCCL_KIND_COLLECTIVE, NCCL_KIND_COMM_KERNEL, NCCL_KIND_COMM_INIT = 17, 11, 6
+NCCL_KIND_PROXY_OP, NCCL_KIND_PROXY_STEP = 21, 22
 NCCL_OP_NCCL_COMM_INIT = 67
 # NCCL func -> (commprof_op_type, the type names the report may give it)
 NCCL_TYPES = {"AllReduce": (4, ("allreduce", "AllReduce", "ncclAllReduce", "nccl_allreduce")),
@@ -2114,7 +2117,11 @@ def case_nccl_plugin(ctx):
         cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(n) + [
             driver, "--plugin", plugin, "--abi", abi, "--iters", str(iters), "--slow-rank", str(slow),
             "--slow-us", str(slow_us), "--count", str(count)]
-        p = run(cmd, env=EXACT_ENV, check_rc=0, timeout=300)
+        # v5 also records the proxy ops and steps (COMMPROF_NCCL_DETAIL=proxy, docs/nccl-plugin.md);
+        # the analysis must come out the same with them
+        detail = abi == "v5"
+        env = dict(EXACT_ENV, COMMPROF_NCCL_DETAIL="proxy") if detail else EXACT_ENV
+        p = run(cmd, env=env, check_rc=0, timeout=300)
         lines = [l for l in p.stdout.splitlines() if l.startswith('{"driver"')]
         expect(len(lines) == 1, f"{abi}: the driver's summary line\n{p.stdout}\n{p.stderr}")
         summary = json.loads(lines[0])
@@ -2201,6 +2208,35 @@ def case_nccl_plugin(ctx):
                         expect(all(int(x) == slow for x in c["peer"]), f"{abi} rank {r}: Broadcast root")
                 arrivals[r] = {(int(e["subtype"]), int(e["seq"])): int(e["start_ns"]) for e in coll
                                if int(e["subtype"]) in [op for op, _ in NCCL_TYPES.values()]}
+                pops = ev[ev["kind"] == NCCL_KIND_PROXY_OP]
+                psteps = ev[ev["kind"] == NCCL_KIND_PROXY_STEP]
+                if not detail:
+                    expect(len(pops) == 0 and len(psteps) == 0, f"{abi} rank {r}: proxy records without the detail")
+                else:
+                    # the driver (network transport, reference §4): per collective, per channel (2)
+                    # a send op to the ring's next rank and a receive op from its previous one, one
+                    # step each carrying the channel's share of the bytes
+                    nxt, prv = (r + 1) % n, (r + n - 1) % n
+                    for func, (op, _) in NCCL_TYPES.items():
+                        for e in coll[coll["subtype"] == op]:
+                            mine = pops[(pops["subtype"] == op) & (pops["seq"] == e["seq"]) &
+                                        (pops["comm_id"] == e["comm_id"])]
+                            got = sorted((int(x["correlation"]), int(x["reduce_op"]), int(x["peer"])) for x in mine)
+                            want = sorted([(ch, 1, nxt) for ch in (0, 1)] + [(ch, 2, prv) for ch in (0, 1)])
+                            expect(got == want, f"{abi} rank {r}: {func} seq {e['seq']}: proxy ops {got}, expected {want}")
+                            for d in (1, 2):
+                                moved = int(mine["bytes"][mine["reduce_op"] == d].sum())
+                                expect(moved == int(e["bytes"]), f"{abi} rank {r}: {func} seq {e['seq']} direction "
+                                       f"{d}: proxy ops moved {moved} bytes, the collective has {int(e['bytes'])}")
+                            expect(all(int(a) <= int(b) for a, b in zip(mine["start_ns"], mine["end_ns"])),
+                                   f"{abi} rank {r}: proxy op spans")
+                    expect(len(psteps) == len(pops), f"{abi} rank {r}: {len(psteps)} steps for {len(pops)} ops")
+                    # one step (number 0) per op: correlation = step << 8 | channel, bytes = the op's
+                    key = lambda x: (int(x["subtype"]), int(x["seq"]), int(x["reduce_op"]), int(x["correlation"]) & 0xFF)
+                    by_op = {key(x): int(x["bytes"]) for x in pops}
+                    for st in psteps:
+                        expect(int(st["correlation"]) >> 8 == 0 and by_op.get(key(st)) == int(st["bytes"]),
+                               f"{abi} rank {r}: proxy step {st} does not match its op")
                 if abi != "v2":
                     k = ev[(ev["kind"] == NCCL_KIND_COMM_KERNEL) & (ev["comm_id"] == np.uint64(comm_hash))]
                     # one per channel (2 per collective in the driver; 1 per Send/Recv)
@@ -2221,7 +2257,110 @@ def case_nccl_plugin(ctx):
         print(f"nccl_plugin: {abi}: {rep['instances']['matched']} instances, straggler {slow}, waits ok")
 
 
+def case_activities(ctx):
+    """`commprof run --activities` (docs/cli.md): a bad list is a usage error naming the item; each
+    source records only when selected: MPI calls (mpi), the C API (cpu), the NCCL plugin (nccl);
+    MPI_Init/Finalize bound every rank's run either way."""
+    p = run([ctx.commprof, "run", "-o", ctx.path("bad.h5"), "--activities", "mpi,gpu", "--", "true"])
+    expect(p.returncode == 2 and "'gpu'" in p.stderr and "--activities" in p.stderr,
+           f"a bad --activities: exit code {p.returncode}, stderr {p.stderr!r}")
+    p = run([ctx.commprof, "run", "-o", ctx.path("twice.h5"), "--activities", "mpi,mpi", "--", "true"])
+    expect(p.returncode == 2 and "twice" in p.stderr, f"a repeated activity: {p.returncode} {p.stderr!r}")
+    n = 2
+    app = [ctx.example, "--iters", "20"]
+    counts = {}
+    for acts in ("cpu", "mpi", "all"):
+        out = ctx.path(f"mpi-{acts}.h5")
+        run([ctx.commprof, "run", "-o", out, "--activities", acts, "--"] + mpirun(n) + app, check_rc=0)
+        with h5py.File(out, "r") as f:
+            for r in range(n):
+                _, ev, _ = load_rank(f, r)
+                kinds = collections.Counter(int(k) for k in ev["kind"])
+                expect(kinds[KIND["mpi_init"]] == 1 and kinds[KIND["mpi_finalize"]] == 1,
+                       f"--activities {acts}: rank {r}: MPI_Init/Finalize {kinds}")
+                counts[(acts, r)] = kinds[KIND["mpi_collective"]]
+    for r in range(n):
+        expect(counts[("cpu", r)] == 0, f"--activities cpu: rank {r} recorded {counts[('cpu', r)]} MPI collectives")
+        expect(counts[("mpi", r)] >= 20 and counts[("mpi", r)] == counts[("all", r)],
+               f"rank {r}: MPI collectives with mpi {counts[('mpi', r)]}, with all {counts[('all', r)]}")
+    # the C API is the cpu activity
+    capi = os.path.join(ctx.build, "tests", "e2e", "c_api_program")
+    user = {}
+    for acts in ("mpi", "cpu"):
+        out = ctx.path(f"capi-{acts}.h5")
+        run([ctx.commprof, "run", "-o", out, "--activities", acts, "--", capi], check_rc=0)
+        with h5py.File(out, "r") as f:
+            _, ev, _ = load_rank(f, 0)
+            user[acts] = int(np.isin(ev["kind"], [KIND["user_range"], KIND["user_mark"], KIND["step"]]).sum())
+    # c_api_program: 5 outer + 5 inner + 10 worker ranges, 5 marks, 5 steps (case_c_api)
+    expect(user["mpi"] == 0 and user["cpu"] == 30, f"C API events per --activities: {user}")
+    # the NCCL plugin asks NCCL for no events when nccl is not selected (the driver loads the plugin
+    # itself, as NCCL would with NCCL_PROFILER_PLUGIN set by hand)
+    plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
+    driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
+    if os.path.exists(plugin) and os.path.exists(driver):
+        nccl = {}
+        for acts in ("mpi", "nccl,mpi"):
+            out = ctx.path(f"nccl-{acts}.h5")
+            run([ctx.commprof, "run", "-o", out, "--activities", acts, "--"] + mpirun(n) +
+                [driver, "--plugin", plugin, "--abi", "v5", "--iters", "3", "--slow-rank", "1", "--slow-us", "100"],
+                env=EXACT_ENV, check_rc=0, timeout=300)
+            with h5py.File(out, "r") as f:
+                _, ev, _ = load_rank(f, 0)
+                nccl[acts] = int(np.isin(ev["kind"], [NCCL_KIND_COLLECTIVE, NCCL_KIND_COMM_KERNEL, 16]).sum())
+        expect(nccl["mpi"] == 0 and nccl["nccl,mpi"] > 0, f"NCCL records per --activities: {nccl}")
+    else:
+        print(f"activities: the NCCL part SKIPPED: {plugin} or {driver} not built")
+
+
+def case_aggregate(ctx):
+    """`commprof aggregate` (docs/cli.md): usage errors exit 2; with --expect 2 a real 2-rank job
+    connecting by COMMPROF_AGGREGATOR makes it exit 0 with both ranks complete; with --expect 3 and
+    --timeout it exits 3 and still finalizes what arrived; --secret-file is created 0600."""
+    agg = [ctx.commprof, "aggregate", "-q"]
+    for args, why in ((["--listen", "0.0.0.0:0"], "no --expect"),
+                      (["--expect", "2", "--listen", "nonsense"], "a malformed --listen"),
+                      (["--expect", "2"], "no secret")):
+        env = {k: v for k, v in os.environ.items() if k != "COMMPROF_SECRET"}
+        p = subprocess.run(agg + args + ["-o", ctx.path("bad.h5")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=30)
+        expect(p.returncode == 2, f"{why}: exit code {p.returncode}, stderr {p.stderr!r}")
+    lib = os.path.join(ctx.build, "collector", "libcommprof.so")
+
+    def job(expect_n, ranks, timeout_s, name):
+        secret, addr, out = ctx.path(f"{name}.secret"), ctx.path(f"{name}.addr"), ctx.path(f"{name}.h5")
+        proc = subprocess.Popen(agg + ["--expect", str(expect_n), "--listen", "127.0.0.1:0", "--job-id", name,
+                                       "--secret-file", secret, "--address-file", addr, "--timeout", str(timeout_s),
+                                       "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            if os.path.exists(addr):
+                break
+            time.sleep(0.05)
+        expect(os.path.exists(addr), f"{name}: no address file")
+        expect(stat.S_IMODE(os.stat(secret).st_mode) == 0o600, f"{name}: secret file mode {oct(os.stat(secret).st_mode)}")
+        env = {"COMMPROF_AGGREGATOR": open(addr).read().strip(), "COMMPROF_SECRET": open(secret).read().strip(),
+               "COMMPROF_JOB_ID": name}
+        cmd = mpirun(ranks) + ["-x", "COMMPROF_AGGREGATOR", "-x", "COMMPROF_SECRET", "-x", "COMMPROF_JOB_ID",
+                               "-x", "LD_PRELOAD=" + lib, ctx.example, "--iters", "10"]
+        run(cmd, env=env, check_rc=0)
+        _, err = proc.communicate(timeout=timeout_s + 60)
+        return proc.returncode, out, err
+
+    rc, out, err = job(2, 2, 60, "agg-ok")
+    expect(rc == 0, f"all ranks done: exit code {rc}, stderr {err!r}")
+    with h5py.File(out, "r") as f:
+        expect(f.attrs["job_id"] == "agg-ok" and sorted(f["ranks"]) == ["0", "1"], f"ranks {list(f['ranks'])}")
+        expect(all(f["ranks"][r].attrs["status"] == "complete" for r in f["ranks"]), "statuses")
+        expect("analysis" in f, "the analysis is stored")
+    rc, out, err = job(3, 2, 3, "agg-timeout")
+    expect(rc == 3 and "timed out with 2 of 3" in err, f"timeout: exit code {rc}, stderr {err!r}")
+    with h5py.File(out, "r") as f:
+        expect(sorted(f["ranks"]) == ["0", "1"] and int(f.attrs["finalized"]) == 1, "what arrived is finalized")
+
+
 CASES = {
+    "aggregate": case_aggregate,
+    "activities": case_activities,
     "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
     "report_straggler": case_report_straggler,

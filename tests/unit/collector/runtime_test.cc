@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -415,6 +416,72 @@ TEST(Runtime, SplitHostPortHandlesIpv4AndBracketedIpv6) {
   EXPECT_FALSE(SplitHostPort("nohost", host, port));
   EXPECT_FALSE(SplitHostPort(":80", host, port));
   EXPECT_FALSE(SplitHostPort("host:", host, port));
+}
+
+}  // namespace
+}  // namespace commprof
+
+namespace commprof {
+namespace {
+
+// Sets launcher variables for one test and restores the environment afterwards.
+class LauncherEnv : public ::testing::Test {
+ protected:
+  static constexpr const char* kVars[] = {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                                          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+  void SetUp() override {
+    for (const char* v : kVars) {
+      const char* old = std::getenv(v);
+      saved_.emplace_back(v, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(v);
+    }
+  }
+  void TearDown() override {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(LauncherEnv, NoLauncherGivesNoRank) {
+  EXPECT_EQ(RankFromEnvironment(), -1);
+  EXPECT_EQ(WorldSizeFromEnvironment(), -1);
+}
+
+// reference/slurm-mpi.md §5: srun --mpi=pmix sets PMIX_RANK and SLURM_PROCID, no OMPI_* before
+// MPI_Init; the size comes from SLURM_NTASKS.
+TEST_F(LauncherEnv, SrunWithPmixTakesPmixRankAndSlurmTasks) {
+  setenv("PMIX_RANK", "2", 1);
+  setenv("SLURM_PROCID", "2", 1);
+  setenv("SLURM_NTASKS", "4", 1);
+  EXPECT_EQ(RankFromEnvironment(), 2);
+  EXPECT_EQ(WorldSizeFromEnvironment(), 4);
+}
+
+// Under mpirun inside sbatch every rank sees SLURM_PROCID=0 (inherited from the batch step) and
+// SLURM_NTASKS of the allocation; mpirun's own variables must win.
+TEST_F(LauncherEnv, MpirunInsideSbatchIgnoresTheInheritedSlurmProcid) {
+  setenv("SLURM_PROCID", "0", 1);
+  setenv("SLURM_NTASKS", "8", 1);
+  setenv("PMIX_RANK", "3", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  EXPECT_EQ(RankFromEnvironment(), 3);
+  EXPECT_EQ(WorldSizeFromEnvironment(), 4);
+}
+
+TEST_F(LauncherEnv, SlurmProcidAloneIsTheLastResort) {
+  setenv("SLURM_PROCID", "5", 1);
+  setenv("SLURM_NTASKS", "6", 1);
+  EXPECT_EQ(RankFromEnvironment(), 5);
+  EXPECT_EQ(WorldSizeFromEnvironment(), 6);
 }
 
 }  // namespace

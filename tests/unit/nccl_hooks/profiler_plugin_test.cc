@@ -403,6 +403,151 @@ TEST(NcclProfilerPlugin, V2CompletionFromProxyOpsAndCommHashFromDescriptor) {
   EXPECT_EQ(sink.CounterOf("nccl_foreign_proxy_op"), 1u);
 }
 
+// COMMPROF_NCCL_DETAIL=proxy under v5, driven as 2.28 does on the proxy thread (reference §4): per
+// channel and direction a ProxyOp (start, state 19), per step a ProxyStep with transSize in each of
+// its states (send 8, 20, 9; receive 10, 11, 12), step stops, then the op stop.
+TEST(NcclProfilerPlugin, ProxyDetailRecordsEveryOpAndStepWithTheirParentsIdentity) {
+  CaptureSink sink;
+  PluginOptions detail;
+  detail.proxy_detail = true;
+  PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(1, 4), &sink, detail);
+  EventDescr c = Descr(kCpNcclColl);
+  c.func = "AllReduce";
+  c.count = 4096;
+  c.datatype = "ncclFloat32";
+  c.seq_number = 7;
+  c.n_channels = 1;
+  void* hC = Start(ctx, c);
+  ASSERT_NE(hC, nullptr);
+  StopEvent(hC);
+  struct Dir {
+    int is_send, peer;
+    std::vector<int> states;
+  };
+  const Dir dirs[] = {{1, 2, {8, 20, 9}}, {0, 0, {10, 11, 12}}};
+  uint64_t t = 10'000;
+  for (const Dir& dir : dirs) {
+    EventDescr op = Descr(kCpNcclProxyOp, hC);
+    op.pid = static_cast<int>(::getpid());
+    op.channel_id = 0;
+    op.peer = dir.peer;
+    op.is_send = dir.is_send;
+    sink.SetNow(t);
+    void* hO = Start(ctx, op);
+    ASSERT_NE(hO, nullptr);
+    RecordEventState(hO, kCpNcclStateProxyOpInProgress, 0, false);
+    for (int step = 0; step < 2; ++step) {
+      EventDescr st = Descr(kCpNcclProxyStep, hO);
+      st.step = 40 + step;
+      sink.SetNow(t + 100 + 1000 * static_cast<uint64_t>(step));
+      void* hS = Start(ctx, st);
+      ASSERT_NE(hS, nullptr);
+      for (int state : dir.states) RecordEventState(hS, state, 8192, true);
+      sink.SetNow(t + 600 + 1000 * static_cast<uint64_t>(step));
+      StopEvent(hS);
+    }
+    sink.SetNow(t + 3000);
+    StopEvent(hO);
+    t += 5000;
+  }
+  KernelChannel(sink, ctx, hC, 0, 500'000, 700'000, 0, 0);
+  FinalizeContext(ctx);
+
+  auto ops = sink.OfKind(COMMPROF_KIND_NCCL_PROXY_OP);
+  ASSERT_EQ(ops.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const commprof_event& e = ops[i];
+    const uint64_t t0 = 10'000 + 5000 * i;
+    EXPECT_EQ(e.comm_id, kHash);
+    EXPECT_EQ(e.seq, 7u);
+    EXPECT_EQ(e.subtype, COMMPROF_OP_ALLREDUCE);
+    EXPECT_EQ(sink.Name(e.name_id), "AllReduce");
+    EXPECT_EQ(e.peer, dirs[i].peer);
+    EXPECT_EQ(e.correlation, 0u);                        // channel
+    EXPECT_EQ(e.reduce_op, dirs[i].is_send ? 1 : 2);     // send 1, receive 2
+    EXPECT_EQ(e.bytes, 2u * 8192u);                      // the sum of its steps' transSize
+    EXPECT_EQ(e.start_ns, t0);
+    EXPECT_EQ(e.end_ns, t0 + 3000);
+    EXPECT_EQ(e.device, 3u);
+  }
+  auto steps = sink.OfKind(COMMPROF_KIND_NCCL_PROXY_STEP);
+  ASSERT_EQ(steps.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const commprof_event& e = steps[i];
+    const uint64_t step = i % 2;
+    const uint64_t t0 = 10'000 + 5000 * (i / 2) + 100 + 1000 * step;
+    EXPECT_EQ(e.correlation, static_cast<uint32_t>((40 + step) << 8)) << "step above, channel 0 below";
+    EXPECT_EQ(e.bytes, 8192u);
+    EXPECT_EQ(e.start_ns, t0);
+    EXPECT_EQ(e.end_ns, t0 + 500);
+    EXPECT_EQ(e.seq, 7u);
+    EXPECT_EQ(e.peer, dirs[i / 2].peer);
+    EXPECT_EQ(e.reduce_op, dirs[i / 2].is_send ? 1 : 2);
+  }
+  // The collective is still timed by its kernel channel, not by the proxy ops.
+  auto coll = sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE);
+  ASSERT_EQ(coll.size(), 1u);
+  EXPECT_EQ(coll[0].flags, 0u);
+  EXPECT_EQ(coll[0].end_ns - coll[0].start_ns, 200'000u);
+}
+
+TEST(NcclProfilerPlugin, WithoutProxyDetailProxyOpsTimeV2CollectivesButAreNotRecorded) {
+  for (bool detail : {false, true}) {
+    CaptureSink sink;
+    PluginOptions o;
+    o.proxy_detail = detail;
+    PluginContext* ctx = CreateContext(AbiVersion::kV2, CommInfo{}, &sink, o);
+    EventDescr c = Descr(kCpNcclColl);
+    c.func = "Broadcast";
+    c.count = 1 << 20;
+    c.datatype = "ncclInt8";
+    c.comm_hash = 0x77;
+    void* hC = Start(ctx, c);
+    EventDescr op = Descr(kCpNcclProxyOp, hC);
+    op.pid = static_cast<int>(::getpid());
+    op.is_send = 1;
+    op.peer = 3;
+    void* hO = Start(ctx, op);
+    ASSERT_NE(hO, nullptr);
+    // 2.24/2.25: the ProxyOp states carry {transSize, steps}; the last, largest counts.
+    RecordEventState(hO, 0, 0, true);
+    RecordEventState(hO, 2, 1 << 20, true);
+    StopEvent(hO);
+    StopEvent(hC);
+    FinalizeContext(ctx);
+    EXPECT_EQ(sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE).size(), 1u);
+    auto ops = sink.OfKind(COMMPROF_KIND_NCCL_PROXY_OP);
+    ASSERT_EQ(ops.size(), detail ? 1u : 0u);
+    if (detail) {
+      EXPECT_EQ(ops[0].bytes, 1u << 20);
+      EXPECT_EQ(ops[0].comm_id, 0x77u);
+      EXPECT_EQ(ops[0].peer, 3);
+      EXPECT_EQ(ops[0].reduce_op, 1);
+    }
+    EXPECT_TRUE(sink.OfKind(COMMPROF_KIND_NCCL_PROXY_STEP).empty());
+  }
+}
+
+TEST(NcclProfilerPlugin, ForeignProxyEventsNeverTouchTheirContext) {
+  // PXN: another process's proxy thread passes that process's context pointer. Dereferencing it
+  // would crash here (the address is unmapped), so this passes only if the descriptor alone decides.
+  auto* foreign_ctx = reinterpret_cast<PluginContext*>(static_cast<uintptr_t>(0x10));
+  EventDescr op = Descr(kCpNcclProxyOp, reinterpret_cast<void*>(static_cast<uintptr_t>(0x20)));
+  op.pid = static_cast<int>(::getpid()) + 100000;
+  EXPECT_EQ(Start(foreign_ctx, op), nullptr);
+  EventDescr step = Descr(kCpNcclProxyStep, nullptr);  // the step of the op we turned away
+  EXPECT_EQ(Start(foreign_ctx, step), nullptr);
+  EXPECT_TRUE(ForeignProxyEvent(op));
+  EventDescr own = op;
+  own.pid = static_cast<int>(::getpid());
+  EXPECT_FALSE(ForeignProxyEvent(own));
+  // The count reaches the next communicator to finalize.
+  CaptureSink sink;
+  PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, PluginOptions{});
+  FinalizeContext(ctx);
+  EXPECT_EQ(sink.CounterOf("nccl_foreign_proxy_op"), 2u);  // the Start above and the direct call
+}
+
 TEST(NcclProfilerPlugin, V2ProxyOpsAfterTheCollStopStillTimeTheCollective) {
   // The harness order: the application thread finishes (Coll stop) before the proxy thread appends
   // the proxy ops. A second collective never gets a proxy op (intra-node): INCOMPLETE at finalize.

@@ -1,0 +1,71 @@
+// The aggregator side of a profiled job, as `commprof run` embeds it and `commprof aggregate`
+// runs it standalone: an Ingest (the HDF5 writer thread) fed by an Asio server on its own thread,
+// and the end of collection (grace for the last frames, spools merged, file finalized, analysis
+// stored). One implementation so the two commands cannot drift apart.
+#pragma once
+
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "aggregator/hdf5/hdf5_writer.h"
+#include "aggregator/ingest.h"
+#include "aggregator/rank_stream.h"
+#include "aggregator/server.h"
+#include "core/status.h"
+
+namespace commprof::cli {
+
+struct CollectionOptions {
+  std::string output;     // the HDF5 file (overwritten)
+  JobMeta meta;           // job id, command line, start
+  std::string secret;     // the ranks' hello proof
+  std::string listen;     // IP literal
+  uint16_t port = 0;      // 0: any free port
+  int deflate = 0;
+  uint32_t flush_ms = 1000;
+};
+
+struct CollectionSummary {
+  Status status;  // the file's final write status
+  uint32_t accepted = 0;
+  uint32_t refused = 0;
+  uint64_t events = 0;
+};
+
+class Collection {
+ public:
+  // `command` prefixes error messages ("commprof run").
+  static Result<std::unique_ptr<Collection>> Start(const CollectionOptions& options, const char* command);
+  ~Collection();
+
+  uint16_t port() const { return server_->port(); }
+  const ServerStats& stats() const { return server_->stats(); }
+
+  // Waits up to `grace_s` for open connections, closes the server (sessions still open are marked
+  // disconnected), merges this job's spools from `spool_dir` (removing those merged, and the
+  // directory if it ends empty), finalizes the file and, with `analyze`, stores /analysis.
+  // Progress and problems go to stderr prefixed "commprof".
+  CollectionSummary Finish(double grace_s, const std::string& spool_dir, bool analyze);
+
+ private:
+  Collection() = default;
+  CollectionOptions options_;
+  std::unique_ptr<Ingest> ingest_;
+  boost::asio::io_context io_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
+  std::thread io_thread_;
+  bool finished_ = false;
+};
+
+// 2 x `bytes` random hex digits from /dev/urandom (a time/pid fallback on a broken system).
+std::string RandomHex(size_t bytes);
+// $SLURM_JOB_ID, or YYYYmmdd-HHMMSS-<pid>.
+std::string DefaultJobId();
+
+}  // namespace commprof::cli
