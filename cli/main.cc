@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(&commprof::cli::AddExportCommand);
   add(&commprof::cli::AddImportCommand);
   add(&commprof::cli::AddAggregateCommand);
+  add(&commprof::cli::AddHtaCommand);
 
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "run") {
