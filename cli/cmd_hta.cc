@@ -209,10 +209,10 @@ void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
     std::printf("comm/comp overlap: no communication kernels\n");
   }
   const TemporalBreakdown& t = a.breakdown.temporal;
-  std::printf("temporal breakdown (us): kernel_time %s = compute %s (%.2f %%) + non_compute %s (%.2f %%)"
-              " + idle %s (%.2f %%)\n",
-              Us(static_cast<double>(t.kernel_time_ns)).c_str(), Us(static_cast<double>(t.compute_ns)).c_str(),
-              t.compute_pctg, Us(static_cast<double>(t.non_compute_ns)).c_str(), t.non_compute_pctg,
+  std::printf("temporal breakdown (us): kernel_time %s\n", Us(static_cast<double>(t.kernel_time_ns)).c_str());
+  std::printf("  compute %s (%.2f %%), non_compute %s (%.2f %%), idle %s (%.2f %%)\n",
+              Us(static_cast<double>(t.compute_ns)).c_str(), t.compute_pctg,
+              Us(static_cast<double>(t.non_compute_ns)).c_str(), t.non_compute_pctg,
               Us(static_cast<double>(t.idle_ns)).c_str(), t.idle_pctg);
 
   std::printf("\nidle time per stream (us; kernel_wait: gap < %s us)\n", Us(static_cast<double>(delay_ns)).c_str());
