@@ -34,8 +34,10 @@ struct Options {
   double duration_ratio = 0.8;
 };
 
+// One rank's results; its records are dropped once these are computed.
 struct RankAnalyses {
-  RankGpuTrace trace;  // records and calls are dropped once analysed; counts stay
+  uint32_t rank = 0;
+  uint64_t events_read = 0;
   uint64_t gpu_records = 0, api_calls = 0, launch_calls = 0;
   GpuBreakdown breakdown;
   std::vector<StreamIdle> idle;
@@ -85,8 +87,8 @@ nlohmann::ordered_json RankJson(const RankAnalyses& a, int64_t delay_ns) {
   const bool gpu = a.gpu_records > 0;
   const bool launches = !a.queue.empty() || a.launch.pairs > 0;
   nlohmann::ordered_json j;
-  j["rank"] = a.trace.rank;
-  j["events_read"] = a.trace.events_read;
+  j["rank"] = a.rank;
+  j["events_read"] = a.events_read;
   j["gpu_records"] = a.gpu_records;
   j["cuda_api_calls"] = a.api_calls;
   j["launch_calls"] = a.launch_calls;
@@ -196,7 +198,7 @@ std::string Fit(const std::string& s, size_t width) {
 
 void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
   std::printf("== rank %u: %" PRIu64 " GPU records, %" PRIu64 " CUDA API calls (%" PRIu64 " launches)\n",
-              a.trace.rank, a.gpu_records, a.api_calls, a.launch_calls);
+              a.rank, a.gpu_records, a.api_calls, a.launch_calls);
   if (a.gpu_records == 0) {
     std::printf("  every analysis: %s\n\n", kNoGpu);
     return;
@@ -332,9 +334,8 @@ int RunHta(const Options& o) {
     a.idle = ComputeIdleBreakdown(trace.value(), {delay_ns});
     a.queue = ComputeQueueLength(trace.value());
     a.launch = ComputeLaunchStats(trace.value());
-    // Keep only the counts: the next rank's records replace these.
-    a.trace.rank = trace->rank;
-    a.trace.events_read = trace->events_read;
+    a.rank = trace->rank;
+    a.events_read = trace->events_read;
     if (o.format == "json") {
       doc["ranks"].push_back(RankJson(a, delay_ns));
     } else {

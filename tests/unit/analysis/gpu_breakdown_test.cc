@@ -486,5 +486,36 @@ TEST(HtaRealTrace, TraceFilterRank0MatchesARecomputationFromTheRawJson) {
   }
 }
 
+// HTA keeps this trace (tests/data/negative_queue_length_values_check) because its queue length
+// once went negative: kernels without a launch call were subtracted. Only matched pairs step here,
+// so every stream stays >= 0, and the steps are two per pair.
+TEST(HtaRealTrace, QueueLengthOfHtasNegativeQueueTraceNeverGoesNegative) {
+  const std::string path = DataDir() + "/hta-single-rank-nccl/negative_queue_length_rank0.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "Kineto test data not found: " << path;
+  kineto::ImportOptions opts;
+  opts.inputs = {path};
+  auto job = kineto::ImportKineto(opts);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  TempDir dir;
+  ASSERT_TRUE(cli::WriteImportedJob(job.value(), dir / "nq.h5", "test").ok());
+  auto reader = ProfileReader::Open(dir / "nq.h5");
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto trace = CollectRankGpuTrace(*reader.value(), 0);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const auto queue = ComputeQueueLength(trace.value());
+  const LaunchStats launch = ComputeLaunchStats(trace.value());
+  ASSERT_FALSE(queue.empty());
+  uint64_t steps = 0;
+  for (const auto& q : queue) {
+    EXPECT_GE(q.min, 0.0) << "stream " << q.stream;
+    EXPECT_LE(q.p25, q.p50);
+    EXPECT_LE(q.p50, q.p75);
+    EXPECT_LE(q.p75, q.max);
+    steps += q.count;
+  }
+  EXPECT_EQ(steps, 2 * launch.pairs);
+  EXPECT_GT(launch.pairs, 0u);
+}
+
 }  // namespace
 }  // namespace commprof
