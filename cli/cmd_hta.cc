@@ -109,7 +109,7 @@ nlohmann::ordered_json RankJson(const RankAnalyses& a, int64_t delay_ns) {
                              {"compute_pctg", t.compute_pctg},    {"non_compute_pctg", t.non_compute_pctg}};
 
   auto& ji = j["idle_time_breakdown"];
-  ji["status"] = a.idle.empty() ? kNoGpu : "ok";
+  ji["status"] = !gpu ? kNoGpu : a.idle.empty() ? "no kernels" : "ok";  // sync records only
   ji["consecutive_kernel_delay_ns"] = delay_ns;
   ji["streams"] = nlohmann::ordered_json::array();
   for (const StreamIdle& s : a.idle) {
@@ -132,7 +132,7 @@ nlohmann::ordered_json RankJson(const RankAnalyses& a, int64_t delay_ns) {
   }
 
   auto& jk = j["kernel_breakdown"];
-  jk["status"] = a.breakdown.kernels.top.empty() ? kNoGpu : "ok";
+  jk["status"] = !gpu ? kNoGpu : a.breakdown.kernels.top.empty() ? "no kernels" : "ok";
   jk["kernel_types"] = nlohmann::ordered_json::array();
   for (const KernelTypeTime& k : a.breakdown.kernels.by_mask) {
     jk["kernel_types"].push_back({{"mask", k.mask}, {"name", k.name}, {"time_ns", k.time_ns}, {"pctg", k.pctg}});
