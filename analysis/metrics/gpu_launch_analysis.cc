@@ -169,12 +169,12 @@ LaunchStats ComputeLaunchStats(const RankGpuTrace& trace) {
   const CallsByCorrelation calls(trace.api_calls);
   LaunchStats st;
   std::vector<int64_t> cpu, gpu, delay;
-  std::unordered_map<const ApiCall*, bool> used;
+  std::vector<bool> used(trace.api_calls.size(), false);  // by index into api_calls
   for (const GpuRecord& r : trace.records) {
     if (!IsKernelLike(r)) continue;
     const ApiCall* call = calls.FindLaunch(r.correlation);
     if (call == nullptr) continue;
-    used[call] = true;
+    used[static_cast<size_t>(call - trace.api_calls.data())] = true;
     const int64_t c = call->end - call->start;
     const int64_t g = r.duration();
     const int64_t d = std::max<int64_t>(0, r.start - call->end);
@@ -185,8 +185,8 @@ LaunchStats ComputeLaunchStats(const RankGpuTrace& trace) {
     if (c > kRuntimeOutlierNs) ++st.cpu_duration_outliers;
     if (g < c) ++st.short_kernels;
   }
-  for (const ApiCall& c : trace.api_calls) {
-    if (c.launch && !used.contains(&c)) ++st.launches_without_gpu;
+  for (size_t i = 0; i < trace.api_calls.size(); ++i) {
+    if (trace.api_calls[i].launch && !used[i]) ++st.launches_without_gpu;
   }
   st.pairs = cpu.size();
   st.cpu_duration = Summarize(std::move(cpu));
