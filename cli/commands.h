@@ -22,8 +22,9 @@ Runner AddMergeCommand(CLI::App& app);
 Runner AddReportCommand(CLI::App& app);
 Runner AddCheckCommand(CLI::App& app);
 Runner AddExportCommand(CLI::App& app);
-Runner AddAggregateCommand(CLI::App& app);
 Runner AddImportCommand(CLI::App& app);
+Runner AddAggregateCommand(CLI::App& app);
+Runner AddHtaCommand(CLI::App& app);
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers

@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
   add(&commprof::cli::AddReportCommand);
   add(&commprof::cli::AddCheckCommand);
   add(&commprof::cli::AddExportCommand);
-  add(&commprof::cli::AddAggregateCommand);
   add(&commprof::cli::AddImportCommand);
+  add(&commprof::cli::AddAggregateCommand);
+  add(&commprof::cli::AddHtaCommand);
 
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "run") {

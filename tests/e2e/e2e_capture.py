@@ -2474,7 +2474,147 @@ def case_kineto_import(ctx):
            f"trace-filter: {rep['instances']}, expected 10 incomplete (2 of 128 ranks)")
 
 
+# ---------------------------------------------------------------------------------------------
+# commprof hta (docs/cli.md, docs/metrics.md §8)
+
+HTA_RANK_KEYS = ["rank", "events_read", "gpu_records", "cuda_api_calls", "launch_calls", "comm_comp_overlap",
+                 "temporal_breakdown", "idle_time_breakdown", "kernel_breakdown", "queue_length", "kernel_launch"]
+HTA_SECTION_KEYS = {
+    "comm_comp_overlap": ["status", "comm_ns", "compute_ns", "overlap_ns", "ratio", "pctg"],
+    "temporal_breakdown": ["status", "kernel_time_ns", "idle_ns", "compute_ns", "non_compute_ns", "idle_pctg",
+                           "compute_pctg", "non_compute_pctg"],
+    "idle_time_breakdown": ["status", "consecutive_kernel_delay_ns", "streams"],
+    "kernel_breakdown": ["status", "kernel_types", "top_kernels"],
+    "queue_length": ["status", "max_queue_per_stream", "streams"],
+    "kernel_launch": ["status", "pairs", "launches_without_gpu", "cpu_duration_ns", "gpu_duration_ns",
+                      "launch_delay_ns", "launch_delay_outliers", "cpu_duration_outliers", "short_kernels"],
+}
+HTA_STREAM_KEYS = {
+    "idle_time_breakdown": ["device", "stream", "records", "span_ns", "busy_ns", "idle_ns", "host_wait_ns",
+                            "kernel_wait_ns", "other_ns", "host_wait_ratio", "kernel_wait_ratio", "other_ratio",
+                            "host_wait_gaps", "kernel_wait_gaps", "other_gaps"],
+    "queue_length": ["device", "stream", "count", "mean", "min", "p25", "p50", "p75", "max", "blocked_ns",
+                     "blocked_ratio"],
+}
+
+
+def hta_check_keys(doc):
+    expect(doc["schema"] == "commprof-hta" and doc["schema_version"] == 1, f"schema: {doc.get('schema')}")
+    for key in ["path", "options", "ranks"]:
+        expect(key in doc, f"missing key {key}")
+    for key in ["consecutive_kernel_delay_ns", "num_kernels", "duration_ratio"]:
+        expect(key in doc["options"], f"options missing {key}")
+    for r in doc["ranks"]:
+        expect(list(r.keys()) == HTA_RANK_KEYS, f"rank keys {list(r.keys())}")
+        for sec, keys in HTA_SECTION_KEYS.items():
+            expect(list(r[sec].keys()) == keys, f"{sec} keys {list(r[sec].keys())}")
+        for sec, keys in HTA_STREAM_KEYS.items():
+            for s in r[sec]["streams"]:
+                expect(list(s.keys()) == keys, f"{sec} stream keys {list(s.keys())}")
+        for t in r["kernel_breakdown"]["kernel_types"]:
+            expect(list(t.keys()) == ["mask", "name", "time_ns", "pctg"], f"kernel type keys {list(t.keys())}")
+        for t in r["kernel_breakdown"]["top_kernels"]:
+            expect(list(t.keys()) == ["type", "distinct_names", "kernels"], f"top keys {list(t.keys())}")
+            for k in t["kernels"]:
+                expect(list(k.keys()) == ["name", "count", "sum_ns", "max_ns", "min_ns", "mean_ns", "std_ns"],
+                       f"kernel keys {list(k.keys())}")
+        for key in ["cpu_duration_ns", "gpu_duration_ns", "launch_delay_ns"]:
+            expect(list(r["kernel_launch"][key].keys()) == ["count", "mean", "p50", "p95", "max"], key)
+
+
+def hta_raw_overlap_ns(path):
+    """|C ∩ M| of the raw trace by HTA's own sweep (comm +-1, comp +-2, summed where the value is 3),
+    with HTA's name rules on the `kernel` events; integer-µs ts, 3-decimal dur."""
+    import gzip
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    edges, comm = [], []
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") != "kernel":
+            continue
+        b = int(round(e["ts"] * 1000))
+        en = b + int(round(e["dur"] * 1000))
+        name = e["name"]
+        if name.startswith("nccl") or "ncclKernel" in name:
+            edges += [(b, 1), (en, -1)]
+            comm.append((b, en))
+        elif not (name.startswith("Memcpy") or name.startswith("Memset")):
+            edges += [(b, 2), (en, -2)]
+    edges.sort()
+    both, running = 0, 0
+    for (t, d), (t2, _) in zip(edges, edges[1:]):
+        running += d
+        if running == 3:
+            both += t2 - t
+    comm.sort()
+    union, cur = 0, None
+    for b, en in comm:
+        if cur is None or b > cur[1]:
+            if cur:
+                union += cur[1] - cur[0]
+            cur = [b, en]
+        else:
+            cur[1] = max(cur[1], en)
+    union += cur[1] - cur[0]
+    return both, union
+
+
+def case_hta(ctx):
+    """commprof hta on an imported shipped trace: the documented JSON keys, overlap equal to HTA's
+    sweep over the raw JSON, per-stream idle = span - busy, text within 100 columns, exit codes;
+    and on a recorded MPI-only file every analysis says "no GPU records"."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    trace = os.path.join(os.path.dirname(repo), "shared", "data", "kineto", "hta-trace-filter-2rank")
+    if not os.path.isdir(trace):
+        print(f"hta: Kineto test data not found: {trace}")
+        return SKIP
+    h5 = ctx.path("tf.h5")
+    run([ctx.commprof, "import", "kineto", trace, "-o", h5, "-q"], check_rc=0)
+    doc = json.loads(run([ctx.commprof, "hta", h5, "--format", "json"], check_rc=0).stdout)
+    hta_check_keys(doc)
+    expect([r["rank"] for r in doc["ranks"]] == [0, 1], f"ranks {[r['rank'] for r in doc['ranks']]}")
+    for r in doc["ranks"]:
+        raw = os.path.join(trace, f"sampled_rank-{r['rank']}.json.gz")
+        both, union = hta_raw_overlap_ns(raw)
+        ov = r["comm_comp_overlap"]
+        expect(ov["status"] == "ok" and ov["overlap_ns"] == both and ov["comm_ns"] == union,
+               f"rank {r['rank']}: overlap {ov} vs raw {both}/{union}")
+        expect(abs(ov["pctg"] - round(100 * both / union, 2)) < 1e-9, f"pctg {ov['pctg']}")
+        t = r["temporal_breakdown"]
+        expect(t["compute_ns"] + t["non_compute_ns"] + t["idle_ns"] == t["kernel_time_ns"], f"temporal {t}")
+        for s in r["idle_time_breakdown"]["streams"]:
+            expect(s["idle_ns"] == s["span_ns"] - s["busy_ns"] ==
+                   s["host_wait_ns"] + s["kernel_wait_ns"] + s["other_ns"], f"stream {s}")
+        expect(r["kernel_breakdown"]["status"] == "ok", "kernel breakdown")
+    one = json.loads(run([ctx.commprof, "hta", h5, "--format", "json", "--ranks", "1", "--kernel-delay-us", "5"],
+                         check_rc=0).stdout)
+    expect([r["rank"] for r in one["ranks"]] == [1], "--ranks 1")
+    expect(one["options"]["consecutive_kernel_delay_ns"] == 5000, f"options {one['options']}")
+    text = run([ctx.commprof, "hta", h5], check_rc=0).stdout
+    expect("comm/comp overlap" in text and "idle time per stream" in text, "text output")
+    wide = [line for line in text.splitlines() if len(line) > 100]
+    expect(not wide, f"text lines over 100 columns: {wide[:3]}")
+    p = run([ctx.commprof, "hta", ctx.path("does-not-exist.h5")])
+    expect(p.returncode == 1 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+    for bad in (["--format", "xml"], ["--ranks", "7"], ["--ranks", "x"], ["--duration-ratio", "1.5"],
+                ["--num-kernels", "0"], ["--kernel-delay-us", "-1"]):
+        p = run([ctx.commprof, "hta", h5] + bad)
+        expect(p.returncode == 2, f"{bad}: rc {p.returncode} {p.stderr}")
+
+    host = ctx.path("host.h5")
+    profile(ctx, host, ["--iters", "3", "--compute-us", "50"], n=2)
+    doc = json.loads(run([ctx.commprof, "hta", host, "--format", "json"], check_rc=0).stdout)
+    hta_check_keys(doc)
+    expect(len(doc["ranks"]) == 2, "two ranks")
+    for r in doc["ranks"]:
+        expect(r["gpu_records"] == 0, f"gpu records {r['gpu_records']}")
+        for sec in HTA_SECTION_KEYS:
+            expect(r[sec]["status"] == "no GPU records", f"{sec}: {r[sec]['status']}")
+    expect("no GPU records" in run([ctx.commprof, "hta", host], check_rc=0).stdout, "text: no GPU records")
+
+
 CASES = {
+    "hta": case_hta,
     "aggregate": case_aggregate,
     "activities": case_activities,
     "verify_independent": case_verify_independent,
