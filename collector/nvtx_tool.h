@@ -126,6 +126,7 @@ class NvtxTool {
   void UseRuntimeForTesting(Runtime* rt) {
     test_runtime_ = rt;
     testing_ = true;
+    counters_exported_to_.store(nullptr);  // a new runtime may sit at the last one's address
   }
 
  private:

@@ -31,6 +31,10 @@ struct CollectiveKeyHash {
 // Whether `e` takes part in matching: a blocking MPI collective, or an NCCL collective (kind
 // NCCL_COLLECTIVE that is not a point-to-point operation); never incomplete or untracked ones.
 bool IsMatchableCollective(const commprof_event& e);
+// Whether `e` is an NCCL collective call decoded from NCCL's NVTX ranges (kind NCCL_API with
+// COMMPROF_FLAG_FROM_NVTX, not Send/Recv): matched only on ranks without plugin records for its
+// communicator (docs/metrics.md §1), with sequence numbers the analysis assigns.
+bool IsNvtxNcclCollective(const commprof_event& e);
 CollectiveKey KeyOf(const commprof_event& e);
 
 struct Arrival {
