@@ -157,7 +157,7 @@ Runtime* NvtxTool::RecordingRuntime() {
 void NvtxTool::ExportCounters(Runtime* rt) {
   rt->ExportCounter("nvtx_nccl_deduplicated", &nccl_deduplicated_);
   rt->ExportCounter("nvtx_unbalanced", &unbalanced_);
-  rt->ExportCounter("nvtx_dropped_range_depth", &depth_overflow_);
+  rt->ExportCounter("dropped_nvtx_range_depth", &depth_overflow_);
   rt->ExportCounter("nvtx_threads_named", &threads_named_);
   counters_exported_to_.store(rt, std::memory_order_relaxed);
 }
