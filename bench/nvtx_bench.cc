@@ -3,6 +3,7 @@
 // nvtxRangePushA reads its module slot and calls our handler, exactly as in a profiled program).
 //
 //   BM_BareCall           an empty non-inlined call, for scale
+//   BM_ClockRead          commprof::SteadyNowNs(): a recorded pair reads the clock twice
 //   BM_NvtxPushPop        nvtxRangePushA + nvtxRangePop, recorded (one kind-18 event per pair)
 //   BM_NvtxPushPopOff     the same with the `nvtx` activity off: depths kept, nothing recorded
 //   BM_NvtxDomainPushPop  nvtxDomainRangePushEx (registered name) + nvtxDomainRangePop, recorded
@@ -25,6 +26,7 @@
 
 #include "collector/nvtx_tool.h"
 #include "collector/runtime.h"
+#include "core/clock.h"
 #include "core/config.h"
 
 namespace {
@@ -65,6 +67,11 @@ void BM_BareCall(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(EmptyCall(x));
 }
 BENCHMARK(BM_BareCall);
+
+void BM_ClockRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(commprof::SteadyNowNs());
+}
+BENCHMARK(BM_ClockRead);
 
 template <typename PushPop>
 void PushPopLoop(benchmark::State& state, uint32_t activities, bool records, PushPop&& push_pop) {

@@ -19,10 +19,19 @@ struct NvtxThreadStack {
   NvtxOpenRange entries[kCapacity];
 };
 
-thread_local std::unique_ptr<NvtxThreadStack> t_stack;
+// The hot path reads only the raw pointer (a plain initial-exec TLS load); the owner, whose
+// destructor frees the stack at thread exit, is touched once, when the stack is allocated.
+thread_local NvtxThreadStack* t_stack = nullptr;
+struct StackOwner {
+  std::unique_ptr<NvtxThreadStack> stack;
+  ~StackOwner() { t_stack = nullptr; }
+};
+thread_local StackOwner t_stack_owner;
 
 NvtxThreadStack& Stack() {
-  if (t_stack == nullptr) t_stack = std::make_unique<NvtxThreadStack>();
+  if (t_stack != nullptr) [[likely]] return *t_stack;
+  t_stack_owner.stack = std::make_unique<NvtxThreadStack>();
+  t_stack = t_stack_owner.stack.get();
   return *t_stack;
 }
 
@@ -204,53 +213,70 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
   }
 }
 
-int NvtxTool::PushRange(NvtxOpenRange& r) {
+NvtxOpenRange* NvtxTool::Reserve(Runtime* rt, const NvtxDomain* domain, int& depth) {
   NvtxThreadStack& s = Stack();
+  if (s.size == NvtxThreadStack::kCapacity || s.overflow > 0) {
+    ++s.overflow;  // keep pushes and pops balanced; the range itself is not recorded
+    depth_overflow_.fetch_add(1, std::memory_order_relaxed);
+    depth = s.size + s.overflow - 1;
+    return nullptr;
+  }
   // Depth within the domain: one more than the nearest open range of the same domain.
-  int depth = 0;
+  depth = 0;
   for (int i = s.size - 1; i >= 0; --i) {
-    if (s.entries[i].domain == r.domain) {
+    if (s.entries[i].domain == domain) {
       depth = s.entries[i].depth + 1;
       break;
     }
   }
-  if (s.size == NvtxThreadStack::kCapacity || s.overflow > 0) {
-    ++s.overflow;  // keep pushes and pops balanced; the range itself is not recorded
-    depth_overflow_.fetch_add(1, std::memory_order_relaxed);
-    return s.size + s.overflow - 1;
-  }
+  // Filled in place: no copy of the range on the push path.
+  NvtxOpenRange& r = s.entries[s.size++];
+  r = NvtxOpenRange{};
+  r.domain = domain;
   r.depth = depth;
-  s.entries[s.size++] = r;
-  return depth;
+  r.nccl = domain != nullptr && domain->nccl;
+  if (rt != nullptr) {
+    r.recorded = true;
+    r.start_ns = rt->Now();
+  }
+  return &r;
 }
 
 int NvtxTool::Push(const NvtxDomain* domain, const nvtx_abi::EventAttributes* attr) {
   Runtime* rt = RecordingRuntime();
-  NvtxOpenRange r = Open(rt, domain, 0);
-  FromAttributes(rt, attr, r);
-  return PushRange(r);
+  int depth;
+  if (NvtxOpenRange* r = Reserve(rt, domain, depth)) FromAttributes(rt, attr, *r);
+  return depth;
 }
 
 int NvtxTool::PushText(const char* text) {
   Runtime* rt = RecordingRuntime();
-  NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(text) : 0);
-  return PushRange(r);
+  int depth;
+  NvtxOpenRange* r = Reserve(rt, nullptr, depth);
+  if (r != nullptr && rt != nullptr) r->name_id = rt->Intern(text);
+  return depth;
 }
 
 int NvtxTool::PushWide(const wchar_t* text) {
   Runtime* rt = RecordingRuntime();
-  char buf[256];
-  NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(ToUtf8(text, buf)) : 0);
-  return PushRange(r);
+  int depth;
+  NvtxOpenRange* r = Reserve(rt, nullptr, depth);
+  if (r != nullptr && rt != nullptr) {
+    char buf[256];
+    r->name_id = rt->Intern(ToUtf8(text, buf));
+  }
+  return depth;
 }
 
 int NvtxTool::PushPayload(const NvtxDomain* domain, const nvtx_abi::PayloadData* data, size_t count) {
   Runtime* rt = RecordingRuntime();
-  NvtxOpenRange r = Open(rt, domain, 0);
-  if (r.nccl && data != nullptr && count >= 1 && data->size >= sizeof(uint64_t) && data->payload != nullptr) {
-    std::memcpy(&r.nccl_fields.comm_hash, data->payload, sizeof(uint64_t));
+  int depth;
+  NvtxOpenRange* r = Reserve(rt, domain, depth);
+  if (r != nullptr && r->nccl && data != nullptr && count >= 1 && data->size >= sizeof(uint64_t) &&
+      data->payload != nullptr) {
+    std::memcpy(&r->nccl_fields.comm_hash, data->payload, sizeof(uint64_t));
   }
-  return PushRange(r);
+  return depth;
 }
 
 int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_payload, size_t count) {
@@ -265,10 +291,8 @@ int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_pay
     unbalanced_.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
-  NvtxOpenRange r = s.entries[i];
-  // Ranges of different domains may close out of order: close the gap.
-  for (int j = i; j + 1 < s.size; ++j) s.entries[j] = s.entries[j + 1];
-  --s.size;
+  NvtxOpenRange& r = s.entries[i];
+  const int depth = r.depth;
   if (r.recorded) {
     Runtime* rt = RecordingRuntime();
     if (rt != nullptr) {
@@ -280,7 +304,10 @@ int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_pay
       RecordRange(rt, r, rt->Now(), 0, false);
     }
   }
-  return r.depth;
+  // Ranges of different domains may close out of order: close the gap.
+  for (int j = i; j + 1 < s.size; ++j) s.entries[j] = s.entries[j + 1];
+  --s.size;
+  return depth;
 }
 
 void NvtxTool::RecordRange(Runtime* rt, const NvtxOpenRange& r, uint64_t end_ns, uint8_t subtype, bool cross_thread) {

@@ -134,7 +134,9 @@ class NvtxTool {
   void ExportCounters(Runtime* rt);
   // Fills name, category, color and payload of `r` from `attr` (messages interned in `rt`).
   void FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* attr, NvtxOpenRange& r);
-  int PushRange(NvtxOpenRange& r);
+  // The new range's stack slot, filled with its domain, depth and start, or null beyond the
+  // stack's capacity (counted). `depth` is what the push returns.
+  NvtxOpenRange* Reserve(Runtime* rt, const NvtxDomain* domain, int& depth);
   void RecordRange(Runtime* rt, const NvtxOpenRange& r, uint64_t end_ns, uint8_t subtype, bool cross_thread);
   NvtxOpenRange Open(Runtime* rt, const NvtxDomain* domain, uint32_t name_id);
 
