@@ -3,7 +3,8 @@
 // sequence numbers count per type; each holds every participating rank's arrival and exit on the
 // aligned time base. Blocking MPI collectives (non-blocking ones span issue to completion, which is
 // not an arrival) and NCCL collectives (arrival = first kernel-channel start, exit = last stop);
-// incomplete and untracked-communicator events are left out.
+// incomplete and untracked-communicator events are left out. NCCL calls decoded from NCCL's NVTX
+// ranges count only where the rank has no plugin records of their communicator (host API spans).
 #pragma once
 
 #include <cstdint>
