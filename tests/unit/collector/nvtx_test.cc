@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <vector>
@@ -18,7 +19,9 @@
 #include "collector/nvtx_injection.h"
 #include "collector/nvtx_nccl.h"
 #include "collector/nvtx_tool.h"
+#include "collector/internal_api.h"
 #include "collector/runtime.h"
+#include "support/test_support.h"
 
 // Load step 4 of the real nvtx3 loader (nvtx_real_loader_test.cc): these strong definitions win
 // over the headers' weak ones. They live here, in a file that does not include the nvtx3 headers,
@@ -433,6 +436,29 @@ TEST(NvtxNccl, WhileThePluginIsAttachedItsCallsAreRecordedOnceAndCounted) {
   EXPECT_EQ(from_nvtx, 2) << "the AllReduce before the attach and the GroupStart";
   EXPECT_EQ(group, 1);
   EXPECT_EQ(CountersOf(rt).at("nvtx_nccl_deduplicated"), 1u);
+}
+
+
+TEST(NvtxNccl, OnlyTheNcclPluginsAttachMarksTheProcessAsHavingThePlugin) {
+  // The plugin's real way in (commprof_internal_attach, collector/c_api.cc) with a process runtime
+  // made from the environment, in a child process so that the process tool's flag cannot leak
+  // into other tests run in this one.
+  test_support::TempDir dir("commprof-nvtx-attach");
+  ASSERT_FALSE(dir.path().empty());
+  EXPECT_EXIT(
+      {
+        ::setenv("COMMPROF_SPOOL_DIR", dir.path().c_str(), 1);
+        ::setenv("COMMPROF_ACTIVITIES", "all", 1);
+        ::setenv("COMMPROF_CLOCK_SYNC", "off", 1);
+        ::unsetenv("COMMPROF_AGGREGATOR");
+        const int mpi = commprof_internal_attach(kActivityMpi);
+        const bool after_mpi = ProcessNvtxTool().nccl_plugin_attached();
+        const int nccl = commprof_internal_attach(kActivityNccl);
+        const bool after_nccl = ProcessNvtxTool().nccl_plugin_attached();
+        ShutdownRuntime();
+        std::_Exit(mpi == 1 && !after_mpi && nccl == 1 && after_nccl ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
