@@ -3,6 +3,7 @@
 #include "commprof/commprof.h"
 
 #include "collector/internal_api.h"
+#include "collector/nvtx_tool.h"
 #include "collector/runtime.h"
 
 using commprof::EnsureRuntime;
@@ -110,7 +111,11 @@ extern "C" {
 
 int commprof_internal_attach(uint32_t activity) {
   Runtime* rt = Rt();
-  return rt != nullptr && rt->Records(activity) ? 1 : 0;
+  const bool on = rt != nullptr && rt->Records(activity);
+  // The NCCL profiler plugin records NCCL's API calls from now on: NCCL's own NVTX ranges of the
+  // same calls are dropped (docs/nvtx.md, dedupe).
+  if (on && (activity & commprof::kActivityNccl) != 0) commprof::ProcessNvtxTool().NoteNcclPluginAttached();
+  return on ? 1 : 0;
 }
 
 void commprof_internal_record(const commprof_event* e) {

@@ -149,6 +149,17 @@ void Runtime::AddCounter(const std::string& name, uint64_t delta) {
   extra_counters_.emplace_back(name, delta);
 }
 
+void Runtime::ExportCounter(const std::string& name, const std::atomic<uint64_t>* value) {
+  std::lock_guard<std::mutex> lock(clock_mu_);
+  for (auto& [n, v] : exported_counters_) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  exported_counters_.emplace_back(name, value);
+}
+
 wire::Bye Runtime::Counters() const {
   uint64_t recorded = 0, ring_full = 0;
   {
@@ -171,6 +182,7 @@ wire::Bye Runtime::Counters() const {
   };
   std::lock_guard<std::mutex> lock(clock_mu_);
   bye.counters.insert(bye.counters.end(), extra_counters_.begin(), extra_counters_.end());
+  for (const auto& [name, value] : exported_counters_) bye.counters.emplace_back(name, value->load());
   return bye;
 }
 

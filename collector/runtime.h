@@ -67,6 +67,18 @@ class Runtime {
       dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  // The same, attributed to the thread with index `thread_index` (an NVTX start/end range that
+  // ended on another thread belongs to the thread that started it); stored in this thread's ring.
+  void RecordAs(commprof_event e, uint32_t thread_index) {
+    if (!enabled_.load(std::memory_order_relaxed)) return;
+    ThreadState* t = Thread();
+    e.thread_id = thread_index;
+    if (t->ring != nullptr) {
+      t->ring->Push(e);
+    } else {
+      dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
   // The rank's local clock: the steady clock, or (testing aid) the steady clock plus an injected
   // offset and drift, so clock alignment can be tested against a known truth.
@@ -96,6 +108,9 @@ class Runtime {
   // Counters a source reports once in a while (e.g. clock sync cost); sent in the bye.
   void SetCounter(const std::string& name, uint64_t value);
   void AddCounter(const std::string& name, uint64_t delta);  // several sources summing into one
+  // A counter a source keeps itself (lock-free, counted on its hot path) and that outlives this
+  // runtime (the NVTX tool's): read when the bye is built. Registering a name again replaces it.
+  void ExportCounter(const std::string& name, const std::atomic<uint64_t>* value);
 
   RequestTable& requests() { return requests_; }
   StringTable& strings() { return strings_; }
@@ -155,6 +170,7 @@ class Runtime {
   std::vector<ClockSample> pending_samples_;  // guarded by clock_mu_
   std::atomic<bool> clock_by_mpi_{false};
   std::vector<std::pair<std::string, uint64_t>> extra_counters_;  // guarded by clock_mu_
+  std::vector<std::pair<std::string, const std::atomic<uint64_t>*>> exported_counters_;  // guarded by clock_mu_
 
   std::unique_ptr<Shipper> shipper_;
   std::once_flag shutdown_once_;

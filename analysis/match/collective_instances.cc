@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/match/comm_membership.h"
 #include "analysis/metrics/wait_metrics.h"
@@ -17,6 +18,11 @@ CollectiveKey KeyOf(const commprof_event& e) {
   return {e.comm_id, e.seq, e.kind == COMMPROF_KIND_NCCL_COLLECTIVE ? 0x100u + e.subtype : 0u};
 }
 
+bool IsNvtxNcclCollective(const commprof_event& e) {
+  if (e.kind != COMMPROF_KIND_NCCL_API || (e.flags & COMMPROF_FLAG_FROM_NVTX) == 0) return false;
+  return e.subtype != COMMPROF_OP_NONE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
+}
+
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned) {
   std::unordered_map<CollectiveKey, CollectiveInstance, CollectiveKeyHash> by_key;
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
@@ -28,6 +34,40 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     auto where = [&](uint64_t at) {
       return reader.info().path + ": /ranks/" + std::to_string(r.rank) + "/events row " + std::to_string(at) + ": ";
     };
+    // One arrival of `e` (a matchable event; `key` its identity) at this rank.
+    auto add = [&](const commprof_event& e, CollectiveKey key, bool nccl, uint64_t at) {
+      auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
+      if (aligned) {
+        start = model.ToReference(start);
+        end = model.ToReference(end);
+      }
+      CollectiveInstance& in = by_key[key];
+      if (in.arrivals.empty()) {
+        in.comm_id = e.comm_id;
+        in.seq = key.seq;
+        in.nccl = nccl;
+        in.op = e.subtype;
+        in.root = e.peer;
+        in.bytes = e.bytes;
+      } else if (in.arrivals.back().world_rank == r.rank) {
+        // Ranks are read one after another, so a rank's earlier record of this key is the last.
+        bad = Corrupt(where(at) + "a second " + OpTypeName(e.subtype) + " with communicator " +
+                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
+                      " on the same rank (sequence numbers are unique per communicator)");
+        return;
+      } else if (in.op != e.subtype) {
+        bad = Corrupt(where(at) + OpTypeName(e.subtype) + " with communicator " + std::to_string(e.comm_id) +
+                      " sequence " + std::to_string(key.seq) + ", but rank " +
+                      std::to_string(in.arrivals.front().world_rank) + " recorded " + OpTypeName(in.op) +
+                      " for the same call");
+        return;
+      }
+      in.arrivals.push_back({r.rank, -1, start, end, e.bytes});
+    };
+    // NCCL API calls decoded from NCCL's NVTX ranges, and the communicators the plugin's
+    // collective records cover on this rank: the plugin's records win (docs/metrics.md §1).
+    std::vector<std::pair<commprof_event, uint64_t>> nvtx_calls;
+    std::unordered_set<uint64_t> plugin_comms;
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
         const uint64_t at = row++;
@@ -38,38 +78,30 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           return;
         }
         if (members.Add(e, r.rank)) continue;
+        if (e.kind == COMMPROF_KIND_NCCL_COLLECTIVE) plugin_comms.insert(e.comm_id);
+        if (IsNvtxNcclCollective(e)) {
+          nvtx_calls.emplace_back(e, at);
+          continue;
+        }
         if (!IsMatchableCollective(e)) continue;
-        auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
-        if (aligned) {
-          start = model.ToReference(start);
-          end = model.ToReference(end);
-        }
-        CollectiveInstance& in = by_key[KeyOf(e)];
-        if (in.arrivals.empty()) {
-          in.comm_id = e.comm_id;
-          in.seq = e.seq;
-          in.nccl = e.kind == COMMPROF_KIND_NCCL_COLLECTIVE;
-          in.op = e.subtype;
-          in.root = e.peer;
-          in.bytes = e.bytes;
-        } else if (in.arrivals.back().world_rank == r.rank) {
-          // Ranks are read one after another, so a rank's earlier record of this key is the last.
-          bad = Corrupt(where(at) + "a second " + OpTypeName(e.subtype) + " with communicator " +
-                        std::to_string(e.comm_id) + " sequence " + std::to_string(e.seq) +
-                        " on the same rank (sequence numbers are unique per communicator)");
-          return;
-        } else if (in.op != e.subtype) {
-          bad = Corrupt(where(at) + OpTypeName(e.subtype) + " with communicator " + std::to_string(e.comm_id) +
-                        " sequence " + std::to_string(e.seq) + ", but rank " +
-                        std::to_string(in.arrivals.front().world_rank) + " recorded " + OpTypeName(in.op) +
-                        " for the same call");
-          return;
-        }
-        in.arrivals.push_back({r.rank, -1, start, end, e.bytes});
+        add(e, KeyOf(e), e.kind == COMMPROF_KIND_NCCL_COLLECTIVE, at);
       }
     });
     COMMPROF_RETURN_IF_ERROR(st);
     COMMPROF_RETURN_IF_ERROR(bad);
+    // Without the plugin's records for a communicator, its NVTX-decoded calls are the instances:
+    // arrival = host API entry, sequence = the call's place among this rank's calls of that type
+    // on that communicator, in time order (rows are in arrival order, not time order).
+    std::stable_sort(nvtx_calls.begin(), nvtx_calls.end(),
+                     [](const auto& a, const auto& b) { return a.first.start_ns < b.first.start_ns; });
+    std::unordered_map<CollectiveKey, uint64_t, CollectiveKeyHash> next_seq;  // (comm, 0, type) -> count
+    for (const auto& [e, at] : nvtx_calls) {
+      if (plugin_comms.contains(e.comm_id)) continue;
+      const uint32_t type = 0x100u + e.subtype;
+      uint64_t& n = next_seq[CollectiveKey{e.comm_id, 0, type}];
+      add(e, CollectiveKey{e.comm_id, n++, type}, true, at);
+      COMMPROF_RETURN_IF_ERROR(bad);
+    }
   }
   std::vector<CollectiveInstance> out;
   out.reserve(by_key.size());

@@ -3,7 +3,8 @@
 // sequence numbers count per type; each holds every participating rank's arrival and exit on the
 // aligned time base. Blocking MPI collectives (non-blocking ones span issue to completion, which is
 // not an arrival) and NCCL collectives (arrival = first kernel-channel start, exit = last stop);
-// incomplete and untracked-communicator events are left out.
+// incomplete and untracked-communicator events are left out. NCCL calls decoded from NCCL's NVTX
+// ranges count only where the rank has no plugin records of their communicator (host API spans).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,10 @@ struct CollectiveKeyHash {
 // Whether `e` takes part in matching: a blocking MPI collective, or an NCCL collective (kind
 // NCCL_COLLECTIVE that is not a point-to-point operation); never incomplete or untracked ones.
 bool IsMatchableCollective(const commprof_event& e);
+// Whether `e` is an NCCL collective call decoded from NCCL's NVTX ranges (kind NCCL_API with
+// COMMPROF_FLAG_FROM_NVTX, not Send/Recv): matched only on ranks without plugin records for its
+// communicator (docs/metrics.md §1), with sequence numbers the analysis assigns.
+bool IsNvtxNcclCollective(const commprof_event& e);
 CollectiveKey KeyOf(const commprof_event& e);
 
 struct Arrival {

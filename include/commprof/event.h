@@ -93,14 +93,17 @@ enum commprof_datatype {
 enum commprof_reduce_op {
   COMMPROF_RED_NONE = 0, COMMPROF_RED_SUM = 1, COMMPROF_RED_PROD = 2, COMMPROF_RED_MAX = 3,
   COMMPROF_RED_MIN = 4, COMMPROF_RED_LAND = 5, COMMPROF_RED_LOR = 6, COMMPROF_RED_BAND = 7,
-  COMMPROF_RED_BOR = 8, COMMPROF_RED_MAXLOC = 9, COMMPROF_RED_MINLOC = 10, COMMPROF_RED_USER = 255
+  COMMPROF_RED_BOR = 8, COMMPROF_RED_MAXLOC = 9, COMMPROF_RED_MINLOC = 10,
+  COMMPROF_RED_AVG = 11, /* ncclAvg (NCCL API events decoded from NCCL's NVTX ranges) */
+  COMMPROF_RED_USER = 255
 };
 
 /* Bits of `flags`. */
 enum commprof_event_flags {
   COMMPROF_FLAG_NONBLOCKING = 1u << 0, /* issued by an I-call; start = issue, end = completion */
   COMMPROF_FLAG_INCOMPLETE = 1u << 1,  /* never completed (request lost or process ended) */
-  COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2 /* communicator made by a call we do not wrap: comm_id is local only */
+  COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2, /* communicator made by a call we do not wrap: comm_id is local only */
+  COMMPROF_FLAG_FROM_NVTX = 1u << 3       /* an NCCL API event decoded from NCCL's own NVTX range (docs/nvtx.md) */
 };
 
 /* comm_id 0: the event is not about a communicator. MPI_COMM_WORLD is 1; a communicator created

@@ -2611,6 +2611,102 @@ def case_hta(ctx):
         for sec in HTA_SECTION_KEYS:
             expect(r[sec]["status"] == "no GPU records", f"{sec}: {r[sec]['status']}")
     expect("no GPU records" in run([ctx.commprof, "hta", host], check_rc=0).stdout, "text: no GPU records")
+# ---------------------------------------------------------------------------------------------
+NVTX_RANGE, NVTX_MARK, NCCL_API = 18, 19, 16
+FLAG_FROM_NVTX = 8
+
+
+def case_nvtx(ctx):
+    """A program using NVTX through the real nvtx3 headers, 2 ranks under real mpirun: every range
+    arrives with its name, depth and thread on both ranks, inside the program's own measured
+    bounds; with --activities mpi (NVTX_INJECTION64_PATH set by hand) nothing NVTX is recorded."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "nvtx_program")
+    if not os.path.exists(exe):
+        print(f"nvtx: SKIP: {exe} not built (no nvtx3 headers under /usr/local/cuda/include)")
+        return SKIP
+    out = ctx.path("nvtx.h5")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(2) + [exe, ctx.work], check_rc=0)
+    with h5py.File(out, "r") as f:
+        expect(int(f.attrs["world_size"]) == 2, "two ranks")
+        for r in range(2):
+            begin, end = (int(x) for x in open(ctx.path(f"bounds.{r}")).read().split())
+            g, ev, names = load_rank(f, r)
+            nv = ev[(ev["kind"] == NVTX_RANGE) | (ev["kind"] == NVTX_MARK)]
+            expect(len(nv) > 0, f"rank {r}: no NVTX events")
+            # 3 outer + 3 inner + crossing + registered + 4 worker ranges; 3 marks + 1 thread name
+            expect(int(np.sum(nv["kind"] == NVTX_RANGE)) == 12 and int(np.sum(nv["kind"] == NVTX_MARK)) == 4,
+                   f"rank {r}: {int(np.sum(nv['kind'] == NVTX_RANGE))} ranges, {int(np.sum(nv['kind'] == NVTX_MARK))} marks")
+            expect(np.all(nv["start_ns"] >= begin) and np.all(nv["end_ns"] <= end),
+                   f"rank {r}: NVTX times outside the program's bounds [{begin}, {end}]")
+            expect(np.all(nv["end_ns"] >= nv["start_ns"]), f"rank {r}: a range ends before it starts")
+            outer, inner, marks = (named(nv, names, n) for n in ("outer", "inner", "checkpoint"))
+            expect(len(outer) == 3 and len(inner) == 3 and len(marks) == 3, f"rank {r}: {len(outer)} {len(inner)} {len(marks)}")
+            expect(np.all(outer["kind"] == NVTX_RANGE) and np.all(outer["seq"] == 0) and np.all(inner["seq"] == 1)
+                   and np.all(outer["subtype"] == 0), f"rank {r}: depths {outer['seq']} {inner['seq']}")
+            main_tid = int(outer["thread_id"][0])
+            o = np.sort(outer, order="start_ns")
+            i = np.sort(inner, order="start_ns")
+            m = np.sort(marks, order="start_ns")
+            expect(np.all(i["start_ns"] >= o["start_ns"]) and np.all(i["end_ns"] <= o["end_ns"]),
+                   f"rank {r}: inner ranges nest inside outer ones")
+            expect(np.all(i["end_ns"] - i["start_ns"] >= 200_000), f"rank {r}: inner spans its 200 us spin")
+            expect(np.all(m["kind"] == NVTX_MARK) and np.all(m["start_ns"] >= i["end_ns"])
+                   and np.all(m["start_ns"] <= o["end_ns"]) and np.all(m["start_ns"] == m["end_ns"]),
+                   f"rank {r}: each mark between its inner pop and outer pop")
+            crossing = named(nv, names, "crossing")
+            expect(len(crossing) == 1 and int(crossing["subtype"][0]) == 1 and int(crossing["thread_id"][0]) == main_tid
+                   and int(crossing["end_ns"][0] - crossing["start_ns"][0]) >= 100_000,
+                   f"rank {r}: start/end range ended on another thread, attributed to the starter: {crossing}")
+            reg = named(nv, names, "registered-name")
+            expect(len(reg) == 1 and names[int(reg["comm_id"][0])] == "app-domain" and int(reg["seq"][0]) == 0
+                   and int(reg["correlation"][0]) == 0xFF112233 and int(reg["peer"][0]) == 5
+                   and int(reg["bytes"][0]) == 1000 + r and int(reg["datatype"][0]) == 10,
+                   f"rank {r}: domain range with registered name, color, category, payload: {reg}")
+            work = named(nv, names, "worker")
+            expect(len(work) == 4 and len(set(work["thread_id"].tolist())) == 1 and int(work["thread_id"][0]) != main_tid
+                   and np.all(work["seq"] == 0), f"rank {r}: worker thread ranges {work}")
+            tname = named(nv, names, "nvtx-main")
+            expect(len(tname) == 1 and int(tname["subtype"][0]) == 1 and int(tname["thread_id"][0]) == main_tid,
+                   f"rank {r}: thread name record {tname}")
+            expect(np.all(outer["comm_id"] == 0), f"rank {r}: default-domain ranges have comm_id 0")
+    # Without the nvtx activity nothing is recorded, even when the injection is loaded by hand.
+    out2 = ctx.path("nvtx_off.h5")
+    run([ctx.commprof, "run", "--activities", "mpi", "-o", out2, "--"] + mpirun(2) + [exe, ctx.work],
+        env={"NVTX_INJECTION64_PATH": ctx.library}, check_rc=0)
+    with h5py.File(out2, "r") as f:
+        for r in range(2):
+            _, ev, _ = load_rank(f, r)
+            expect(int(np.sum(ev["kind"] == KIND["mpi_init"])) == 1, f"rank {r}: MPI still recorded")
+            expect(int(np.sum((ev["kind"] == NVTX_RANGE) | (ev["kind"] == NVTX_MARK))) == 0,
+                   f"rank {r}: NVTX events recorded with --activities mpi")
+
+
+def case_nvtx_nccl(ctx):
+    """The real libnccl.so.2 called with a NULL communicator (no GPU): its NVTX ranges arrive as NCCL
+    API events (kind 16, FROM_NVTX) with the payload decoded to the values the program passed."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "nvtx_nccl_program")
+    if not os.path.exists(exe):
+        print(f"nvtx_nccl: SKIP: {exe} not built (needs the CUDA toolkit's nccl.h and libnccl.so.2)")
+        return SKIP
+    out = ctx.path("nvtx_nccl.h5")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(2) + [exe], check_rc=0)
+    with h5py.File(out, "r") as f:
+        for r in range(2):
+            _, ev, names = load_rank(f, r)
+            api = ev[(ev["kind"] == NCCL_API) & ((ev["flags"] & FLAG_FROM_NVTX) != 0)]
+            ar, send, red = (named(api, names, n) for n in ("ncclAllReduce", "ncclSend", "ncclReduce"))
+            expect(len(ar) == 1 and int(ar["subtype"][0]) == 4 and int(ar["bytes"][0]) == 16 * (r + 1) * 4
+                   and int(ar["reduce_op"][0]) == 1 and int(ar["comm_id"][0]) == 0 and int(ar["peer"][0]) == NO_PEER,
+                   f"rank {r}: ncclAllReduce {ar}, expected bytes {16 * (r + 1) * 4}, op sum")
+            expect(len(send) == 1 and int(send["subtype"][0]) == 32 and int(send["bytes"][0]) == (32 + r) * 8
+                   and int(send["peer"][0]) == 3 + r, f"rank {r}: ncclSend {send}, expected bytes {(32 + r) * 8} peer {3 + r}")
+            expect(len(red) == 1 and int(red["subtype"][0]) == 3 and int(red["bytes"][0]) == 800
+                   and int(red["peer"][0]) == r + 1 and int(red["reduce_op"][0]) == 3,
+                   f"rank {r}: ncclReduce {red}, expected bytes 800 root {r + 1} op max")
+            expect(np.all(api["end_ns"] >= api["start_ns"]), f"rank {r}: API spans")
+            expect(int(np.sum((ev["kind"] == NVTX_RANGE) & np.isin(ev["name_id"], [i for i, s in enumerate(names)
+                                                                                  if s.startswith("nccl")]))) == 0,
+                   f"rank {r}: NCCL ranges also stored as plain NVTX ranges")
 
 
 CASES = {
@@ -2641,6 +2737,8 @@ CASES = {
     "c_api": case_c_api,
     "nccl_plugin": case_nccl_plugin,
     "kineto_import": case_kineto_import,
+    "nvtx": case_nvtx,
+    "nvtx_nccl": case_nvtx_nccl,
 }
 
 
