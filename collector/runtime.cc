@@ -127,37 +127,30 @@ void Runtime::PublishClock(std::vector<ClockPoint> points, std::vector<ClockSamp
   SetClock(c);
 }
 
+namespace {
+// The value stored under `name` in a small (name, value) list, added with a zero value if absent.
+template <typename V>
+V& CounterSlot(std::vector<std::pair<std::string, V>>& counters, const std::string& name) {
+  for (auto& [n, v] : counters) {
+    if (n == name) return v;
+  }
+  return counters.emplace_back(name, V{}).second;
+}
+}  // namespace
+
 void Runtime::SetCounter(const std::string& name, uint64_t value) {
   std::lock_guard<std::mutex> lock(clock_mu_);
-  for (auto& [n, v] : extra_counters_) {
-    if (n == name) {
-      v = value;
-      return;
-    }
-  }
-  extra_counters_.emplace_back(name, value);
+  CounterSlot(extra_counters_, name) = value;
 }
 
 void Runtime::AddCounter(const std::string& name, uint64_t delta) {
   std::lock_guard<std::mutex> lock(clock_mu_);
-  for (auto& [n, v] : extra_counters_) {
-    if (n == name) {
-      v += delta;
-      return;
-    }
-  }
-  extra_counters_.emplace_back(name, delta);
+  CounterSlot(extra_counters_, name) += delta;
 }
 
 void Runtime::ExportCounter(const std::string& name, const std::atomic<uint64_t>* value) {
   std::lock_guard<std::mutex> lock(clock_mu_);
-  for (auto& [n, v] : exported_counters_) {
-    if (n == name) {
-      v = value;
-      return;
-    }
-  }
-  exported_counters_.emplace_back(name, value);
+  CounterSlot(exported_counters_, name) = value;
 }
 
 wire::Bye Runtime::Counters() const {
