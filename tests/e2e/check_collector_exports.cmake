@@ -3,6 +3,7 @@
 # plus what the toolchain always adds; InitializeInjection must be there (the CUDA driver looks it
 # up when CUDA_INJECTION64_PATH names the library), and libcupti must not be a NEEDED entry (it is
 # dlopen'ed so the library loads where CUDA is absent). Usage: cmake -DLIB=<path> -P <this file>
+cmake_policy(SET CMP0057 NEW)
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm -D --defined-only ${LIB} failed (${rc})")
