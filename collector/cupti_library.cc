@@ -47,6 +47,7 @@ Loaded LoadOnce() {
          Resolve(handle, "cuptiActivityEnableDriverApi", t.EnableDriverApi, l.error) &&
          Resolve(handle, "cuptiActivityRegisterCallbacks", t.RegisterCallbacks, l.error) &&
          Resolve(handle, "cuptiActivityRegisterTimestampCallback", t.RegisterTimestampCallback, l.error) &&
+         Resolve(handle, "cuptiActivitySetAttribute", t.SetAttribute, l.error) &&
          Resolve(handle, "cuptiActivityFlushAll", t.FlushAll, l.error) &&
          Resolve(handle, "cuptiActivityGetNumDroppedRecords", t.GetNumDroppedRecords, l.error) &&
          Resolve(handle, "cuptiGetCallbackName", t.GetCallbackName, l.error) &&

@@ -25,6 +25,7 @@ struct CuptiLibrary {
   CUptiResult (*RegisterCallbacks)(CUpti_BuffersCallbackRequestFunc request,
                                    CUpti_BuffersCallbackCompleteFunc complete) = nullptr;
   CUptiResult (*RegisterTimestampCallback)(CUpti_TimestampCallbackFunc clock) = nullptr;
+  CUptiResult (*SetAttribute)(CUpti_ActivityAttribute attribute, size_t* value_size, void* value) = nullptr;
   CUptiResult (*FlushAll)(uint32_t flag) = nullptr;
   CUptiResult (*GetNumDroppedRecords)(CUcontext context, uint32_t stream_id, size_t* dropped) = nullptr;
   CUptiResult (*GetCallbackName)(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) = nullptr;

@@ -163,7 +163,16 @@ bool CuptiSource::Start() {
     COMMPROF_LOG_WARN("GPU tracing unavailable: another commprof CUPTI source is active in this process");
     return false;
   }
-  // The clock first: CUPTI stamps records with it from the moment a kind is enabled.
+  // Shared buffers rather than 13.0's default of one per recording thread (as Kineto does): a
+  // process with many CUDA threads would otherwise hold one pool buffer per thread. CUPTI wants
+  // this set before the callbacks are registered and any kind is enabled.
+  uint8_t per_thread = 0;
+  size_t value_size = sizeof per_thread;
+  if (!Check(lib_.SetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &value_size, &per_thread),
+             "cuptiActivitySetAttribute(PER_THREAD_ACTIVITY_BUFFER)")) {
+    return false;
+  }
+  // The clock next: CUPTI stamps records with it from the moment a kind is enabled.
   if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback")) return false;
   if (!Check(lib_.RegisterCallbacks(&CuptiSource::OnBufferRequested, &CuptiSource::OnBufferCompleted),
              "cuptiActivityRegisterCallbacks")) {

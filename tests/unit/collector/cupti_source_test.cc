@@ -141,8 +141,8 @@ void Plant(PlantedBuffer& p) {
   pp.bytes = 65536;
   pp.start = 3500;
   pp.end = 3600;
-  pp.deviceId = 1;
-  pp.srcDeviceId = 1;
+  pp.deviceId = 4;  // where CUPTI says the copy ran; we store the source device
+  pp.srcDeviceId = 2;
   pp.dstDeviceId = 3;
   pp.streamId = 9;
   pp.correlationId = 22;
@@ -277,7 +277,7 @@ void CheckPlanted(const std::vector<commprof_event>& ev, const RecordingContext&
   EXPECT_EQ(pp.bytes, 65536u);
   EXPECT_EQ(pp.start_ns, 3500u);
   EXPECT_EQ(pp.end_ns, 3600u);
-  EXPECT_EQ(pp.device, 1);
+  EXPECT_EQ(pp.device, 2);
   EXPECT_EQ(pp.peer, 3);
   EXPECT_EQ(pp.thread_id, 9u);
   EXPECT_EQ(pp.correlation, 22u);
@@ -454,6 +454,7 @@ struct FakeGpuCupti {
   static inline CUpti_ActivityKind fail_kind = CUPTI_ACTIVITY_KIND_INVALID;
   static inline int flushes = 0;
   static inline uint32_t last_flush_flag = 0;
+  static inline int per_thread_buffers = -1;
 
   static void Reset() {
     enabled.clear();
@@ -466,6 +467,7 @@ struct FakeGpuCupti {
     dropped = 0;
     fail_kind = CUPTI_ACTIVITY_KIND_INVALID;
     flushes = 0;
+    per_thread_buffers = -1;
   }
   static CuptiLibrary Table() {
     CuptiLibrary t = RealCupti();  // walker, names, result strings: the real ones
@@ -490,6 +492,13 @@ struct FakeGpuCupti {
       request = rq;
       complete = cp;
       return CUPTI_SUCCESS;
+    };
+    t.SetAttribute = [](CUpti_ActivityAttribute a, size_t* size, void* value) {
+      if (a == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER && *size == 1) {
+        per_thread_buffers = *static_cast<uint8_t*>(value);
+        return CUPTI_SUCCESS;
+      }
+      return CUPTI_ERROR_INVALID_PARAMETER;
     };
     t.RegisterTimestampCallback = [](CUpti_TimestampCallbackFunc c) {
       clock = c;
@@ -535,6 +544,7 @@ TEST(CuptiSource, DrivenAsCuptiDrivesItRecordsStreamsOnOurClockAndCountsDrops) {
   o.buffers = 2;
   CuptiSource source(rt, table, o);
   ASSERT_TRUE(source.Start());
+  EXPECT_EQ(FakeGpuCupti::per_thread_buffers, 0) << "shared activity buffers, set before anything is enabled";
 
   // The kinds of docs/cupti.md, and launch calls only through the per-function switches.
   std::vector<CUpti_ActivityKind> want = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
