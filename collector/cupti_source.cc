@@ -218,8 +218,8 @@ void CuptiSource::Stop() {
     // FORCED: also the buffers with records still in flight; this is the last chance.
     lib_.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     CollectDropped();
+    PublishCounters();  // only where tracing ran: elsewhere gpu_tracing_unavailable says why not
   }
-  PublishCounters();
 }
 
 void CuptiSource::CollectDropped() {
