@@ -13,6 +13,8 @@ namespace {
 
 std::atomic<CuptiSource*> g_source{nullptr};
 
+constexpr uint32_t kWakeShipperEvery = 8192;
+
 // The API calls recorded under COMMPROF_CUDA_API=launch: everything that puts work on a stream by
 // launching a kernel, a host function or a graph (cupti_runtime_cbid.h, cupti_driver_cbid.h).
 constexpr CUpti_CallbackId kRuntimeLaunches[] = {
@@ -245,8 +247,17 @@ void CuptiSource::Complete(uint8_t* buffer, size_t valid_size) {
       if (translator_busy_[slot].compare_exchange_weak(idle, true, std::memory_order_acquire)) break;
       if (slot == kTranslators - 1) std::this_thread::yield();  // all busy: more completing threads than translators
     }
+    // One buffer holds tens of thousands of records, more than a thread ring drains between two
+    // shipper periods: wake the shipper every few thousand so the ring empties while we fill it.
+    uint32_t since_wake = 0;
     BufferStats s = WalkActivityBuffer(lib_.GetNextRecord, buffer, valid_size, *translators_[slot],
-                                       [this](const commprof_event& e) { rt_.RecordAsGiven(e); });
+                                       [this, &since_wake](const commprof_event& e) {
+                                         rt_.RecordAsGiven(e);
+                                         if (++since_wake == kWakeShipperEvery) {
+                                           since_wake = 0;
+                                           rt_.RequestFlush();
+                                         }
+                                       });
     translator_busy_[slot].store(false, std::memory_order_release);
     translated_.fetch_add(s.translated, std::memory_order_relaxed);
     ignored_.fetch_add(s.ignored, std::memory_order_relaxed);
