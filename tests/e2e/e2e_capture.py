@@ -2224,9 +2224,10 @@ def case_nccl_plugin(ctx):
 def case_cuda_no_gpu(ctx):
     """A CUDA program on a machine without a GPU, 2 MPI ranks: under `commprof run` (all activities)
     its exit code and output equal a bare run's, each rank logs "GPU tracing unavailable" exactly
-    once naming the failed CUPTI call, the file records that in the rank's counters, and the MPI
-    events are all there. The cue comes from the runtime path (libcudart loaded at MPI_Init): with
-    no driver, CUDA_INJECTION64_PATH is never read."""
+    once naming the failed CUPTI call (also after the program called InitializeInjection twice
+    more, each returning 1), the file records that in the rank's counters, and the MPI events are
+    all there. The cue comes from the runtime path (libcudart loaded at MPI_Init): with no driver,
+    CUDA_INJECTION64_PATH is never read."""
     prog = os.path.join(ctx.build, "tests", "e2e", "cuda_no_gpu")
     if not os.path.exists(prog):
         print(f"cuda_no_gpu: SKIPPED: {prog} is not built (no CUDA toolkit)")
@@ -2238,7 +2239,8 @@ def case_cuda_no_gpu(ctx):
            f"exit code {prof.returncode} under commprof, {bare.returncode} bare\n{prof.stderr}")
     expect(sorted(prof.stdout.splitlines()) == sorted(bare.stdout.splitlines()),
            f"output changed by profiling:\nbare:\n{bare.stdout}\nprofiled:\n{prof.stdout}")
-    expect(len(bare.stdout.splitlines()) == 2 and "allreduce 2" in bare.stdout, f"program output: {bare.stdout}")
+    expect(len(bare.stdout.splitlines()) == 2 and bare.stdout.count("allreduce 2; injection 2") == 2,
+           f"program output: {bare.stdout}")
     lines = [l for l in prof.stderr.splitlines() if "GPU tracing unavailable" in l]
     for r in range(2):
         mine = [l for l in lines if l.startswith(f"commprof[rank {r}]: ")]
