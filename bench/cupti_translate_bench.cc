@@ -110,6 +110,27 @@ void BM_CuptiBufferTranslation(benchmark::State& state) {
 }
 BENCHMARK(BM_CuptiBufferTranslation)->Unit(benchmark::kMicrosecond);
 
+// The walk alone (libcupti's cuptiActivityGetNextRecord over the same buffer): the floor under
+// the translation, which commprof does not control.
+void BM_CuptiBufferWalkOnly(benchmark::State& state) {
+  std::string error;
+  const CuptiLibrary* lib = LoadCuptiLibrary(error);
+  if (lib == nullptr) {
+    state.SkipWithError(("libcupti did not load: " + error).c_str());
+    return;
+  }
+  Buffer buf = MakeMix(4u << 20);
+  auto* data = reinterpret_cast<uint8_t*>(buf.words.data());
+  for (auto _ : state) {
+    CUpti_Activity* record = nullptr;
+    uint64_t kinds = 0;
+    while (lib->GetNextRecord(data, buf.used, &record) == CUPTI_SUCCESS) kinds += record->kind;
+    benchmark::DoNotOptimize(kinds);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(buf.records));
+}
+BENCHMARK(BM_CuptiBufferWalkOnly)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace commprof
 
