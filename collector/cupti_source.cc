@@ -149,6 +149,11 @@ bool CuptiSource::Check(CUptiResult result, const char* call) {
   // Undo what was switched on, so CUPTI stops filling buffers nobody will read.
   for (int i = 0; i < enabled_count_; ++i) lib_.Disable(enabled_[i]);
   enabled_count_ = 0;
+  if (launch_apis_on_) {
+    for (CUpti_CallbackId cbid : kRuntimeLaunches) lib_.EnableRuntimeApi(cbid, 0);
+    for (CUpti_CallbackId cbid : kDriverLaunches) lib_.EnableDriverApi(cbid, 0);
+    launch_apis_on_ = false;
+  }
   return false;
 }
 
@@ -194,11 +199,14 @@ bool CuptiSource::Start() {
       }
     } else if (options_.api == CudaApiScope::kLaunch) {
       // Per-function switches without the RUNTIME/DRIVER kinds: only launches are recorded.
+      launch_apis_on_ = true;
       for (CUpti_CallbackId cbid : kRuntimeLaunches) {
-        if (!Check(lib_.EnableRuntimeApi(cbid, 1), "cuptiActivityEnableRuntimeApi")) return false;
+        std::string call = "cuptiActivityEnableRuntimeApi(" + std::to_string(cbid) + ")";
+        if (!Check(lib_.EnableRuntimeApi(cbid, 1), call.c_str())) return false;
       }
       for (CUpti_CallbackId cbid : kDriverLaunches) {
-        if (!Check(lib_.EnableDriverApi(cbid, 1), "cuptiActivityEnableDriverApi")) return false;
+        std::string call = "cuptiActivityEnableDriverApi(" + std::to_string(cbid) + ")";
+        if (!Check(lib_.EnableDriverApi(cbid, 1), call.c_str())) return false;
       }
     }
   }
@@ -217,6 +225,10 @@ void CuptiSource::Stop() {
   if (stopped_.exchange(true)) return;
   if (running_) {
     for (int i = 0; i < enabled_count_; ++i) lib_.Disable(enabled_[i]);
+    if (launch_apis_on_) {
+      for (CUpti_CallbackId cbid : kRuntimeLaunches) lib_.EnableRuntimeApi(cbid, 0);
+      for (CUpti_CallbackId cbid : kDriverLaunches) lib_.EnableDriverApi(cbid, 0);
+    }
     // FORCED: also the buffers with records still in flight; this is the last chance.
     lib_.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     CollectDropped();

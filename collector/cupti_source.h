@@ -105,6 +105,7 @@ class CuptiSource final : public GpuTracer {
   std::atomic<bool> translator_busy_[kTranslators] = {};
   CUpti_ActivityKind enabled_[16] = {};
   int enabled_count_ = 0;
+  bool launch_apis_on_ = false;  // per-function API switches (COMMPROF_CUDA_API=launch)
   bool running_ = false;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> translated_{0};

@@ -480,12 +480,20 @@ struct FakeGpuCupti {
       std::erase(enabled, k);
       return CUPTI_SUCCESS;
     };
-    t.EnableRuntimeApi = [](CUpti_CallbackId cbid, uint8_t) {
-      runtime_apis.push_back(cbid);
+    t.EnableRuntimeApi = [](CUpti_CallbackId cbid, uint8_t on) {
+      if (on != 0) {
+        runtime_apis.push_back(cbid);
+      } else {
+        std::erase(runtime_apis, cbid);
+      }
       return CUPTI_SUCCESS;
     };
-    t.EnableDriverApi = [](CUpti_CallbackId cbid, uint8_t) {
-      driver_apis.push_back(cbid);
+    t.EnableDriverApi = [](CUpti_CallbackId cbid, uint8_t on) {
+      if (on != 0) {
+        driver_apis.push_back(cbid);
+      } else {
+        std::erase(driver_apis, cbid);
+      }
       return CUPTI_SUCCESS;
     };
     t.RegisterCallbacks = [](CUpti_BuffersCallbackRequestFunc rq, CUpti_BuffersCallbackCompleteFunc cp) {
@@ -610,6 +618,7 @@ TEST(CuptiSource, DrivenAsCuptiDrivesItRecordsStreamsOnOurClockAndCountsDrops) {
   FakeGpuCupti::dropped = 2;
   source.Stop();
   EXPECT_TRUE(FakeGpuCupti::enabled.empty());
+  EXPECT_TRUE(FakeGpuCupti::runtime_apis.empty() && FakeGpuCupti::driver_apis.empty());
   EXPECT_EQ(FakeGpuCupti::last_flush_flag, static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   EXPECT_EQ(Drain(rt).size(), 1u);
   auto c = CountersOf(rt);
@@ -650,7 +659,7 @@ TEST(CuptiSource, HostApiRecordsOfARecordingThreadCarryItsIndex) {
 
 TEST(CuptiSource, AnyCuptiErrorTurnsTracingOffWithOneLogLineNamingRankCallAndError) {
   FakeGpuCupti::Reset();
-  FakeGpuCupti::fail_kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  FakeGpuCupti::fail_kind = CUPTI_ACTIVITY_KIND_MEMORY2;  // the last call: everything before it is undone
   CuptiLibrary table = FakeGpuCupti::Table();
   Runtime rt(TestConfig(), TestIdentity());
   CuptiSource source(rt, table, {});
@@ -661,9 +670,10 @@ TEST(CuptiSource, AnyCuptiErrorTurnsTracingOffWithOneLogLineNamingRankCallAndErr
   source.Stop();
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
-            "commprof[rank 1]: warning: GPU tracing unavailable: cuptiActivityEnable(MEMSET) failed: CUPTI_ERROR_UNKNOWN "
+            "commprof[rank 1]: warning: GPU tracing unavailable: cuptiActivityEnable(MEMORY2) failed: CUPTI_ERROR_UNKNOWN "
             "(999); the job runs on without CUDA records\n");
   EXPECT_TRUE(FakeGpuCupti::enabled.empty()) << "the kinds enabled before the failure are disabled again";
+  EXPECT_TRUE(FakeGpuCupti::runtime_apis.empty() && FakeGpuCupti::driver_apis.empty());
   EXPECT_EQ(FakeGpuCupti::flushes, 0);
   EXPECT_EQ(CountersOf(rt)["gpu_tracing_unavailable"], 1u);
 }
