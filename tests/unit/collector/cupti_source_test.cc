@@ -10,13 +10,17 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "aggregator/ingest.h"
+#include "analysis/load/profile_reader.h"
 #include "collector/cupti_library.h"
 #include "collector/cupti_source.h"
 #include "collector/cupti_translate.h"
 #include "collector/runtime.h"
 #include "core/log.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
@@ -629,6 +633,96 @@ TEST(CuptiSource, DrivenAsCuptiDrivesItRecordsStreamsOnOurClockAndCountsDrops) {
   EXPECT_EQ(c.count("gpu_tracing_unavailable"), 0u);
   source.Stop();  // idempotent
   EXPECT_EQ(FakeGpuCupti::flushes, 2);
+}
+
+// The whole path of a GPU record: a buffer completed on CUPTI's worker thread, the runtime's ring,
+// the shipper, the aggregator and the HDF5 file, read back by the analysis reader; the end-of-run
+// forced flush and the dropped count land in the rank's counters.
+TEST(CuptiSource, RecordsFromCuptisWorkerThreadReachTheFileWithStreamsNamesAndCounters) {
+  test_support::TempDir dir("commprof-cupti");
+  ASSERT_FALSE(dir.path().empty());
+  test_support::LiveAggregator agg(dir / "out.h5", StreamPolicy{"cupti-secret", "job-cupti"}, 1);
+  ASSERT_TRUE(agg.ok());
+  FakeGpuCupti::Reset();
+  CuptiLibrary table = FakeGpuCupti::Table();
+  {
+    Config c = TestConfig();
+    c.aggregator = "127.0.0.1:" + std::to_string(agg.port());
+    c.secret = "cupti-secret";
+    c.job_id = "job-cupti";
+    c.spool_dir = dir / "spool";
+    c.connect_timeout_ms = 2000;
+    Identity id = TestIdentity();
+    id.rank = 0;
+    Runtime rt(c, id);
+    rt.Start();
+    CuptiSource source(rt, table, {});
+    ASSERT_TRUE(source.Start());
+    PlantedBuffer p;
+    Plant(p);
+    std::thread cupti_worker([&] {
+      uint8_t* b = nullptr;
+      size_t size = 0, max_records = 0;
+      FakeGpuCupti::request(&b, &size, &max_records);
+      ASSERT_NE(b, nullptr);
+      std::memcpy(b, p.buf.data(), p.buf.used());
+      FakeGpuCupti::complete(nullptr, 0, b, size, p.buf.used());
+    });
+    cupti_worker.join();
+    // One kernel still in CUPTI's hands at the end, and 5 records CUPTI could not store.
+    uint8_t* b = nullptr;
+    size_t size = 0, max_records = 0;
+    FakeGpuCupti::request(&b, &size, &max_records);
+    ASSERT_NE(b, nullptr);
+    std::memcpy(b, p.buf.data(), sizeof(CUpti_ActivityKernel10));
+    FakeGpuCupti::filled.emplace_back(b, sizeof(CUpti_ActivityKernel10));
+    FakeGpuCupti::dropped = 5;
+    source.Stop();  // what Runtime::Shutdown does first for its own tracer
+    rt.Shutdown();
+  }
+  ASSERT_TRUE(test_support::WaitFor([&] { return agg.stats().ended.load() == 1; }));
+  Status fin = agg.Finish();
+  ASSERT_TRUE(fin.ok()) << fin.message();
+
+  auto r = ProfileReader::Open(dir / "out.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const RankInfo& rank = r.value()->info().ranks.at(0);
+  EXPECT_EQ(rank.status, "complete");
+  EXPECT_EQ(rank.counters.at("cupti_records"), kPlantedEvents + 1);
+  EXPECT_EQ(rank.counters.at("dropped_cupti_records"), 5u);
+  EXPECT_EQ(rank.counters.at("dropped_events"), 5u) << "CUPTI's drops count among the rank's dropped events";
+  EXPECT_EQ(rank.counters.at("dropped_ring_full"), 0u);
+  auto strings = r.value()->Strings(0);
+  ASSERT_TRUE(strings.ok()) << strings.status().message();
+  std::vector<commprof_event> ev = test_support::ReadEvents(*r.value(), 0);
+  ASSERT_EQ(ev.size(), kPlantedEvents + 1);
+  std::map<uint8_t, int> per_kind;
+  for (const auto& e : ev) ++per_kind[e.kind];
+  EXPECT_EQ(per_kind[COMMPROF_KIND_COMPUTE_KERNEL], 2);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_COMM_KERNEL], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_MEMCPY], 2);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_MEMSET], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_MEM_ALLOC], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_MEM_FREE], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_SYNC], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_GPU_OVERHEAD], 1);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_CUDA_API], 2);
+  for (const auto& e : ev) {
+    if (e.kind == COMMPROF_KIND_COMPUTE_KERNEL) {
+      EXPECT_EQ(e.thread_id, 7u);
+      EXPECT_EQ(strings.value().at(e.name_id), "_Z6vecAddPfS_i");
+      EXPECT_EQ(e.start_ns, 1000u);
+      EXPECT_EQ(e.end_ns, 1500u);
+    }
+    if (e.kind == COMMPROF_KIND_MEM_ALLOC) {
+      EXPECT_EQ(e.bytes, 8u << 20);
+      EXPECT_EQ(e.seq, 0x7f0000001000ull);
+      EXPECT_EQ(e.device, 1);
+    }
+    if (e.kind == COMMPROF_KIND_CUDA_API && e.subtype == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      EXPECT_EQ(strings.value().at(e.name_id), "cudaLaunchKernel");
+    }
+  }
 }
 
 TEST(CuptiSource, HostApiRecordsOfARecordingThreadCarryItsIndex) {
