@@ -23,7 +23,7 @@ using SyncRecord = CUpti_ActivitySynchronization2;
 using OverheadRecord = CUpti_ActivityOverhead3;
 using ApiRecord = CUpti_ActivityAPI;
 
-constexpr uint32_t kUnknownStream = 0xFFFFFFFFu;
+constexpr uint32_t kUnknownStream = 0xFFFFFFFFu;  // CUPTI_INVALID_STREAM_ID
 
 commprof_event Blank(uint8_t kind, uint64_t start, uint64_t end) {
   commprof_event e{};
@@ -194,7 +194,11 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
       const auto* r = reinterpret_cast<const SyncRecord*>(record);
       out = Blank(COMMPROF_KIND_SYNC, r->start, r->end);
       out.subtype = static_cast<uint8_t>(r->type);
-      out.thread_id = r->streamId;  // 0xFFFFFFFF for context and event synchronization
+      // A host-side wait, but the record does not say which thread waited (its API call, found by
+      // correlation, does): the unknown-thread id, and the stream waited on in `peer` (-1: a
+      // context or event synchronization, which is about no stream).
+      out.thread_id = kUnknownHostThread;
+      out.peer = r->streamId == kUnknownStream ? COMMPROF_NO_PEER : static_cast<int32_t>(r->streamId);
       out.seq = r->cudaEventId;
       out.correlation = r->correlationId;
       return true;

@@ -29,6 +29,10 @@ class TranslationContext {
   virtual const char* ApiName(CUpti_ActivityKind api_kind, uint32_t cbid) = 0;
 };
 
+// thread_id of a host event whose thread CUPTI does not name (synchronization records): the
+// foreign-thread bit with id 0, never a thread index of ours (Runtime::kForeignThread).
+constexpr uint32_t kUnknownHostThread = 0x80000000u;
+
 // Whether a kernel name (mangled or not) is one of NCCL's (`ncclKernel_*`, `ncclDevKernel_*`).
 bool IsNcclKernelName(const char* name);
 

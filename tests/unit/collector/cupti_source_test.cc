@@ -327,7 +327,8 @@ void CheckPlanted(const std::vector<commprof_event>& ev, const RecordingContext&
   EXPECT_EQ(y.subtype, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
   EXPECT_EQ(y.start_ns, 4000u);
   EXPECT_EQ(y.end_ns, 4800u);
-  EXPECT_EQ(y.thread_id, 7u);
+  EXPECT_EQ(y.thread_id, kUnknownHostThread);
+  EXPECT_EQ(y.peer, 7);
   EXPECT_EQ(y.seq, 5u);
   EXPECT_EQ(y.correlation, 41u);
   EXPECT_EQ(y.device, COMMPROF_HOST_DEVICE);
