@@ -131,7 +131,10 @@ class CuptiSource::Context final : public TranslationContext {
 // ---- the source
 
 CuptiSource::CuptiSource(Runtime& rt, const CuptiLibrary& lib, Options options)
-    : rt_(rt), lib_(lib), options_(options), pool_(options.buffer_bytes, options.buffers),
+    : rt_(rt),
+      lib_(lib),
+      options_(options),
+      pool_(options.buffer_bytes, options.buffers),
       context_(std::make_unique<Context>(rt, lib)) {
   for (auto& t : translators_) t = std::make_unique<CuptiTranslator>(*context_);
 }
@@ -180,7 +183,8 @@ bool CuptiSource::Start() {
     return false;
   }
   // The clock next: CUPTI stamps records with it from the moment a kind is enabled.
-  if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback")) return false;
+  if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback"))
+    return false;
   if (!Check(lib_.RegisterCallbacks(&CuptiSource::OnBufferRequested, &CuptiSource::OnBufferCompleted),
              "cuptiActivityRegisterCallbacks")) {
     return false;
@@ -293,7 +297,7 @@ void CUPTIAPI CuptiSource::OnBufferRequested(uint8_t** buffer, size_t* size, siz
 }
 
 void CUPTIAPI CuptiSource::OnBufferCompleted(CUcontext /*context*/, uint32_t /*stream_id*/, uint8_t* buffer,
-                                              size_t /*size*/, size_t valid_size) {
+                                             size_t /*size*/, size_t valid_size) {
   CuptiSource* s = g_source.load(std::memory_order_acquire);
   if (s == nullptr || buffer == nullptr) return;
   s->Complete(buffer, valid_size);

@@ -41,16 +41,26 @@ uint16_t Device(uint32_t cupti_device) {
 
 const char* OverheadName(uint32_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver_compiler";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti_buffer_flush";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti_instrumentation";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti_resource";
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "runtime_triggered_module_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy_function_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command_buffer_full";
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "activity_buffer_request";
-    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "uvm_activity_init";
-    default: return "unknown_overhead";
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+      return "driver_compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+      return "cupti_buffer_flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+      return "cupti_instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+      return "cupti_resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+      return "runtime_triggered_module_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+      return "lazy_function_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+      return "command_buffer_full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+      return "activity_buffer_request";
+    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT:
+      return "uvm_activity_init";
+    default:
+      return "unknown_overhead";
   }
 }
 
@@ -93,7 +103,8 @@ uint32_t CuptiTranslator::ApiNameId(CUpti_ActivityKind kind, uint32_t cbid) {
   } else {
     std::snprintf(text, sizeof text, "%s", raw);
     char* v = std::strrchr(text, '_');
-    if (v != nullptr && v[1] == 'v' && v[2] >= '0' && v[2] <= '9' && std::strspn(v + 2, "0123456789") == std::strlen(v + 2)) {
+    if (v != nullptr && v[1] == 'v' && v[2] >= '0' && v[2] <= '9' &&
+        std::strspn(v + 2, "0123456789") == std::strlen(v + 2)) {
       *v = '\0';
     }
   }
@@ -117,13 +128,16 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* r = reinterpret_cast<const KernelRecord*>(record);
-      out = Blank(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start, r->end);
+      out =
+          Blank(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start, r->end);
       out.name_id = CachedName(r->name);
       out.thread_id = r->streamId;
       out.device = Device(r->deviceId);
       out.correlation = r->correlationId;
-      out.seq = PackGrid(static_cast<uint32_t>(r->gridX), static_cast<uint32_t>(r->gridY), static_cast<uint32_t>(r->gridZ));
-      out.peer = PackBlock(static_cast<uint32_t>(r->blockX), static_cast<uint32_t>(r->blockY), static_cast<uint32_t>(r->blockZ));
+      out.seq =
+          PackGrid(static_cast<uint32_t>(r->gridX), static_cast<uint32_t>(r->gridY), static_cast<uint32_t>(r->gridZ));
+      out.peer = PackBlock(static_cast<uint32_t>(r->blockX), static_cast<uint32_t>(r->blockY),
+                           static_cast<uint32_t>(r->blockZ));
       out.bytes = static_cast<uint64_t>(static_cast<uint32_t>(r->staticSharedMemory)) +
                   static_cast<uint64_t>(static_cast<uint32_t>(r->dynamicSharedMemory));
       out.datatype = static_cast<uint8_t>(r->registersPerThread > 255 ? 255 : r->registersPerThread);
@@ -224,8 +238,8 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
       const auto* r = reinterpret_cast<const ApiRecord*>(record);
       out = Blank(COMMPROF_KIND_CUDA_API, r->start, r->end);
-      CUpti_ActivityKind domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_ACTIVITY_KIND_RUNTIME
-                                                                              : CUPTI_ACTIVITY_KIND_DRIVER;
+      CUpti_ActivityKind domain =
+          record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
       out.name_id = ApiNameId(domain, r->cbid);
       out.subtype = static_cast<uint8_t>(record->kind);
       out.seq = r->cbid;

@@ -38,7 +38,8 @@ bool IsNcclKernelName(const char* name);
 
 // Kernel launch geometry packing (docs/file-format.md, kinds 10/11).
 inline uint64_t PackGrid(uint32_t x, uint32_t y, uint32_t z) {
-  return static_cast<uint64_t>(x) | (static_cast<uint64_t>(y & 0xFFFFu) << 32) | (static_cast<uint64_t>(z & 0xFFFFu) << 48);
+  return static_cast<uint64_t>(x) | (static_cast<uint64_t>(y & 0xFFFFu) << 32) |
+         (static_cast<uint64_t>(z & 0xFFFFu) << 48);
 }
 inline int32_t PackBlock(uint32_t x, uint32_t y, uint32_t z) {
   return static_cast<int32_t>((x & 0x7FFu) | ((y & 0x7FFu) << 11) | ((z & 0x7Fu) << 22));

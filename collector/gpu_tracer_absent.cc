@@ -1,6 +1,5 @@
 // The GPU tracer of a build without the CUDA toolkit: says so once and records nothing.
 #include "collector/gpu_tracer.h"
-
 #include "collector/runtime.h"
 #include "core/log.h"
 

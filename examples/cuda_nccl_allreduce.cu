@@ -74,14 +74,14 @@ int Fail(int rank, const char* what, const char* detail, int code) {
   return code;
 }
 
-#define CUDA_OK(call)                                                      \
-  do {                                                                     \
-    cudaError_t e_ = (call);                                               \
+#define CUDA_OK(call)                                                           \
+  do {                                                                          \
+    cudaError_t e_ = (call);                                                    \
     if (e_ != cudaSuccess) return Fail(rank, #call, cudaGetErrorString(e_), 4); \
   } while (0)
-#define NCCL_OK(call)                                                      \
-  do {                                                                     \
-    ncclResult_t r_ = (call);                                              \
+#define NCCL_OK(call)                                                           \
+  do {                                                                          \
+    ncclResult_t r_ = (call);                                                   \
     if (r_ != ncclSuccess) return Fail(rank, #call, ncclGetErrorString(r_), 4); \
   } while (0)
 
@@ -143,8 +143,9 @@ int Run(int rank, int size, const Options& o) {
     std::fprintf(stderr, "cuda_nccl_allreduce: rank %d: %d of %zu elements differ from 1.0\n", rank, bad, o.count);
     return 5;
   }
-  std::printf("cuda_nccl_allreduce: rank %d of %d on device %d: %d steps of %.3f ms compute + allreduce of %zu floats ok\n",
-              rank, size, device, o.steps, ms, o.count);
+  std::printf(
+      "cuda_nccl_allreduce: rank %d of %d on device %d: %d steps of %.3f ms compute + allreduce of %zu floats ok\n",
+      rank, size, device, o.steps, ms, o.count);
   return 0;
 }
 

@@ -26,9 +26,8 @@ int main(int argc, char** argv) {
   int injected = inject != NULL ? inject() + inject() : 2;
   int one = 1, sum = 0;
   MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  printf("rank %d: cudaGetDeviceCount -> %d (%s), count %d; cudaMalloc -> %d (%s); allreduce %d; injection %d\n",
-         rank, (int)count_rc, cudaGetErrorName(count_rc), count, (int)malloc_rc, cudaGetErrorName(malloc_rc), sum,
-         injected);
+  printf("rank %d: cudaGetDeviceCount -> %d (%s), count %d; cudaMalloc -> %d (%s); allreduce %d; injection %d\n", rank,
+         (int)count_rc, cudaGetErrorName(count_rc), count, (int)malloc_rc, cudaGetErrorName(malloc_rc), sum, injected);
   fflush(stdout);
   MPI_Finalize();
   return 0;

@@ -3,6 +3,8 @@
 // cuptiActivityGetNextRecord (it works without a driver), translated by the live code path; and
 // the source driven through its callbacks exactly as CUPTI drives it, with test doubles only for
 // the calls that need a GPU (enable, flush, dropped count).
+#include "collector/cupti_source.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +18,6 @@
 #include "aggregator/ingest.h"
 #include "analysis/load/profile_reader.h"
 #include "collector/cupti_library.h"
-#include "collector/cupti_source.h"
 #include "collector/cupti_translate.h"
 #include "collector/runtime.h"
 #include "core/log.h"
@@ -560,9 +561,12 @@ TEST(CuptiSource, DrivenAsCuptiDrivesItRecordsStreamsOnOurClockAndCountsDrops) {
   EXPECT_EQ(FakeGpuCupti::per_thread_buffers, 0) << "shared activity buffers, set before anything is enabled";
 
   // The kinds of docs/cupti.md, and launch calls only through the per-function switches.
-  std::vector<CUpti_ActivityKind> want = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                          CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                                          CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+  std::vector<CUpti_ActivityKind> want = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                          CUPTI_ACTIVITY_KIND_MEMCPY,
+                                          CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                          CUPTI_ACTIVITY_KIND_MEMSET,
+                                          CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                          CUPTI_ACTIVITY_KIND_OVERHEAD,
                                           CUPTI_ACTIVITY_KIND_MEMORY2};
   EXPECT_EQ(FakeGpuCupti::enabled, want);
   EXPECT_NE(std::find(FakeGpuCupti::runtime_apis.begin(), FakeGpuCupti::runtime_apis.end(),
@@ -764,9 +768,10 @@ TEST(CuptiSource, AnyCuptiErrorTurnsTracingOffWithOneLogLineNamingRankCallAndErr
   source.Flush();
   source.Stop();
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err,
-            "commprof[rank 1]: warning: GPU tracing unavailable: cuptiActivityEnable(MEMORY2) failed: CUPTI_ERROR_UNKNOWN "
-            "(999); the job runs on without CUDA records\n");
+  EXPECT_EQ(
+      err,
+      "commprof[rank 1]: warning: GPU tracing unavailable: cuptiActivityEnable(MEMORY2) failed: CUPTI_ERROR_UNKNOWN "
+      "(999); the job runs on without CUDA records\n");
   EXPECT_TRUE(FakeGpuCupti::enabled.empty()) << "the kinds enabled before the failure are disabled again";
   EXPECT_TRUE(FakeGpuCupti::runtime_apis.empty() && FakeGpuCupti::driver_apis.empty());
   EXPECT_EQ(FakeGpuCupti::flushes, 0);
