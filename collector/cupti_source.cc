@@ -64,6 +64,12 @@ CuptiBufferPool::~CuptiBufferPool() {
   for (auto& s : slots_) std::free(s.load());
 }
 
+void CuptiBufferPool::Preallocate(uint32_t n) {
+  for (uint32_t i = 0; i < n && i < buffers_; ++i) {
+    if (slots_[i].load() == nullptr) slots_[i].store(static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_)));
+  }
+}
+
 uint8_t* CuptiBufferPool::Acquire() {
   uint64_t mask = free_mask_.load(std::memory_order_acquire);
   for (;;) {
@@ -185,6 +191,7 @@ bool CuptiSource::Start() {
   // The clock next: CUPTI stamps records with it from the moment a kind is enabled.
   if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback"))
     return false;
+  pool_.Preallocate(2);
   if (!Check(lib_.RegisterCallbacks(&CuptiSource::OnBufferRequested, &CuptiSource::OnBufferCompleted),
              "cuptiActivityRegisterCallbacks")) {
     return false;

@@ -40,6 +40,9 @@ class CuptiBufferPool {
   CuptiBufferPool(const CuptiBufferPool&) = delete;
   CuptiBufferPool& operator=(const CuptiBufferPool&) = delete;
 
+  // Allocates the first `n` buffers now (before CUPTI can ask), so the first requests, which may
+  // come on application threads, cost no allocation. Not thread-safe: call before lending.
+  void Preallocate(uint32_t n);
   uint8_t* Acquire();  // null when all buffers are lent
   // False when `buffer` is not one of ours (it is then left alone).
   bool Release(uint8_t* buffer);
