@@ -730,6 +730,61 @@ TEST(CuptiSource, RecordsFromCuptisWorkerThreadReachTheFileWithStreamsNamesAndCo
   }
 }
 
+// CUPTI may complete buffers on its worker thread and in a flushing thread at the same time:
+// every record of every buffer still becomes exactly one correct event.
+TEST(CuptiSource, BuffersCompletedOnSeveralThreadsAtOnceLoseAndMixNothing) {
+  FakeGpuCupti::Reset();
+  CuptiLibrary table = FakeGpuCupti::Table();
+  Config c = TestConfig();
+  c.buffer_events = 4096;
+  Runtime rt(c, TestIdentity());
+  CuptiSource source(rt, table, {});
+  ASSERT_TRUE(source.Start());
+  constexpr int kThreads = 6;  // more than the source's translators
+  constexpr int kBuffersEach = 40;
+  PlantedBuffer p;
+  Plant(p);
+  std::free(p.overhead_data);  // copied many times below: no record may own a heap block
+  auto* overhead = reinterpret_cast<CUpti_ActivityOverhead3*>(
+      p.buf.data() + 2 * sizeof(CUpti_ActivityKernel10) + 2 * sizeof(CUpti_ActivityMemcpy6) +
+      sizeof(CUpti_ActivityMemset4) + 2 * sizeof(CUpti_ActivityMemory4) + sizeof(CUpti_ActivitySynchronization2));
+  ASSERT_EQ(overhead->kind, CUPTI_ACTIVITY_KIND_OVERHEAD);
+  overhead->overheadData = nullptr;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kBuffersEach; ++i) {
+        uint8_t* b = nullptr;
+        size_t size = 0, max_records = 0;
+        FakeGpuCupti::request(&b, &size, &max_records);
+        if (b == nullptr) {
+          ADD_FAILURE() << "the pool ran dry with at most " << kThreads << " buffers out";
+          return;
+        }
+        std::memcpy(b, p.buf.data(), p.buf.used());
+        FakeGpuCupti::complete(nullptr, 0, b, size, p.buf.used());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<commprof_event> ev = Drain(rt);
+  ASSERT_EQ(ev.size(), static_cast<size_t>(kThreads * kBuffersEach) * kPlantedEvents);
+  std::map<uint8_t, int> per_kind;
+  for (const auto& e : ev) {
+    ++per_kind[e.kind];
+    if (e.kind == COMMPROF_KIND_COMPUTE_KERNEL) {
+      EXPECT_EQ(rt.strings().View(e.name_id), "_Z6vecAddPfS_i");
+      EXPECT_EQ(e.thread_id, 7u);
+    }
+    if (e.kind == COMMPROF_KIND_CUDA_API && e.subtype == CUPTI_ACTIVITY_KIND_DRIVER) {
+      EXPECT_EQ(rt.strings().View(e.name_id), "cuLaunchKernel");
+    }
+  }
+  EXPECT_EQ(per_kind[COMMPROF_KIND_COMPUTE_KERNEL], kThreads * kBuffersEach);
+  EXPECT_EQ(per_kind[COMMPROF_KIND_CUDA_API], 2 * kThreads * kBuffersEach);
+  EXPECT_EQ(source.records_translated(), static_cast<uint64_t>(kThreads * kBuffersEach) * kPlantedEvents);
+}
+
 TEST(CuptiSource, HostApiRecordsOfARecordingThreadCarryItsIndex) {
   FakeGpuCupti::Reset();
   CuptiLibrary table = FakeGpuCupti::Table();
