@@ -83,8 +83,12 @@ void commprof_mark(const char* name) {
 }
 
 void commprof_step(uint64_t step) {
-  Runtime* rt = CpuRt();
+  Runtime* rt = Rt();
   if (rt == nullptr) return;
+  // A step boundary is where users look at the GPU work of the step just ended: hand CUPTI's
+  // completed buffers over now rather than when they fill up (no lock of ours is held here).
+  rt->FlushGpuTracing();
+  if (!rt->Records(commprof::kActivityCpu)) return;
   commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
   e.seq = step;
   e.name_id = rt->Intern("step");

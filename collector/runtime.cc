@@ -1,6 +1,7 @@
 #include "collector/runtime.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -67,6 +68,9 @@ void Runtime::Start() {
 
 void Runtime::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    // GPU records still in CUPTI's buffers go into the rings before the final drain. No lock of
+    // ours is held here: CUPTI's buffer-complete callback records on this thread.
+    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) g->Stop();
     // Non-blocking operations never seen to complete are kept, flagged, rather than lost.
     requests_.TakeAll([this](commprof_event e) {
       e.flags |= COMMPROF_FLAG_INCOMPLETE;
@@ -84,6 +88,8 @@ void Runtime::RequestFlush() {
 ThreadState* Runtime::RegisterThread() {
   // Once per thread per runtime: the only allocation on a recording thread.
   auto state = std::make_unique<ThreadState>();
+  state->os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  state->pthread_low = static_cast<uint32_t>(static_cast<uint64_t>(::pthread_self()));
   std::lock_guard<std::mutex> lock(threads_mu_);
   state->index = static_cast<uint32_t>(threads_.size());
   if (threads_.size() < rings_allowed_) {
@@ -95,6 +101,24 @@ ThreadState* Runtime::RegisterThread() {
   threads_.push_back(std::move(state));
   t_slot = ThreadSlot{id_, threads_.back().get()};
   return t_slot.state;
+}
+
+uint32_t Runtime::HostThreadIndex(uint32_t os_thread_id) const {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (const auto& t : threads_) {
+    if (t->os_tid == os_thread_id || t->pthread_low == os_thread_id) return t->index;
+  }
+  return kForeignThread | (os_thread_id & ~kForeignThread);
+}
+
+void Runtime::StartGpuTracing() {
+  int expected = 0;
+  if (!gpu_state_.compare_exchange_strong(expected, 1)) return;
+  if (Records(kActivityCuda) || Records(kActivityMemory)) {
+    gpu_owner_ = StartGpuTracer(*this);
+    gpu_.store(gpu_owner_.get(), std::memory_order_release);
+  }
+  gpu_state_.store(2);
 }
 
 void Runtime::SetClock(const wire::Clock& clock) {
@@ -216,7 +240,21 @@ void RecordSlurmIdentity(Runtime& rt) {
 
 Runtime* ActiveRuntime() { return g_runtime.load(std::memory_order_acquire); }
 
+namespace {
+Runtime* CreateRuntime(int mpi_rank, int mpi_size);
+}
+
 Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
+  if (Runtime* rt = ActiveRuntime()) return rt;
+  Runtime* rt = CreateRuntime(mpi_rank, mpi_size);
+  // Outside the runtime lock and after the runtime is published: enabling CUPTI may initialize the
+  // CUDA driver, whose injection call (InitializeInjection) comes back here on this thread.
+  if (rt != nullptr && ProcessHasCuda()) rt->StartGpuTracing();
+  return rt;
+}
+
+namespace {
+Runtime* CreateRuntime(int mpi_rank, int mpi_size) {
   if (Runtime* rt = ActiveRuntime()) return rt;
   if (g_inert.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard<std::mutex> lock(g_runtime_mu);
@@ -261,6 +299,7 @@ Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
   }
   return rt;
 }
+}  // namespace
 
 void ShutdownRuntime() {
   Runtime* rt = nullptr;

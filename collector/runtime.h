@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collector/event_ring.h"
+#include "collector/gpu_tracer.h"
 #include "collector/request_table.h"
 #include "commprof/event.h"
 #include "core/clock.h"
@@ -41,6 +42,10 @@ struct ThreadState {
   std::unique_ptr<EventRing> ring;  // null when the memory budget was exhausted
   StringCache strings;
   uint32_t index = 0;
+  // The thread's OS id (gettid) and the low 32 bits of pthread_self(), taken at registration, so
+  // the thread id in a CUPTI API record can be mapped to `index` (HostThreadIndex).
+  uint32_t os_tid = 0;
+  uint32_t pthread_low = 0;
   int range_depth = 0;
   uint64_t range_start[kMaxRangeDepth] = {};
   uint32_t range_name[kMaxRangeDepth] = {};
@@ -67,18 +72,38 @@ class Runtime {
       dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  // The same, attributed to the thread with index `thread_index` (an NVTX start/end range that
-  // ended on another thread belongs to the thread that started it); stored in this thread's ring.
-  void RecordAs(commprof_event e, uint32_t thread_index) {
+  // The same for sources whose events are not about the calling thread (GPU records delivered on
+  // CUPTI's thread carry the CUDA stream in thread_id): thread_id is kept as given.
+  void RecordAsGiven(const commprof_event& e) {
     if (!enabled_.load(std::memory_order_relaxed)) return;
     ThreadState* t = Thread();
-    e.thread_id = thread_index;
     if (t->ring != nullptr) {
       t->ring->Push(e);
     } else {
       dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  // Attributed to the thread with index `thread_index` (an NVTX start/end range that ended on
+  // another thread belongs to the thread that started it); stored in this thread's ring.
+  void RecordAs(commprof_event e, uint32_t thread_index) {
+    e.thread_id = thread_index;
+    RecordAsGiven(e);
+  }
+  // Our index of the thread whose gettid() or low 32 bits of pthread_self() is `os_thread_id`;
+  // kForeignThread | (id & 0x7FFFFFFF) for a thread that never recorded here. Takes the thread
+  // list's lock: for cache misses only (docs/cupti.md "Host threads").
+  static constexpr uint32_t kForeignThread = 0x80000000u;
+  uint32_t HostThreadIndex(uint32_t os_thread_id) const;
+
+  // GPU activity (collector/gpu_tracer.h): starts at most once per runtime, from whichever of the
+  // driver's injection call and the runtime's own start comes first; re-entrant calls (CUPTI may
+  // initialize the driver, which calls the injection) return at once.
+  void StartGpuTracing();
+  // Step boundaries: CUPTI's completed buffers become events now. Never call with a lock held.
+  void FlushGpuTracing() {
+    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) g->Flush();
+  }
+
   uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
   // The rank's local clock: the steady clock, or (testing aid) the steady clock plus an injected
   // offset and drift, so clock alignment can be tested against a known truth.
@@ -174,6 +199,10 @@ class Runtime {
 
   std::unique_ptr<Shipper> shipper_;
   std::once_flag shutdown_once_;
+
+  std::atomic<int> gpu_state_{0};  // 0 not started, 1 starting, 2 started (or unavailable)
+  std::unique_ptr<GpuTracer> gpu_owner_;
+  std::atomic<GpuTracer*> gpu_{nullptr};
 };
 
 // The process's runtime, for the C entry points (PMPI wrappers, C API). Null while inactive.

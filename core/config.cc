@@ -26,6 +26,12 @@ constexpr OptionSpec kOptions[] = {
     {"COMMPROF_ACTIVITIES", "all",
      "event sources to record, comma-separated: cpu, mpi, nccl, cuda, memory, nvtx, or all; set by `commprof run "
      "--activities`."},
+    {"COMMPROF_CUDA_API", "launch",
+     "CUDA API calls recorded (kind 24) with the cuda activity: launch (kernel, host-function and graph launches), "
+     "all (every runtime and driver call), none."},
+    {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (CUPTI recommends 1-10 MiB)."},
+    {"COMMPROF_CUPTI_BUFFERS", "16",
+     "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted)."},
     {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "", "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
     {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i."},
 };
@@ -143,6 +149,13 @@ Config ConfigFromEnv() {
   if (std::string acts = EnvOr("COMMPROF_ACTIVITIES"); !ParseActivities(acts, c.activities, error)) {
     COMMPROF_LOG_WARN("COMMPROF_ACTIVITIES=%s: %s; recording all", acts.c_str(), error.c_str());
     c.activities = kActivityAll;
+  }
+  c.cuda_api = EnvOr("COMMPROF_CUDA_API");
+  c.cupti_buffer_kb = EnvU32("COMMPROF_CUPTI_BUFFER_KB", 64);
+  c.cupti_buffers = EnvU32("COMMPROF_CUPTI_BUFFERS", 1);
+  if (c.cupti_buffers > 64) {
+    COMMPROF_LOG_WARN("COMMPROF_CUPTI_BUFFERS=%u is above 64; using 64", c.cupti_buffers);
+    c.cupti_buffers = 64;
   }
   return c;
 }

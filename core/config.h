@@ -51,6 +51,9 @@ struct Config {
   std::string fake_clock_offset_ns;  // testing aid: per-rank lists, see kOptions
   std::string fake_clock_drift_ppm;
   uint32_t activities = kActivityAll;  // enum Activity bits
+  std::string cuda_api;                // CUDA API calls recorded by CUPTI: launch, all, none
+  uint32_t cupti_buffer_kb = 0;        // size of one CUPTI activity buffer
+  uint32_t cupti_buffers = 0;          // CUPTI activity buffers at most (1..64)
 };
 
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.

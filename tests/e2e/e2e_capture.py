@@ -2709,6 +2709,49 @@ def case_nvtx_nccl(ctx):
                    f"rank {r}: NCCL ranges also stored as plain NVTX ranges")
 
 
+def case_cuda_no_gpu(ctx):
+    """A CUDA program on a machine without a GPU, 2 MPI ranks: under `commprof run` (all activities)
+    its exit code and output equal a bare run's, each rank logs "GPU tracing unavailable" exactly
+    once naming the failed CUPTI call (also after the program called InitializeInjection twice
+    more, each returning 1), the file records that in the rank's counters, and the MPI events are
+    all there. The cue comes from the runtime path (libcudart loaded at MPI_Init): with no driver,
+    CUDA_INJECTION64_PATH is never read."""
+    prog = os.path.join(ctx.build, "tests", "e2e", "cuda_no_gpu")
+    if not os.path.exists(prog):
+        print(f"cuda_no_gpu: SKIPPED: {prog} is not built (no CUDA toolkit)")
+        return SKIP
+    bare = run(mpirun(2) + [prog], timeout=120)
+    out = ctx.path("cuda.h5")
+    prof = run([ctx.commprof, "run", "--activities", "all", "-o", out, "--"] + mpirun(2) + [prog], timeout=120)
+    expect(prof.returncode == bare.returncode,
+           f"exit code {prof.returncode} under commprof, {bare.returncode} bare\n{prof.stderr}")
+    expect(sorted(prof.stdout.splitlines()) == sorted(bare.stdout.splitlines()),
+           f"output changed by profiling:\nbare:\n{bare.stdout}\nprofiled:\n{prof.stdout}")
+    expect(len(bare.stdout.splitlines()) == 2 and bare.stdout.count("allreduce 2; injection 2") == 2,
+           f"program output: {bare.stdout}")
+    lines = [l for l in prof.stderr.splitlines() if "GPU tracing unavailable" in l]
+    for r in range(2):
+        mine = [l for l in lines if l.startswith(f"commprof[rank {r}]: ")]
+        expect(len(mine) == 1, f"rank {r}: {len(mine)} 'GPU tracing unavailable' lines, expected 1\n{prof.stderr}")
+        expect(re.search(r"cupti\w+(\(\w+\))? failed: CUPTI_ERROR_\w+ \(\d+\); the job runs on", mine[0]),
+               f"rank {r}: the line names no CUPTI call and error: {mine[0]}")
+    expect(len(lines) == 2, f"{len(lines)} 'GPU tracing unavailable' lines in all, expected 2\n{prof.stderr}")
+    with h5py.File(out, "r") as f:
+        expect(len(f["ranks"]) == 2, "both ranks in the file")
+        for r in range(2):
+            g, ev, names = load_rank(f, r)
+            expect(int(g.attrs.get("gpu_tracing_unavailable", 0)) == 1,
+                   f"rank {r}: counter gpu_tracing_unavailable = {g.attrs.get('gpu_tracing_unavailable')}")
+            allreduce = named(ev, names, "MPI_Allreduce")
+            expect(len(allreduce) == 1 and allreduce["kind"][0] == KIND["mpi_collective"],
+                   f"rank {r}: {len(allreduce)} MPI_Allreduce events, expected 1")
+            expect(len(named(ev, names, "MPI_Init")) == 1 and len(named(ev, names, "MPI_Finalize")) == 1,
+                   f"rank {r}: MPI_Init/MPI_Finalize missing")
+            expect(not np.isin(ev["kind"], [10, 11, 12, 13, 14, 15, 20, 23, 24]).any(),
+                   f"rank {r}: GPU records without a GPU")
+    print("cuda_no_gpu: " + lines[0])
+
+
 CASES = {
     "hta": case_hta,
     "aggregate": case_aggregate,
@@ -2739,6 +2782,7 @@ CASES = {
     "kineto_import": case_kineto_import,
     "nvtx": case_nvtx,
     "nvtx_nccl": case_nvtx_nccl,
+    "cuda_no_gpu": case_cuda_no_gpu,
 }
 
 

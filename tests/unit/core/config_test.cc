@@ -15,7 +15,8 @@ namespace {
 const char* const kVars[] = {"COMMPROF_AGGREGATOR",   "COMMPROF_SECRET",        "COMMPROF_JOB_ID",
                              "COMMPROF_SPOOL_DIR",    "COMMPROF_BUFFER_EVENTS", "COMMPROF_MEMORY_MB",
                              "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS",
-                             "COMMPROF_ACTIVITIES"};
+                             "COMMPROF_ACTIVITIES",
+                             "COMMPROF_CUDA_API", "COMMPROF_CUPTI_BUFFER_KB", "COMMPROF_CUPTI_BUFFERS"};
 
 // Clears the COMMPROF_* variables for one test and restores them afterwards.
 class ConfigEnv : public ::testing::Test {
@@ -53,6 +54,25 @@ TEST_F(ConfigEnv, DefaultsApplyWhenNothingIsSet) {
   EXPECT_EQ(c.flush_ms, 20u);
   EXPECT_EQ(c.request_slots, 65536u);
   EXPECT_EQ(c.connect_timeout_ms, 5000u);
+}
+
+TEST_F(ConfigEnv, CuptiOptionsDefaultToLaunchCallsAnd16BuffersOf4MiBAndCapBuffersAt64) {
+  Config c = ConfigFromEnv();
+  EXPECT_EQ(c.cuda_api, "launch");
+  EXPECT_EQ(c.cupti_buffer_kb, 4096u);
+  EXPECT_EQ(c.cupti_buffers, 16u);
+  Set("COMMPROF_CUDA_API", "all");
+  Set("COMMPROF_CUPTI_BUFFER_KB", "1024");
+  Set("COMMPROF_CUPTI_BUFFERS", "100");
+  c = ConfigFromEnv();
+  EXPECT_EQ(c.cuda_api, "all");
+  EXPECT_EQ(c.cupti_buffer_kb, 1024u);
+  EXPECT_EQ(c.cupti_buffers, 64u);
+  Set("COMMPROF_CUPTI_BUFFER_KB", "8");  // below the 64 KiB minimum: the default, with a warning
+  Set("COMMPROF_CUPTI_BUFFERS", "0");
+  c = ConfigFromEnv();
+  EXPECT_EQ(c.cupti_buffer_kb, 4096u);
+  EXPECT_EQ(c.cupti_buffers, 16u);
 }
 
 TEST_F(ConfigEnv, EnvironmentOverridesEveryOption) {
