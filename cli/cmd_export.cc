@@ -26,35 +26,6 @@ struct Options {
   bool quiet = false;
 };
 
-// "0,3,5-7" -> {0, 3, 5, 6, 7}; false on anything else.
-bool ParseRanks(const std::string& spec, std::vector<uint32_t>& out) {
-  std::set<uint32_t> ranks;
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
-    std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t dash = item.find('-');
-    auto number = [](const std::string& s, uint32_t& v) {
-      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
-      v = static_cast<uint32_t>(std::stoul(s));
-      return true;
-    };
-    uint32_t lo = 0, hi = 0;
-    if (dash == std::string::npos) {
-      if (!number(item, lo)) return false;
-      hi = lo;
-    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo) {
-      return false;
-    }
-    if (hi - lo > 1000000) return false;
-    for (uint32_t r = lo; r <= hi; ++r) ranks.insert(r);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  out.assign(ranks.begin(), ranks.end());
-  return !out.empty();
-}
-
 std::string DefaultOutput(const std::string& input) {
   std::filesystem::path p(input);
   if (p.extension() == ".h5") p.replace_extension();
@@ -67,7 +38,7 @@ int RunExport(const Options& o) {
     return 2;
   }
   ChromeExportOptions opts;
-  if (!o.ranks.empty() && !ParseRanks(o.ranks, opts.ranks)) {
+  if (!o.ranks.empty() && !ParseRankList(o.ranks, opts.ranks)) {
     std::fprintf(stderr, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }

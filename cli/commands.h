@@ -31,6 +31,10 @@ Runner AddHtaCommand(CLI::App& app);
 // that produced a good file keep their own exit code.
 bool StoreAnalysis(const std::string& path, const char* command);
 
+// A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
+// an empty list included.
+bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out);
+
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);
 

@@ -23,10 +23,7 @@ commprof_event NcclInit(int32_t rank, uint64_t nranks) {
 }
 
 commprof_event Nccl(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint64_t bytes) {
-  commprof_event e = Collective(op, seq, start, end, {.comm = kCommHash, .bytes = bytes});
-  e.kind = COMMPROF_KIND_NCCL_COLLECTIVE;
-  e.device = 0;
-  return e;
+  return test_support::events::NcclCollective(op, seq, start, end, kCommHash, bytes);
 }
 
 // 3 ranks of one NCCL communicator; AllReduce seq 0, 1 and AllGather seq 0, 1 (the same numbers:

@@ -33,17 +33,7 @@ commprof_event NvtxCall(uint8_t op, uint64_t comm, uint64_t start, uint64_t end,
 }
 
 commprof_event PluginCollective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_NCCL_COLLECTIVE;
-  e.subtype = op;
-  e.comm_id = kComm;
-  e.seq = seq;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.bytes = 1024;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = 0;
-  return e;
+  return test_support::events::NcclCollective(op, seq, start, end, kComm, 1024);
 }
 
 // 3 ranks, each: AllReduce, AllGather, AllReduce on kComm, entered at t (rank 2: t + 4000), all

@@ -256,6 +256,14 @@ commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end
   return e;
 }
 
+commprof_event NcclCollective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint64_t comm_hash,
+                              uint64_t bytes) {
+  commprof_event e = Collective(op, seq, start, end, {.comm = comm_hash, .bytes = bytes});
+  e.kind = COMMPROF_KIND_NCCL_COLLECTIVE;
+  e.device = 0;
+  return e;
+}
+
 commprof_event P2p(uint8_t op, uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes, uint64_t comm,
                    uint16_t flags, uint32_t thread) {
   commprof_event e{};

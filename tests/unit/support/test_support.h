@@ -181,6 +181,11 @@ struct CollectiveFields {
 // communicator.
 commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, const CollectiveFields& f = {});
 
+// The NCCL profiler plugin's collective record (kind 17): as Collective() on the NCCL
+// communicator `comm_hash`, with the GPU's device 0 (docs/file-format.md).
+commprof_event NcclCollective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint64_t comm_hash,
+                              uint64_t bytes);
+
 // A point-to-point operation; `peer` is the rank in `comm`, `tag` goes in `correlation`.
 commprof_event P2p(uint8_t op, uint64_t start, uint64_t end, int32_t peer, uint32_t tag, uint64_t bytes,
                    uint64_t comm = COMMPROF_COMM_WORLD_ID, uint16_t flags = 0, uint32_t thread = 0);
