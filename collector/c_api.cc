@@ -2,6 +2,7 @@
 // Also the internal entry points of collector/internal_api.h (the NCCL profiler plugin's way in).
 #include "commprof/commprof.h"
 
+#include "collector/event_builder.h"
 #include "collector/internal_api.h"
 #include "collector/nvtx_tool.h"
 #include "collector/runtime.h"
@@ -16,15 +17,7 @@ Runtime* Rt() {
   return rt != nullptr ? rt : EnsureRuntime(-1, -1);
 }
 
-commprof_event Instant(uint8_t kind, uint64_t now) {
-  commprof_event e{};
-  e.kind = kind;
-  e.start_ns = now;
-  e.end_ns = now;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
+commprof_event Instant(uint8_t kind, uint64_t now) { return commprof::BlankEvent(kind, now, now); }
 
 // The runtime when it records the C API's ranges, marks and steps (`--activities` includes cpu).
 Runtime* CpuRt() {

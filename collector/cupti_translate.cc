@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/event_builder.h"
+
 namespace commprof {
 
 namespace {
@@ -24,16 +26,6 @@ using OverheadRecord = CUpti_ActivityOverhead3;
 using ApiRecord = CUpti_ActivityAPI;
 
 constexpr uint32_t kUnknownStream = 0xFFFFFFFFu;  // CUPTI_INVALID_STREAM_ID
-
-commprof_event Blank(uint8_t kind, uint64_t start, uint64_t end) {
-  commprof_event e{};
-  e.kind = kind;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
 
 uint16_t Device(uint32_t cupti_device) {
   return cupti_device >= COMMPROF_HOST_DEVICE ? COMMPROF_HOST_DEVICE : static_cast<uint16_t>(cupti_device);
@@ -129,7 +121,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* r = reinterpret_cast<const KernelRecord*>(record);
       out =
-          Blank(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start, r->end);
+          BlankEvent(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start, r->end);
       out.name_id = CachedName(r->name);
       out.thread_id = r->streamId;
       out.device = Device(r->deviceId);
@@ -145,7 +137,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* r = reinterpret_cast<const MemcpyRecord*>(record);
-      out = Blank(COMMPROF_KIND_MEMCPY, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_MEMCPY, r->start, r->end);
       out.subtype = r->copyKind;
       out.datatype = r->srcKind;
       out.reduce_op = r->dstKind;
@@ -159,7 +151,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* r = reinterpret_cast<const PeerMemcpyRecord*>(record);
-      out = Blank(COMMPROF_KIND_MEMCPY, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_MEMCPY, r->start, r->end);
       out.subtype = r->copyKind;
       out.datatype = r->srcKind;
       out.reduce_op = r->dstKind;
@@ -173,7 +165,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* r = reinterpret_cast<const MemsetRecord*>(record);
-      out = Blank(COMMPROF_KIND_MEMSET, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_MEMSET, r->start, r->end);
       out.subtype = static_cast<uint8_t>(r->memoryKind);
       out.bytes = r->bytes;
       out.seq = r->value;
@@ -193,7 +185,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
       } else {
         return false;
       }
-      out = Blank(kind, r->timestamp, r->timestamp);
+      out = BlankEvent(kind, r->timestamp, r->timestamp);
       out.bytes = r->bytes;
       out.seq = r->address;
       out.subtype = static_cast<uint8_t>(r->memoryKind);
@@ -206,7 +198,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto* r = reinterpret_cast<const SyncRecord*>(record);
-      out = Blank(COMMPROF_KIND_SYNC, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_SYNC, r->start, r->end);
       out.subtype = static_cast<uint8_t>(r->type);
       // A host-side wait, but the record does not say which thread waited (its API call, found by
       // correlation, does): the unknown-thread id, and the stream waited on in `peer` (-1: a
@@ -219,7 +211,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const auto* r = reinterpret_cast<const OverheadRecord*>(record);
-      out = Blank(COMMPROF_KIND_GPU_OVERHEAD, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_GPU_OVERHEAD, r->start, r->end);
       out.seq = static_cast<uint64_t>(r->overheadKind);
       out.name_id = CachedName(OverheadName(static_cast<uint32_t>(r->overheadKind)));
       out.correlation = r->correlationId;
@@ -237,7 +229,7 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     case CUPTI_ACTIVITY_KIND_DRIVER:
     case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
       const auto* r = reinterpret_cast<const ApiRecord*>(record);
-      out = Blank(COMMPROF_KIND_CUDA_API, r->start, r->end);
+      out = BlankEvent(COMMPROF_KIND_CUDA_API, r->start, r->end);
       CUpti_ActivityKind domain =
           record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
       out.name_id = ApiNameId(domain, r->cbid);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collector/mpi_clock_sync.h"
+#include "collector/event_builder.h"
 #include "collector/mpi_comm_ids.h"
 #include "collector/runtime.h"
 #include "commprof/event.h"
@@ -238,15 +239,10 @@ MPI_Request* SaveRequests(const MPI_Request* r, int n) {
 }
 
 void RecordWait(Runtime* rt, uint8_t op, uint8_t name, uint64_t t0, uint64_t t1, int count) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_WAIT;
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_WAIT, t0, t1);
   e.subtype = op;
   e.name_id = g_op_name[name != 0 ? name : op];
-  e.start_ns = t0;
-  e.end_ns = t1;
   e.bytes = static_cast<uint64_t>(count);  // number of requests passed
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
   rt->Record(e);
 }
 
@@ -283,15 +279,10 @@ void OnInit(uint64_t t0) {
   Runtime* rt = EnsureRuntime(rank, size);
   if (rt == nullptr) return;
   InternNames(rt);
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_INIT;
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_INIT, rt->ToLocal(t0), rt->Now());
   e.name_id = g_op_name[kNameInit];
-  e.start_ns = rt->ToLocal(t0);
-  e.end_ns = rt->Now();
   e.comm_id = COMMPROF_COMM_WORLD_ID;
   e.bytes = static_cast<uint64_t>(size);  // world size
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
   rt->Record(e);
   if (rt->config().clock_sync && g_clock_sync == nullptr) {
     g_clock_sync = new MpiClockSync(*rt, rt->config().clock_sync_rounds, rt->config().clock_sync_interval_ms);
@@ -353,13 +344,8 @@ int MPI_Finalize(void) {
   if (g_clock_sync != nullptr) g_clock_sync->Finish();  // needs MPI: before PMPI_Finalize
   uint64_t t0 = rt->Now();
   int rc = PMPI_Finalize();
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_MPI_FINALIZE;
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, t0, rt->Now());
   e.name_id = g_op_name[kNameFinalize];
-  e.start_ns = t0;
-  e.end_ns = rt->Now();
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
   rt->Record(e);
   ShutdownRuntime();
   return rc;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <cwchar>
 
+#include "collector/event_builder.h"
 #include "collector/runtime.h"
 #include "core/config.h"
 
@@ -95,16 +96,6 @@ void ScalarPayload(const nvtx_abi::EventAttributes* a, NvtxOpenRange& r) {
 }
 
 constexpr size_t kAttrMessageEnd = offsetof(nvtx_abi::EventAttributes, message) + sizeof(void*);
-
-commprof_event BaseEvent(uint8_t kind, uint64_t start, uint64_t end) {
-  commprof_event e{};
-  e.kind = kind;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
 
 }  // namespace
 
@@ -318,7 +309,7 @@ void NvtxTool::RecordRange(Runtime* rt, const NvtxOpenRange& r, uint64_t end_ns,
       nccl_deduplicated_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    commprof_event e = BaseEvent(COMMPROF_KIND_NCCL_API, r.start_ns, end_ns);
+    commprof_event e = BlankEvent(COMMPROF_KIND_NCCL_API, r.start_ns, end_ns);
     e.name_id = r.name_id;
     e.subtype = r.nccl_op;
     e.comm_id = r.nccl_fields.comm_hash;
@@ -333,7 +324,7 @@ void NvtxTool::RecordRange(Runtime* rt, const NvtxOpenRange& r, uint64_t end_ns,
     }
     return;
   }
-  commprof_event e = BaseEvent(COMMPROF_KIND_NVTX_RANGE, r.start_ns, end_ns);
+  commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_RANGE, r.start_ns, end_ns);
   e.name_id = r.name_id;
   e.subtype = subtype;
   e.seq = subtype == 0 ? static_cast<uint64_t>(r.depth) : 0;
@@ -387,7 +378,7 @@ void NvtxTool::Mark(const NvtxDomain* domain, const nvtx_abi::EventAttributes* a
   if (rt == nullptr) return;
   NvtxOpenRange r = Open(rt, domain, 0);
   FromAttributes(rt, attr, r);
-  commprof_event e = BaseEvent(COMMPROF_KIND_NVTX_MARK, r.start_ns, r.start_ns);
+  commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, r.start_ns, r.start_ns);
   e.name_id = r.name_id;
   e.comm_id = domain != nullptr ? rt->Intern(domain->name.c_str()) : COMMPROF_NO_COMM_ID;
   e.peer = static_cast<int32_t>(r.category);
@@ -401,7 +392,7 @@ void NvtxTool::MarkText(const char* text) {
   Runtime* rt = RecordingRuntime();
   if (rt == nullptr) return;
   const uint64_t now = rt->Now();
-  commprof_event e = BaseEvent(COMMPROF_KIND_NVTX_MARK, now, now);
+  commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, now, now);
   e.name_id = rt->Intern(text);
   e.peer = 0;  // no category
   rt->Record(e);
@@ -442,7 +433,7 @@ void NvtxTool::NameOsThread(uint32_t os_tid, const char* name) {
   if (rt == nullptr || name == nullptr) return;
   // Stored as a mark of subtype 1 on the calling thread: bytes = the OS thread id it names.
   const uint64_t now = rt->Now();
-  commprof_event e = BaseEvent(COMMPROF_KIND_NVTX_MARK, now, now);
+  commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, now, now);
   e.subtype = 1;
   e.name_id = rt->Intern(name);
   e.bytes = os_tid;
