@@ -31,6 +31,20 @@ uint16_t Device(uint32_t cupti_device) {
   return cupti_device >= COMMPROF_HOST_DEVICE ? COMMPROF_HOST_DEVICE : static_cast<uint16_t>(cupti_device);
 }
 
+// The fields a copy (MEMCPY) and a peer copy (MEMCPY2) record share, by the same names.
+template <typename CopyRecord>
+commprof_event CopyEvent(const CopyRecord& r) {
+  commprof_event e = BlankEvent(COMMPROF_KIND_MEMCPY, r.start, r.end);
+  e.subtype = r.copyKind;
+  e.datatype = r.srcKind;
+  e.reduce_op = r.dstKind;
+  e.bytes = r.bytes;
+  e.thread_id = r.streamId;
+  e.correlation = r.correlationId;
+  if ((r.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) e.flags = COMMPROF_FLAG_NONBLOCKING;
+  return e;
+}
+
 const char* OverheadName(uint32_t kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
@@ -137,30 +151,16 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* r = reinterpret_cast<const MemcpyRecord*>(record);
-      out = BlankEvent(COMMPROF_KIND_MEMCPY, r->start, r->end);
-      out.subtype = r->copyKind;
-      out.datatype = r->srcKind;
-      out.reduce_op = r->dstKind;
-      out.bytes = r->bytes;
-      out.thread_id = r->streamId;
+      out = CopyEvent(*r);
       out.device = Device(r->deviceId);
-      out.correlation = r->correlationId;
       out.seq = r->runtimeCorrelationId;
-      if ((r->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) out.flags = COMMPROF_FLAG_NONBLOCKING;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* r = reinterpret_cast<const PeerMemcpyRecord*>(record);
-      out = BlankEvent(COMMPROF_KIND_MEMCPY, r->start, r->end);
-      out.subtype = r->copyKind;
-      out.datatype = r->srcKind;
-      out.reduce_op = r->dstKind;
-      out.bytes = r->bytes;
-      out.thread_id = r->streamId;
+      out = CopyEvent(*r);
       out.device = Device(r->srcDeviceId);
       out.peer = static_cast<int32_t>(r->dstDeviceId);
-      out.correlation = r->correlationId;
-      if ((r->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) out.flags = COMMPROF_FLAG_NONBLOCKING;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
