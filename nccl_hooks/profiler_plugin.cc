@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -47,11 +47,41 @@ constexpr TypeInfo kTypes[] = {
     {"ncclFloat8e5m2", COMMPROF_DT_OTHER, 1},  {"Unknown", COMMPROF_DT_UINT8, 1},
 };
 
+// Name lookups compare lengths first: one strlen, then memcmp only against names of that length
+// (the datatype names share the prefix "ncclFloat", which makes strcmp walk far on each).
+constexpr size_t Len(const char* s) { return std::char_traits<char>::length(s); }
+constexpr auto kOpLens = [] {
+  std::array<size_t, kNumOps> a{};
+  for (size_t i = 0; i < kNumOps; ++i) a[i] = Len(kOps[i].name);
+  return a;
+}();
+constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
+constexpr auto kTypeLens = [] {
+  std::array<size_t, kNumTypes> a{};
+  for (size_t i = 0; i < kNumTypes; ++i) a[i] = Len(kTypes[i].name);
+  return a;
+}();
+
 int OpIndex(const char* func) {
   if (func == nullptr) return -1;
+  const size_t n = std::strlen(func);
   for (size_t i = 0; i < kNumOps; ++i)
-    if (std::strcmp(func, kOps[i].name) == 0) return static_cast<int>(i);
+    if (kOpLens[i] == n && std::memcmp(func, kOps[i].name, n) == 0) return static_cast<int>(i);
   return -1;
+}
+uint8_t OpCodeOf(int op_index) { return op_index >= 0 ? kOps[op_index].code : static_cast<uint8_t>(COMMPROF_OP_NONE); }
+
+// One lookup for both the code and the size of an NCCL datatype string (DatatypeCode, DatatypeSize).
+struct TypeLookup {
+  uint8_t code;
+  uint32_t size;
+};
+TypeLookup LookupType(const char* datatype) {
+  if (datatype == nullptr) return {COMMPROF_DT_NONE, 1};
+  const size_t n = std::strlen(datatype);
+  for (size_t i = 0; i < kNumTypes; ++i)
+    if (kTypeLens[i] == n && std::memcmp(datatype, kTypes[i].name, n) == 0) return {kTypes[i].code, kTypes[i].size};
+  return {COMMPROF_DT_OTHER, 1};
 }
 
 bool Rooted(uint8_t op) { return op == COMMPROF_OP_BCAST || op == COMMPROF_OP_REDUCE; }
@@ -120,9 +150,11 @@ struct Slot {
   std::atomic<uint64_t> trans_bytes{0};
   bool kernel_timing = false;
   std::atomic<bool> proxy_seen{false};
-  // Coll, P2p completion
-  std::atomic<int32_t> pending{0};
-  std::atomic<uint32_t> kch_done{0};
+  // Coll, P2p completion: one word, so a kernel channel's stop is one atomic update of it.
+  // Low 32 bits: references still pending (our stop, each kernel channel or the first proxy op,
+  // each live proxy op); the last to drop one completes the operation. High 32 bits: kernel
+  // channels stopped (only the first nChannels drop a reference).
+  std::atomic<uint64_t> refs{0};
   std::atomic<uint64_t> gpu_first{0}, gpu_last{0};      // raw pTimer: earliest start, latest stop
   std::atomic<uint64_t> kch_host_first{0}, kch_host_last{0};
   std::atomic<uint64_t> proxy_first{0}, proxy_last{0};
@@ -144,7 +176,7 @@ class PluginContext {
         proxy_detail_(options.proxy_detail),
         slots_(options.pool_events >= 2 ? options.pool_events : 2),
         p2p_seq_(2 * static_cast<size_t>(info.known && info.nranks > 0 ? info.nranks : kV2Peers)),
-        calibration_(options.calibration) {
+        clock_(options.calibration) {
     // Two free lists: parents (API, Coll, P2p) in [0, parents_), their short-lived children
     // (KernelCh, ProxyOp) in the last quarter, so a burst of enqueued collectives can never leave
     // no slot for the kernel channels that complete them (then nothing would be freed again).
@@ -199,8 +231,7 @@ class PluginContext {
       if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
         s.type = type;
         s.parent = nullptr;
-        s.pending.store(0, std::memory_order_relaxed);
-        s.kch_done.store(0, std::memory_order_relaxed);
+        s.refs.store(0, std::memory_order_relaxed);
         s.gpu_first.store(0, std::memory_order_relaxed);
         s.gpu_last.store(0, std::memory_order_relaxed);
         s.kch_host_first.store(0, std::memory_order_relaxed);
@@ -260,14 +291,27 @@ class PluginContext {
   // Takes a reference on a live Coll/P2p parent, or fails (stale/recycled/NULL parent).
   bool RefParent(Slot* p) {
     if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0) return false;
-    int32_t cur = p->pending.load(std::memory_order_relaxed);
-    while (cur > 0) {
-      if (p->pending.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
+    uint64_t cur = p->refs.load(std::memory_order_relaxed);
+    while (static_cast<uint32_t>(cur) > 0) {
+      if (p->refs.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
     }
     return false;
   }
   void Unref(Slot* p) {
-    if (p->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Complete(p, false);
+    if (static_cast<uint32_t>(p->refs.fetch_sub(1, std::memory_order_acq_rel)) == 1) Complete(p, false);
+  }
+  // A kernel channel of `p` stopped (or found no slot): count it and, if it is one of the first
+  // nChannels of a collective timed by its kernel channels, drop its reference; one CAS.
+  void ChannelDone(Slot* p) {
+    constexpr uint64_t kOneDone = uint64_t{1} << 32;
+    uint64_t cur = p->refs.load(std::memory_order_relaxed);
+    for (;;) {
+      const bool holds = (cur >> 32) < p->n_channels && p->kernel_timing;
+      if (p->refs.compare_exchange_weak(cur, cur + kOneDone - (holds ? 1 : 0), std::memory_order_acq_rel)) {
+        if (holds && static_cast<uint32_t>(cur) == 1) Complete(p, false);
+        return;
+      }
+    }
   }
   void Complete(Slot* p, bool unfinished);
 
@@ -282,8 +326,7 @@ class PluginContext {
   std::vector<std::atomic<uint64_t>> p2p_seq_;  // [peer * 2 + (recv ? 1 : 0)]
   std::atomic<uint64_t> comm_id_{0};
   std::atomic<uint64_t> counters_[kCounterCount] = {};
-  std::mutex calibration_mu_;
-  GpuClockCalibration calibration_;  // guarded by calibration_mu_
+  SharedGpuClock clock_;  // KernelCh pTimer -> host clock, shared without a lock
   uint32_t op_name_[kNumOps] = {};
   uint32_t api_name_[kNumOps] = {};
   uint32_t group_name_ = 0, launch_name_ = 0, unknown_name_ = 0;
@@ -309,12 +352,13 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
   } else if (t == kCpNcclCollApi || t == kCpNcclP2pApi) {
     Slot* s = Acquire(t);
     if (s == nullptr) return;
-    int oi = OpIndex(d.func);
+    const int oi = OpIndex(d.func);
+    const TypeLookup type = LookupType(d.datatype);
     s->host_start = now;
     s->comm_id = info_.comm_hash;
-    s->op = OpCode(d.func);
-    s->dtype = DatatypeCode(d.datatype);
-    s->bytes = static_cast<uint64_t>(d.count) * DatatypeSize(d.datatype);
+    s->op = OpCodeOf(oi);
+    s->dtype = type.code;
+    s->bytes = static_cast<uint64_t>(d.count) * type.size;
     s->peer = t == kCpNcclCollApi && Rooted(s->op) ? d.root : COMMPROF_NO_PEER;
     s->seq = 0;
     s->name_id = NameOf(oi, true, d.func);
@@ -322,14 +366,15 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
   } else if (t == kCpNcclColl || t == kCpNcclP2p) {
     Slot* s = Acquire(t);
     if (s == nullptr) return;
-    int oi = OpIndex(d.func);
+    const int oi = OpIndex(d.func);
+    const TypeLookup type = LookupType(d.datatype);
     s->host_start = now;
     s->comm_id = CommOf(d);
-    s->op = OpCode(d.func);
-    s->dtype = DatatypeCode(d.datatype);
+    s->op = OpCodeOf(oi);
+    s->dtype = type.code;
     s->algo_proto = t == kCpNcclColl ? AlgoProtoCode(d.algo, d.proto) : 0;
     // AllGather/Broadcast Coll events carry bytes as ncclInt8 (reference §2a): size 1 keeps it right.
-    s->bytes = static_cast<uint64_t>(d.count) * DatatypeSize(d.datatype);
+    s->bytes = static_cast<uint64_t>(d.count) * type.size;
     s->n_channels = d.n_channels;
     s->name_id = NameOf(oi, false, d.func);
     if (t == kCpNcclColl) {
@@ -350,7 +395,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     // held until the first proxy op arrives (proxy ops may start after the Coll stop, or never:
     // then it completes only at finalize, INCOMPLETE).
     s->proxy_seen.store(false, std::memory_order_relaxed);
-    s->pending.store(1 + (s->kernel_timing ? d.n_channels : 1), std::memory_order_release);
+    s->refs.store(1u + (s->kernel_timing ? d.n_channels : 1u), std::memory_order_release);
     *handle = s;
   } else if (t == kCpNcclKernelCh) {
     auto* p = static_cast<Slot*>(d.parent);
@@ -362,7 +407,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     Slot* s = Acquire(t);
     if (s == nullptr) {
       // No slot: the channel counts as done without timing, so its collective still completes.
-      if (p->kch_done.fetch_add(1, std::memory_order_acq_rel) < p->n_channels && p->kernel_timing) Unref(p);
+      ChannelDone(p);
       return;
     }
     s->parent = p;
@@ -374,7 +419,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->name_id = p->name_id;
     s->channel = d.channel_id;
     s->host_start = now;
-    s->gpu_start = d.ptimer;  // paired with host_start for the calibration at the stop (one lock)
+    s->gpu_start = d.ptimer;  // paired with host_start for the calibration at the stop
     *handle = s;
   } else if (t == kCpNcclProxyOp) {
     // (A PXN op from another process was turned away before its context was touched: StartEvent.)
@@ -441,12 +486,13 @@ void PluginContext::State(Slot* s, int state, uint64_t value, bool has_value) {
 }
 
 void PluginContext::Stop(Slot* s) {
-  const uint64_t now = sink_->Now();
+  // The clock is read only where the stop's time is used (not for a Coll/P2p "enqueued" stop).
   switch (s->type) {
     case kCpNcclGroupApi:
     case kCpNcclKernelLaunch:
     case kCpNcclCollApi:
     case kCpNcclP2pApi: {
+      const uint64_t now = sink_->Now();
       commprof_event e = FromSlot(COMMPROF_KIND_NCCL_API, *s);
       e.end_ns = now;
       e.bytes = s->bytes;
@@ -460,17 +506,19 @@ void PluginContext::Stop(Slot* s) {
       Unref(s);  // "enqueued": completion comes from the children
       return;
     case kCpNcclKernelCh: {
+      const uint64_t now = sink_->Now();
       Slot* p = s->parent;
       commprof_event e = FromSlot(COMMPROF_KIND_COMM_KERNEL, *s);
       e.end_ns = now;
       const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
       if (s->gpu_start != 0 || s->gpu_stop != 0) {
-        std::lock_guard<std::mutex> lock(calibration_mu_);
-        if (s->gpu_start != 0) calibration_.AddPair(s->gpu_start, s->host_start);
-        if (s->gpu_stop != 0) calibration_.AddPair(s->gpu_stop, now);
+        // Both pairs into the lock-free queue (fitted now if due and no other thread is fitting),
+        // then the newest published fit converts.
+        clock_.Add({s->gpu_start, s->host_start, s->gpu_stop, now});
         if (gpu_times) {
-          e.start_ns = calibration_.ToHost(s->gpu_start);
-          e.end_ns = calibration_.ToHost(s->gpu_stop);
+          const SharedGpuClock::Fit fit = clock_.Current();
+          e.start_ns = fit.ToHost(s->gpu_start);
+          e.end_ns = fit.ToHost(s->gpu_stop);
         }
       }
       e.correlation = s->channel;
@@ -484,7 +532,7 @@ void PluginContext::Stop(Slot* s) {
           AtomicMax(p->kch_host_last, now);
         }
         // Only the first nChannels stops hold a reference (an extra channel must not free it).
-        if (p->kch_done.fetch_add(1, std::memory_order_acq_rel) < p->n_channels && p->kernel_timing) Unref(p);
+        ChannelDone(p);
       } else {
         Count(kStaleParent);
       }
@@ -492,6 +540,7 @@ void PluginContext::Stop(Slot* s) {
       return;
     }
     case kCpNcclProxyOp: {
+      const uint64_t now = sink_->Now();
       Slot* p = s->parent;  // referenced at start: still live
       AtomicMax(p->proxy_last, now);
       if (proxy_detail_) {
@@ -508,7 +557,7 @@ void PluginContext::Stop(Slot* s) {
     }
     case kCpNcclProxyStep: {
       commprof_event e = FromSlot(COMMPROF_KIND_NCCL_PROXY_STEP, *s);
-      e.end_ns = now;
+      e.end_ns = sink_->Now();
       e.bytes = s->trans_bytes.load(std::memory_order_acquire);
       // channel in the low 8 bits, NCCL's step number above (24 bits; larger steps wrap)
       e.correlation = (static_cast<uint32_t>(s->step) << 8) | s->channel;
@@ -532,9 +581,9 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
   uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire), k1 = p->kch_host_last.load(std::memory_order_acquire);
   uint64_t x0 = p->proxy_first.load(std::memory_order_acquire), x1 = p->proxy_last.load(std::memory_order_acquire);
   if (g0 != 0 && g1 != 0) {
-    std::lock_guard<std::mutex> lock(calibration_mu_);
-    e.start_ns = calibration_.ToHost(g0);
-    e.end_ns = calibration_.ToHost(g1);
+    const SharedGpuClock::Fit fit = clock_.Current();
+    e.start_ns = fit.ToHost(g0);
+    e.end_ns = fit.ToHost(g1);
   } else if (k0 != 0 && k1 != 0) {
     e.start_ns = k0;
     e.end_ns = k1;
@@ -569,9 +618,10 @@ void PluginContext::Finalize() {
     uint64_t v = counters_[c].load(std::memory_order_relaxed);
     if (v != 0) sink_->AddCounter(kCounterNames[c], v);
   }
-  std::lock_guard<std::mutex> lock(calibration_mu_);
-  sink_->AddCounter("nccl_calibration_pairs", calibration_.pairs_seen());
-  sink_->AddCounter("nccl_calibration_outliers", calibration_.outliers_rejected());
+  clock_.Flush();  // the pairs still queued
+  sink_->AddCounter("nccl_calibration_pairs", clock_.pairs_seen());
+  sink_->AddCounter("nccl_calibration_outliers", clock_.outliers_rejected());
+  if (clock_.samples_dropped() != 0) sink_->AddCounter("nccl_calibration_dropped", clock_.samples_dropped());
 }
 
 // ------------------------------------------------------------------ free functions
@@ -649,19 +699,9 @@ void FinalizeContext(PluginContext* ctx) {
   delete ctx;
 }
 
-uint32_t DatatypeSize(const char* datatype) {
-  if (datatype != nullptr)
-    for (const TypeInfo& t : kTypes)
-      if (std::strcmp(datatype, t.name) == 0) return t.size;
-  return 1;
-}
+uint32_t DatatypeSize(const char* datatype) { return LookupType(datatype).size; }
 
-uint8_t DatatypeCode(const char* datatype) {
-  if (datatype == nullptr) return COMMPROF_DT_NONE;
-  for (const TypeInfo& t : kTypes)
-    if (std::strcmp(datatype, t.name) == 0) return t.code;
-  return COMMPROF_DT_OTHER;
-}
+uint8_t DatatypeCode(const char* datatype) { return LookupType(datatype).code; }
 
 uint8_t AlgoProtoCode(const char* algo, const char* proto) {
   static constexpr const char* kAlgos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
@@ -675,9 +715,6 @@ uint8_t AlgoProtoCode(const char* algo, const char* proto) {
   return static_cast<uint8_t>(code(algo, kAlgos) | (code(proto, kProtos) << 4));
 }
 
-uint8_t OpCode(const char* func) {
-  int i = OpIndex(func);
-  return i >= 0 ? kOps[i].code : static_cast<uint8_t>(COMMPROF_OP_NONE);
-}
+uint8_t OpCode(const char* func) { return OpCodeOf(OpIndex(func)); }
 
 }  // namespace commprof::nccl

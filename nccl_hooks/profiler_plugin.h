@@ -7,7 +7,8 @@
 // (kind 17) and one per kernel channel (kind 11), with GPU times calibrated to the host clock.
 // Concepts: every piece of state lives in the per-communicator PluginContext; events are slots of a
 // pool preallocated at init and handed out through a lock-free free list, so the hot path takes no
-// lock and allocates nothing (the calibration, touched by kernel-channel events only, has a mutex).
+// lock and allocates nothing (the GPU clock calibration too: a lock-free sample queue that the fit
+// drains when due, and a published fit read without waiting: SharedGpuClock).
 // A collective completes when its Coll stop ("enqueued") and the stops of its nChannels kernel
 // channels (or, without kernel timing, of its proxy ops) have all arrived: a pending count reaches
 // zero and whoever brings it there writes the record. Children keep their parent's generation, so
