@@ -2,7 +2,12 @@
 
 #include <zlib.h>
 
-#include <array>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -10,13 +15,6 @@ namespace commprof::kineto {
 namespace {
 
 constexpr size_t kChunk = 1u << 20;  // decompressed bytes held at a time
-
-// The bytes SkipComposite must look at: quotes, backslashes and brackets.
-constexpr auto kStructural = [] {
-  std::array<bool, 256> t{};
-  for (unsigned char c : {'"', '\\', '{', '}', '[', ']'}) t[c] = true;
-  return t;
-}();
 
 // A pull source of decompressed bytes that can copy out the span between BeginCapture and
 // EndCapture even when it crosses chunk boundaries.
@@ -46,33 +44,25 @@ class ByteSource {
   }
   // Consumes an object or array starting at the current '{' / '['; false when the data ends first.
   // Brackets are only counted: simdjson checks that they pair when the caller parses the text.
+  // 64 bytes at a time: bit masks of quotes and brackets (SSE2), strings found by a prefix XOR of
+  // the quote mask, so only the few brackets outside strings are looked at one by one. A block
+  // holding a backslash (none in any reference trace) takes the byte-at-a-time path.
   bool SkipComposite() {
-    int depth = 0;
-    bool in_string = false, escaped = false;
+    ScanState st;
     for (;;) {
       if (pos_ == len_ && !Refill()) return false;
-      const unsigned char* p = reinterpret_cast<const unsigned char*>(buf_.data()) + pos_;
-      const unsigned char* end = reinterpret_cast<const unsigned char*>(buf_.data()) + len_;
-      for (; p < end; ++p) {
-        // One table lookup per ordinary byte; only quotes, backslashes and brackets stop here.
-        if (!kStructural[*p] && !escaped) continue;
-        const unsigned char ch = *p;
-        if (in_string) {
-          if (escaped) escaped = false;
-          else if (ch == '\\') escaped = true;
-          else if (ch == '"') in_string = false;
-          continue;
+      const unsigned char* base = reinterpret_cast<const unsigned char*>(buf_.data());
+      size_t at = pos_;
+      while (at < len_) {
+        // Reading 64 bytes from `at` stays inside buf_ (kJsonPadding spare bytes past a full
+        // chunk); bits past len_ are cleared.
+        const size_t n = std::min<size_t>(64, len_ - at);
+        size_t end = 0;
+        if (ScanBlock(base + at, n, st, end)) {
+          pos_ = at + end;
+          return true;
         }
-        if (ch == '"') {
-          in_string = true;
-        } else if (ch == '{' || ch == '[') {
-          ++depth;
-        } else if (ch == '}' || ch == ']') {
-          if (--depth == 0) {
-            pos_ = static_cast<size_t>(p + 1 - reinterpret_cast<const unsigned char*>(buf_.data()));
-            return true;
-          }
-        }
+        at += n;
       }
       pos_ = len_;
     }
@@ -123,6 +113,86 @@ class ByteSource {
   const std::string& read_error() const { return read_error_; }
 
  private:
+  struct ScanState {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+  };
+
+  // One byte of the composite scan; true when it closes the outermost bracket.
+  static bool ScanByte(unsigned char ch, ScanState& st) {
+    if (st.in_string) {
+      if (st.escaped) st.escaped = false;
+      else if (ch == '\\') st.escaped = true;
+      else if (ch == '"') st.in_string = false;
+      return false;
+    }
+    if (ch == '"') {
+      st.in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      ++st.depth;
+    } else if (ch == '}' || ch == ']') {
+      if (--st.depth == 0) return true;
+    }
+    return false;
+  }
+
+  // Scans the n (<= 64) bytes at p, of which 64 are readable; true with `end` = the offset just
+  // past the closing bracket when the composite ends in them.
+  static bool ScanBlock(const unsigned char* p, size_t n, ScanState& st, size_t& end) {
+#if defined(__SSE2__)
+    const uint64_t valid = n == 64 ? ~0ull : (1ull << n) - 1;
+    uint64_t quote = 0, backslash = 0, open = 0, close = 0;
+    const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), lower = _mm_set1_epi8(0x20);
+    const __m128i ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}');
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      // '[' | 0x20 == '{' and ']' | 0x20 == '}'; no other byte maps onto them.
+      const __m128i folded = _mm_or_si128(v, lower);
+      const int shift = 16 * k;
+      quote |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, q)))) << shift;
+      backslash |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)))) << shift;
+      open |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, ob)))) << shift;
+      close |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, cb)))) << shift;
+    }
+    if ((backslash & valid) == 0 && !st.escaped) {
+      quote &= valid;
+      // Bit i: the byte at i lies inside a string (an odd number of quotes up to it, counting an
+      // open string carried in from the previous block).
+      uint64_t in_string = quote;
+      in_string ^= in_string << 1;
+      in_string ^= in_string << 2;
+      in_string ^= in_string << 4;
+      in_string ^= in_string << 8;
+      in_string ^= in_string << 16;
+      in_string ^= in_string << 32;
+      if (st.in_string) in_string = ~in_string;
+      open &= valid & ~in_string;
+      close &= valid & ~in_string;
+      st.in_string = (in_string >> 63) != 0;
+      // A handful of brackets per event: one step each (no popcount: the default x86-64 target
+      // has no POPCNT instruction).
+      for (uint64_t b = open | close; b != 0; b &= b - 1) {
+        const int i = std::countr_zero(b);
+        if ((open >> i) & 1) {
+          ++st.depth;
+        } else if (--st.depth == 0) {
+          end = static_cast<size_t>(i) + 1;
+          return true;
+        }
+      }
+      return false;
+    }
+#endif
+    for (size_t i = 0; i < n; ++i) {
+      if (ScanByte(p[i], st)) {
+        end = i + 1;
+        return true;
+      }
+    }
+    return false;
+  }
+
   bool Refill() {
     if (capture_ != nullptr) {
       capture_->append(buf_.data() + capture_from_, len_ - capture_from_);

@@ -414,6 +414,62 @@ TEST(KinetoBadInput, WrongTopLevelTypesAreRefusedNamingTheFile) {
   }
 }
 
+// The event boundary scan works on 64-byte blocks of 1 MiB chunks: brackets, quotes and
+// backslash runs inside strings, at every offset, across block and chunk boundaries, must neither
+// end an event early nor late, and escaped names must come out unescaped.
+TEST(KinetoJsonStream, StringsWithBracketsQuotesAndBackslashesAtEveryOffset) {
+  TempDir tmp;
+  const std::vector<std::pair<std::string, std::string>> names = {  // (JSON text, value)
+      {"a{b[c", "a{b[c"},       {"}]}]", "}]}]"},         {"q\\\"{", "q\"{"},
+      {"\\\\", "\\"},           {"x\\\\\\\"]", "x\\\"]"}, {"\\\\\\\\\\\"}", "\\\\\"}"},
+      {"tab\\t\\u0041", "tab\tA"}, {"", ""}};
+  std::string text = "{\"traceEvents\": [";
+  std::vector<std::string> want;
+  size_t n = 0;
+  for (size_t pad = 0; text.size() < (3u << 20); ++pad) {
+    for (const auto& [json, value] : names) {
+      if (n > 0) text += ",";
+      // The padding moves each name across the 64-byte blocks; args nest one level deeper.
+      const std::string filler(pad % 67, 'f');
+      text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + json + "\", \"args\": {\"pad\": \"" + filler +
+              "\", \"list\": [[\"]\"], {\"k\": \"" + json + "\"}]}, \"ts\": " + std::to_string(n) + ", \"dur\": 1}";
+      want.push_back(value);
+      ++n;
+    }
+  }
+  text += R"(], "tail": {"s": "}\\\"]", "t": [{"u": "\\"}]}})";
+  const std::string path = WriteText(tmp, "scan.json", text);
+  auto t = ReadKinetoTrace(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_TRUE(t->read_status.ok()) << t->read_status.message();
+  EXPECT_EQ(t->counts.events_read, n);
+  EXPECT_EQ(t->counts.rejected, 0u) << (t->problems.empty() ? "" : t->problems[0]);
+  ASSERT_EQ(t->events.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(t->events[i].start_ns, i * 1000);
+    ASSERT_EQ(t->strings[t->events[i].name_id], want[i]) << "event " << i;
+  }
+}
+
+// Records come out by start; records that start together keep the order of the file.
+TEST(KinetoTrace, RecordsAreSortedByStartWithTiesInFileOrder) {
+  TempDir tmp;
+  std::string text = "{\"traceEvents\": [";
+  const int starts[] = {30, 10, 20, 10, 30, 10, -5};
+  for (int i = 0; i < 7; ++i) {
+    if (i > 0) text += ",";
+    text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"e" + std::to_string(i) + "\", \"ts\": " +
+            std::to_string(starts[i]) + ", \"dur\": 1}";
+  }
+  text += "]}";
+  auto t = ReadKinetoTrace(WriteText(tmp, "ties.json", text));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<std::string> order;
+  for (const auto& e : t->events) order.push_back(t->strings[e.name_id]);
+  EXPECT_EQ(order, (std::vector<std::string>{"e6", "e1", "e3", "e5", "e2", "e0", "e4"}));
+  EXPECT_EQ(t->events.capacity(), t->events.size());
+}
+
 TEST(KinetoBadInput, BadEventsAreRefusedByIndexAndFieldAndTheRestIsKept) {
   TempDir tmp;
   const std::string path = WriteText(
