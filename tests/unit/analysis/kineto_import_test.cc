@@ -2,11 +2,13 @@
 // the shipped torch.profiler traces, synthetic multi-rank traces with a planted straggler and
 // planted clock skews, and every kind of bad input.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include "analysis/load/kineto_classify.h"
 #include "analysis/load/kineto_import.h"
@@ -448,6 +450,58 @@ TEST(KinetoJsonStream, StringsWithBracketsQuotesAndBackslashesAtEveryOffset) {
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(t->events[i].start_ns, i * 1000);
     ASSERT_EQ(t->strings[t->events[i].name_id], want[i]) << "event " << i;
+  }
+}
+
+// The CRC the gzip reader checks members with equals zlib's at every length and alignment.
+TEST(KinetoJsonStream, GzipCrcMatchesZlib) {
+  std::string data(5000, '\0');
+  uint32_t x = 12345;
+  for (char& c : data) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  for (size_t off : {0u, 1u, 7u, 15u}) {
+    for (size_t n = 0; n + off <= data.size(); n = n < 300 ? n + 1 : n * 3 / 2) {
+      ASSERT_EQ(kineto::GzipCrc32(0, p + off, n), crc32(0, p + off, static_cast<uInt>(n))) << off << " " << n;
+      ASSERT_EQ(kineto::GzipCrc32(0xdeadbeef, p + off, n), crc32(0xdeadbeef, p + off, static_cast<uInt>(n)));
+    }
+  }
+}
+
+// gzip input: concatenated members read as one text, a bad CRC or length in a trailer is an
+// error, bytes after the last member are ignored (all as gzread).
+TEST(KinetoJsonStream, GzipMembersChecksAndTrailingBytes) {
+  TempDir tmp;
+  KinetoSynth s;
+  s.ranks = 1;
+  s.iterations = 3000;  // several MiB of text: members and trailers cross the 1 MiB input reads
+  const std::string text = test_support::KinetoSynthTrace(s, 0);
+  auto gz = [&](const std::string& part) {
+    const std::string f = tmp / "part.gz";
+    EXPECT_TRUE(test_support::WriteTraceFile(f, part, true));
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto plain = ReadKinetoTrace(WriteText(tmp, "plain.json", text));
+  ASSERT_TRUE(plain.ok() && plain->read_status.ok());
+  const std::string one = gz(text);
+  const std::string two = gz(text.substr(0, text.size() / 3)) + gz(text.substr(text.size() / 3));
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"one.json.gz", one}, {"two.json.gz", two}, {"trailing.json.gz", one + "garbage"}}) {
+    auto t = ReadKinetoTrace(WriteText(tmp, name, bytes));
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_TRUE(t->read_status.ok()) << name << ": " << t->read_status.message();
+    EXPECT_EQ(t->counts.events_read, plain->counts.events_read) << name;
+    EXPECT_EQ(t->events.size(), plain->events.size()) << name;
+  }
+  std::string bad_crc = one, bad_len = one;
+  bad_crc[bad_crc.size() - 8] ^= 1;
+  bad_len[bad_len.size() - 1] ^= 1;
+  for (const auto& [name, bytes, what] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"crc.json.gz", bad_crc, "incorrect data check"}, {"len.json.gz", bad_len, "incorrect length check"}}) {
+    auto t = ReadKinetoTrace(WriteText(tmp, name, bytes));
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_NE(t->read_status.message().find(what), std::string::npos) << t->read_status.message();
+    EXPECT_EQ(t->counts.events_read, plain->counts.events_read) << name;
   }
 }
 
