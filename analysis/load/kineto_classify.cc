@@ -24,32 +24,32 @@ std::string Fold(std::string_view s) {
 }  // namespace
 
 Category CategoryOf(std::string_view cat) {
-  if (cat == "kernel" || cat == "Kernel") return Category::kKernel;
-  if (cat == "gpu_memcpy" || cat == "Memcpy") return Category::kMemcpy;
-  if (cat == "gpu_memset" || cat == "Memset") return Category::kMemset;
-  if (cat == "cuda_sync") return Category::kCudaSync;
-  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Category::kRuntime;
-  if (cat == "cpu_op" || cat == "operator") return Category::kCpuOp;
-  if (cat == "user_annotation") return Category::kUserAnnotation;
-  if (cat == "gpu_user_annotation") return Category::kGpuAnnotation;
-  if (cat == "python_function") return Category::kPythonFunction;
-  if (cat == "cpu_instant_event") return Category::kInstant;
-  if (cat == "ac2g" || cat == "async_cpu_to_gpu" || cat == "fwdbwd") return Category::kFlow;
-  if (cat == "Trace") return Category::kTraceSpan;
-  if (cat == "cuda_profiler_range" || StartsWith(cat, "mtia_")) return Category::kOther;
+  if (TextIs(cat, "kernel") || TextIs(cat, "Kernel")) return Category::kKernel;
+  if (TextIs(cat, "gpu_memcpy") || TextIs(cat, "Memcpy")) return Category::kMemcpy;
+  if (TextIs(cat, "gpu_memset") || TextIs(cat, "Memset")) return Category::kMemset;
+  if (TextIs(cat, "cuda_sync")) return Category::kCudaSync;
+  if (TextIs(cat, "cuda_runtime") || TextIs(cat, "cuda_driver") || TextIs(cat, "Runtime")) return Category::kRuntime;
+  if (TextIs(cat, "cpu_op") || TextIs(cat, "operator")) return Category::kCpuOp;
+  if (TextIs(cat, "user_annotation")) return Category::kUserAnnotation;
+  if (TextIs(cat, "gpu_user_annotation")) return Category::kGpuAnnotation;
+  if (TextIs(cat, "python_function")) return Category::kPythonFunction;
+  if (TextIs(cat, "cpu_instant_event")) return Category::kInstant;
+  if (TextIs(cat, "ac2g") || TextIs(cat, "async_cpu_to_gpu") || TextIs(cat, "fwdbwd")) return Category::kFlow;
+  if (TextIs(cat, "Trace")) return Category::kTraceSpan;
+  if (TextIs(cat, "cuda_profiler_range") || TextStartsWith(cat, "mtia_")) return Category::kOther;
   return Category::kUnknown;
 }
 
 KernelClass ClassifyKernel(std::string_view n) {
   // Rule 1: (^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*). Unlike HTA, `hipMemcpy...`/`hipMemset...`
   // go to memory (HTA's ^hip catches them as communication: a quirk, not a definition).
-  const bool hip_memory = StartsWith(n, "hipMemcpy") || StartsWith(n, "hipMemset");
-  if (!hip_memory && (StartsWith(n, "nccl") || StartsWith(n, "rccl") || StartsWith(n, "hip") ||
-                      StartsWith(n, "hccl") || Contains(n, "ncclKernel") || Contains(n, "ncclDevKernel"))) {
+  const bool hip_memory = TextStartsWith(n, "hipMemcpy") || TextStartsWith(n, "hipMemset");
+  if (!hip_memory && (TextStartsWith(n, "nccl") || TextStartsWith(n, "rccl") || TextStartsWith(n, "hip") ||
+                      TextStartsWith(n, "hccl") || Contains(n, "ncclKernel") || Contains(n, "ncclDevKernel"))) {
     return KernelClass::kCommunication;
   }
   // Rule 2: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma).
-  if (StartsWith(n, "Memcpy") || StartsWith(n, "Memset") || hip_memory || StartsWith(n, "dma")) {
+  if (TextStartsWith(n, "Memcpy") || TextStartsWith(n, "Memset") || hip_memory || TextStartsWith(n, "dma")) {
     return KernelClass::kMemory;
   }
   // Rule 3: computation unless one of HTA's exclusions matches.

@@ -4,11 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "commprof/event.h"
 
 namespace commprof::kineto {
+
+// s == lit, written so that the compiler compares the few bytes inline (std::string_view's
+// operator== goes through an ordering compare: a memcmp call per test).
+template <size_t N>
+inline bool TextIs(std::string_view s, const char (&lit)[N]) {
+  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
+template <size_t N>
+inline bool TextStartsWith(std::string_view s, const char (&lit)[N]) {
+  return s.size() >= N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
 
 // What a trace event category (`cat`) holds.
 enum class Category : uint8_t {

@@ -38,7 +38,11 @@ struct JsonStreamCallbacks {
   std::function<void(uint64_t compressed_bytes_read)> progress;
 };
 
-// Reads `path` (gzip or plain, detected from the content) once from start to end.
+// Reads `path` (gzip or plain, detected from the content) once from start to end. gzip is inflated
+// by zlib with its check values verified here; members may be concatenated, as gzread allows.
 Status ReadKinetoJson(const std::string& path, const JsonStreamCallbacks& callbacks);
+
+// gzip's CRC-32 (the value of zlib's crc32()) as the reader computes it to check .json.gz members.
+uint32_t GzipCrc32(uint32_t crc, const unsigned char* data, size_t size);
 
 }  // namespace commprof::kineto

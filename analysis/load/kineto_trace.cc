@@ -3,9 +3,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "analysis/load/kineto_classify.h"
 #include "analysis/load/kineto_json_stream.h"
@@ -13,18 +17,25 @@
 namespace commprof::kineto {
 namespace od = simdjson::ondemand;
 
+namespace {
+
+// Exponent notation never comes out of Kineto's writer; it is accepted through a double.
+bool ParseMicrosWithExponent(std::string_view s, int64_t& ns) {
+  std::string copy(s);
+  char* end = nullptr;
+  double us = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !std::isfinite(us) || std::fabs(us) > 9.2e15) return false;
+  ns = std::llround(us * 1000.0);
+  return true;
+}
+
+}  // namespace
+
 bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
   if (s.empty()) return false;
-  if (s.find_first_of("eE") != std::string_view::npos) {
-    // Exponent notation never comes out of Kineto's writer; accept it through a double.
-    std::string copy(s);
-    char* end = nullptr;
-    double us = std::strtod(copy.c_str(), &end);
-    if (end != copy.c_str() + copy.size() || !std::isfinite(us) || std::fabs(us) > 9.2e15) return false;
-    ns = std::llround(us * 1000.0);
-    return true;
-  }
+  // Plain decimal text first; text holding an exponent always fails it and goes to the double.
+  auto with_exponent = [&] { return s.find_first_of("eE") != std::string_view::npos && ParseMicrosWithExponent(s, ns); };
   bool negative = false;
   size_t i = 0;
   if (s[0] == '-') {
@@ -34,10 +45,10 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
   int64_t whole = 0;
   size_t digits = 0;
   for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) {
-    if (whole > (INT64_MAX / 1000 - 9) / 10) return false;
+    if (whole > (INT64_MAX / 1000 - 9) / 10) return with_exponent();
     whole = whole * 10 + (s[i] - '0');
   }
-  if (digits == 0) return false;
+  if (digits == 0) return with_exponent();
   int64_t frac = 0;
   if (i < s.size() && s[i] == '.') {
     ++i;
@@ -47,11 +58,11 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
       if (fd < 3) frac = frac * 10 + (s[i] - '0');
       else if (fd == 3) round_digit = s[i] - '0';
     }
-    if (fd == 0) return false;
+    if (fd == 0) return with_exponent();
     for (size_t k = fd; k < 3; ++k) frac *= 10;
     if (round_digit >= 5) ++frac;
   }
-  if (i != s.size()) return false;
+  if (i != s.size()) return with_exponent();
   ns = whole * 1000 + frac;
   if (negative) ns = -ns;
   return true;
@@ -130,23 +141,84 @@ std::vector<uint32_t> ParseRankList(std::string_view s) {
   return out;
 }
 
-struct SvHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+// 64-bit hash of a name, 8 bytes per multiply (kernel names run to hundreds of bytes).
+uint64_t HashName(std::string_view s) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = n * kMul;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * kMul;
+  }
+  h ^= h >> 32;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 31);
+}
+
+// Name -> id in `strings`: open addressing over (hash, id) slots, the names themselves stay in
+// `strings` only (no second copy, no node per name).
+class InternTable {
+ public:
+  uint32_t Intern(std::string_view s, std::vector<std::string>& strings) {
+    if ((strings.size() + 1) * 2 > slots_.size()) Grow(strings);
+    const uint64_t h = HashName(s);
+    const uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = static_cast<size_t>(h) & mask_;; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.id == kEmpty) {
+        slot = {tag, static_cast<uint32_t>(strings.size())};
+        strings.emplace_back(s);
+        return slot.id;
+      }
+      if (slot.tag == tag && strings[slot.id] == s) return slot.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint32_t tag = 0;
+    uint32_t id = kEmpty;
+  };
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  void Grow(const std::vector<std::string>& strings) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& o : old) {
+      if (o.id == kEmpty) continue;
+      size_t i = static_cast<size_t>(HashName(strings[o.id])) & mask_;
+      while (slots_[i].id != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = o;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
 };
+
+void SortByStart(std::vector<commprof_event>& events);
 
 class TraceBuilder {
  public:
   explicit TraceBuilder(RankTrace& t) : t_(t) {}
 
   Status Member(std::string_view key, std::string_view raw) {
-    if (key == "baseTimeNanoseconds") {
+    if (TextIs(key, "baseTimeNanoseconds")) {
       int64_t base = 0;
       if (!ParseInt(raw, base) || base < 0) {
         return Corrupt(t_.path + ": baseTimeNanoseconds is not a non-negative integer: " + std::string(raw.substr(0, 40)));
       }
       t_.base_ns = base;
-    } else if (key == "distributedInfo") {
+    } else if (TextIs(key, "distributedInfo")) {
       return ReadDistributedInfo(raw);
     }
     return Status::Ok();
@@ -174,14 +246,7 @@ class TraceBuilder {
     CollMeta meta;
   };
 
-  uint32_t Intern(std::string_view s) {
-    auto it = ids_.find(s);
-    if (it != ids_.end()) return it->second;
-    uint32_t id = static_cast<uint32_t>(t_.strings.size());
-    t_.strings.emplace_back(s);
-    ids_.emplace(std::string(s), id);
-    return id;
-  }
+  uint32_t Intern(std::string_view s) { return ids_.Intern(s, t_.strings); }
 
   void Reject(uint64_t index, const std::string& why) {
     ++t_.counts.rejected;
@@ -211,12 +276,35 @@ class TraceBuilder {
     }
     return true;
   }
+  // A string value without a backslash (every one in the reference traces) is used in place,
+  // the bytes between its quotes; others are unescaped by simdjson.
   static bool String(od::value v, std::string_view key, std::string_view& out, std::string& why) {
+    const std::string_view tok = v.raw_json_token();
+    if (!tok.empty() && tok[0] == '"') {
+      const char* begin = tok.data() + 1;
+      const char* end = tok.data() + tok.size();
+      const char* quote = static_cast<const char*>(std::memchr(begin, '"', static_cast<size_t>(end - begin)));
+      if (quote != nullptr && std::memchr(begin, '\\', static_cast<size_t>(quote - begin)) == nullptr) {
+        out = std::string_view(begin, static_cast<size_t>(quote - begin));
+        return true;
+      }
+    }
     if (v.get_string().get(out)) {
       why = "field '" + std::string(key) + "' is not a string";
       return false;
     }
     return true;
+  }
+  // A member name, in place when it holds no backslash (as String).
+  static bool Key(od::field& field, std::string_view& key) {
+    const char* begin = field.key().raw();
+    const char* p = begin;
+    while (*p != '"' && *p != '\\') ++p;
+    if (*p == '"') {
+      key = std::string_view(begin, static_cast<size_t>(p - begin));
+      return true;
+    }
+    return !field.unescaped_key().get(key);
   }
   // pid/tid: numbers for real processes, strings for the profiler's own rows ("Spans", "").
   static bool IdOrName(od::value v, int64_t& out) {
@@ -225,47 +313,83 @@ class TraceBuilder {
     return ParseInt(v.raw_json_token(), out);
   }
 
+  // "Process Group Name" / "Process Group ID" / "Process Group Ranks" (other names: ignored).
+  static void ReadProcessGroupArg(std::string_view key, od::value v, Fields& f) {
+    std::string_view s;
+    if (TextIs(key, "Process Group Name") || (TextIs(key, "Process Group ID") && !f.meta.has_pg)) {
+      // The April 2024 variant names the group by an ID; a number is taken as its text.
+      std::string_view tok;
+      if (v.get_string().get(s) == simdjson::SUCCESS) {
+        f.meta.pg = std::string(s);
+      } else {
+        tok = v.raw_json_token();
+        f.meta.pg = std::string(tok.substr(0, tok.find_first_of(" \n\r\t")));
+      }
+      f.meta.has_pg = true;
+    } else if (TextIs(key, "Process Group Ranks")) {
+      if (v.get_string().get(s) == simdjson::SUCCESS) f.meta.pg_ranks = std::string(s);
+    }
+  }
+
   bool ReadArgs(od::object args, Fields& f, std::string& why) {
     for (auto field_r : args) {
       od::field field;
       std::string_view key;
-      if (std::move(field_r).get(field) || field.unescaped_key().get(key)) {
+      if (std::move(field_r).get(field) || !Key(field, key)) {
         why = "args is not valid JSON";
         return false;
       }
       od::value v = field.value();
       bool ok = true;
       std::string_view s;
-      if (key == "correlation") ok = Number(v, key, f.correlation, why);
-      else if (key == "stream") (void)IdOrName(v, f.stream);  // HTA: a non-numeric stream is no stream
-      else if (key == "device") ok = Number(v, key, f.device, why);
-      else if (key == "External id") ok = Number(v, key, f.external_id, why);
-      else if (key == "bytes") ok = Number(v, key, f.bytes, why);
-      else if (key == "Bytes") ok = f.has_mem_bytes = Number(v, key, f.mem_bytes, why);
-      else if (key == "Device Type") ok = Number(v, key, f.device_type, why);
-      else if (key == "Device Id") ok = Number(v, key, f.device_id, why);
-      else if (key == "Collective name") {
-        ok = String(v, key, s, why);
-        if (ok) f.meta.op = OpFromCollectiveName(s);
-      } else if (key == "In msg nelems") ok = Number(v, key, f.meta.in_nelems, why);
-      else if (key == "Out msg nelems") ok = Number(v, key, f.meta.out_nelems, why);
-      else if (key == "dtype") {
-        ok = String(v, key, s, why);
-        if (ok) f.meta.dtype = DtypeFromName(s);
-      } else if (key == "Process Group Name" || (key == "Process Group ID" && !f.meta.has_pg)) {
-        // The April 2024 variant names the group by an ID; a number is taken as its text.
-        std::string_view tok;
-        if (v.get_string().get(s) == simdjson::SUCCESS) {
-          f.meta.pg = std::string(s);
-        } else {
-          tok = v.raw_json_token();
-          f.meta.pg = std::string(tok.substr(0, tok.find_first_of(" \n\r\t")));
-        }
-        f.meta.has_pg = true;
-      } else if (key == "Process Group Ranks") {
-        if (v.get_string().get(s) == simdjson::SUCCESS) f.meta.pg_ranks = std::string(s);
-      } else if (key == "Seq") ok = Number(v, key, f.meta.seq, why);
-      else if (key == "Dst Rank" || key == "Src Rank") ok = Number(v, key, f.meta.peer, why);
+      // Dispatch on the length first: most args (grid, block, queued, ...) match no name here.
+      switch (key.size()) {
+        case 3:
+          if (TextIs(key, "Seq")) ok = Number(v, key, f.meta.seq, why);
+          break;
+        case 5:
+          if (TextIs(key, "bytes")) ok = Number(v, key, f.bytes, why);
+          else if (TextIs(key, "Bytes")) ok = f.has_mem_bytes = Number(v, key, f.mem_bytes, why);
+          else if (TextIs(key, "dtype")) {
+            ok = String(v, key, s, why);
+            if (ok) f.meta.dtype = DtypeFromName(s);
+          }
+          break;
+        case 6:
+          if (TextIs(key, "stream")) (void)IdOrName(v, f.stream);  // HTA: a non-numeric stream is no stream
+          else if (TextIs(key, "device")) ok = Number(v, key, f.device, why);
+          break;
+        case 8:
+          if (TextIs(key, "Dst Rank") || TextIs(key, "Src Rank")) ok = Number(v, key, f.meta.peer, why);
+          break;
+        case 9:
+          if (TextIs(key, "Device Id")) ok = Number(v, key, f.device_id, why);
+          break;
+        case 11:
+          if (TextIs(key, "correlation")) ok = Number(v, key, f.correlation, why);
+          else if (TextIs(key, "External id")) ok = Number(v, key, f.external_id, why);
+          else if (TextIs(key, "Device Type")) ok = Number(v, key, f.device_type, why);
+          break;
+        case 13:
+          if (TextIs(key, "In msg nelems")) ok = Number(v, key, f.meta.in_nelems, why);
+          break;
+        case 14:
+          if (TextIs(key, "Out msg nelems")) ok = Number(v, key, f.meta.out_nelems, why);
+          break;
+        case 15:
+          if (TextIs(key, "Collective name")) {
+            ok = String(v, key, s, why);
+            if (ok) f.meta.op = OpFromCollectiveName(s);
+          }
+          break;
+        case 16:
+        case 18:
+        case 19:
+          ReadProcessGroupArg(key, v, f);
+          break;
+        default:
+          break;
+      }
       if (!ok) {
         why = "args: " + why;
         return false;
@@ -285,26 +409,37 @@ class TraceBuilder {
     for (auto field_r : obj) {
       od::field field;
       std::string_view key;
-      if (std::move(field_r).get(field) || field.unescaped_key().get(key)) {
+      if (std::move(field_r).get(field) || !Key(field, key)) {
         why = "not valid JSON";
         return false;
       }
       od::value v = field.value();
       bool ok = true;
-      if (key == "ph") ok = f.has_ph = String(v, key, f.ph, why);
-      else if (key == "cat") ok = f.has_cat = String(v, key, f.cat, why);
-      else if (key == "name") ok = f.has_name = String(v, key, f.name, why);
-      else if (key == "ts") ok = f.has_ts = Micros(v, key, f.ts, why);
-      else if (key == "dur") ok = f.has_dur = Micros(v, key, f.dur, why);
-      else if (key == "pid") (void)IdOrName(v, f.pid);
-      else if (key == "tid") (void)IdOrName(v, f.tid);
-      else if (key == "args") {
-        od::object args;
-        if (v.get_object().get(args)) {
-          why = "field 'args' is not an object";
-          return false;
-        }
-        ok = ReadArgs(args, f, why);
+      switch (key.size()) {
+        case 2:
+          if (TextIs(key, "ph")) ok = f.has_ph = String(v, key, f.ph, why);
+          else if (TextIs(key, "ts")) ok = f.has_ts = Micros(v, key, f.ts, why);
+          break;
+        case 3:
+          if (TextIs(key, "cat")) ok = f.has_cat = String(v, key, f.cat, why);
+          else if (TextIs(key, "dur")) ok = f.has_dur = Micros(v, key, f.dur, why);
+          else if (TextIs(key, "pid")) (void)IdOrName(v, f.pid);
+          else if (TextIs(key, "tid")) (void)IdOrName(v, f.tid);
+          break;
+        case 4:
+          if (TextIs(key, "name")) {
+            ok = f.has_name = String(v, key, f.name, why);
+          } else if (TextIs(key, "args")) {
+            od::object args;
+            if (v.get_object().get(args)) {
+              why = "field 'args' is not an object";
+              return false;
+            }
+            ok = ReadArgs(args, f, why);
+          }
+          break;
+        default:
+          break;
       }
       if (!ok) return false;
     }
@@ -312,19 +447,19 @@ class TraceBuilder {
       why = "missing field 'ph'";
       return false;
     }
-    if (f.ph == "s" || f.ph == "f" || f.ph == "t") {
+    if (TextIs(f.ph, "s") || TextIs(f.ph, "f") || TextIs(f.ph, "t")) {
       ++t_.counts.flows_skipped;
       return true;
     }
-    if (f.ph == "M") {
+    if (TextIs(f.ph, "M")) {
       ++t_.counts.metadata_skipped;
       return true;
     }
-    if (f.ph == "C") {
+    if (TextIs(f.ph, "C")) {
       ++t_.counts.counters_skipped;
       return true;
     }
-    const bool complete = f.ph == "X";
+    const bool complete = TextIs(f.ph, "X");
     if (!complete && f.ph != "i" && f.ph != "I") {
       why = "unsupported phase '" + std::string(f.ph) + "' (Kineto writes X, i, s, f, M)";
       return false;
@@ -411,19 +546,19 @@ class TraceBuilder {
         break;
       case Category::kCpuOp:
         e.kind = COMMPROF_KIND_HOST_OP;
-        if (f.name == "record_param_comms") {
+        if (TextIs(f.name, "record_param_comms")) {
           spans_.push_back({e.thread_id, f.ts, f.ts + f.dur, f.external_id, true, std::move(f.meta)});
         }
         break;
       case Category::kUserAnnotation:
         e.kind = COMMPROF_KIND_HOST_ANNOTATION;
-        if (f.name.substr(0, 13) == "ProfilerStep#") {
+        if (TextStartsWith(f.name, "ProfilerStep#")) {
           int64_t step = 0;
           if (ParseInt(f.name.substr(13), step) && step >= 0) {
             e.kind = COMMPROF_KIND_STEP;
             e.seq = static_cast<uint64_t>(step);
           }
-        } else if (f.name.substr(0, 5) == "nccl:") {
+        } else if (TextStartsWith(f.name, "nccl:")) {
           CollMeta m;
           m.op = OpFromCollectiveName(f.name);
           spans_.push_back({e.thread_id, f.ts, f.ts + f.dur, -1, false, std::move(m)});
@@ -462,14 +597,14 @@ class TraceBuilder {
       if (std::move(field_r).get(field) || field.unescaped_key().get(key)) return Corrupt(where + " is not valid JSON");
       od::value v = field.value();
       std::string why;
-      if (key == "rank" || key == "world_size") {
+      if (TextIs(key, "rank") || TextIs(key, "world_size")) {
         int64_t n = 0;
         if (!Number(v, key, n, why) || n < 0 || n > UINT32_MAX) {
           return Corrupt(where + "." + std::string(key) + " is not a non-negative integer");
         }
-        if (key == "rank") t_.rank = static_cast<uint32_t>(n);
+        if (TextIs(key, "rank")) t_.rank = static_cast<uint32_t>(n);
         else t_.world_size = static_cast<uint32_t>(n);
-      } else if (key == "pg_config") {
+      } else if (TextIs(key, "pg_config")) {
         od::array groups;
         if (v.get_array().get(groups)) return Corrupt(where + ".pg_config is not an array");
         for (auto g_r : groups) {
@@ -481,9 +616,9 @@ class TraceBuilder {
             std::string_view gk, s;
             if (std::move(gf_r).get(gf) || gf.unescaped_key().get(gk)) return Corrupt(where + ".pg_config is not valid JSON");
             od::value gv = gf.value();
-            if (gk == "pg_name" && !gv.get_string().get(s)) pg.name = std::string(s);
-            else if ((gk == "pg_desc" || gk == "uid") && pg.desc.empty() && !gv.get_string().get(s)) pg.desc = std::string(s);
-            else if (gk == "ranks") {
+            if (TextIs(gk, "pg_name") && !gv.get_string().get(s)) pg.name = std::string(s);
+            else if ((TextIs(gk, "pg_desc") || TextIs(gk, "uid")) && pg.desc.empty() && !gv.get_string().get(s)) pg.desc = std::string(s);
+            else if (TextIs(gk, "ranks")) {
               od::array ranks;
               if (gv.get_array().get(ranks)) return Corrupt(where + ".pg_config[].ranks is not an array");
               for (auto r_r : ranks) {
@@ -502,7 +637,7 @@ class TraceBuilder {
 
   RankTrace& t_;
   od::parser parser_;
-  std::unordered_map<std::string, uint32_t, SvHash, std::equal_to<>> ids_;
+  InternTable ids_;
   std::vector<CommKernel> comm_kernels_;
   std::vector<CpuCommSpan> spans_;
 };
@@ -588,13 +723,71 @@ void TraceBuilder::Finish() {
     c.bytes = nelems > 0 && m.dtype.size > 0 ? static_cast<uint64_t>(nelems) * m.dtype.size : 0;
     t_.events.push_back(c);
   }
-  // By start (ties in any order: nothing downstream reads meaning into them).
-  auto by_start = [](const commprof_event& a, const commprof_event& b) {
-    return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
-  };
-  std::sort(t_.events.begin(), t_.events.end(), by_start);
-  t_.events.shrink_to_fit();
+  SortByStart(t_.events);
   t_.counts.records = t_.events.size();
+}
+
+// By start (ties in file order), into a vector of exactly the records' size. The 64-byte records
+// are not moved around by the sort: (start, index) keys are sorted, packed into one 64-bit word
+// when the span of starts and the count leave room, and the records gathered once in that order.
+void SortByStart(std::vector<commprof_event>& events) {
+  const size_t n = events.size();
+  auto start = [&](size_t i) { return static_cast<int64_t>(events[i].start_ns); };
+  bool sorted = true;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = start(i);
+    if (i > 0 && s < start(i - 1)) sorted = false;
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+  }
+  if (sorted || n > UINT32_MAX) {
+    if (!sorted) std::stable_sort(events.begin(), events.end(), [](const commprof_event& a, const commprof_event& b) {
+      return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
+    });
+    events.shrink_to_fit();
+    return;
+  }
+  std::vector<uint32_t> order(n);
+  const int index_bits = std::bit_width(static_cast<uint64_t>(n));
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  if (std::bit_width(span) + index_bits <= 64) {
+    std::vector<uint64_t> keys(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys[i] = ((static_cast<uint64_t>(start(i)) - static_cast<uint64_t>(lo)) << index_bits) | i;
+    }
+    std::sort(keys.begin(), keys.end());
+    const uint64_t index_mask = (uint64_t{1} << index_bits) - 1;
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i] & index_mask);
+  } else {
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return start(a) < start(b); });
+  }
+  std::vector<commprof_event> out;
+  out.reserve(n);
+  for (uint32_t i : order) out.push_back(events[i]);
+  events = std::move(out);
+}
+
+// Records to reserve before reading: the JSON text's size (a gzip file's trailer holds it, modulo
+// 4 GiB) over 128 bytes, less than any reference trace's bytes per event (≥ 199). Untouched
+// reserved pages cost nothing; the vector still grows when a file has smaller events.
+size_t EstimateRecords(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size < 18) return 0;
+  uint64_t text = size;
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  if (!in.read(reinterpret_cast<char*>(magic), 2)) return 0;
+  if (magic[0] == 0x1f && magic[1] == 0x8b) {
+    unsigned char isize[4] = {0, 0, 0, 0};
+    if (!in.seekg(-4, std::ios::end) || !in.read(reinterpret_cast<char*>(isize), 4)) return 0;
+    const uint64_t trailer = isize[0] | isize[1] << 8 | isize[2] << 16 | static_cast<uint64_t>(isize[3]) << 24;
+    // A trailer below the compressed size has wrapped (or is one member of several): guess.
+    text = trailer >= size ? trailer : size * 8;
+  }
+  return static_cast<size_t>(std::min<uint64_t>(text / 128, uint64_t{1} << 28));
 }
 
 }  // namespace
@@ -602,6 +795,7 @@ void TraceBuilder::Finish() {
 Result<RankTrace> ReadKinetoTrace(const std::string& path, const std::function<void(uint64_t)>& progress) {
   RankTrace t;
   t.path = path;
+  t.events.reserve(EstimateRecords(path));
   TraceBuilder builder(t);
   JsonStreamCallbacks cb;
   cb.member = [&](std::string_view key, std::string_view raw) { return builder.Member(key, raw); };

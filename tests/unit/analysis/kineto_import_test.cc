@@ -2,11 +2,13 @@
 // the shipped torch.profiler traces, synthetic multi-rank traces with a planted straggler and
 // planted clock skews, and every kind of bad input.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include "analysis/load/kineto_classify.h"
 #include "analysis/load/kineto_import.h"
@@ -412,6 +414,114 @@ TEST(KinetoBadInput, WrongTopLevelTypesAreRefusedNamingTheFile) {
     EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
   }
+}
+
+// The event boundary scan works on 64-byte blocks of 1 MiB chunks: brackets, quotes and
+// backslash runs inside strings, at every offset, across block and chunk boundaries, must neither
+// end an event early nor late, and escaped names must come out unescaped.
+TEST(KinetoJsonStream, StringsWithBracketsQuotesAndBackslashesAtEveryOffset) {
+  TempDir tmp;
+  const std::vector<std::pair<std::string, std::string>> names = {  // (JSON text, value)
+      {"a{b[c", "a{b[c"},       {"}]}]", "}]}]"},         {"q\\\"{", "q\"{"},
+      {"\\\\", "\\"},           {"x\\\\\\\"]", "x\\\"]"}, {"\\\\\\\\\\\"}", "\\\\\"}"},
+      {"tab\\t\\u0041", "tab\tA"}, {"", ""}};
+  std::string text = "{\"traceEvents\": [";
+  std::vector<std::string> want;
+  size_t n = 0;
+  for (size_t pad = 0; text.size() < (3u << 20); ++pad) {
+    for (const auto& [json, value] : names) {
+      if (n > 0) text += ",";
+      // The padding moves each name across the 64-byte blocks; args nest one level deeper.
+      const std::string filler(pad % 67, 'f');
+      text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + json + "\", \"args\": {\"pad\": \"" + filler +
+              "\", \"list\": [[\"]\"], {\"k\": \"" + json + "\"}]}, \"ts\": " + std::to_string(n) + ", \"dur\": 1}";
+      want.push_back(value);
+      ++n;
+    }
+  }
+  text += R"(], "tail": {"s": "}\\\"]", "t": [{"u": "\\"}]}})";
+  const std::string path = WriteText(tmp, "scan.json", text);
+  auto t = ReadKinetoTrace(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_TRUE(t->read_status.ok()) << t->read_status.message();
+  EXPECT_EQ(t->counts.events_read, n);
+  EXPECT_EQ(t->counts.rejected, 0u) << (t->problems.empty() ? "" : t->problems[0]);
+  ASSERT_EQ(t->events.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(t->events[i].start_ns, i * 1000);
+    ASSERT_EQ(t->strings[t->events[i].name_id], want[i]) << "event " << i;
+  }
+}
+
+// The CRC the gzip reader checks members with equals zlib's at every length and alignment.
+TEST(KinetoJsonStream, GzipCrcMatchesZlib) {
+  std::string data(5000, '\0');
+  uint32_t x = 12345;
+  for (char& c : data) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  for (size_t off : {0u, 1u, 7u, 15u}) {
+    for (size_t n = 0; n + off <= data.size(); n = n < 300 ? n + 1 : n * 3 / 2) {
+      ASSERT_EQ(kineto::GzipCrc32(0, p + off, n), crc32(0, p + off, static_cast<uInt>(n))) << off << " " << n;
+      ASSERT_EQ(kineto::GzipCrc32(0xdeadbeef, p + off, n), crc32(0xdeadbeef, p + off, static_cast<uInt>(n)));
+    }
+  }
+}
+
+// gzip input: concatenated members read as one text, a bad CRC or length in a trailer is an
+// error, bytes after the last member are ignored (all as gzread).
+TEST(KinetoJsonStream, GzipMembersChecksAndTrailingBytes) {
+  TempDir tmp;
+  KinetoSynth s;
+  s.ranks = 1;
+  s.iterations = 3000;  // several MiB of text: members and trailers cross the 1 MiB input reads
+  const std::string text = test_support::KinetoSynthTrace(s, 0);
+  auto gz = [&](const std::string& part) {
+    const std::string f = tmp / "part.gz";
+    EXPECT_TRUE(test_support::WriteTraceFile(f, part, true));
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto plain = ReadKinetoTrace(WriteText(tmp, "plain.json", text));
+  ASSERT_TRUE(plain.ok() && plain->read_status.ok());
+  const std::string one = gz(text);
+  const std::string two = gz(text.substr(0, text.size() / 3)) + gz(text.substr(text.size() / 3));
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"one.json.gz", one}, {"two.json.gz", two}, {"trailing.json.gz", one + "garbage"}}) {
+    auto t = ReadKinetoTrace(WriteText(tmp, name, bytes));
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_TRUE(t->read_status.ok()) << name << ": " << t->read_status.message();
+    EXPECT_EQ(t->counts.events_read, plain->counts.events_read) << name;
+    EXPECT_EQ(t->events.size(), plain->events.size()) << name;
+  }
+  std::string bad_crc = one, bad_len = one;
+  bad_crc[bad_crc.size() - 8] ^= 1;
+  bad_len[bad_len.size() - 1] ^= 1;
+  for (const auto& [name, bytes, what] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"crc.json.gz", bad_crc, "incorrect data check"}, {"len.json.gz", bad_len, "incorrect length check"}}) {
+    auto t = ReadKinetoTrace(WriteText(tmp, name, bytes));
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_NE(t->read_status.message().find(what), std::string::npos) << t->read_status.message();
+    EXPECT_EQ(t->counts.events_read, plain->counts.events_read) << name;
+  }
+}
+
+// Records come out by start; records that start together keep the order of the file.
+TEST(KinetoTrace, RecordsAreSortedByStartWithTiesInFileOrder) {
+  TempDir tmp;
+  std::string text = "{\"traceEvents\": [";
+  const int starts[] = {30, 10, 20, 10, 30, 10, -5};
+  for (int i = 0; i < 7; ++i) {
+    if (i > 0) text += ",";
+    text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"e" + std::to_string(i) + "\", \"ts\": " +
+            std::to_string(starts[i]) + ", \"dur\": 1}";
+  }
+  text += "]}";
+  auto t = ReadKinetoTrace(WriteText(tmp, "ties.json", text));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<std::string> order;
+  for (const auto& e : t->events) order.push_back(t->strings[e.name_id]);
+  EXPECT_EQ(order, (std::vector<std::string>{"e6", "e1", "e3", "e5", "e2", "e0", "e4"}));
+  EXPECT_EQ(t->events.capacity(), t->events.size());
 }
 
 TEST(KinetoBadInput, BadEventsAreRefusedByIndexAndFieldAndTheRestIsKept) {
