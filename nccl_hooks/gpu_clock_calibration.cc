@@ -240,7 +240,7 @@ void SharedGpuClock::Add(const Sample& s) {
   if (s.gpu_start == 0 && s.gpu_stop == 0) return;
   if (!has_first_.load(std::memory_order_acquire)) {
     // Until a fit is published, conversions use the first pair's offset (the lower residual of
-    // this sample's two pairs). Racing first samples may each store theirs: any one is right.
+    // this sample's pairs). Racing first samples may each store theirs: any one is right.
     int64_t r = INT64_MAX;
     if (s.gpu_start != 0) r = static_cast<int64_t>(s.host_start - s.gpu_start);
     if (s.gpu_stop != 0) r = std::min(r, static_cast<int64_t>(s.host_stop - s.gpu_stop));
@@ -295,10 +295,11 @@ void SharedGpuClock::Drain() {
     if (s.gpu_stop != 0) calibration_.AddPair(s.gpu_stop, s.host_stop);
   }
   consumed_.store(pos, std::memory_order_relaxed);
-  // The next drain is due when GpuClockCalibration will refit (two pairs per sample): every sample
-  // while it refits on every pair (so a single thread's conversions include its own pairs), then
-  // about every refit_every pairs.
-  due_.store(std::clamp<size_t>(calibration_.PairsUntilRefit() / 2, 1, (mask_ + 1) / 2), std::memory_order_relaxed);
+  if (calibration_.pairs_seen() >= calibration_.window()) warm_.store(true, std::memory_order_relaxed);
+  // The next drain is due when GpuClockCalibration will refit (a sample is one pair, the kernel
+  // channel's start, unless a pTimer was missing): every sample while it refits on every pair (so
+  // a single thread's conversions include its own pairs), then about every refit_every pairs.
+  due_.store(std::clamp<size_t>(calibration_.PairsUntilRefit(), 1, (mask_ + 1) / 2), std::memory_order_relaxed);
   if (calibration_.fits() != published_fits_) Publish();
 }
 

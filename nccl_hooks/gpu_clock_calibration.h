@@ -56,6 +56,7 @@ class GpuClockCalibration {
   uint64_t pairs_seen() const { return pairs_seen_; }
   uint64_t outliers_rejected() const { return outliers_rejected_; }
   uint64_t fits() const { return fits_; }
+  size_t window() const { return options_.window; }
   double offset_ns() const { return static_cast<double>(residual_ref_) + offset_ns_; }  // host - gpu at gpu_ref
   double drift_ppm() const { return drift_ * 1e6; }
   uint64_t gpu_ref() const { return gpu_ref_; }
@@ -151,6 +152,10 @@ class SharedGpuClock {
   // finalize and tests).
   void Flush();
 
+  // Any thread: true once the fit has seen a full window of pairs. Until then every pair helps
+  // the young fit, so callers add the optional ones (a kernel channel's stop pair) too.
+  bool warm() const { return warm_.load(std::memory_order_relaxed); }
+
   // Read after Flush, with no Add running.
   uint64_t pairs_seen() const { return calibration_.pairs_seen(); }
   uint64_t outliers_rejected() const { return calibration_.outliers_rejected(); }
@@ -184,6 +189,7 @@ class SharedGpuClock {
   FitCopy copies_[2];
   std::atomic<uint32_t> newest_{0};  // index into copies_; meaningful once published_
   std::atomic<bool> published_{false};
+  std::atomic<bool> warm_{false};
   GpuClockCalibration calibration_;  // the flag holder only
   uint64_t published_fits_ = 0;      // the flag holder only
 };

@@ -506,15 +506,20 @@ void PluginContext::Stop(Slot* s) {
       Unref(s);  // "enqueued": completion comes from the children
       return;
     case kCpNcclKernelCh: {
-      const uint64_t now = sink_->Now();
+      const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
+      // The stop's host time pairs with state 22's pTimer while the fit is young (every pair
+      // helps it settle) or when the start had no pTimer, and is the fallback end without GPU
+      // times. Once the fit is warm, a channel with both GPU times reads no clock at its stop:
+      // its start's pair calibrates (docs/nccl-plugin.md).
+      const bool stop_pair = !gpu_times || !clock_.warm();
+      const uint64_t now = stop_pair ? sink_->Now() : 0;
       Slot* p = s->parent;
       commprof_event e = FromSlot(COMMPROF_KIND_COMM_KERNEL, *s);
       e.end_ns = now;
-      const bool gpu_times = s->gpu_start != 0 && s->gpu_stop != 0;
       if (s->gpu_start != 0 || s->gpu_stop != 0) {
-        // Both pairs into the lock-free queue (fitted now if due and no other thread is fitting),
+        // The pairs into the lock-free queue (fitted now if due and no other thread is fitting),
         // then the newest published fit converts.
-        clock_.Add({s->gpu_start, s->host_start, s->gpu_stop, now});
+        clock_.Add({s->gpu_start, s->host_start, stop_pair ? s->gpu_stop : 0, now});
         if (gpu_times) {
           const SharedGpuClock::Fit fit = clock_.Current();
           e.start_ns = fit.ToHost(s->gpu_start);

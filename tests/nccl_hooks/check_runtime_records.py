@@ -66,7 +66,7 @@ def main():
             # were stored, i.e. within a second of the API call that issued it.
             assert abs(int(e["start_ns"]) - int(api[int(e["seq"])]["start_ns"])) < 10**9
         counters = {k: r.attrs[k] for k in r.attrs if str(k).startswith("nccl_")}
-        assert counters.get("nccl_calibration_pairs") == 12, counters
+        assert counters.get("nccl_calibration_pairs") == 12, counters  # start and stop of each channel (a young fit)
     print("ok: masks v5 3910, v4 70, v2 14; 2 x kind 6/67 (v5, v4), 3 x kind 16, 3 x kind 17 (spans %s ns), 6 x kind 11 through the runtime" % spans)
 
 

@@ -230,7 +230,42 @@ TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   EXPECT_EQ(init[0].bytes, 4u);
   EXPECT_EQ(sink.Name(init[0].name_id), "tp");
   EXPECT_EQ(sink.CounterOf("nccl_unfinished_at_finalize"), 0u);
-  EXPECT_EQ(sink.CounterOf("nccl_calibration_pairs"), 4u);  // 2 starts + 2 stops
+  EXPECT_EQ(sink.CounterOf("nccl_calibration_pairs"), 4u);  // 2 starts + 2 stops (a young fit takes both)
+}
+
+// docs/nccl-plugin.md "GPU clock calibration": while the fit is young each channel gives two pairs
+// (start and stop); once 512 pairs have been seen, a channel with both pTimers gives one (its
+// start) and its stop reads no clock, and its times are still converted exactly.
+TEST(NcclProfilerPlugin, WarmCalibrationTakesOnlyTheStartPairAndStillConvertsExactly) {
+  CaptureSink sink;
+  PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, PluginOptions{});
+  constexpr int64_t kOffset = 5'000'000'000;
+  constexpr uint64_t kLag = 2000;
+  constexpr int kCollectives = 400;  // 256 channels warm the fit (512 pairs), 144 more after
+  uint64_t g = 10'000'000;
+  for (int i = 0; i < kCollectives; ++i) {
+    EventDescr c = Descr(kCpNcclColl);
+    c.func = "AllReduce";
+    c.count = 256;
+    c.datatype = "ncclFloat32";
+    c.seq_number = static_cast<uint64_t>(i);
+    c.n_channels = 1;
+    sink.SetNow(static_cast<uint64_t>(static_cast<int64_t>(g) + kOffset));
+    void* hC = Start(ctx, c);
+    ASSERT_NE(hC, nullptr);
+    StopEvent(hC);
+    KernelChannel(sink, ctx, hC, 0, g + 100, g + 700, kOffset, kLag);
+    g += 10'000;
+  }
+  FinalizeContext(ctx);
+  EXPECT_EQ(sink.CounterOf("nccl_calibration_pairs"), 512u + (kCollectives - 256u));
+  auto kernels = sink.OfKind(COMMPROF_KIND_COMM_KERNEL);
+  ASSERT_EQ(kernels.size(), static_cast<size_t>(kCollectives));
+  for (const auto& k : kernels) {  // every pair lags by exactly kLag: the fit is exact
+    const uint64_t g0 = 10'000'000 + k.seq * 10'000 + 100;
+    EXPECT_EQ(k.start_ns, g0 + kOffset + kLag) << "collective " << k.seq;
+    EXPECT_EQ(k.end_ns, g0 + 600 + kOffset + kLag) << "collective " << k.seq;
+  }
 }
 
 TEST(NcclProfilerPlugin, BytesTrapsAndRoots) {
