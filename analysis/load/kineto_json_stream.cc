@@ -550,9 +550,17 @@ class Walker {
   }
   Status Unexpected(const std::string& expected) { return Fail("expected " + expected); }
   Status Truncated(const std::string& where) {
-    std::string why = src_.read_error().empty() ? "" : " (" + src_.read_error() + ")";
-    return Corrupt(path_ + ": the JSON text ends early" + (where.empty() ? "" : " " + where) + why + " at byte " +
-                   std::to_string(src_.offset()) + ": truncated file?");
+    const std::string& err = src_.read_error();
+    const std::string at = " at byte " + std::to_string(src_.offset());
+    // A gzip stream that decompressed but fails its CRC or length check (or inflate's own
+    // checks) is damaged, not cut: say so rather than "truncated".
+    if (!err.empty() && err.find("unexpected end of file") == std::string::npos) {
+      return Corrupt(path_ + ": the compressed data is damaged (" + err + ")" + at + " of the JSON text" +
+                     (where.empty() ? "" : ", " + where));
+    }
+    std::string why = err.empty() ? "" : " (" + err + ")";
+    return Corrupt(path_ + ": the JSON text ends early" + (where.empty() ? "" : " " + where) + why + at +
+                   ": truncated file?");
   }
 
   const std::string& path_;
