@@ -2140,23 +2140,32 @@ def case_nccl_plugin(ctx):
                f"{abi}: matched {rep['instances']['matched']}, expected {nccl_instances} NCCL + "
                f"{summary['mpi_collectives']} MPI")
         expect([s["rank"] for s in rep["stragglers"]] == [slow], f"{abi}: stragglers {rep['stragglers']}")
+        with h5py.File(out, "r") as f:
+            inst = f["analysis"]["instances"][:]
+            arr = f["analysis"]["arrivals"][:]
         types = {c["type"]: c for c in rep["collectives"]}
-        for func, (_, names) in NCCL_TYPES.items():
+        for func, (op, names) in NCCL_TYPES.items():
             found = [types[t] for t in names if t in types]
             expect(len(found) == 1, f"{abi}: one collectives[] entry for {func} among {sorted(types)}")
             t = found[0]
             expect(t["count"] == iters, f"{abi}: {func} count {t['count']}, expected {iters}")
-            # metrics.md §4: mean over instances of the ranks' mean wait = (3 x 3 ms + 0) / 4
+            # metrics.md §4: mean over instances of the ranks' mean wait = (3 x 3 ms + 0) / 4.
+            # The report's mean is what the stored arrivals give; the accuracy check uses the
+            # median instance, as one rank woken late on a loaded 2-core machine moves the mean of
+            # 30 instances by tens of percent of one instance's wait.
             want = 3 * slow_us * 1000 / 4
-            expect(abs(t["mean_wait_ns"] - want) <= 0.15 * want,
-                   f"{abi}: {func} mean wait {t['mean_wait_ns']} ns, planted {want} ns +-15 %")
+            rows = np.nonzero((inst["comm_id"] == np.uint64(comm_hash)) & (inst["op"] == op))[0]
+            per_instance = [float(arr["wait_ns"][arr["instance"] == i].mean()) for i in rows]
+            expect(len(per_instance) == iters, f"{abi}: {func}: {len(per_instance)} instances in /analysis")
+            expect(abs(t["mean_wait_ns"] - float(np.mean(per_instance))) <= 1.0,
+                   f"{abi}: {func} mean wait {t['mean_wait_ns']} ns, arrivals give {np.mean(per_instance)} ns")
+            med = float(np.median(per_instance))
+            expect(abs(med - want) <= 0.15 * want,
+                   f"{abi}: {func} median instance wait {med} ns (mean {t['mean_wait_ns']} ns), planted {want} ns +-15 %")
         ranks = {r["rank"]: r for r in rep["ranks"]}
         # ranks[].wait_time_ns sums every matched instance, the driver's MPI Alltoalls and Barriers
         # too (whose waits are the ranks' start-up and init skew, not planted): split it with the
         # stored analysis (/analysis/arrivals of the instances whose comm_id is the commHash)
-        with h5py.File(out, "r") as f:
-            inst = f["analysis"]["instances"][:]
-            arr = f["analysis"]["arrivals"][:]
         nccl_rows = np.isin(arr["instance"], np.nonzero(inst["comm_id"] == np.uint64(comm_hash))[0])
         expect(int((inst["comm_id"] == np.uint64(comm_hash)).sum()) == nccl_instances,
                f"{abi}: /analysis/instances with the commHash")
