@@ -39,10 +39,21 @@ class Ingest {
   std::vector<uint32_t> ranks_claimed() const;
 
  private:
-  struct OpenCmd { wire::Hello hello; };
-  struct StringsCmd { uint32_t rank; wire::Strings strings; };
-  struct EventsCmd { uint32_t rank; std::vector<commprof_event> events; };
-  struct ClockCmd { uint32_t rank; wire::Clock clock; };
+  struct OpenCmd {
+    wire::Hello hello;
+  };
+  struct StringsCmd {
+    uint32_t rank;
+    wire::Strings strings;
+  };
+  struct EventsCmd {
+    uint32_t rank;
+    std::vector<commprof_event> events;
+  };
+  struct ClockCmd {
+    uint32_t rank;
+    wire::Clock clock;
+  };
   struct CloseCmd {
     uint32_t rank;
     RankEnd end;

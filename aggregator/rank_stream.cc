@@ -7,8 +7,8 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
   auto h = wire::DecodeHello(payload);
   if (!h.ok()) return h.status();
   if (policy_.secret.has_value() && !wire::VerifyHelloProof(payload, *policy_.secret)) {
-    return Unauthenticated("hello from rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) + ", host " +
-                           h->host + ") has a wrong HMAC proof of the job secret");
+    return Unauthenticated("hello from rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) +
+                           ", host " + h->host + ") has a wrong HMAC proof of the job secret");
   }
   if (!policy_.job_id.empty() && h->job_id != policy_.job_id) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " is for job '" + h->job_id +

@@ -85,10 +85,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!ping.ok()) return Drop(ping.status().message());
     out_.clear();
     wire::AppendClockPong(out_, wire::ClockPong{ping.value(), now});
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-      if (ec) return self->Finish("cannot send clock-pong: " + ec.message());
-      self->ReadHeader();
-    });
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        if (ec) return self->Finish("cannot send clock-pong: " + ec.message());
+                        self->ReadHeader();
+                      });
   }
 
   void SendAckThen(const wire::HelloAck& ack, bool close_after) {

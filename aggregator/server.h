@@ -4,14 +4,12 @@
 #pragma once
 
 // Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20.
-#include <utility>
-
-#include <boost/asio.hpp>
-
 #include <atomic>
+#include <boost/asio.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"

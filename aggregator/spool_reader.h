@@ -13,7 +13,7 @@ struct SpoolResult {
   bool accepted = false;  // the hello was valid and its rank was free
   uint32_t rank = 0;
   std::string job_id;
-  Status status;          // ok, or what was wrong and where (file and byte offset)
+  Status status;  // ok, or what was wrong and where (file and byte offset)
 };
 
 SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy);

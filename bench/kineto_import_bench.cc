@@ -19,8 +19,9 @@ std::string MakeTrace(bool gzip) {
   s.iterations = 20000;
   s.compute_kernels = 4;  // 4 x (cpu_op, launch, flow, kernel) + 6 comm/memcpy rows per iteration
   s.gzip = gzip;
-  std::string path = (std::filesystem::temp_directory_path() /
-                      (std::string("commprof_kineto_bench") + (gzip ? ".json.gz" : ".json"))).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / (std::string("commprof_kineto_bench") + (gzip ? ".json.gz" : ".json")))
+          .string();
   if (!std::filesystem::exists(path)) {
     commprof::test_support::WriteTraceFile(path, commprof::test_support::KinetoSynthTrace(s, 0), gzip);
   }
@@ -52,7 +53,8 @@ BENCHMARK(BM_ReadKinetoTrace)->Arg(0)->Arg(1)->ArgNames({"gzip"})->Unit(benchmar
 
 // The largest shipped real trace (reference data, <repo>/../shared/data/kineto), when present.
 void BM_ReadShippedTrace(benchmark::State& state) {
-  const std::string path = std::string(COMMPROF_SOURCE_DIR) + "/../shared/data/kineto/hta-single-rank-nccl/df_index_resolver.json.gz";
+  const std::string path =
+      std::string(COMMPROF_SOURCE_DIR) + "/../shared/data/kineto/hta-single-rank-nccl/df_index_resolver.json.gz";
   if (!std::filesystem::exists(path)) {
     state.SkipWithError(("not found: " + path).c_str());
     return;

@@ -30,7 +30,6 @@
 // enters, so it is the last arriver of each of them (5 of the 7 matched instances of an iteration
 // with 2+ ranks per half): a persistent, compute-caused straggler the report must name.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -80,17 +79,64 @@ class Rng {
 
 // The rank's string table: row 0 "" and row 1 "<overflow>" as the collector writes them.
 enum Name : uint32_t {
-  kNameEmpty = 0, kNameOverflow, kNameInit, kNameFinalize, kNameCommSplit, kNameAllreduce, kNameBcast,
-  kNameReduce, kNameAllgather, kNameIallreduce, kNameSend, kNameRecv, kNameWait, kNameTest, kNameStep,
-  kNameForward, kNameLayer0, kNameLayer1, kNameBackward, kNameTail, kNameGemmFwd, kNameGeluFwd, kNameGemmBwd,
-  kNameGeluBwd, kNameAdamStep, kNameNcclAllreduce, kNameMemcpyHtoD, kNameMemcpyDtoH, kNameCount
+  kNameEmpty = 0,
+  kNameOverflow,
+  kNameInit,
+  kNameFinalize,
+  kNameCommSplit,
+  kNameAllreduce,
+  kNameBcast,
+  kNameReduce,
+  kNameAllgather,
+  kNameIallreduce,
+  kNameSend,
+  kNameRecv,
+  kNameWait,
+  kNameTest,
+  kNameStep,
+  kNameForward,
+  kNameLayer0,
+  kNameLayer1,
+  kNameBackward,
+  kNameTail,
+  kNameGemmFwd,
+  kNameGeluFwd,
+  kNameGemmBwd,
+  kNameGeluBwd,
+  kNameAdamStep,
+  kNameNcclAllreduce,
+  kNameMemcpyHtoD,
+  kNameMemcpyDtoH,
+  kNameCount
 };
-const char* const kNames[kNameCount] = {
-    "", "<overflow>", "MPI_Init", "MPI_Finalize", "MPI_Comm_split", "MPI_Allreduce", "MPI_Bcast", "MPI_Reduce",
-    "MPI_Allgather", "MPI_Iallreduce", "MPI_Send", "MPI_Recv", "MPI_Wait", "MPI_Test", "step", "forward",
-    "layer.0", "layer.1", "backward", "tail", "ampere_sgemm_128x64_nn", "gelu_forward_kernel",
-    "ampere_sgemm_128x64_nt", "gelu_backward_kernel", "multi_tensor_apply_kernel<AdamFunctor>",
-    "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"};
+const char* const kNames[kNameCount] = {"",
+                                        "<overflow>",
+                                        "MPI_Init",
+                                        "MPI_Finalize",
+                                        "MPI_Comm_split",
+                                        "MPI_Allreduce",
+                                        "MPI_Bcast",
+                                        "MPI_Reduce",
+                                        "MPI_Allgather",
+                                        "MPI_Iallreduce",
+                                        "MPI_Send",
+                                        "MPI_Recv",
+                                        "MPI_Wait",
+                                        "MPI_Test",
+                                        "step",
+                                        "forward",
+                                        "layer.0",
+                                        "layer.1",
+                                        "backward",
+                                        "tail",
+                                        "ampere_sgemm_128x64_nn",
+                                        "gelu_forward_kernel",
+                                        "ampere_sgemm_128x64_nt",
+                                        "gelu_backward_kernel",
+                                        "multi_tensor_apply_kernel<AdamFunctor>",
+                                        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                        "Memcpy HtoD (Pageable -> Device)",
+                                        "Memcpy DtoH (Device -> Pageable)"};
 
 constexpr uint32_t kEventsPerIteration = 15;
 constexpr uint32_t kGpuEventsPerIteration = 9;
@@ -251,7 +297,8 @@ void Generator::Iteration(uint64_t i) {
     }
     s.t = t0 + len;
   }
-  Blocking(0, R, COMMPROF_COMM_WORLD_ID, world_seq_++, COMMPROF_OP_ALLREDUCE, kNameAllreduce, 1u << 20, COMMPROF_NO_PEER);
+  Blocking(0, R, COMMPROF_COMM_WORLD_ID, world_seq_++, COMMPROF_OP_ALLREDUCE, kNameAllreduce, 1u << 20,
+           COMMPROF_NO_PEER);
   Blocking(0, R, COMMPROF_COMM_WORLD_ID, world_seq_++, COMMPROF_OP_BCAST, kNameBcast, 4096, 0);
 
   // Iallreduce issued before the backward compute, tested inside it, waited for after it.
@@ -284,7 +331,8 @@ void Generator::Iteration(uint64_t i) {
       };
       int64_t step = (len - 60 * kUs) / 3;
       gpu(COMMPROF_KIND_COMPUTE_KERNEL, kNameGeluBwd, kComputeStream, b0 + 5 * kUs, b0 + 5 * kUs + step - kUs);
-      gpu(COMMPROF_KIND_COMPUTE_KERNEL, kNameGemmBwd, kComputeStream, b0 + 5 * kUs + step, b0 + 5 * kUs + 2 * step - kUs);
+      gpu(COMMPROF_KIND_COMPUTE_KERNEL, kNameGemmBwd, kComputeStream, b0 + 5 * kUs + step,
+          b0 + 5 * kUs + 2 * step - kUs);
       gpu(COMMPROF_KIND_COMPUTE_KERNEL, kNameAdamStep, kComputeStream, b0 + 5 * kUs + 2 * step,
           b0 + 5 * kUs + 3 * step - kUs);
       // The communication kernel runs from the issue to the reduction's completion (or its own
@@ -464,7 +512,7 @@ int Generator::Run(const std::string& command_line) {
     RankState& s = st_[r];
     uint64_t mine = per_rank + (r < o_.events % R ? 1 : 0);
     uint64_t have = s.written + s.buf.size() + 1;  // + MPI_FINALIZE
-    if (have > mine) {  // per_iter disagrees with Iteration(): a bug here, not a user error
+    if (have > mine) {                             // per_iter disagrees with Iteration(): a bug here, not a user error
       std::fprintf(stderr, "make_synthetic_profile: internal error: rank %u made %llu events, more than %llu\n", r,
                    static_cast<unsigned long long>(have), static_cast<unsigned long long>(mine));
       return 1;
@@ -501,11 +549,16 @@ int Generator::Run(const std::string& command_line) {
     clock.error_bound_ns = model.ErrorBoundNs();
     clock.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
     if (st.ok()) st = writer_->SetClock(r, clock);
-    std::vector<std::pair<std::string, uint64_t>> counters = {
-        {"events_recorded", s.written}, {"events_shipped", s.written}, {"batches_sent", (s.written + chunk_ - 1) / chunk_},
-        {"dropped_ring_full", 0},       {"dropped_no_buffer", 0},      {"dropped_range_depth", 0},
-        {"dropped_requests", 0},        {"dropped_strings", 0},        {"requests_incomplete", 0},
-        {"clock_sync_epochs", 3}};
+    std::vector<std::pair<std::string, uint64_t>> counters = {{"events_recorded", s.written},
+                                                              {"events_shipped", s.written},
+                                                              {"batches_sent", (s.written + chunk_ - 1) / chunk_},
+                                                              {"dropped_ring_full", 0},
+                                                              {"dropped_no_buffer", 0},
+                                                              {"dropped_range_depth", 0},
+                                                              {"dropped_requests", 0},
+                                                              {"dropped_strings", 0},
+                                                              {"requests_incomplete", 0},
+                                                              {"clock_sync_epochs", 3}};
     if (st.ok()) st = writer_->CloseRank(r, RankEnd::kComplete, counters, 0, "bye");
     if (!st.ok()) {
       std::fprintf(stderr, "make_synthetic_profile: %s\n", st.message().c_str());
@@ -529,9 +582,10 @@ int Generator::Run(const std::string& command_line) {
       "instances (%llu world, %llu sub-communicator), gpu %s, slow rank %lld (+%.0f us), clock offsets up to %.0f us; "
       "%.1f MB in %.2f s\n",
       o_.out.c_str(), R, static_cast<unsigned long long>(total), static_cast<unsigned long long>(iterations), per_iter,
-      static_cast<unsigned long long>(world_instances + half_instances), static_cast<unsigned long long>(world_instances),
-      static_cast<unsigned long long>(half_instances), o_.gpu ? "on" : "off", static_cast<long long>(o_.slow_rank),
-      o_.slow_us, o_.clock_offset_us, static_cast<double>(total * sizeof(commprof_event)) / 1e6, secs);
+      static_cast<unsigned long long>(world_instances + half_instances),
+      static_cast<unsigned long long>(world_instances), static_cast<unsigned long long>(half_instances),
+      o_.gpu ? "on" : "off", static_cast<long long>(o_.slow_rank), o_.slow_us, o_.clock_offset_us,
+      static_cast<double>(total * sizeof(commprof_event)) / 1e6, secs);
   return 0;
 }
 
@@ -544,7 +598,8 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", o.ranks, "number of ranks (>= 2)")->capture_default_str()->check(CLI::Range(2u, 1u << 20));
   app.add_option("--events", o.events, "total number of events over all ranks")->capture_default_str();
   app.add_option("--out", o.out, "output HDF5 file")->required();
-  app.add_option("--slow-rank", o.slow_rank, "plant a straggler: this rank computes longer before each blocking collective")
+  app.add_option("--slow-rank", o.slow_rank,
+                 "plant a straggler: this rank computes longer before each blocking collective")
       ->capture_default_str();
   app.add_option("--slow-us", o.slow_us, "extra compute of the slow rank before each blocking collective (us)")
       ->capture_default_str();

@@ -37,9 +37,9 @@
 
 namespace {
 
-std::string g_spool_dir;          // a fresh temporary directory (never written to: no shipper)
-uint64_t g_checked_records = 0;   // records verified to have reached a ring, over all runs
-uint64_t g_dropped_records = 0;   // records lost on the push-path benchmarks (must stay 0)
+std::string g_spool_dir;         // a fresh temporary directory (never written to: no shipper)
+uint64_t g_checked_records = 0;  // records verified to have reached a ring, over all runs
+uint64_t g_dropped_records = 0;  // records lost on the push-path benchmarks (must stay 0)
 
 constexpr uint32_t kScratchEvents = 4096;
 
@@ -195,8 +195,7 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   std::error_code ec;
   std::filesystem::remove_all(g_spool_dir, ec);
-  std::fprintf(stderr,
-               "commprof_bench_record: push-path check: %llu records reached a ring, %llu dropped%s\n",
+  std::fprintf(stderr, "commprof_bench_record: push-path check: %llu records reached a ring, %llu dropped%s\n",
                static_cast<unsigned long long>(g_checked_records), static_cast<unsigned long long>(g_dropped_records),
                g_dropped_records == 0 ? "" : " (FAILED: those figures are of the drop path)");
   return g_dropped_records == 0 ? 0 : 1;

@@ -209,7 +209,8 @@ Runner AddAggregateCommand(CLI::App& app) {
       "Exit codes: 0 all N ranks done; 1 failure; 2 bad usage; 3 timed out or signalled (the file\n"
       "holds what arrived).");
   sub->add_option("--expect", o->expect, "number of ranks to wait for")->required();
-  sub->add_option("--listen", o->listen, "IP address and port to listen on (port 0: any free one)")->capture_default_str();
+  sub->add_option("--listen", o->listen, "IP address and port to listen on (port 0: any free one)")
+      ->capture_default_str();
   sub->add_option("--advertise", o->advertise,
                   "host name ranks use to connect, written to --address-file (default: the listen address; "
                   "the host name when listening on 0.0.0.0)");
@@ -219,12 +220,14 @@ Runner AddAggregateCommand(CLI::App& app) {
                   "file holding the job secret; created with a new random secret (mode 0600) if it does not exist "
                   "(default: $COMMPROF_SECRET)");
   sub->add_option("--address-file", o->address_file, "write HOST:PORT here once listening");
-  sub->add_option("--spool-dir", o->spool_dir, "spools of ranks that could not connect, merged at the end "
-                                               "(default: OUTPUT.spool)");
+  sub->add_option("--spool-dir", o->spool_dir,
+                  "spools of ranks that could not connect, merged at the end "
+                  "(default: OUTPUT.spool)");
   sub->add_option("--timeout", o->timeout_s, "give up waiting after this many seconds (0: never)")
       ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds open connections get to finish at the end")->capture_default_str();
-  sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (0 = none)")->check(CLI::Range(0, 9));
+  sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (0 = none)")
+      ->check(CLI::Range(0, 9));
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");

@@ -26,24 +26,26 @@ struct Figures {
   const ClockViolations* cv;
   const P2PMatchResult* p2p;
   const std::vector<RankOverlap>* overlap;
-  explicit Figures(const JobReport& r)
-      : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap) {}
+  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
 const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
   static const std::map<std::string, std::function<double(const Figures&)>> kMetrics = {
-      {"wait_share", [](const Figures& f) {
+      {"wait_share",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.rep->ranks) m = std::max(m, r.wait_share);
          return m;
        }},
-      {"wait_time_ns", [](const Figures& f) {
+      {"wait_time_ns",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.rep->ranks) m = std::max(m, static_cast<double>(r.wait_time_ns));
          return m;
        }},
-      {"skew_p99_ns", [](const Figures& f) {
+      {"skew_p99_ns",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& t : f.rep->types) m = std::max(m, static_cast<double>(t.skew_p99_ns));
          return m;
@@ -51,25 +53,28 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"straggler_share_last", [](const Figures& f) { return f.rep->verdict.found ? f.rep->verdict.share_last : 0.0; }},
       {"incomplete", [](const Figures& f) { return static_cast<double>(f.rep->incomplete); }},
       {"clock_violations", [](const Figures& f) { return static_cast<double>(f.cv->violations); }},
-      {"late_sender_wait_ns", [](const Figures& f) {
+      {"late_sender_wait_ns",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_sender_wait_ns));
          return m;
        }},
-      {"late_receiver_wait_ns", [](const Figures& f) {
+      {"late_receiver_wait_ns",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_receiver_wait_ns));
          return m;
        }},
-      {"p2p_unmatched", [](const Figures& f) {
-         return static_cast<double>(f.p2p->unmatched_sends + f.p2p->unmatched_recvs);
-       }},
-      {"exposed_comm_ns", [](const Figures& f) {
+      {"p2p_unmatched",
+       [](const Figures& f) { return static_cast<double>(f.p2p->unmatched_sends + f.p2p->unmatched_recvs); }},
+      {"exposed_comm_ns",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : *f.overlap) m = std::max(m, static_cast<double>(r.exposed_comm_ns));
          return m;
        }},
-      {"exposed_comm_share", [](const Figures& f) {
+      {"exposed_comm_share",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : *f.overlap) {
            if (r.breakdown.span_ns > 0) {
@@ -78,7 +83,8 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
          }
          return m;
        }},
-      {"dropped_events", [](const Figures& f) {
+      {"dropped_events",
+       [](const Figures& f) {
          double m = 0;
          for (const auto& r : f.info->ranks) m = std::max(m, static_cast<double>(r.dropped_events));
          return m;
@@ -133,14 +139,14 @@ int RunCheck(const Options& o) {
 
 Runner AddCheckCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("check", "CI gate: exit 1 when a metric passes its threshold, printing what "
-                                               "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
-                                               "straggler_share_last, incomplete, clock_violations, late_sender_wait_ns, "
-                                               "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
-                                               "exposed_comm_share, dropped_events.");
+  CLI::App* sub = app.add_subcommand("check",
+                                     "CI gate: exit 1 when a metric passes its threshold, printing what "
+                                     "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
+                                     "straggler_share_last, incomplete, clock_violations, late_sender_wait_ns, "
+                                     "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
+                                     "exposed_comm_share, dropped_events.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")
-      ->required();
+  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")->required();
   return [o] { return RunCheck(*o); };
 }
 

@@ -2,13 +2,12 @@
 // [--duration-ratio R]`: HTA's per-rank GPU analyses to HTA's definitions (docs/metrics.md §8,
 // docs/cli.md): comm/comp overlap, temporal breakdown, idle time per stream, kernel breakdown,
 // queue length per stream and kernel launch statistics. One rank's GPU records at a time.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -75,10 +74,10 @@ nlohmann::ordered_json RankJson(const RankAnalyses& a, int64_t delay_ns) {
   jo["pctg"] = ov.has_comm ? nlohmann::ordered_json(ov.pctg) : nlohmann::ordered_json(nullptr);
 
   const TemporalBreakdown& t = a.breakdown.temporal;
-  j["temporal_breakdown"] = {{"status", gpu ? "ok" : kNoGpu},     {"kernel_time_ns", t.kernel_time_ns},
-                             {"idle_ns", t.idle_ns},              {"compute_ns", t.compute_ns},
-                             {"non_compute_ns", t.non_compute_ns}, {"idle_pctg", t.idle_pctg},
-                             {"compute_pctg", t.compute_pctg},    {"non_compute_pctg", t.non_compute_pctg}};
+  j["temporal_breakdown"] = {
+      {"status", gpu ? "ok" : kNoGpu},  {"kernel_time_ns", t.kernel_time_ns},    {"idle_ns", t.idle_ns},
+      {"compute_ns", t.compute_ns},     {"non_compute_ns", t.non_compute_ns},    {"idle_pctg", t.idle_pctg},
+      {"compute_pctg", t.compute_pctg}, {"non_compute_pctg", t.non_compute_pctg}};
 
   auto& ji = j["idle_time_breakdown"];
   ji["status"] = !gpu ? kNoGpu : a.idle.empty() ? "no kernels" : "ok";  // sync records only
@@ -144,7 +143,9 @@ nlohmann::ordered_json RankJson(const RankAnalyses& a, int64_t delay_ns) {
   }
 
   const LaunchStats& l = a.launch;
-  j["kernel_launch"] = {{"status", !gpu ? kNoGpu : launches ? "ok" : "no launch calls"},
+  j["kernel_launch"] = {{"status", !gpu       ? kNoGpu
+                                   : launches ? "ok"
+                                              : "no launch calls"},
                         {"pairs", l.pairs},
                         {"launches_without_gpu", l.launches_without_gpu},
                         {"cpu_duration_ns", SummaryJson(l.cpu_duration)},
@@ -164,13 +165,11 @@ std::string Us(double ns) {
   return buf;
 }
 
-std::string Fit(const std::string& s, size_t width) {
-  return s.size() <= width ? s : s.substr(0, width - 3) + "...";
-}
+std::string Fit(const std::string& s, size_t width) { return s.size() <= width ? s : s.substr(0, width - 3) + "..."; }
 
 void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
-  std::printf("== rank %u: %" PRIu64 " GPU records, %" PRIu64 " CUDA API calls (%" PRIu64 " launches)\n",
-              a.rank, a.gpu_records, a.api_calls, a.launch_calls);
+  std::printf("== rank %u: %" PRIu64 " GPU records, %" PRIu64 " CUDA API calls (%" PRIu64 " launches)\n", a.rank,
+              a.gpu_records, a.api_calls, a.launch_calls);
   if (a.gpu_records == 0) {
     std::printf("  every analysis: %s\n\n", kNoGpu);
     return;
@@ -218,8 +217,8 @@ void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
   }
   std::printf("\nqueue length per stream (samples; blocked: queue >= %lld)\n",
               static_cast<long long>(kCudaMaxLaunchQueuePerStream));
-  std::printf("%-6s %-8s %8s %8s %6s %8s %8s %8s %6s %14s\n", "device", "stream", "count", "mean", "min", "p25",
-              "p50", "p75", "max", "blocked_us");
+  std::printf("%-6s %-8s %8s %8s %6s %8s %8s %8s %6s %14s\n", "device", "stream", "count", "mean", "min", "p25", "p50",
+              "p75", "max", "blocked_us");
   for (const StreamQueueLength& q : a.queue) {
     std::printf("%-6u %-8u %8" PRIu64 " %8.2f %6.0f %8.2f %8.2f %8.2f %6.0f %14s\n", q.device, q.stream, q.count,
                 q.mean, q.min, q.p25, q.p50, q.p75, q.max, Us(static_cast<double>(q.blocked_ns)).c_str());
@@ -235,8 +234,8 @@ void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
   row("cpu_duration", l.cpu_duration);
   row("gpu_duration", l.gpu_duration);
   row("launch_delay", l.launch_delay);
-  std::printf("outliers: %" PRIu64 " launch delays > 100 us, %" PRIu64 " launch calls > 50 us\n", l.launch_delay_outliers,
-              l.cpu_duration_outliers);
+  std::printf("outliers: %" PRIu64 " launch delays > 100 us, %" PRIu64 " launch calls > 50 us\n",
+              l.launch_delay_outliers, l.cpu_duration_outliers);
   std::printf("short kernels (gpu_duration < cpu_duration): %" PRIu64 "\n\n", l.short_kernels);
 }
 
@@ -288,9 +287,8 @@ int RunHta(const Options& o) {
   doc["schema"] = "commprof-hta";
   doc["schema_version"] = kHtaJsonVersion;
   doc["path"] = o.path;
-  doc["options"] = {{"consecutive_kernel_delay_ns", delay_ns},
-                    {"num_kernels", o.num_kernels},
-                    {"duration_ratio", o.duration_ratio}};
+  doc["options"] = {
+      {"consecutive_kernel_delay_ns", delay_ns}, {"num_kernels", o.num_kernels}, {"duration_ratio", o.duration_ratio}};
   doc["ranks"] = nlohmann::ordered_json::array();
   for (uint32_t rank : ranks) {
     auto trace = CollectRankGpuTrace(*reader.value(), rank);
@@ -328,7 +326,8 @@ Runner AddHtaCommand(CLI::App& app) {
       "time per stream (host_wait / kernel_wait / other), kernel breakdown by type with the top kernels, launch "
       "queue length per stream and kernel launch statistics. Exact ns on each rank's own clock.");
   sub->add_option("file", o->path, "commprof HDF5 file (recorded, or imported from torch.profiler)")->required();
-  sub->add_option("--format", o->format, "text or json (versioned document, keys in docs/cli.md)")->capture_default_str();
+  sub->add_option("--format", o->format, "text or json (versioned document, keys in docs/cli.md)")
+      ->capture_default_str();
   sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
   sub->add_option("--kernel-delay-us", o->kernel_delay_us,
                   "idle gaps shorter than this are kernel_wait (HTA's consecutive_kernel_delay, effectively 30 us)")

@@ -1,10 +1,9 @@
 // `commprof info FILE.h5 [--json]`: job metadata and, per rank, host, pid, status, event counts
 // by kind and by name, dropped counts and the clock model.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
@@ -106,19 +105,19 @@ int RunInfo(const Options& o) {
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
   std::printf("start (UTC): %s\n", FormatUtc(info.start_epoch_ns).c_str());
-  std::printf("clock:       %llu clock-condition violation(s) in %llu blocking collective instance(s) after "
-              "alignment (%llu on raw clocks)\n\n",
-              static_cast<unsigned long long>(aligned->violations),
-              static_cast<unsigned long long>(aligned->instances_checked),
-              static_cast<unsigned long long>(raw->violations));
+  std::printf(
+      "clock:       %llu clock-condition violation(s) in %llu blocking collective instance(s) after "
+      "alignment (%llu on raw clocks)\n\n",
+      static_cast<unsigned long long>(aligned->violations), static_cast<unsigned long long>(aligned->instances_checked),
+      static_cast<unsigned long long>(raw->violations));
   std::printf("%-5s %-20s %-8s %-13s %10s %8s %14s %10s %12s\n", "rank", "host", "pid", "status", "events", "dropped",
               "clock offset", "drift", "error bound");
   for (const RankInfo& r : info.ranks) {
     std::string bound = r.clock_error_bound_ns < 0 ? "unmeasured" : std::to_string(r.clock_error_bound_ns) + " ns";
     std::printf("%-5u %-20.20s %-8llu %-13s %10llu %8llu %11lld ns %6.2f ppm %12s\n", r.rank, r.host.c_str(),
-                static_cast<unsigned long long>(r.pid), r.status.c_str(), static_cast<unsigned long long>(r.event_count),
-                static_cast<unsigned long long>(r.dropped_events), static_cast<long long>(r.clock_offset_ns),
-                r.clock_drift_ppm, bound.c_str());
+                static_cast<unsigned long long>(r.pid), r.status.c_str(),
+                static_cast<unsigned long long>(r.event_count), static_cast<unsigned long long>(r.dropped_events),
+                static_cast<long long>(r.clock_offset_ns), r.clock_drift_ppm, bound.c_str());
   }
   std::printf("\nevents by name:\n");
   std::map<std::string, std::vector<uint64_t>> table;
@@ -144,8 +143,9 @@ int RunInfo(const Options& o) {
 
 Runner AddInfoCommand(CLI::App& app) {
   auto opts = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("info", "Print job metadata, per-rank host/pid/status, event counts by kind "
-                                              "and name, dropped counts and clock model of a commprof file.");
+  CLI::App* sub = app.add_subcommand("info",
+                                     "Print job metadata, per-rank host/pid/status, event counts by kind "
+                                     "and name, dropped counts and clock model of a commprof file.");
   sub->add_option("file", opts->path, "commprof HDF5 file")->required();
   sub->add_flag("--json", opts->json, "machine-readable output (schema in docs/cli.md)");
   return [opts] { return RunInfo(*opts); };

@@ -78,7 +78,8 @@ int RunMerge(const Options& o) {
     return 1;
   }
   std::fprintf(stderr, "commprof merge: wrote %s (%zu ranks, %llu events)\n", o.output.c_str(),
-               ingest.value()->ranks_claimed().size(), static_cast<unsigned long long>(ingest.value()->events_written()));
+               ingest.value()->ranks_claimed().size(),
+               static_cast<unsigned long long>(ingest.value()->events_written()));
   (void)StoreAnalysis(o.output, "commprof merge");
   return bad == 0 ? 0 : 1;
 }
@@ -91,7 +92,8 @@ Runner AddMergeCommand(CLI::App& app) {
       "merge", "Turn spool files (written by ranks that could not reach the aggregator) into a commprof HDF5 file.");
   sub->add_option("inputs", opts->inputs, "spool directories or .cpspool files")->required();
   sub->add_option("-o,--output", opts->output, "output HDF5 file")->required();
-  sub->add_option("--secret", opts->secret, "job secret: when given, spools whose hello proof does not match are refused");
+  sub->add_option("--secret", opts->secret,
+                  "job secret: when given, spools whose hello proof does not match are refused");
   return [opts] { return RunMerge(*opts); };
 }
 

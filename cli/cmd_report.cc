@@ -73,12 +73,14 @@ int RunReport(const Options& o) {
 
 Runner AddReportCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("report", "Cross-rank report: wait, transfer and bandwidth per collective type "
-                                                "and per rank, stragglers and the verdict, point-to-point Late "
-                                                "Sender/Receiver, overlap and where each rank's time went "
-                                                "(definitions: docs/metrics.md).");
+  CLI::App* sub = app.add_subcommand("report",
+                                     "Cross-rank report: wait, transfer and bandwidth per collective type "
+                                     "and per rank, stragglers and the verdict, point-to-point Late "
+                                     "Sender/Receiver, overlap and where each rank's time went "
+                                     "(definitions: docs/metrics.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--format", o->format, "text, json (schema in docs/cli.md) or html (a self-contained page)")->capture_default_str();
+  sub->add_option("--format", o->format, "text, json (schema in docs/cli.md) or html (a self-contained page)")
+      ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");
   return [o] { return RunReport(*o); };

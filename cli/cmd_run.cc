@@ -143,8 +143,11 @@ int RunJob(Options o) {
 
   // The variables every rank needs; the user's own COMMPROF_* settings travel with them.
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"COMMPROF_AGGREGATOR", address}, {"COMMPROF_SECRET", secret}, {"COMMPROF_JOB_ID", job_id},
-      {"COMMPROF_SPOOL_DIR", o.spool_dir}, {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
+      {"COMMPROF_AGGREGATOR", address},
+      {"COMMPROF_SECRET", secret},
+      {"COMMPROF_JOB_ID", job_id},
+      {"COMMPROF_SPOOL_DIR", o.spool_dir},
+      {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
@@ -241,15 +244,17 @@ void SetRunArgsAfterDashDash(std::vector<std::string> args) { g_after_dash_dash 
 
 Runner AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand(
-      "run", "Profile a job: commprof run [-o FILE.h5] [--] LAUNCHER ARGS... where LAUNCHER is\n"
-             "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
-             "Everything from the first argument that is not a run option belongs to the job.\n"
-             "Returns the job's exit code (128+signal if it was killed).");
+  CLI::App* sub =
+      app.add_subcommand("run",
+                         "Profile a job: commprof run [-o FILE.h5] [--] LAUNCHER ARGS... where LAUNCHER is\n"
+                         "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
+                         "Everything from the first argument that is not a run option belongs to the job.\n"
+                         "Returns the job's exit code (128+signal if it was killed).");
   sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
   sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
-  sub->add_option("--advertise", o->advertise, "address ranks connect to (default: the listen address; "
-                                                "the host name when listening on 0.0.0.0)");
+  sub->add_option("--advertise", o->advertise,
+                  "address ranks connect to (default: the listen address; "
+                  "the host name when listening on 0.0.0.0)");
   sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
   sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
   sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (default 0 = none: fastest)")
@@ -262,16 +267,16 @@ Runner AddRunCommand(CLI::App& app) {
                   "(kernels, copies, memsets, syncs, launches), memory (allocations), nvtx; or all")
       ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
-  sub->add_flag("!--no-analysis", o->analyze, "do not compute the cross-rank analysis into the file's /analysis group "
-                                              "at the end (commprof report --save does it later)");
-  sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" +
-              []() {
-                std::string s;
-                for (const auto& opt : ConfigOptions()) {
-                  s += "  " + std::string(opt.env) + " (default '" + opt.default_value + "'): " + opt.description + "\n";
-                }
-                return s;
-              }());
+  sub->add_flag("!--no-analysis", o->analyze,
+                "do not compute the cross-rank analysis into the file's /analysis group "
+                "at the end (commprof report --save does it later)");
+  sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" + []() {
+    std::string s;
+    for (const auto& opt : ConfigOptions()) {
+      s += "  " + std::string(opt.env) + " (default '" + opt.default_value + "'): " + opt.description + "\n";
+    }
+    return s;
+  }());
   sub->prefix_command();  // everything from the first positional on belongs to the job
   return [o, sub] {
     // prefix_command(): the first positional starts the job's command line; CLI11 leaves the

@@ -4,13 +4,11 @@
 // stored). One implementation so the two commands cannot drift apart.
 #pragma once
 
-#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
-
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include "aggregator/hdf5/hdf5_writer.h"
 #include "aggregator/ingest.h"
@@ -21,11 +19,11 @@
 namespace commprof::cli {
 
 struct CollectionOptions {
-  std::string output;     // the HDF5 file (overwritten)
-  JobMeta meta;           // job id, command line, start
-  std::string secret;     // the ranks' hello proof
-  std::string listen;     // IP literal
-  uint16_t port = 0;      // 0: any free port
+  std::string output;  // the HDF5 file (overwritten)
+  JobMeta meta;        // job id, command line, start
+  std::string secret;  // the ranks' hello proof
+  std::string listen;  // IP literal
+  uint16_t port = 0;   // 0: any free port
   int deflate = 0;
   uint32_t flush_ms = 1000;
 };

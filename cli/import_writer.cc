@@ -24,7 +24,7 @@ Status WriteImportedJob(const kineto::ImportedJob& job, const std::string& path,
     // A Kineto file names no host reliably (reference §2.2): the file name stands in for it.
     hello.host = std::filesystem::path(t.path).filename().string();
     hello.job_id = meta.job_id;
-    hello.start_steady_ns = 0;  // local time 0 is the job's time base ...
+    hello.start_steady_ns = 0;                // local time 0 is the job's time base ...
     hello.start_utc_ns = job.start_epoch_ns;  // ... at this UTC
     COMMPROF_RETURN_IF_ERROR(w.OpenRank(hello));
     constexpr size_t kStringBatch = 4096;

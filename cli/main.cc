@@ -6,8 +6,9 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"commprof: a distributed multi-GPU communication profiler.\n"
-               "Record a job with `commprof run`, inspect the file with `commprof info`."};
+  CLI::App app{
+      "commprof: a distributed multi-GPU communication profiler.\n"
+      "Record a job with `commprof run`, inspect the file with `commprof info`."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("commprof ") + COMMPROF_VERSION);
 

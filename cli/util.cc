@@ -28,7 +28,8 @@ bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out) {
     if (dash == std::string::npos) {
       if (!number(item, lo)) return false;
       hi = lo;
-    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo || hi - lo > 1000000) {
+    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo ||
+               hi - lo > 1000000) {
       return false;
     }
     for (uint32_t r = lo; r <= hi; ++r) ranks.insert(r);

@@ -1,11 +1,10 @@
 // The public C API (include/commprof/commprof.h). Outside a profiled run every call is a no-op.
 // Also the internal entry points of collector/internal_api.h (the NCCL profiler plugin's way in).
-#include "commprof/commprof.h"
-
 #include "collector/event_builder.h"
 #include "collector/internal_api.h"
 #include "collector/nvtx_tool.h"
 #include "collector/runtime.h"
+#include "commprof/commprof.h"
 
 using commprof::EnsureRuntime;
 using commprof::Runtime;

@@ -134,8 +134,8 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* r = reinterpret_cast<const KernelRecord*>(record);
-      out =
-          BlankEvent(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start, r->end);
+      out = BlankEvent(IsNcclKernelName(r->name) ? COMMPROF_KIND_COMM_KERNEL : COMMPROF_KIND_COMPUTE_KERNEL, r->start,
+                       r->end);
       out.name_id = CachedName(r->name);
       out.thread_id = r->streamId;
       out.device = Device(r->deviceId);

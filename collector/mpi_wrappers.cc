@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "collector/mpi_clock_sync.h"
 #include "collector/event_builder.h"
+#include "collector/mpi_clock_sync.h"
 #include "collector/mpi_comm_ids.h"
 #include "collector/runtime.h"
 #include "commprof/event.h"
@@ -20,7 +20,7 @@
 namespace commprof {
 namespace {
 
-uint32_t g_op_name[256];  // name ids of the wrapped calls, interned once at MPI_Init
+uint32_t g_op_name[256];               // name ids of the wrapped calls, interned once at MPI_Init
 MpiClockSync* g_clock_sync = nullptr;  // created at MPI_Init when alignment is on; lives until exit
 
 // The runtime when it records MPI calls (`--activities` includes mpi). MPI_Init and MPI_Finalize
@@ -32,48 +32,86 @@ Runtime* MpiRuntime() {
 
 const char* OpName(uint8_t op) {
   switch (op) {
-    case COMMPROF_OP_BARRIER: return "MPI_Barrier";
-    case COMMPROF_OP_BCAST: return "MPI_Bcast";
-    case COMMPROF_OP_REDUCE: return "MPI_Reduce";
-    case COMMPROF_OP_ALLREDUCE: return "MPI_Allreduce";
-    case COMMPROF_OP_GATHER: return "MPI_Gather";
-    case COMMPROF_OP_GATHERV: return "MPI_Gatherv";
-    case COMMPROF_OP_SCATTER: return "MPI_Scatter";
-    case COMMPROF_OP_SCATTERV: return "MPI_Scatterv";
-    case COMMPROF_OP_ALLGATHER: return "MPI_Allgather";
-    case COMMPROF_OP_ALLGATHERV: return "MPI_Allgatherv";
-    case COMMPROF_OP_ALLTOALL: return "MPI_Alltoall";
-    case COMMPROF_OP_ALLTOALLV: return "MPI_Alltoallv";
-    case COMMPROF_OP_REDUCE_SCATTER: return "MPI_Reduce_scatter";
-    case COMMPROF_OP_REDUCE_SCATTER_BLOCK: return "MPI_Reduce_scatter_block";
-    case COMMPROF_OP_SCAN: return "MPI_Scan";
-    case COMMPROF_OP_SEND: return "MPI_Send";
-    case COMMPROF_OP_RECV: return "MPI_Recv";
-    case COMMPROF_OP_SENDRECV: return "MPI_Sendrecv";
-    case COMMPROF_OP_WAIT: return "MPI_Wait";
-    case COMMPROF_OP_WAITALL: return "MPI_Waitall";
-    case COMMPROF_OP_WAITANY: return "MPI_Waitany";
-    case COMMPROF_OP_TEST: return "MPI_Test";
-    case COMMPROF_OP_COMM_DUP: return "MPI_Comm_dup";
-    case COMMPROF_OP_COMM_SPLIT: return "MPI_Comm_split";
-    case COMMPROF_OP_COMM_CREATE: return "MPI_Comm_create";
-    default: return nullptr;
+    case COMMPROF_OP_BARRIER:
+      return "MPI_Barrier";
+    case COMMPROF_OP_BCAST:
+      return "MPI_Bcast";
+    case COMMPROF_OP_REDUCE:
+      return "MPI_Reduce";
+    case COMMPROF_OP_ALLREDUCE:
+      return "MPI_Allreduce";
+    case COMMPROF_OP_GATHER:
+      return "MPI_Gather";
+    case COMMPROF_OP_GATHERV:
+      return "MPI_Gatherv";
+    case COMMPROF_OP_SCATTER:
+      return "MPI_Scatter";
+    case COMMPROF_OP_SCATTERV:
+      return "MPI_Scatterv";
+    case COMMPROF_OP_ALLGATHER:
+      return "MPI_Allgather";
+    case COMMPROF_OP_ALLGATHERV:
+      return "MPI_Allgatherv";
+    case COMMPROF_OP_ALLTOALL:
+      return "MPI_Alltoall";
+    case COMMPROF_OP_ALLTOALLV:
+      return "MPI_Alltoallv";
+    case COMMPROF_OP_REDUCE_SCATTER:
+      return "MPI_Reduce_scatter";
+    case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
+      return "MPI_Reduce_scatter_block";
+    case COMMPROF_OP_SCAN:
+      return "MPI_Scan";
+    case COMMPROF_OP_SEND:
+      return "MPI_Send";
+    case COMMPROF_OP_RECV:
+      return "MPI_Recv";
+    case COMMPROF_OP_SENDRECV:
+      return "MPI_Sendrecv";
+    case COMMPROF_OP_WAIT:
+      return "MPI_Wait";
+    case COMMPROF_OP_WAITALL:
+      return "MPI_Waitall";
+    case COMMPROF_OP_WAITANY:
+      return "MPI_Waitany";
+    case COMMPROF_OP_TEST:
+      return "MPI_Test";
+    case COMMPROF_OP_COMM_DUP:
+      return "MPI_Comm_dup";
+    case COMMPROF_OP_COMM_SPLIT:
+      return "MPI_Comm_split";
+    case COMMPROF_OP_COMM_CREATE:
+      return "MPI_Comm_create";
+    default:
+      return nullptr;
   }
 }
 
 // Non-blocking variants share the blocking call's op type and carry the NONBLOCKING flag;
 // their names are distinct so users see what their code called.
-enum : uint8_t { kNameIallreduce = 200, kNameIbcast, kNameIallgather, kNameIalltoall, kNameIsend, kNameIrecv,
-                 kNameInit, kNameFinalize, kNameWaitsome, kNameTestall, kNameTestany, kNameTestsome };
+enum : uint8_t {
+  kNameIallreduce = 200,
+  kNameIbcast,
+  kNameIallgather,
+  kNameIalltoall,
+  kNameIsend,
+  kNameIrecv,
+  kNameInit,
+  kNameFinalize,
+  kNameWaitsome,
+  kNameTestall,
+  kNameTestany,
+  kNameTestsome
+};
 
 void InternNames(Runtime* rt) {
   for (int op = 0; op < 200; ++op) {
     const char* n = OpName(static_cast<uint8_t>(op));
     g_op_name[op] = n != nullptr ? rt->Intern(n) : 0;
   }
-  const char* extra[] = {"MPI_Iallreduce", "MPI_Ibcast", "MPI_Iallgather", "MPI_Ialltoall", "MPI_Isend",
-                         "MPI_Irecv", "MPI_Init", "MPI_Finalize", "MPI_Waitsome", "MPI_Testall",
-                         "MPI_Testany", "MPI_Testsome"};
+  const char* extra[] = {"MPI_Iallreduce", "MPI_Ibcast",  "MPI_Iallgather", "MPI_Ialltoall",
+                         "MPI_Isend",      "MPI_Irecv",   "MPI_Init",       "MPI_Finalize",
+                         "MPI_Waitsome",   "MPI_Testall", "MPI_Testany",    "MPI_Testsome"};
   for (int i = 0; i < 12; ++i) g_op_name[kNameIallreduce + i] = rt->Intern(extra[i]);
 }
 
@@ -290,8 +328,8 @@ void OnInit(uint64_t t0) {
   }
 }
 
-Call Coll(uint8_t op, MPI_Comm comm, uint64_t bytes, MPI_Datatype dt = MPI_DATATYPE_NULL,
-          MPI_Op red = MPI_OP_NULL, int root = COMMPROF_NO_PEER, uint8_t name = 0) {
+Call Coll(uint8_t op, MPI_Comm comm, uint64_t bytes, MPI_Datatype dt = MPI_DATATYPE_NULL, MPI_Op red = MPI_OP_NULL,
+          int root = COMMPROF_NO_PEER, uint8_t name = 0) {
   Call c;
   c.op = op;
   c.comm = comm;
@@ -383,8 +421,8 @@ int MPI_Gather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Dat
                 [&] { return PMPI_Gather(s, sc, sdt, r, rc, rdt, root, comm); });
 }
 
-int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[],
-                MPI_Datatype rdt, int root, MPI_Comm comm) {
+int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[], MPI_Datatype rdt,
+                int root, MPI_Comm comm) {
   if (MpiRuntime() == nullptr) return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm);
   bool at_root = CommRank(comm) == root;
   uint64_t bytes = at_root ? TypeBytes(rdt, SumCounts(rcs, CommSize(comm))) : TypeBytes(sdt, sc);
@@ -392,8 +430,7 @@ int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[
                 [&] { return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm); });
 }
 
-int MPI_Scatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root,
-                MPI_Comm comm) {
+int MPI_Scatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root, MPI_Comm comm) {
   if (MpiRuntime() == nullptr) return PMPI_Scatter(s, sc, sdt, r, rc, rdt, root, comm);
   uint64_t n = static_cast<uint64_t>(CommSize(comm));
   bool at_root = CommRank(comm) == root;
@@ -480,16 +517,16 @@ int MPI_Iallgather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI
                    MPI_Request* req) {
   if (MpiRuntime() == nullptr) return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
-  return TracedStart(Coll(COMMPROF_OP_ALLGATHER, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIallgather),
-                     req, [&] { return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req); });
+  return TracedStart(Coll(COMMPROF_OP_ALLGATHER, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIallgather), req,
+                     [&] { return PMPI_Iallgather(s, sc, sdt, r, rc, rdt, comm, req); });
 }
 
 int MPI_Ialltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, MPI_Comm comm,
                   MPI_Request* req) {
   if (MpiRuntime() == nullptr) return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req);
   uint64_t bytes = TypeBytes(rdt, rc) * static_cast<uint64_t>(CommSize(comm));
-  return TracedStart(Coll(COMMPROF_OP_ALLTOALL, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIalltoall),
-                     req, [&] { return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req); });
+  return TracedStart(Coll(COMMPROF_OP_ALLTOALL, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIalltoall), req,
+                     [&] { return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req); });
 }
 
 // ---- point to point ----
@@ -517,8 +554,8 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
   return rc;
 }
 
-int MPI_Sendrecv(const void* sbuf, int sc, MPI_Datatype sdt, int dest, int stag, void* rbuf, int rc,
-                 MPI_Datatype rdt, int src, int rtag, MPI_Comm comm, MPI_Status* status) {
+int MPI_Sendrecv(const void* sbuf, int sc, MPI_Datatype sdt, int dest, int stag, void* rbuf, int rc, MPI_Datatype rdt,
+                 int src, int rtag, MPI_Comm comm, MPI_Status* status) {
   if (MpiRuntime() == nullptr) return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status);
   uint64_t bytes = TypeBytes(sdt, sc) + TypeBytes(rdt, rc);
   return Traced(P2p(COMMPROF_OP_SENDRECV, comm, bytes, sdt, dest, stag),
@@ -576,7 +613,8 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
   uint64_t t1 = rt->Now();
   RecordWait(rt, COMMPROF_OP_WAITALL, 0, t0, t1, count);
   for (int i = 0; i < count; ++i) {
-    if (rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st[i].MPI_ERROR == MPI_SUCCESS)) Complete(rt, saved[i], &st[i], t1);
+    if (rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st[i].MPI_ERROR == MPI_SUCCESS))
+      Complete(rt, saved[i], &st[i], t1);
   }
   return rc;
 }

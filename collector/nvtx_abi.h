@@ -42,16 +42,14 @@ constexpr unsigned kMarkEx = 1, kMarkA = 2, kMarkW = 3, kRangeStartEx = 4, kRang
 }  // namespace core
 namespace core2 {
 constexpr unsigned kDomainMarkEx = 1, kDomainRangeStartEx = 2, kDomainRangeEnd = 3, kDomainRangePushEx = 4,
-                   kDomainRangePop = 5, kDomainResourceCreate = 6, kDomainResourceDestroy = 7,
-                   kDomainNameCategoryA = 8, kDomainNameCategoryW = 9, kDomainRegisterStringA = 10,
-                   kDomainRegisterStringW = 11, kDomainCreateA = 12, kDomainCreateW = 13, kDomainDestroy = 14,
-                   kInitialize = 15;
+                   kDomainRangePop = 5, kDomainResourceCreate = 6, kDomainResourceDestroy = 7, kDomainNameCategoryA = 8,
+                   kDomainNameCategoryW = 9, kDomainRegisterStringA = 10, kDomainRegisterStringW = 11,
+                   kDomainCreateA = 12, kDomainCreateW = 13, kDomainDestroy = 14, kInitialize = 15;
 }  // namespace core2
 
 // ---- nvtxEventAttributes_t, version 2
 constexpr int kMessageAscii = 1, kMessageUnicode = 2, kMessageRegistered = 3;
-constexpr int kPayloadU64 = 1, kPayloadI64 = 2, kPayloadDouble = 3, kPayloadU32 = 4, kPayloadI32 = 5,
-              kPayloadFloat = 6;
+constexpr int kPayloadU64 = 1, kPayloadI64 = 2, kPayloadDouble = 3, kPayloadU32 = 4, kPayloadI32 = 5, kPayloadFloat = 6;
 constexpr int32_t kPayloadExt = static_cast<int32_t>(0xDFBD0009u);  // NVTX_PAYLOAD_TYPE_EXT
 constexpr int kColorArgb = 1;
 

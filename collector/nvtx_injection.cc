@@ -39,7 +39,8 @@ void NameOsThreadW(uint32_t tid, const wchar_t* name) {
   // Thread names are short; wide ones are stored as their ASCII part.
   char buf[64];
   size_t n = 0;
-  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n) buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
+  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n)
+    buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
   buf[n] = '\0';
   ProcessNvtxTool().NameOsThread(tid, buf);
 }
@@ -68,7 +69,8 @@ void* DomainCreateA(const char* name) { return ProcessNvtxTool().CreateDomain(na
 void* DomainCreateW(const wchar_t* name) {
   char buf[256];
   size_t n = 0;
-  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n) buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
+  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n)
+    buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
   buf[n] = '\0';
   return ProcessNvtxTool().CreateDomain(buf);
 }
@@ -78,7 +80,9 @@ void Initialize(const void*) {}
 // ---- payload extension
 uint64_t SchemaRegister(const void*, const na::PayloadSchemaAttr* a) { return ProcessNvtxTool().RegisterSchema(a); }
 uint64_t EnumRegister(const void*, const na::PayloadEnumAttr* a) { return ProcessNvtxTool().RegisterEnum(a); }
-int RangePushPayload(const void* d, const na::PayloadData* p, size_t n) { return ProcessNvtxTool().PushPayload(D(d), p, n); }
+int RangePushPayload(const void* d, const na::PayloadData* p, size_t n) {
+  return ProcessNvtxTool().PushPayload(D(d), p, n);
+}
 int RangePopPayload(const void* d, const na::PayloadData* p, size_t n) { return ProcessNvtxTool().Pop(D(d), p, n); }
 
 template <typename F>
@@ -115,27 +119,41 @@ int InstallNvtxHandlers(nvtx_abi::GetExportTableFunc get_export_table) {
   }
   namespace c = na::core;
   namespace c2 = na::core2;
-  bool core = InstallModule(
-      cb, na::kModuleCore,
-      {{c::kMarkEx, Fn(MarkEx)}, {c::kMarkA, Fn(MarkA)}, {c::kMarkW, Fn(MarkW)},
-       {c::kRangeStartEx, Fn(RangeStartEx)}, {c::kRangeStartA, Fn(RangeStartA)}, {c::kRangeStartW, Fn(RangeStartW)},
-       {c::kRangeEnd, Fn(RangeEnd)}, {c::kRangePushEx, Fn(RangePushEx)}, {c::kRangePushA, Fn(RangePushA)},
-       {c::kRangePushW, Fn(RangePushW)}, {c::kRangePop, Fn(RangePop)}, {c::kNameCategoryA, Fn(NameCategoryA)},
-       {c::kNameCategoryW, Fn(NameCategoryW)}, {c::kNameOsThreadA, Fn(NameOsThreadA)},
-       {c::kNameOsThreadW, Fn(NameOsThreadW)}});
-  bool core2 = InstallModule(
-      cb, na::kModuleCore2,
-      {{c2::kDomainMarkEx, Fn(DomainMarkEx)}, {c2::kDomainRangeStartEx, Fn(DomainRangeStartEx)},
-       {c2::kDomainRangeEnd, Fn(DomainRangeEnd)}, {c2::kDomainRangePushEx, Fn(DomainRangePushEx)},
-       {c2::kDomainRangePop, Fn(DomainRangePop)}, {c2::kDomainResourceCreate, Fn(DomainResourceCreate)},
-       {c2::kDomainResourceDestroy, Fn(DomainResourceDestroy)},
-       {c2::kDomainNameCategoryA, Fn(DomainNameCategoryA)}, {c2::kDomainNameCategoryW, Fn(DomainNameCategoryW)},
-       {c2::kDomainRegisterStringA, Fn(DomainRegisterStringA)},
-       {c2::kDomainRegisterStringW, Fn(DomainRegisterStringW)}, {c2::kDomainCreateA, Fn(DomainCreateA)},
-       {c2::kDomainCreateW, Fn(DomainCreateW)}, {c2::kDomainDestroy, Fn(DomainDestroy)},
-       {c2::kInitialize, Fn(Initialize)}});
+  bool core = InstallModule(cb, na::kModuleCore,
+                            {{c::kMarkEx, Fn(MarkEx)},
+                             {c::kMarkA, Fn(MarkA)},
+                             {c::kMarkW, Fn(MarkW)},
+                             {c::kRangeStartEx, Fn(RangeStartEx)},
+                             {c::kRangeStartA, Fn(RangeStartA)},
+                             {c::kRangeStartW, Fn(RangeStartW)},
+                             {c::kRangeEnd, Fn(RangeEnd)},
+                             {c::kRangePushEx, Fn(RangePushEx)},
+                             {c::kRangePushA, Fn(RangePushA)},
+                             {c::kRangePushW, Fn(RangePushW)},
+                             {c::kRangePop, Fn(RangePop)},
+                             {c::kNameCategoryA, Fn(NameCategoryA)},
+                             {c::kNameCategoryW, Fn(NameCategoryW)},
+                             {c::kNameOsThreadA, Fn(NameOsThreadA)},
+                             {c::kNameOsThreadW, Fn(NameOsThreadW)}});
+  bool core2 = InstallModule(cb, na::kModuleCore2,
+                             {{c2::kDomainMarkEx, Fn(DomainMarkEx)},
+                              {c2::kDomainRangeStartEx, Fn(DomainRangeStartEx)},
+                              {c2::kDomainRangeEnd, Fn(DomainRangeEnd)},
+                              {c2::kDomainRangePushEx, Fn(DomainRangePushEx)},
+                              {c2::kDomainRangePop, Fn(DomainRangePop)},
+                              {c2::kDomainResourceCreate, Fn(DomainResourceCreate)},
+                              {c2::kDomainResourceDestroy, Fn(DomainResourceDestroy)},
+                              {c2::kDomainNameCategoryA, Fn(DomainNameCategoryA)},
+                              {c2::kDomainNameCategoryW, Fn(DomainNameCategoryW)},
+                              {c2::kDomainRegisterStringA, Fn(DomainRegisterStringA)},
+                              {c2::kDomainRegisterStringW, Fn(DomainRegisterStringW)},
+                              {c2::kDomainCreateA, Fn(DomainCreateA)},
+                              {c2::kDomainCreateW, Fn(DomainCreateW)},
+                              {c2::kDomainDestroy, Fn(DomainDestroy)},
+                              {c2::kInitialize, Fn(Initialize)}});
   if (const auto* vi = static_cast<const na::ExportTableVersionInfo*>(get_export_table(na::kEtidVersionInfo));
-      vi != nullptr && vi->struct_size >= sizeof(na::ExportTableVersionInfo) && vi->SetInjectionNvtxVersion != nullptr) {
+      vi != nullptr && vi->struct_size >= sizeof(na::ExportTableVersionInfo) &&
+      vi->SetInjectionNvtxVersion != nullptr) {
     vi->SetInjectionNvtxVersion(3);
   }
   return core || core2 ? 1 : 0;

@@ -32,12 +32,18 @@ NcclApiFunction NcclFunctionFromName(std::string_view name) {
 
 uint8_t ReduceOpFromNccl(int32_t nccl_op) {
   switch (nccl_op) {
-    case 0: return COMMPROF_RED_SUM;
-    case 1: return COMMPROF_RED_PROD;
-    case 2: return COMMPROF_RED_MAX;
-    case 3: return COMMPROF_RED_MIN;
-    case 4: return COMMPROF_RED_AVG;
-    default: return COMMPROF_RED_USER;  // ncclRedOpCreatePreMulSum and other created ops
+    case 0:
+      return COMMPROF_RED_SUM;
+    case 1:
+      return COMMPROF_RED_PROD;
+    case 2:
+      return COMMPROF_RED_MAX;
+    case 3:
+      return COMMPROF_RED_MIN;
+    case 4:
+      return COMMPROF_RED_AVG;
+    default:
+      return COMMPROF_RED_USER;  // ncclRedOpCreatePreMulSum and other created ops
   }
 }
 
@@ -61,10 +67,15 @@ bool DecodeNcclPayload(NcclApiFunction fn, const void* payload, size_t size, Ncc
   if (need > kFirstInt) std::memcpy(&first, p + kFirstInt, sizeof(int32_t));
   if (need > kSecondInt) std::memcpy(&second, p + kSecondInt, sizeof(int32_t));
   switch (fn.tail) {
-    case NcclPayloadTail::kNone: break;
-    case NcclPayloadTail::kRedOp: f.reduce_op = ReduceOpFromNccl(first); break;
+    case NcclPayloadTail::kNone:
+      break;
+    case NcclPayloadTail::kRedOp:
+      f.reduce_op = ReduceOpFromNccl(first);
+      break;
     case NcclPayloadTail::kRoot:
-    case NcclPayloadTail::kPeer: f.peer = first; break;
+    case NcclPayloadTail::kPeer:
+      f.peer = first;
+      break;
     case NcclPayloadTail::kRootThenRedOp:
       f.peer = first;
       f.reduce_op = ReduceOpFromNccl(second);

@@ -27,8 +27,8 @@ NcclApiFunction NcclFunctionFromName(std::string_view name);
 struct NcclCallFields {
   uint64_t comm_hash = 0;
   uint64_t bytes = 0;
-  int32_t peer = -1;       // root of a rooted collective, peer of Send/Recv, else -1
-  uint8_t reduce_op = 0;   // enum commprof_reduce_op
+  int32_t peer = -1;      // root of a rooted collective, peer of Send/Recv, else -1
+  uint8_t reduce_op = 0;  // enum commprof_reduce_op
 };
 
 // Decodes one payload of `size` bytes for `fn`; false (and `out` untouched) when it is too short

@@ -30,7 +30,8 @@ struct StackOwner {
 thread_local StackOwner t_stack_owner;
 
 NvtxThreadStack& Stack() {
-  if (t_stack != nullptr) [[likely]] return *t_stack;
+  if (t_stack != nullptr) [[likely]]
+    return *t_stack;
   t_stack_owner.stack = std::make_unique<NvtxThreadStack>();
   t_stack = t_stack_owner.stack.get();
   return *t_stack;
@@ -76,10 +77,22 @@ const char* ToUtf8(const wchar_t* text, char (&buf)[256]) {
 // An NVTX scalar payload as (bits, enum commprof_datatype).
 void ScalarPayload(const nvtx_abi::EventAttributes* a, NvtxOpenRange& r) {
   switch (a->payload_type) {
-    case nvtx_abi::kPayloadU64: r.payload = a->payload.u64; r.payload_type = COMMPROF_DT_UINT64; break;
-    case nvtx_abi::kPayloadI64: r.payload = a->payload.u64; r.payload_type = COMMPROF_DT_INT64; break;
-    case nvtx_abi::kPayloadDouble: r.payload = a->payload.u64; r.payload_type = COMMPROF_DT_FLOAT64; break;
-    case nvtx_abi::kPayloadU32: r.payload = a->payload.u32; r.payload_type = COMMPROF_DT_UINT32; break;
+    case nvtx_abi::kPayloadU64:
+      r.payload = a->payload.u64;
+      r.payload_type = COMMPROF_DT_UINT64;
+      break;
+    case nvtx_abi::kPayloadI64:
+      r.payload = a->payload.u64;
+      r.payload_type = COMMPROF_DT_INT64;
+      break;
+    case nvtx_abi::kPayloadDouble:
+      r.payload = a->payload.u64;
+      r.payload_type = COMMPROF_DT_FLOAT64;
+      break;
+    case nvtx_abi::kPayloadU32:
+      r.payload = a->payload.u32;
+      r.payload_type = COMMPROF_DT_UINT32;
+      break;
     case nvtx_abi::kPayloadI32:
       r.payload = static_cast<uint64_t>(static_cast<int64_t>(a->payload.i32));
       r.payload_type = COMMPROF_DT_INT32;
@@ -91,7 +104,8 @@ void ScalarPayload(const nvtx_abi::EventAttributes* a, NvtxOpenRange& r) {
       r.payload_type = COMMPROF_DT_FLOAT32;
       break;
     }
-    default: break;  // none, or an extended payload (decoded for NCCL only)
+    default:
+      break;  // none, or an extended payload (decoded for NCCL only)
   }
 }
 
@@ -183,13 +197,18 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
   char wide_buf[256];
   const NvtxString* registered = nullptr;
   switch (a->message_type) {
-    case nvtx_abi::kMessageAscii: text = a->message.ascii; break;
-    case nvtx_abi::kMessageUnicode: text = rt != nullptr || r.nccl ? ToUtf8(a->message.unicode, wide_buf) : nullptr; break;
+    case nvtx_abi::kMessageAscii:
+      text = a->message.ascii;
+      break;
+    case nvtx_abi::kMessageUnicode:
+      text = rt != nullptr || r.nccl ? ToUtf8(a->message.unicode, wide_buf) : nullptr;
+      break;
     case nvtx_abi::kMessageRegistered:
       registered = static_cast<const NvtxString*>(a->message.registered);
       if (registered != nullptr) text = registered->text.c_str();
       break;
-    default: break;
+    default:
+      break;
   }
   if (rt != nullptr && text != nullptr) r.name_id = rt->Intern(text);
   if (!r.nccl) return;
@@ -443,8 +462,7 @@ void NvtxTool::NameOsThread(uint32_t os_tid, const char* name) {
 
 uint64_t NvtxTool::RegisterSchema(const nvtx_abi::PayloadSchemaAttr* attr) {
   // Static schemas (NCCL's) carry their own id; hand it back. Others get one of ours.
-  if (attr != nullptr && attr->schema_id >= nvtx_abi::kPayloadSchemaIdStaticStart &&
-      attr->schema_id < (1ull << 32)) {
+  if (attr != nullptr && attr->schema_id >= nvtx_abi::kPayloadSchemaIdStaticStart && attr->schema_id < (1ull << 32)) {
     return attr->schema_id;
   }
   return next_dynamic_schema_.fetch_add(1, std::memory_order_relaxed);

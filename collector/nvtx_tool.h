@@ -71,8 +71,8 @@ struct NvtxOpenRange {
 class NvtxRangeTable {
  public:
   static constexpr uint64_t kSlots = 4096;
-  uint64_t Start(const NvtxOpenRange& r);           // the new range's id, never 0
-  bool End(uint64_t id, NvtxOpenRange& out);        // false: unknown id (counted by the caller)
+  uint64_t Start(const NvtxOpenRange& r);     // the new range's id, never 0
+  bool End(uint64_t id, NvtxOpenRange& out);  // false: unknown id (counted by the caller)
   uint64_t overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
 
  private:
@@ -152,7 +152,7 @@ class NvtxTool {
   std::deque<NvtxString> strings_;
   std::unordered_map<std::string, NvtxDomain*> domain_by_name_;
   std::unordered_map<std::string, NvtxString*> string_by_key_;  // domain pointer bytes + text
-  std::atomic<uint64_t> next_dynamic_schema_{1ull << 32};      // NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START
+  std::atomic<uint64_t> next_dynamic_schema_{1ull << 32};       // NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START
 
   // Counted on the hot path, reported in the bye (Runtime::ExportCounter).
   std::atomic<uint64_t> nccl_deduplicated_{0};  // NCCL ranges dropped: the plugin recorded the call

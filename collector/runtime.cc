@@ -19,9 +19,9 @@ namespace {
 std::atomic<uint64_t> g_next_runtime_id{1};
 std::atomic<Runtime*> g_runtime{nullptr};
 std::mutex g_runtime_mu;
-bool g_runtime_ended = false;  // guarded by g_runtime_mu: never restart after shutdown
+bool g_runtime_ended = false;      // guarded by g_runtime_mu: never restart after shutdown
 std::atomic<bool> g_inert{false};  // lock-free fast "no" once the runtime ended or never applied
-Runtime* g_retired = nullptr;  // a shut-down runtime stays allocated (see ShutdownRuntime)
+Runtime* g_retired = nullptr;      // a shut-down runtime stays allocated (see ShutdownRuntime)
 
 // A forked child (system(), popen()) inherits the pointer but not the shipper thread: it must
 // neither record into the parent's runtime nor try to join its thread.
@@ -52,7 +52,8 @@ Runtime::Runtime(Config config, Identity identity)
   start_ = TakeClockAnchor();
   start_.steady_ns = ToLocal(start_.steady_ns);
   // Rings round their capacity up to a power of two: budget with what they really take.
-  uint64_t ring_bytes = static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
+  uint64_t ring_bytes =
+      static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
   rings_allowed_ = static_cast<uint32_t>((static_cast<uint64_t>(config_.memory_mb) << 20) / ring_bytes);
   if (rings_allowed_ == 0) rings_allowed_ = 1;
   clock_.method = "none";

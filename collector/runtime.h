@@ -194,7 +194,7 @@ class Runtime {
   std::atomic<uint64_t> clock_version_{0};
   std::vector<ClockSample> pending_samples_;  // guarded by clock_mu_
   std::atomic<bool> clock_by_mpi_{false};
-  std::vector<std::pair<std::string, uint64_t>> extra_counters_;  // guarded by clock_mu_
+  std::vector<std::pair<std::string, uint64_t>> extra_counters_;                         // guarded by clock_mu_
   std::vector<std::pair<std::string, const std::atomic<uint64_t>*>> exported_counters_;  // guarded by clock_mu_
 
   std::unique_ptr<Shipper> shipper_;

@@ -26,7 +26,9 @@ Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<com
 
 Shipper::~Shipper() { Stop(); }
 
-void Shipper::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Shipper::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Shipper::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -125,7 +127,7 @@ void Shipper::TcpEpoch(uint32_t rounds) {
     }
     s.local_recv_ns = rt_.Now();
     auto pong = h.type == wire::FrameType::kClockPong ? wire::DecodeClockPong(payload)
-                                                       : Result<wire::ClockPong>(Corrupt("not a clock-pong"));
+                                                      : Result<wire::ClockPong>(Corrupt("not a clock-pong"));
     if (!pong.ok() || pong->local_send_ns != s.local_send_ns) {
       tcp_sync_failed_ = true;
       COMMPROF_LOG_WARN("clock sync with the aggregator: unexpected answer; keeping the model so far");

@@ -120,8 +120,8 @@ bool SplitHostPort(const std::string& address, std::string& host, std::string& p
   return true;
 }
 
-Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address,
-                                                       std::span<const uint8_t> hello_frame, uint32_t timeout_ms) {
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
+                                                       uint32_t timeout_ms) {
   std::string host, port;
   if (!SplitHostPort(address, host, port)) {
     return InvalidArgument("COMMPROF_AGGREGATOR='" + address + "' is not host:port");
@@ -188,8 +188,8 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
                                              std::span<const uint8_t> hello_frame, std::string* path_out) {
   COMMPROF_RETURN_IF_ERROR(MakeDirs(dir));
   std::string job = hello.job_id.empty() ? std::string("nojob") : hello.job_id;
-  std::string path = dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" +
-                     std::to_string(hello.pid) + ".cpspool";
+  std::string path =
+      dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" + std::to_string(hello.pid) + ".cpspool";
   std::FILE* f = std::fopen(path.c_str(), "wbe");
   if (f == nullptr) return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
   auto spool = std::make_unique<SpoolTransport>(f, path);

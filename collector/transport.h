@@ -27,8 +27,8 @@ class Transport {
 // when a short program ends while the shipper is still connecting).
 
 // Connects to host:port, sends the hello frame and waits for the aggregator's acceptance.
-Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address,
-                                                       std::span<const uint8_t> hello_frame, uint32_t timeout_ms);
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
+                                                       uint32_t timeout_ms);
 
 // Creates DIR (and parents) and the rank's spool file in it (named after `hello`), starting
 // with the hello frame.

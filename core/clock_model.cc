@@ -38,13 +38,14 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
 
 ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {
   std::stable_sort(points_.begin(), points_.end(),
-            [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
+                   [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
 }
 
 namespace {
 // Offset on the line through a and b at t (a.local_ns != b.local_ns).
 int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
-  long double slope = static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+  long double slope =
+      static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
   return a.offset_ns + static_cast<int64_t>(std::llround(slope * static_cast<long double>(t - a.local_ns)));
 }
 }  // namespace

@@ -21,8 +21,10 @@ constexpr OptionSpec kOptions[] = {
     {"COMMPROF_CONNECT_TIMEOUT_MS", "5000", "how long a rank waits for the aggregator before spooling."},
     {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug."},
     {"COMMPROF_CLOCK_SYNC", "on", "clock alignment against rank 0 (MPI) or the aggregator (TCP): on or off."},
-    {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000", "period of re-synchronization during the run (0: only at start and end)."},
-    {"COMMPROF_CLOCK_SYNC_ROUNDS", "64", "ping-pong rounds per synchronization epoch (the minimum round trip is kept)."},
+    {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000",
+     "period of re-synchronization during the run (0: only at start and end)."},
+    {"COMMPROF_CLOCK_SYNC_ROUNDS", "64",
+     "ping-pong rounds per synchronization epoch (the minimum round trip is kept)."},
     {"COMMPROF_ACTIVITIES", "all",
      "event sources to record, comma-separated: cpu, mpi, nccl, cuda, memory, nvtx, or all; set by `commprof run "
      "--activities`."},
@@ -32,7 +34,8 @@ constexpr OptionSpec kOptions[] = {
     {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (CUPTI recommends 1-10 MiB)."},
     {"COMMPROF_CUPTI_BUFFERS", "16",
      "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted)."},
-    {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "", "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
+    {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "",
+     "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
     {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i."},
 };
 

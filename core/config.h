@@ -36,14 +36,14 @@ bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error
 std::string ActivitiesToString(uint32_t mask);
 
 struct Config {
-  std::string aggregator;   // host:port; empty = spool only
-  std::string secret;       // per-job secret for the hello HMAC
+  std::string aggregator;  // host:port; empty = spool only
+  std::string secret;      // per-job secret for the hello HMAC
   std::string job_id;
   std::string spool_dir;
-  uint32_t buffer_events = 0;   // per-thread ring capacity (events)
-  uint32_t memory_mb = 0;       // total budget for event buffers
-  uint32_t flush_ms = 0;        // shipper period
-  uint32_t request_slots = 0;   // in-flight non-blocking requests tracked
+  uint32_t buffer_events = 0;  // per-thread ring capacity (events)
+  uint32_t memory_mb = 0;      // total budget for event buffers
+  uint32_t flush_ms = 0;       // shipper period
+  uint32_t request_slots = 0;  // in-flight non-blocking requests tracked
   uint32_t connect_timeout_ms = 0;
   bool clock_sync = true;
   uint32_t clock_sync_interval_ms = 0;

@@ -8,8 +8,16 @@
 
 namespace commprof {
 
-enum class StatusCode { kOk = 0, kInvalidArgument, kNotFound, kIoError, kCorrupt, kUnauthenticated,
-                        kUnavailable, kInternal };
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,
+  kNotFound,
+  kIoError,
+  kCorrupt,
+  kUnauthenticated,
+  kUnavailable,
+  kInternal
+};
 
 class [[nodiscard]] Status {
  public:
@@ -37,8 +45,8 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}   // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -54,10 +62,10 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
-#define COMMPROF_RETURN_IF_ERROR(expr)         \
-  do {                                         \
-    ::commprof::Status _st = (expr);           \
-    if (!_st.ok()) return _st;                 \
+#define COMMPROF_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::commprof::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)
 
 }  // namespace commprof

@@ -51,7 +51,7 @@ uint32_t StringCache::Intern(StringTable& table, std::string_view text) {
   if (slot.table == &table && slot.hash == h && slot.text == text) return slot.id;
   uint32_t id = table.Intern(text);
   if (id == StringTable::kOverflowId) return id;  // not cached: overflow must be counted each time
-  slot = Slot{&table, h, table.View(id), id};  // the stored copy: stable for the table's life
+  slot = Slot{&table, h, table.View(id), id};     // the stored copy: stable for the table's life
   return id;
 }
 

@@ -202,14 +202,22 @@ void AppendBye(std::vector<uint8_t>& out, const Bye& bye) {
 
 const char* FrameTypeName(FrameType type) {
   switch (type) {
-    case FrameType::kHello: return "hello";
-    case FrameType::kHelloAck: return "hello-ack";
-    case FrameType::kStrings: return "strings";
-    case FrameType::kEvents: return "events";
-    case FrameType::kClock: return "clock";
-    case FrameType::kBye: return "bye";
-    case FrameType::kClockPing: return "clock-ping";
-    case FrameType::kClockPong: return "clock-pong";
+    case FrameType::kHello:
+      return "hello";
+    case FrameType::kHelloAck:
+      return "hello-ack";
+    case FrameType::kStrings:
+      return "strings";
+    case FrameType::kEvents:
+      return "events";
+    case FrameType::kClock:
+      return "clock";
+    case FrameType::kBye:
+      return "bye";
+    case FrameType::kClockPing:
+      return "clock-ping";
+    case FrameType::kClockPong:
+      return "clock-pong";
   }
   return "unknown";
 }
@@ -245,8 +253,8 @@ Result<Hello> DecodeHello(std::span<const uint8_t> payload) {
   Cursor c(payload, "hello");
   Hello h;
   if (c.U32(h.rank, "rank") && c.U32(h.world_size, "world_size") && c.U32(h.pid, "pid") &&
-      c.U64(h.start_steady_ns, "start_steady_ns") && c.U64(h.start_utc_ns, "start_utc_ns") &&
-      c.Str(h.host, "host") && c.Str(h.job_id, "job_id")) {
+      c.U64(h.start_steady_ns, "start_steady_ns") && c.U64(h.start_utc_ns, "start_utc_ns") && c.Str(h.host, "host") &&
+      c.Str(h.job_id, "job_id")) {
     c.Raw(h.proof.data(), h.proof.size(), "proof");
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
@@ -315,9 +323,9 @@ Result<Clock> DecodeClock(std::span<const uint8_t> payload) {
   Cursor c(payload, "clock");
   Clock k;
   uint32_t n = 0, np = 0;
-  if (c.I64(k.offset_ns, "offset_ns") && c.F64(k.drift_ppm, "drift_ppm") &&
-      c.I64(k.error_bound_ns, "error_bound_ns") && c.U64(k.anchor_local_ns, "anchor_local_ns") &&
-      c.Str(k.method, "method") && c.U32(np, "point_count") && c.CheckCount(np, 24, "point_count")) {
+  if (c.I64(k.offset_ns, "offset_ns") && c.F64(k.drift_ppm, "drift_ppm") && c.I64(k.error_bound_ns, "error_bound_ns") &&
+      c.U64(k.anchor_local_ns, "anchor_local_ns") && c.Str(k.method, "method") && c.U32(np, "point_count") &&
+      c.CheckCount(np, 24, "point_count")) {
     k.points.resize(np);
     for (auto& p : k.points) {
       if (!c.I64(p.local_ns, "point_local_ns") || !c.I64(p.offset_ns, "point_offset_ns") ||
@@ -395,8 +403,7 @@ Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t
   header = h.value();
   payload.resize(header.payload_len);
   if (std::fread(payload.data(), 1, payload.size(), file) != payload.size()) {
-    return IoError(std::string("truncated ") + FrameTypeName(header.type) + " frame at byte " +
-                   std::to_string(offset));
+    return IoError(std::string("truncated ") + FrameTypeName(header.type) + " frame at byte " + std::to_string(offset));
   }
   return true;
 }

@@ -139,8 +139,8 @@ Options ParseArgs(int argc, char** argv) {
       std::string v = take_value();
       auto parsed = ParseInt(v);
       if (!parsed || *parsed < min || *parsed > max) {
-        UsageError(argv0, "bad value '" + v + "' for " + arg + " (expected integer in [" +
-                              std::to_string(min) + ", " + std::to_string(max) + "])");
+        UsageError(argv0, "bad value '" + v + "' for " + arg + " (expected integer in [" + std::to_string(min) + ", " +
+                              std::to_string(max) + "])");
       }
       return *parsed;
     };
@@ -190,8 +190,7 @@ Options ParseArgs(int argc, char** argv) {
     }
   }
   if (o.nonblocking && o.collective != Collective::kAllreduce) {
-    UsageError(argv0, "--nonblocking is only valid with --collective allreduce (got " +
-                          o.collective_name + ")");
+    UsageError(argv0, "--nonblocking is only valid with --collective allreduce (got " + o.collective_name + ")");
   }
   return o;
 }
@@ -256,17 +255,15 @@ int main(int argc, char** argv) {
 
   if (opt.slow_rank >= size) {
     if (rank == 0) {
-      std::fprintf(stderr, "%s: bad value '%lld' for --slow-rank (only %d ranks)\n", argv[0],
-                   opt.slow_rank, size);
+      std::fprintf(stderr, "%s: bad value '%lld' for --slow-rank (only %d ranks)\n", argv[0], opt.slow_rank, size);
     }
     MPI_Finalize();
     return kExitUsage;
   }
 
   // Buffers. Float collectives use the byte size rounded up to sizeof(float).
-  const long long float_bytes =
-      (opt.bytes + static_cast<long long>(sizeof(float)) - 1) /
-      static_cast<long long>(sizeof(float)) * static_cast<long long>(sizeof(float));
+  const long long float_bytes = (opt.bytes + static_cast<long long>(sizeof(float)) - 1) /
+                                static_cast<long long>(sizeof(float)) * static_cast<long long>(sizeof(float));
   const int float_count = static_cast<int>(float_bytes / static_cast<long long>(sizeof(float)));
   const int byte_count = static_cast<int>(opt.bytes);
 
@@ -291,8 +288,7 @@ int main(int argc, char** argv) {
       break;
     case Collective::kAlltoall:
       per_peer = std::max(1, byte_count / size);
-      bsend.assign(static_cast<size_t>(per_peer) * static_cast<size_t>(size),
-                   static_cast<unsigned char>(rank));
+      bsend.assign(static_cast<size_t>(per_peer) * static_cast<size_t>(size), static_cast<unsigned char>(rank));
       brecv.assign(static_cast<size_t>(per_peer) * static_cast<size_t>(size), 0);
       break;
     case Collective::kReduceScatter:
@@ -314,39 +310,33 @@ int main(int argc, char** argv) {
 
   for (long long it = 0; it < opt.iters; ++it) {
     if (env_abort_rank && *env_abort_rank == rank && it == abort_iter) {
-      std::fprintf(stderr, "mpi_straggler: rank %d raising SIGKILL at iteration %lld\n", rank,
-                   it);
+      std::fprintf(stderr, "mpi_straggler: rank %d raising SIGKILL at iteration %lld\n", rank, it);
       std::fflush(stderr);
       std::raise(SIGKILL);
     }
 
     if (opt.nonblocking) {
       MPI_Request req = MPI_REQUEST_NULL;
-      MPI_Iallreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM,
-                     MPI_COMM_WORLD, &req);
+      MPI_Iallreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
       ComputePolling(compute_us, &req, opt.sleep_compute);
       MPI_Wait(&req, MPI_STATUS_IGNORE);
     } else {
       Compute(compute_us, opt.sleep_compute);
       switch (opt.collective) {
         case Collective::kAllreduce:
-          MPI_Allreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM,
-                        MPI_COMM_WORLD);
+          MPI_Allreduce(fsend.data(), frecv.data(), float_count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
           break;
         case Collective::kAllgather:
-          MPI_Allgather(bsend.data(), byte_count, MPI_BYTE, brecv.data(), byte_count, MPI_BYTE,
-                        MPI_COMM_WORLD);
+          MPI_Allgather(bsend.data(), byte_count, MPI_BYTE, brecv.data(), byte_count, MPI_BYTE, MPI_COMM_WORLD);
           break;
         case Collective::kBcast:
           MPI_Bcast(bsend.data(), byte_count, MPI_BYTE, 0, MPI_COMM_WORLD);
           break;
         case Collective::kAlltoall:
-          MPI_Alltoall(bsend.data(), per_peer, MPI_BYTE, brecv.data(), per_peer, MPI_BYTE,
-                       MPI_COMM_WORLD);
+          MPI_Alltoall(bsend.data(), per_peer, MPI_BYTE, brecv.data(), per_peer, MPI_BYTE, MPI_COMM_WORLD);
           break;
         case Collective::kReduceScatter:
-          MPI_Reduce_scatter_block(fsend.data(), frecv.data(), per_peer, MPI_FLOAT, MPI_SUM,
-                                   MPI_COMM_WORLD);
+          MPI_Reduce_scatter_block(fsend.data(), frecv.data(), per_peer, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
           break;
       }
     }
@@ -354,8 +344,8 @@ int main(int argc, char** argv) {
     if (opt.collective == Collective::kAllreduce && it == opt.iters - 1) {
       const double expected = static_cast<double>(size) * (size + 1) / 2.0;
       if (static_cast<double>(frecv[0]) != expected) {
-        std::fprintf(stderr, "mpi_straggler: rank %d: wrong allreduce result %g (expected %g)\n",
-                     rank, static_cast<double>(frecv[0]), expected);
+        std::fprintf(stderr, "mpi_straggler: rank %d: wrong allreduce result %g (expected %g)\n", rank,
+                     static_cast<double>(frecv[0]), expected);
         wrong_result = true;
       }
     }
@@ -373,8 +363,7 @@ int main(int argc, char** argv) {
     std::printf(
         "mpi_straggler: ranks=%d iters=%lld collective=%s nonblocking=%d slow_rank=%lld "
         "slow_us=%lld elapsed_s=%.3f\n",
-        size, opt.iters, opt.collective_name.c_str(), opt.nonblocking ? 1 : 0, opt.slow_rank,
-        opt.slow_us, elapsed);
+        size, opt.iters, opt.collective_name.c_str(), opt.nonblocking ? 1 : 0, opt.slow_rank, opt.slow_us, elapsed);
     std::fflush(stdout);
   }
 

@@ -114,8 +114,9 @@ size_t GpuClockCalibration::PairsUntilRefit() const {
   // (Throttled by min_refit_gpu_ns, a due refit may wait longer: then this is a lower bound.)
   size_t every = ring_.size() + 1 < options_.window ? std::min<size_t>(8, options_.refit_every) : options_.refit_every;
   // Past due but held back by min_refit_gpu_ns: the next block (or refit_every pairs) as one batch.
-  size_t left = since_fit_ >= every ? (block_ != 0 ? block_ - head_ % block_ : every)
-                : since_fit_ + 1 >= every ? 1 : every - since_fit_;
+  size_t left = since_fit_ >= every       ? (block_ != 0 ? block_ - head_ % block_ : every)
+                : since_fit_ + 1 >= every ? 1
+                                          : every - since_fit_;
   if (ring_.size() < options_.window) left = std::min(left, options_.window - ring_.size());  // the fill refit
   return left;
 }
@@ -158,7 +159,8 @@ void GpuClockCalibration::Refit() {
     slopes_.clear();
     for (size_t i = 0; i < scratch_.size(); ++i)
       for (size_t j = i + 1; j < scratch_.size(); ++j)
-        if (scratch_[j].dx != scratch_[i].dx) slopes_.push_back((scratch_[j].dy - scratch_[i].dy) / (scratch_[j].dx - scratch_[i].dx));
+        if (scratch_[j].dx != scratch_[i].dx)
+          slopes_.push_back((scratch_[j].dy - scratch_[i].dy) / (scratch_[j].dx - scratch_[i].dx));
     slope = 0.0;
     if (!slopes_.empty()) {
       auto mid = slopes_.begin() + static_cast<std::ptrdiff_t>(slopes_.size() / 2);
@@ -230,9 +232,7 @@ size_t PowerOfTwoAtLeast(size_t n) {
 }  // namespace
 
 SharedGpuClock::SharedGpuClock(CalibrationOptions options, size_t queue_samples)
-    : mask_(PowerOfTwoAtLeast(queue_samples) - 1),
-      cells_(new Cell[mask_ + 1]),
-      calibration_(options) {
+    : mask_(PowerOfTwoAtLeast(queue_samples) - 1), cells_(new Cell[mask_ + 1]), calibration_(options) {
   for (size_t i = 0; i <= mask_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
 }
 

@@ -28,12 +28,12 @@
 namespace commprof::nccl {
 
 struct CalibrationOptions {
-  size_t window = 512;           // pairs kept (oldest dropped)
-  size_t buckets = 8;            // lower-envelope points per fit
-  size_t refit_every = 64;       // pairs between refits once the window is full (8 while it fills)
+  size_t window = 512;                 // pairs kept (oldest dropped)
+  size_t buckets = 8;                  // lower-envelope points per fit
+  size_t refit_every = 64;             // pairs between refits once the window is full (8 while it fills)
   double min_refit_gpu_ns = 100000.0;  // ... and GPU ns between them (a high event rate refits less)
-  double reject_ns = 5000.0;     // a bucket minimum this far above the line is an outlier
-  double max_drift_ppm = 1000.0; // a steeper fit is not a clock: fall back to offset only
+  double reject_ns = 5000.0;           // a bucket minimum this far above the line is an outlier
+  double max_drift_ppm = 1000.0;       // a steeper fit is not a clock: fall back to offset only
 };
 
 class GpuClockCalibration {
@@ -86,9 +86,9 @@ class GpuClockCalibration {
   double last_fit_dx_ = 0.0;  // dx of the pair that triggered the last refit
   uint64_t gpu_ref_ = 0;
   int64_t residual_ref_ = 0;  // host - gpu of the first pair
-  double offset_ns_ = 0.0;   // the fit's host - gpu at gpu_ref_, relative to residual_ref_
-  double drift_ = 0.0;  // dimensionless (ns per ns)
-  size_t block_ = 0;  // pairs per block, 0: no blocks (the window does not split evenly)
+  double offset_ns_ = 0.0;    // the fit's host - gpu at gpu_ref_, relative to residual_ref_
+  double drift_ = 0.0;        // dimensionless (ns per ns)
+  size_t block_ = 0;          // pairs per block, 0: no blocks (the window does not split evenly)
   std::vector<Block> blocks_;
   size_t block_at_ = 0, block_fill_ = 0;  // the block the last pair went into, and its pairs so far
   std::vector<Pair> scratch_;

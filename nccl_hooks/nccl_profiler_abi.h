@@ -34,7 +34,7 @@ enum : uint64_t {
 
 // ncclProfilerEventState_t: one 4-byte enum for every version; only the values we use are named.
 typedef enum {
-  kCpNcclStateProxyOpFirst = 0,    // ProxyOpSendPosted .. ProxyOpRecvDone (0-7): v2 ProxyOp states
+  kCpNcclStateProxyOpFirst = 0,  // ProxyOpSendPosted .. ProxyOpRecvDone (0-7): v2 ProxyOp states
   kCpNcclStateProxyOpLast = 7,
   kCpNcclStateProxyStepFirst = 8,  // ncclProfilerProxyStep* (8-12): SendGPUWait .. RecvGPUWait
   kCpNcclStateProxyStepLast = 12,
@@ -52,27 +52,86 @@ typedef struct {
   void* parentObj;
   int rank;
   union {
-    struct { bool graphCaptured; int groupDepth; } groupApi;
-    struct { const char* func; size_t count; const char* datatype; int root; void* stream; bool graphCaptured; } collApi;
-    struct { const char* func; size_t count; const char* datatype; void* stream; bool graphCaptured; } p2pApi;
-    struct { void* stream; } kernelLaunch;
     struct {
-      uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff; size_t count; int root;
-      const char* datatype; uint8_t nChannels; uint8_t nWarps; const char* algo; const char* proto; void* parentGroup;
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      int root;
+      void* stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      void* stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void* stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
+      void* parentGroup;
     } coll;
-    struct { const char* func; void* buff; const char* datatype; size_t count; int peer; uint8_t nChannels; void* parentGroup; } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
-    struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-    struct { int64_t id; void* data; } netPlugin;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void* parentGroup;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
   };
 } CpNcclEventDescrV5;
 
 typedef union {
-  struct { size_t transSize; } proxyStep;
-  struct { int appendedProxyOps; } proxyCtrl;
-  struct { void* data; } netPlugin;
-  struct { uint64_t pTimer; } kernelCh;
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void* data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
 } CpNcclStateArgsV5;
 
 typedef struct {
@@ -92,14 +151,45 @@ typedef struct {
   int rank;
   union {
     struct {
-      uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff; size_t count; int root;
-      const char* datatype; uint8_t nChannels; uint8_t nWarps; const char* algo; const char* proto;
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
     } coll;
-    struct { const char* func; void* buff; const char* datatype; size_t count; int peer; uint8_t nChannels; } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
-    struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-    struct { int64_t id; void* data; } netPlugin;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
   };
 } CpNcclEventDescrV4;
 
@@ -122,19 +212,52 @@ typedef struct {
   int rank;
   union {
     struct {
-      const char* name; uint64_t commHash; uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff;
-      size_t count; int root; const char* datatype; size_t trafficBytes; uint8_t nMaxChannels; uint8_t nWarps;
-      const char* algo; const char* proto;
+      const char* name;
+      uint64_t commHash;
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      size_t trafficBytes;
+      uint8_t nMaxChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
     } coll;
-    struct { const char* name; uint64_t commHash; const char* func; void* buff; const char* datatype; size_t count; int peer; } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      const char* name;
+      uint64_t commHash;
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
   };
 } CpNcclEventDescrV2;
 
 typedef union {
-  struct { size_t transSize; int steps; } proxyOp;
-  struct { int appendedProxyOps; } proxyCtrl;
+  struct {
+    size_t transSize;
+    int steps;
+  } proxyOp;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
 } CpNcclStateArgsV2;
 
 typedef struct {
@@ -154,8 +277,10 @@ static_assert(sizeof(CpNcclProfilerV5) == 48 && sizeof(CpNcclProfilerV4) == 48 &
 static_assert(sizeof(CpNcclEventDescrV5) == 112, "v5 descriptor");
 static_assert(offsetof(CpNcclEventDescrV5, parentObj) == 8 && offsetof(CpNcclEventDescrV5, rank) == 16);
 static_assert(offsetof(CpNcclEventDescrV5, groupApi.groupDepth) == 28);
-static_assert(offsetof(CpNcclEventDescrV5, collApi.root) == 48 && offsetof(CpNcclEventDescrV5, collApi.graphCaptured) == 64);
-static_assert(offsetof(CpNcclEventDescrV5, p2pApi.stream) == 48 && offsetof(CpNcclEventDescrV5, p2pApi.graphCaptured) == 56);
+static_assert(offsetof(CpNcclEventDescrV5, collApi.root) == 48 &&
+              offsetof(CpNcclEventDescrV5, collApi.graphCaptured) == 64);
+static_assert(offsetof(CpNcclEventDescrV5, p2pApi.stream) == 48 &&
+              offsetof(CpNcclEventDescrV5, p2pApi.graphCaptured) == 56);
 static_assert(offsetof(CpNcclEventDescrV5, coll.seqNumber) == 24 && offsetof(CpNcclEventDescrV5, coll.count) == 56);
 static_assert(offsetof(CpNcclEventDescrV5, coll.root) == 64 && offsetof(CpNcclEventDescrV5, coll.datatype) == 72);
 static_assert(offsetof(CpNcclEventDescrV5, coll.nChannels) == 80 && offsetof(CpNcclEventDescrV5, coll.nWarps) == 81);
@@ -163,8 +288,10 @@ static_assert(offsetof(CpNcclEventDescrV5, coll.algo) == 88 && offsetof(CpNcclEv
 static_assert(offsetof(CpNcclEventDescrV5, coll.parentGroup) == 104);
 static_assert(offsetof(CpNcclEventDescrV5, p2p.count) == 48 && offsetof(CpNcclEventDescrV5, p2p.peer) == 56);
 static_assert(offsetof(CpNcclEventDescrV5, p2p.nChannels) == 60 && offsetof(CpNcclEventDescrV5, p2p.parentGroup) == 64);
-static_assert(offsetof(CpNcclEventDescrV5, proxyOp.channelId) == 28 && offsetof(CpNcclEventDescrV5, proxyOp.isSend) == 44);
-static_assert(offsetof(CpNcclEventDescrV5, kernelCh.channelId) == 24 && offsetof(CpNcclEventDescrV5, kernelCh.pTimer) == 32);
+static_assert(offsetof(CpNcclEventDescrV5, proxyOp.channelId) == 28 &&
+              offsetof(CpNcclEventDescrV5, proxyOp.isSend) == 44);
+static_assert(offsetof(CpNcclEventDescrV5, kernelCh.channelId) == 24 &&
+              offsetof(CpNcclEventDescrV5, kernelCh.pTimer) == 32);
 static_assert(offsetof(CpNcclEventDescrV5, netPlugin.data) == 32);
 static_assert(sizeof(CpNcclStateArgsV5) == 8);
 static_assert(sizeof(CpNcclEventDescrV4) == 104, "v4 descriptor");
@@ -173,7 +300,8 @@ static_assert(offsetof(CpNcclEventDescrV4, kernelCh.pTimer) == 32);
 static_assert(sizeof(CpNcclEventDescrV2) == 128, "v2 descriptor");
 static_assert(offsetof(CpNcclEventDescrV2, coll.commHash) == 32 && offsetof(CpNcclEventDescrV2, coll.seqNumber) == 40);
 static_assert(offsetof(CpNcclEventDescrV2, coll.count) == 72 && offsetof(CpNcclEventDescrV2, coll.root) == 80);
-static_assert(offsetof(CpNcclEventDescrV2, coll.trafficBytes) == 96 && offsetof(CpNcclEventDescrV2, coll.nMaxChannels) == 104);
+static_assert(offsetof(CpNcclEventDescrV2, coll.trafficBytes) == 96 &&
+              offsetof(CpNcclEventDescrV2, coll.nMaxChannels) == 104);
 static_assert(offsetof(CpNcclEventDescrV2, coll.algo) == 112 && offsetof(CpNcclEventDescrV2, coll.proto) == 120);
 static_assert(offsetof(CpNcclEventDescrV2, p2p.count) == 64 && offsetof(CpNcclEventDescrV2, p2p.peer) == 72);
 static_assert(sizeof(CpNcclStateArgsV2) == 16);

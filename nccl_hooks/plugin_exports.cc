@@ -240,16 +240,16 @@ CpNcclResult Finalize(void* context) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) CpNcclProfilerV5 ncclProfiler_v5 = {
-    "commprof", commprof::nccl::InitV5, commprof::nccl::StartV5, commprof::nccl::Stop, commprof::nccl::StateV5,
-    commprof::nccl::Finalize};
+__attribute__((visibility("default")))
+CpNcclProfilerV5 ncclProfiler_v5 = {"commprof",           commprof::nccl::InitV5,  commprof::nccl::StartV5,
+                                    commprof::nccl::Stop, commprof::nccl::StateV5, commprof::nccl::Finalize};
 
-__attribute__((visibility("default"))) CpNcclProfilerV4 ncclProfiler_v4 = {
-    "commprof", commprof::nccl::InitV4, commprof::nccl::StartV4, commprof::nccl::Stop, commprof::nccl::StateV5,
-    commprof::nccl::Finalize};
+__attribute__((visibility("default")))
+CpNcclProfilerV4 ncclProfiler_v4 = {"commprof",           commprof::nccl::InitV4,  commprof::nccl::StartV4,
+                                    commprof::nccl::Stop, commprof::nccl::StateV5, commprof::nccl::Finalize};
 
-__attribute__((visibility("default"))) CpNcclProfilerV2 ncclProfiler_v2 = {
-    "commprof", commprof::nccl::InitV2, commprof::nccl::StartV2, commprof::nccl::Stop, commprof::nccl::StateV2,
-    commprof::nccl::Finalize};
+__attribute__((visibility("default")))
+CpNcclProfilerV2 ncclProfiler_v2 = {"commprof",           commprof::nccl::InitV2,  commprof::nccl::StartV2,
+                                    commprof::nccl::Stop, commprof::nccl::StateV2, commprof::nccl::Finalize};
 
 }  // extern "C"

@@ -24,11 +24,16 @@ struct NameCode {
 };
 // reference §2a "String values".
 constexpr NameCode kOps[] = {
-    {"AllReduce", COMMPROF_OP_ALLREDUCE}, {"AllGather", COMMPROF_OP_ALLGATHER},
-    {"Broadcast", COMMPROF_OP_BCAST},     {"Reduce", COMMPROF_OP_REDUCE},
-    {"ReduceScatter", COMMPROF_OP_REDUCE_SCATTER}, {"Send", COMMPROF_OP_SEND},
-    {"Recv", COMMPROF_OP_RECV},           {"AlltoAll", COMMPROF_OP_ALLTOALL},
-    {"Gather", COMMPROF_OP_GATHER},       {"Scatter", COMMPROF_OP_SCATTER},
+    {"AllReduce", COMMPROF_OP_ALLREDUCE},
+    {"AllGather", COMMPROF_OP_ALLGATHER},
+    {"Broadcast", COMMPROF_OP_BCAST},
+    {"Reduce", COMMPROF_OP_REDUCE},
+    {"ReduceScatter", COMMPROF_OP_REDUCE_SCATTER},
+    {"Send", COMMPROF_OP_SEND},
+    {"Recv", COMMPROF_OP_RECV},
+    {"AlltoAll", COMMPROF_OP_ALLTOALL},
+    {"Gather", COMMPROF_OP_GATHER},
+    {"Scatter", COMMPROF_OP_SCATTER},
     {"SendRecv", COMMPROF_OP_SENDRECV},
 };
 constexpr size_t kNumOps = sizeof(kOps) / sizeof(kOps[0]);
@@ -39,10 +44,10 @@ struct TypeInfo {
   uint32_t size;
 };
 constexpr TypeInfo kTypes[] = {
-    {"ncclInt8", COMMPROF_DT_INT8, 1},       {"ncclInt32", COMMPROF_DT_INT32, 4},
-    {"ncclUint32", COMMPROF_DT_UINT32, 4},   {"ncclInt64", COMMPROF_DT_INT64, 8},
-    {"ncclUint64", COMMPROF_DT_UINT64, 8},   {"ncclFloat16", COMMPROF_DT_FLOAT16, 2},
-    {"ncclFloat32", COMMPROF_DT_FLOAT32, 4}, {"ncclFloat64", COMMPROF_DT_FLOAT64, 8},
+    {"ncclInt8", COMMPROF_DT_INT8, 1},         {"ncclInt32", COMMPROF_DT_INT32, 4},
+    {"ncclUint32", COMMPROF_DT_UINT32, 4},     {"ncclInt64", COMMPROF_DT_INT64, 8},
+    {"ncclUint64", COMMPROF_DT_UINT64, 8},     {"ncclFloat16", COMMPROF_DT_FLOAT16, 2},
+    {"ncclFloat32", COMMPROF_DT_FLOAT32, 4},   {"ncclFloat64", COMMPROF_DT_FLOAT64, 8},
     {"ncclBfloat16", COMMPROF_DT_BFLOAT16, 2}, {"ncclFloat8e4m3", COMMPROF_DT_OTHER, 1},
     {"ncclFloat8e5m2", COMMPROF_DT_OTHER, 1},  {"Unknown", COMMPROF_DT_UINT8, 1},
 };
@@ -109,7 +114,7 @@ enum Counter : int {
   kCounterCount
 };
 constexpr const char* kCounterNames[kCounterCount] = {
-    "nccl_pool_empty", "nccl_stale_parent", "nccl_foreign_proxy_op",
+    "nccl_pool_empty",     "nccl_stale_parent",           "nccl_foreign_proxy_op",
     "nccl_coll_no_timing", "nccl_unfinished_at_finalize", "nccl_peer_out_of_range"};
 
 constexpr int kV2Peers = 4096;  // v2 init gets no nranks: per-peer counters for this many peers
@@ -155,7 +160,7 @@ struct Slot {
   // each live proxy op); the last to drop one completes the operation. High 32 bits: kernel
   // channels stopped (only the first nChannels drop a reference).
   std::atomic<uint64_t> refs{0};
-  std::atomic<uint64_t> gpu_first{0}, gpu_last{0};      // raw pTimer: earliest start, latest stop
+  std::atomic<uint64_t> gpu_first{0}, gpu_last{0};  // raw pTimer: earliest start, latest stop
   std::atomic<uint64_t> kch_host_first{0}, kch_host_last{0};
   std::atomic<uint64_t> proxy_first{0}, proxy_last{0};
   // children (KernelCh, ProxyOp)
@@ -290,7 +295,8 @@ class PluginContext {
   }
   // Takes a reference on a live Coll/P2p parent, or fails (stale/recycled/NULL parent).
   bool RefParent(Slot* p) {
-    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0) return false;
+    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0)
+      return false;
     uint64_t cur = p->refs.load(std::memory_order_relaxed);
     while (static_cast<uint32_t>(cur) > 0) {
       if (p->refs.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
@@ -321,8 +327,8 @@ class PluginContext {
   const int mask_;
   const bool proxy_detail_;  // record ProxyOp/ProxyStep events (kinds 21, 22)
   std::vector<Slot> slots_;
-  std::atomic<uint64_t> free_head_[2] = {};  // parents, children: (tag << 32) | (index + 1)
-  uint32_t parents_ = 0;                      // slots [0, parents_) are for parents
+  std::atomic<uint64_t> free_head_[2] = {};     // parents, children: (tag << 32) | (index + 1)
+  uint32_t parents_ = 0;                        // slots [0, parents_) are for parents
   std::vector<std::atomic<uint64_t>> p2p_seq_;  // [peer * 2 + (recv ? 1 : 0)]
   std::atomic<uint64_t> comm_id_{0};
   std::atomic<uint64_t> counters_[kCounterCount] = {};
@@ -583,7 +589,8 @@ void PluginContext::Stop(Slot* s) {
 void PluginContext::Complete(Slot* p, bool unfinished) {
   commprof_event e = FromSlot(COMMPROF_KIND_NCCL_COLLECTIVE, *p);
   uint64_t g0 = p->gpu_first.load(std::memory_order_acquire), g1 = p->gpu_last.load(std::memory_order_acquire);
-  uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire), k1 = p->kch_host_last.load(std::memory_order_acquire);
+  uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire),
+           k1 = p->kch_host_last.load(std::memory_order_acquire);
   uint64_t x0 = p->proxy_first.load(std::memory_order_acquire), x1 = p->proxy_last.load(std::memory_order_acquire);
   if (g0 != 0 && g1 != 0) {
     const SharedGpuClock::Fit fit = clock_.Current();
@@ -633,7 +640,8 @@ void PluginContext::Finalize() {
 
 PluginOptions PluginOptionsFromEnv() {
   PluginOptions o;
-  if (const char* d = std::getenv("COMMPROF_NCCL_DETAIL"); d != nullptr && std::strcmp(d, "proxy") == 0) o.proxy_detail = true;
+  if (const char* d = std::getenv("COMMPROF_NCCL_DETAIL"); d != nullptr && std::strcmp(d, "proxy") == 0)
+    o.proxy_detail = true;
   if (const char* n = std::getenv("COMMPROF_NCCL_EVENTS"); n != nullptr) {
     char* end = nullptr;
     unsigned long v = std::strtoul(n, &end, 10);
@@ -709,7 +717,8 @@ uint32_t DatatypeSize(const char* datatype) { return LookupType(datatype).size; 
 uint8_t DatatypeCode(const char* datatype) { return LookupType(datatype).code; }
 
 uint8_t AlgoProtoCode(const char* algo, const char* proto) {
-  static constexpr const char* kAlgos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+  static constexpr const char* kAlgos[] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+                                           "NVLS_TREE", "PAT"};
   static constexpr const char* kProtos[] = {"LL", "LL128", "SIMPLE"};
   auto code = [](const char* name, const auto& names) -> uint8_t {
     if (name == nullptr) return 0;

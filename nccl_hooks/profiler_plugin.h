@@ -38,8 +38,8 @@ class RecordSink {
 enum class AbiVersion { kV2, kV4, kV5 };
 
 struct PluginOptions {
-  bool proxy_detail = false;   // COMMPROF_NCCL_DETAIL=proxy: record ProxyOp/ProxyStep events (kinds 21, 22)
-  uint32_t pool_events = 4096; // COMMPROF_NCCL_EVENTS: event slots per communicator
+  bool proxy_detail = false;    // COMMPROF_NCCL_DETAIL=proxy: record ProxyOp/ProxyStep events (kinds 21, 22)
+  uint32_t pool_events = 4096;  // COMMPROF_NCCL_EVENTS: event slots per communicator
   CalibrationOptions calibration;
 };
 PluginOptions PluginOptionsFromEnv();
@@ -70,9 +70,9 @@ struct EventDescr {
   uint8_t channel_id = 0;
   uint64_t ptimer = 0;
   int pid = 0;
-  int is_send = 0;  // ProxyOp
-  int step = 0;     // ProxyStep
-  uint64_t comm_hash = 0;  // v2 only
+  int is_send = 0;              // ProxyOp
+  int step = 0;                 // ProxyStep
+  uint64_t comm_hash = 0;       // v2 only
   const char* algo = nullptr;   // Coll: "RING", "TREE", ...
   const char* proto = nullptr;  // Coll: "LL", "LL128", "SIMPLE"
 };

@@ -17,13 +17,12 @@
  *    COMMPROF_ACTIVITIES for the sources asked for.
  * Without --commprof nothing is touched. Plain C: Slurm dlsym()s the plugin_* symbols and hooks,
  * and the spank_* functions resolve from the loading process (reference/slurm-mpi.md §7). */
-#include <stdint.h> /* spank.h does not include it */
-
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <slurm/spank.h>
+#include <stdint.h> /* spank.h does not include it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,14 +52,15 @@ static pid_t g_aggregator = -1;
 static int OptionCallback(int val, const char* optarg, int remote);
 
 static struct spank_option g_option = {
-    "commprof", "[OPTIONS]",
+    "commprof",
+    "[OPTIONS]",
     "Profile this step with commprof. OPTIONS (comma-separated): activities=cpu+mpi+nccl+cuda+memory+nvtx "
     "(default all), output=DIR (where commprof-<jobid>.h5 goes), nccl=proxy (NCCL proxy op/step records).",
-    2, 0, OptionCallback};
+    2,
+    0,
+    OptionCallback};
 
-static void Copy(char* dst, size_t n, const char* src) {
-  snprintf(dst, n, "%s", src != NULL ? src : "");
-}
+static void Copy(char* dst, size_t n, const char* src) { snprintf(dst, n, "%s", src != NULL ? src : ""); }
 
 /* OPTIONS: key=value items separated by commas; activities use '+' between names. */
 static int ParseOptions(const char* text) {
@@ -68,7 +68,7 @@ static int ParseOptions(const char* text) {
   /* With has_arg 2, sbatch/salloc hand a bare --commprof to steps as the string "(null)". */
   if (text == NULL || *text == '\0' || strcmp(text, "(null)") == 0) return 0;
   Copy(buf, sizeof buf, text);
-  for (char* save = NULL, *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
     char* eq = strchr(item, '=');
     if (eq == NULL) {
       slurm_error("commprof: --commprof option '%s' is not KEY=VALUE (keys: activities, output, nccl)", item);

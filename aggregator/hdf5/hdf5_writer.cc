@@ -9,9 +9,12 @@ using h5::WriteAttr;
 
 const char* RankEndName(RankEnd end) {
   switch (end) {
-    case RankEnd::kComplete: return "complete";
-    case RankEnd::kDisconnected: return "disconnected";
-    case RankEnd::kCorrupt: return "corrupt";
+    case RankEnd::kComplete:
+      return "complete";
+    case RankEnd::kDisconnected:
+      return "disconnected";
+    case RankEnd::kCorrupt:
+      return "corrupt";
   }
   return "unknown";
 }
@@ -69,7 +72,8 @@ bool AppendSamples(hid_t group, const std::vector<wire::ClockSample>& samples) {
     Handle space(H5Screate_simple(2, dims, maxdims));
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     H5Pset_chunk(dcpl.get(), 2, chunk);
-    d = Handle(H5Dcreate2(group, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    d = Handle(
+        H5Dcreate2(group, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   }
   if (!d.valid()) return false;
   hsize_t grown[2] = {have[0] + samples.size(), 3};
@@ -114,7 +118,8 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
 }
 
 Status Hdf5Writer::OpenRank(const wire::Hello& hello) {
-  if (ranks_.count(hello.rank) != 0) return InvalidArgument("rank " + std::to_string(hello.rank) + " is already in " + path_);
+  if (ranks_.count(hello.rank) != 0)
+    return InvalidArgument("rank " + std::to_string(hello.rank) + " is already in " + path_);
   std::string name = std::to_string(hello.rank);
   RankOut r;
   r.group = Handle(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -122,10 +127,10 @@ Status Hdf5Writer::OpenRank(const wire::Hello& hello) {
   hid_t g = r.group.get();
   bool ok = WriteAttr(g, "rank", static_cast<uint64_t>(hello.rank)) && WriteAttr(g, "host", hello.host) &&
             WriteAttr(g, "pid", static_cast<uint64_t>(hello.pid)) &&
-            WriteAttr(g, "start_steady_ns", hello.start_steady_ns) && WriteAttr(g, "start_utc_ns", hello.start_utc_ns) &&
-            WriteAttr(g, "status", std::string("connected")) && WriteAttr(g, "clock_offset_ns", int64_t{0}) &&
-            WriteAttr(g, "clock_drift_ppm", 0.0) && WriteAttr(g, "clock_error_bound_ns", int64_t{-1}) &&
-            WriteAttr(g, "clock_method", std::string("none"));
+            WriteAttr(g, "start_steady_ns", hello.start_steady_ns) &&
+            WriteAttr(g, "start_utc_ns", hello.start_utc_ns) && WriteAttr(g, "status", std::string("connected")) &&
+            WriteAttr(g, "clock_offset_ns", int64_t{0}) && WriteAttr(g, "clock_drift_ppm", 0.0) &&
+            WriteAttr(g, "clock_error_bound_ns", int64_t{-1}) && WriteAttr(g, "clock_method", std::string("none"));
   if (!ok) return Err("cannot write attributes of /ranks/" + name);
   r.events = CreateTable(g, "events", h5::EventType(), h5::kEventChunk, options_.deflate_level);
   r.strings = CreateTable(g, "strings", h5::VarStringType(), 1024, 0);

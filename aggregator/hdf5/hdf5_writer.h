@@ -19,7 +19,7 @@ namespace commprof {
 struct JobMeta {
   std::string job_id;
   std::string command_line;
-  uint32_t world_size = 0;    // 0: learn it from the ranks' hellos
+  uint32_t world_size = 0;      // 0: learn it from the ranks' hellos
   uint64_t start_epoch_ns = 0;  // UTC ns of the job's start
 };
 

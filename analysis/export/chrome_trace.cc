@@ -751,8 +751,8 @@ void TraceWriter::WriteMemoryCounters(const RankInfo& r, std::span<const commpro
   builder.Add(events);
   const uint32_t pid = r.rank + 1;
   for (const MemorySeries& m : builder.Finish()) {
-    const std::string name = std::string("memory in use: device ") + std::to_string(m.device) + " " +
-                             MemoryKindName(m.memory_kind);
+    const std::string name =
+        std::string("memory in use: device ") + std::to_string(m.device) + " " + MemoryKindName(m.memory_kind);
     for (const MemoryPoint& pt : m.points) {
       std::string& b = sink_.buf();
       BeginEvent();

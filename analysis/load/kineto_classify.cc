@@ -53,8 +53,13 @@ KernelClass ClassifyKernel(std::string_view n) {
     return KernelClass::kMemory;
   }
   // Rule 3: computation unless one of HTA's exclusions matches.
-  static constexpr std::string_view kPrefixes[] = {"Stream Wait Event", "runFunction", "job_exe", "packet", "pe_exe",
-                                                   "cpum_exe_subgraph", "collective_subgraph_execution"};
+  static constexpr std::string_view kPrefixes[] = {"Stream Wait Event",
+                                                   "runFunction",
+                                                   "job_exe",
+                                                   "packet",
+                                                   "pe_exe",
+                                                   "cpum_exe_subgraph",
+                                                   "collective_subgraph_execution"};
   static constexpr std::string_view kAnywhere[] = {"Memcpy", "Memset", "dma"};
   bool excluded = false;
   for (auto p : kPrefixes) excluded = excluded || StartsWith(n, p);
@@ -112,19 +117,32 @@ Dtype DtypeFromName(std::string_view name) {
 
 const char* CanonicalOpName(uint8_t op) {
   switch (op) {
-    case COMMPROF_OP_ALLREDUCE: return "AllReduce";
-    case COMMPROF_OP_ALLGATHER: return "AllGather";
-    case COMMPROF_OP_REDUCE_SCATTER: return "ReduceScatter";
-    case COMMPROF_OP_BCAST: return "Broadcast";
-    case COMMPROF_OP_REDUCE: return "Reduce";
-    case COMMPROF_OP_ALLTOALL: return "AllToAll";
-    case COMMPROF_OP_SENDRECV: return "SendRecv";
-    case COMMPROF_OP_SEND: return "Send";
-    case COMMPROF_OP_RECV: return "Recv";
-    case COMMPROF_OP_BARRIER: return "Barrier";
-    case COMMPROF_OP_GATHER: return "Gather";
-    case COMMPROF_OP_SCATTER: return "Scatter";
-    default: return "Collective";
+    case COMMPROF_OP_ALLREDUCE:
+      return "AllReduce";
+    case COMMPROF_OP_ALLGATHER:
+      return "AllGather";
+    case COMMPROF_OP_REDUCE_SCATTER:
+      return "ReduceScatter";
+    case COMMPROF_OP_BCAST:
+      return "Broadcast";
+    case COMMPROF_OP_REDUCE:
+      return "Reduce";
+    case COMMPROF_OP_ALLTOALL:
+      return "AllToAll";
+    case COMMPROF_OP_SENDRECV:
+      return "SendRecv";
+    case COMMPROF_OP_SEND:
+      return "Send";
+    case COMMPROF_OP_RECV:
+      return "Recv";
+    case COMMPROF_OP_BARRIER:
+      return "Barrier";
+    case COMMPROF_OP_GATHER:
+      return "Gather";
+    case COMMPROF_OP_SCATTER:
+      return "Scatter";
+    default:
+      return "Collective";
   }
 }
 

@@ -95,7 +95,7 @@ void AddMembership(ImportedRank& r) {
 // dropped silently), and the collective-ends alignment.
 void MatchAndAlign(ImportedJob& job) {
   auto groups = Groups(job.ranks);
-  using Key = std::tuple<uint64_t, uint8_t, uint64_t>;  // group, op, seq
+  using Key = std::tuple<uint64_t, uint8_t, uint64_t>;            // group, op, seq
   std::map<Key, std::vector<std::pair<uint32_t, int64_t>>> ends;  // -> (rank, end)
   std::map<std::pair<uint64_t, uint8_t>, std::map<uint32_t, uint64_t>> counts;
   for (const auto& r : job.ranks) {
@@ -123,7 +123,8 @@ void MatchAndAlign(ImportedJob& job) {
     auto g = groups.find(key.first);
     if (g != groups.end()) {
       for (uint32_t m : g->second.second) {
-        bool imported = std::any_of(job.ranks.begin(), job.ranks.end(), [&](const ImportedRank& r) { return r.rank == m; });
+        bool imported =
+            std::any_of(job.ranks.begin(), job.ranks.end(), [&](const ImportedRank& r) { return r.rank == m; });
         if (imported) c.emplace(m, 0);
       }
     } else {
@@ -137,9 +138,11 @@ void MatchAndAlign(ImportedJob& job) {
     if (lo == hi) continue;
     ++job.matching.count_mismatches;
     std::string detail;
-    for (const auto& [rank, n] : c) detail += (detail.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + ": " + std::to_string(n));
-    job.warnings.push_back(name_of(key.first) + ", " + CanonicalOpName(key.second) + ": the ranks recorded different counts (" +
-                           detail + "); the instances past the shortest are incomplete");
+    for (const auto& [rank, n] : c)
+      detail += (detail.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + ": " + std::to_string(n));
+    job.warnings.push_back(name_of(key.first) + ", " + CanonicalOpName(key.second) +
+                           ": the ranks recorded different counts (" + detail +
+                           "); the instances past the shortest are incomplete");
   }
   if (job.ranks.size() < 2) return;
   if (job.align == Align::kNone) return;
@@ -159,8 +162,9 @@ void MatchAndAlign(ImportedJob& job) {
     }
     auto& d = diffs[r.rank];
     if (d.empty()) {
-      job.warnings.push_back("--align collective-ends: rank " + std::to_string(r.rank) + " shares no collective with rank " +
-                             std::to_string(ref) + ": its times are kept as written");
+      job.warnings.push_back("--align collective-ends: rank " + std::to_string(r.rank) +
+                             " shares no collective with rank " + std::to_string(ref) +
+                             ": its times are kept as written");
       continue;
     }
     std::sort(d.begin(), d.end());
@@ -168,9 +172,9 @@ void MatchAndAlign(ImportedJob& job) {
     r.offset_ns = median;
     r.spread_ns = std::max(median - d.front(), d.back() - median);
     r.anchors = d.size();
-    job.alignment.push_back("--align collective-ends: rank " + std::to_string(r.rank) + " offset " + std::to_string(median) +
-                        " ns to rank " + std::to_string(ref) + " (spread " + std::to_string(r.spread_ns) + " ns over " +
-                        std::to_string(d.size()) + " collective ends)");
+    job.alignment.push_back("--align collective-ends: rank " + std::to_string(r.rank) + " offset " +
+                            std::to_string(median) + " ns to rank " + std::to_string(ref) + " (spread " +
+                            std::to_string(r.spread_ns) + " ns over " + std::to_string(d.size()) + " collective ends)");
   }
 }
 
@@ -183,7 +187,8 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     if (fs::is_directory(in, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::directory_iterator(in, ec)) {
-        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string())) found.push_back(entry.path().string());
+        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string()))
+          found.push_back(entry.path().string());
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
@@ -225,7 +230,8 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
         job.errors.push_back(path + ": no distributedInfo.rank, and the file name holds no rank number (file skipped)");
         continue;
       }
-      job.warnings.push_back(path + ": no distributedInfo.rank; rank " + std::to_string(*rank) + " taken from the file name");
+      job.warnings.push_back(path + ": no distributedInfo.rank; rank " + std::to_string(*rank) +
+                             " taken from the file name");
     }
     if (auto o = owner.find(*rank); o != owner.end()) {
       job.errors.push_back(path + ": rank " + std::to_string(*rank) + " again (already read from " + o->second +
@@ -235,14 +241,16 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     owner[*rank] = path;
     for (const auto& p : t.problems) job.errors.push_back(p);
     if (t.counts.rejected > t.problems.size()) {
-      job.errors.push_back(path + ": " + std::to_string(t.counts.rejected - t.problems.size()) + " more events refused");
+      job.errors.push_back(path + ": " + std::to_string(t.counts.rejected - t.problems.size()) +
+                           " more events refused");
     }
     if (!t.read_status.ok()) {
       job.errors.push_back(t.read_status.message() + "; the " + std::to_string(t.counts.events_read) +
                            " events before it are kept");
     }
     for (const auto& [cat, n] : t.unknown_categories) {
-      job.warnings.push_back(path + ": " + std::to_string(n) + " events of unknown category '" + cat + "' kept as kind other");
+      job.warnings.push_back(path + ": " + std::to_string(n) + " events of unknown category '" + cat +
+                             "' kept as kind other");
     }
     job.world_size = std::max({job.world_size, t.world_size, *rank + 1});
     ImportedRank r;
@@ -254,7 +262,8 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     std::string why = job.errors.empty() ? "" : ": " + job.errors.front();
     return InvalidArgument("no trace could be imported" + why);
   }
-  std::sort(job.ranks.begin(), job.ranks.end(), [](const ImportedRank& a, const ImportedRank& b) { return a.rank < b.rank; });
+  std::sort(job.ranks.begin(), job.ranks.end(),
+            [](const ImportedRank& a, const ImportedRank& b) { return a.rank < b.rank; });
 
   // Gaps: every rank below the world size that no file holds.
   std::vector<uint32_t> missing;

@@ -35,15 +35,15 @@ const char* AlignName(Align align);
 
 struct ImportedRank {
   uint32_t rank = 0;
-  RankTrace trace;            // events now on the job time base (ns since ImportedJob::start_epoch_ns)
-  int64_t offset_ns = 0;      // reference - local, from the alignment (0 with --align none)
-  int64_t spread_ns = -1;     // the estimate's spread (-1: not estimated)
-  uint64_t anchors = 0;       // collective ends the estimate rests on
+  RankTrace trace;         // events now on the job time base (ns since ImportedJob::start_epoch_ns)
+  int64_t offset_ns = 0;   // reference - local, from the alignment (0 with --align none)
+  int64_t spread_ns = -1;  // the estimate's spread (-1: not estimated)
+  uint64_t anchors = 0;    // collective ends the estimate rests on
 };
 
 struct MatchSummary {
-  uint64_t instances = 0;  // distinct (process group, type, seq) over all ranks, point-to-point left out
-  uint64_t complete = 0;   // seen on every member of its group
+  uint64_t instances = 0;         // distinct (process group, type, seq) over all ranks, point-to-point left out
+  uint64_t complete = 0;          // seen on every member of its group
   uint64_t count_mismatches = 0;  // (group, type) pairs whose members recorded different counts
 };
 
@@ -53,10 +53,10 @@ struct ImportedJob {
   uint64_t start_epoch_ns = 0;
   Align align = Align::kNone;
   MatchSummary matching;
-  std::vector<std::string> errors;    // refused files and events (the import's exit status is 1)
-  std::vector<std::string> warnings;  // gaps, count mismatches, truncated files, unknown categories
-  std::vector<std::string> alignment; // --align collective-ends: the estimate and spread per rank
-  std::vector<std::string> notes;     // per-rank records and dialects, the single-rank note
+  std::vector<std::string> errors;     // refused files and events (the import's exit status is 1)
+  std::vector<std::string> warnings;   // gaps, count mismatches, truncated files, unknown categories
+  std::vector<std::string> alignment;  // --align collective-ends: the estimate and spread per rank
+  std::vector<std::string> notes;      // per-rank records and dialects, the single-rank note
 };
 
 struct ImportOptions {

@@ -370,9 +370,12 @@ class ByteSource {
   // One byte of the composite scan; true when it closes the outermost bracket.
   static bool ScanByte(unsigned char ch, ScanState& st) {
     if (st.in_string) {
-      if (st.escaped) st.escaped = false;
-      else if (ch == '\\') st.escaped = true;
-      else if (ch == '"') st.in_string = false;
+      if (st.escaped)
+        st.escaped = false;
+      else if (ch == '\\')
+        st.escaped = true;
+      else if (ch == '"')
+        st.in_string = false;
       return false;
     }
     if (ch == '"') {

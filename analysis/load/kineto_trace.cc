@@ -32,10 +32,13 @@ bool ParseMicrosWithExponent(std::string_view s, int64_t& ns) {
 }  // namespace
 
 bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   if (s.empty()) return false;
   // Plain decimal text first; text holding an exponent always fails it and goes to the double.
-  auto with_exponent = [&] { return s.find_first_of("eE") != std::string_view::npos && ParseMicrosWithExponent(s, ns); };
+  auto with_exponent = [&] {
+    return s.find_first_of("eE") != std::string_view::npos && ParseMicrosWithExponent(s, ns);
+  };
   bool negative = false;
   size_t i = 0;
   if (s[0] == '-') {
@@ -55,8 +58,10 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
     size_t fd = 0;
     int round_digit = 0;
     for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++fd) {
-      if (fd < 3) frac = frac * 10 + (s[i] - '0');
-      else if (fd == 3) round_digit = s[i] - '0';
+      if (fd < 3)
+        frac = frac * 10 + (s[i] - '0');
+      else if (fd == 3)
+        round_digit = s[i] - '0';
     }
     if (fd == 0) return with_exponent();
     for (size_t k = fd; k < 3; ++k) frac *= 10;
@@ -72,7 +77,8 @@ namespace {
 
 // Integer text, or a float written for an integer field ("64.0", truncated toward zero).
 bool ParseInt(std::string_view s, int64_t& out) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   if (ec == std::errc() && end == s.data() + s.size()) return true;
   int64_t ns = 0;
@@ -88,8 +94,8 @@ struct CollMeta {
   bool has_pg = false;
   int64_t in_nelems = -1, out_nelems = -1;
   Dtype dtype;
-  int64_t seq = -1;   // Seq
-  int64_t peer = -1;  // Dst Rank / Src Rank
+  int64_t seq = -1;      // Seq
+  int64_t peer = -1;     // Dst Rank / Src Rank
   std::string pg_ranks;  // Process Group Ranks, "[0, 1]"
 
   // Takes every field this one lacks from `o` (a lower-priority source).
@@ -215,7 +221,8 @@ class TraceBuilder {
     if (TextIs(key, "baseTimeNanoseconds")) {
       int64_t base = 0;
       if (!ParseInt(raw, base) || base < 0) {
-        return Corrupt(t_.path + ": baseTimeNanoseconds is not a non-negative integer: " + std::string(raw.substr(0, 40)));
+        return Corrupt(t_.path +
+                       ": baseTimeNanoseconds is not a non-negative integer: " + std::string(raw.substr(0, 40)));
       }
       t_.base_ns = base;
     } else if (TextIs(key, "distributedInfo")) {
@@ -348,16 +355,20 @@ class TraceBuilder {
           if (TextIs(key, "Seq")) ok = Number(v, key, f.meta.seq, why);
           break;
         case 5:
-          if (TextIs(key, "bytes")) ok = Number(v, key, f.bytes, why);
-          else if (TextIs(key, "Bytes")) ok = f.has_mem_bytes = Number(v, key, f.mem_bytes, why);
+          if (TextIs(key, "bytes"))
+            ok = Number(v, key, f.bytes, why);
+          else if (TextIs(key, "Bytes"))
+            ok = f.has_mem_bytes = Number(v, key, f.mem_bytes, why);
           else if (TextIs(key, "dtype")) {
             ok = String(v, key, s, why);
             if (ok) f.meta.dtype = DtypeFromName(s);
           }
           break;
         case 6:
-          if (TextIs(key, "stream")) (void)IdOrName(v, f.stream);  // HTA: a non-numeric stream is no stream
-          else if (TextIs(key, "device")) ok = Number(v, key, f.device, why);
+          if (TextIs(key, "stream"))
+            (void)IdOrName(v, f.stream);  // HTA: a non-numeric stream is no stream
+          else if (TextIs(key, "device"))
+            ok = Number(v, key, f.device, why);
           break;
         case 8:
           if (TextIs(key, "Dst Rank") || TextIs(key, "Src Rank")) ok = Number(v, key, f.meta.peer, why);
@@ -366,9 +377,12 @@ class TraceBuilder {
           if (TextIs(key, "Device Id")) ok = Number(v, key, f.device_id, why);
           break;
         case 11:
-          if (TextIs(key, "correlation")) ok = Number(v, key, f.correlation, why);
-          else if (TextIs(key, "External id")) ok = Number(v, key, f.external_id, why);
-          else if (TextIs(key, "Device Type")) ok = Number(v, key, f.device_type, why);
+          if (TextIs(key, "correlation"))
+            ok = Number(v, key, f.correlation, why);
+          else if (TextIs(key, "External id"))
+            ok = Number(v, key, f.external_id, why);
+          else if (TextIs(key, "Device Type"))
+            ok = Number(v, key, f.device_type, why);
           break;
         case 13:
           if (TextIs(key, "In msg nelems")) ok = Number(v, key, f.meta.in_nelems, why);
@@ -417,14 +431,20 @@ class TraceBuilder {
       bool ok = true;
       switch (key.size()) {
         case 2:
-          if (TextIs(key, "ph")) ok = f.has_ph = String(v, key, f.ph, why);
-          else if (TextIs(key, "ts")) ok = f.has_ts = Micros(v, key, f.ts, why);
+          if (TextIs(key, "ph"))
+            ok = f.has_ph = String(v, key, f.ph, why);
+          else if (TextIs(key, "ts"))
+            ok = f.has_ts = Micros(v, key, f.ts, why);
           break;
         case 3:
-          if (TextIs(key, "cat")) ok = f.has_cat = String(v, key, f.cat, why);
-          else if (TextIs(key, "dur")) ok = f.has_dur = Micros(v, key, f.dur, why);
-          else if (TextIs(key, "pid")) (void)IdOrName(v, f.pid);
-          else if (TextIs(key, "tid")) (void)IdOrName(v, f.tid);
+          if (TextIs(key, "cat"))
+            ok = f.has_cat = String(v, key, f.cat, why);
+          else if (TextIs(key, "dur"))
+            ok = f.has_dur = Micros(v, key, f.dur, why);
+          else if (TextIs(key, "pid"))
+            (void)IdOrName(v, f.pid);
+          else if (TextIs(key, "tid"))
+            (void)IdOrName(v, f.tid);
           break;
         case 4:
           if (TextIs(key, "name")) {
@@ -602,28 +622,35 @@ class TraceBuilder {
         if (!Number(v, key, n, why) || n < 0 || n > UINT32_MAX) {
           return Corrupt(where + "." + std::string(key) + " is not a non-negative integer");
         }
-        if (TextIs(key, "rank")) t_.rank = static_cast<uint32_t>(n);
-        else t_.world_size = static_cast<uint32_t>(n);
+        if (TextIs(key, "rank"))
+          t_.rank = static_cast<uint32_t>(n);
+        else
+          t_.world_size = static_cast<uint32_t>(n);
       } else if (TextIs(key, "pg_config")) {
         od::array groups;
         if (v.get_array().get(groups)) return Corrupt(where + ".pg_config is not an array");
         for (auto g_r : groups) {
           od::object g;
-          if (std::move(g_r).get_object().get(g)) return Corrupt(where + ".pg_config has an element that is not an object");
+          if (std::move(g_r).get_object().get(g))
+            return Corrupt(where + ".pg_config has an element that is not an object");
           ProcessGroup pg;
           for (auto gf_r : g) {
             od::field gf;
             std::string_view gk, s;
-            if (std::move(gf_r).get(gf) || gf.unescaped_key().get(gk)) return Corrupt(where + ".pg_config is not valid JSON");
+            if (std::move(gf_r).get(gf) || gf.unescaped_key().get(gk))
+              return Corrupt(where + ".pg_config is not valid JSON");
             od::value gv = gf.value();
-            if (TextIs(gk, "pg_name") && !gv.get_string().get(s)) pg.name = std::string(s);
-            else if ((TextIs(gk, "pg_desc") || TextIs(gk, "uid")) && pg.desc.empty() && !gv.get_string().get(s)) pg.desc = std::string(s);
+            if (TextIs(gk, "pg_name") && !gv.get_string().get(s))
+              pg.name = std::string(s);
+            else if ((TextIs(gk, "pg_desc") || TextIs(gk, "uid")) && pg.desc.empty() && !gv.get_string().get(s))
+              pg.desc = std::string(s);
             else if (TextIs(gk, "ranks")) {
               od::array ranks;
               if (gv.get_array().get(ranks)) return Corrupt(where + ".pg_config[].ranks is not an array");
               for (auto r_r : ranks) {
                 int64_t r = 0;
-                if (std::move(r_r).get_int64().get(r) || r < 0) return Corrupt(where + ".pg_config[].ranks holds a non-rank");
+                if (std::move(r_r).get_int64().get(r) || r < 0)
+                  return Corrupt(where + ".pg_config[].ranks holds a non-rank");
                 pg.ranks.push_back(static_cast<uint32_t>(r));
               }
             }
@@ -660,7 +687,8 @@ void TraceBuilder::Finish() {
   });
   std::unordered_map<int64_t, size_t> rpc_by_external_id;
   for (size_t i = 0; i < spans_.size(); ++i) {
-    if (spans_[i].record_param_comms && spans_[i].external_id >= 0) rpc_by_external_id.emplace(spans_[i].external_id, i);
+    if (spans_[i].record_param_comms && spans_[i].external_id >= 0)
+      rpc_by_external_id.emplace(spans_[i].external_id, i);
   }
 
   std::sort(comm_kernels_.begin(), comm_kernels_.end(), [&](const CommKernel& a, const CommKernel& b) {
@@ -702,7 +730,8 @@ void TraceBuilder::Finish() {
     if (m.op == COMMPROF_OP_NONE) m.op = OpFromKernelName(t_.strings[k.name_id]);
     if (!described) ++t_.counts.comm_kernels_without_metadata;
     if (m.has_pg && !m.pg_ranks.empty()) {
-      bool known = std::any_of(t_.groups.begin(), t_.groups.end(), [&](const ProcessGroup& g) { return g.name == m.pg; });
+      bool known =
+          std::any_of(t_.groups.begin(), t_.groups.end(), [&](const ProcessGroup& g) { return g.name == m.pg; });
       if (!known) t_.groups.push_back({m.pg, "", ParseRankList(m.pg_ranks)});
     }
     const uint64_t comm = ProcessGroupId(m.has_pg ? m.pg : std::string_view(kUnknownProcessGroup));
@@ -742,9 +771,10 @@ void SortByStart(std::vector<commprof_event>& events) {
     hi = std::max(hi, s);
   }
   if (sorted || n > UINT32_MAX) {
-    if (!sorted) std::stable_sort(events.begin(), events.end(), [](const commprof_event& a, const commprof_event& b) {
-      return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
-    });
+    if (!sorted)
+      std::stable_sort(events.begin(), events.end(), [](const commprof_event& a, const commprof_event& b) {
+        return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
+      });
     events.shrink_to_fit();
     return;
   }

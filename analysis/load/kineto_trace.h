@@ -42,31 +42,31 @@ struct ProcessGroup {
 };
 
 struct TraceCounts {
-  uint64_t events_read = 0;       // elements of traceEvents
-  uint64_t records = 0;           // commprof records made (collective and membership records included)
-  uint64_t flows_skipped = 0;     // ph s/f/t: CPU->GPU links come from `correlation` instead
-  uint64_t metadata_skipped = 0;  // ph M (process/thread names and sort order)
-  uint64_t counters_skipped = 0;  // ph C
+  uint64_t events_read = 0;          // elements of traceEvents
+  uint64_t records = 0;              // commprof records made (collective and membership records included)
+  uint64_t flows_skipped = 0;        // ph s/f/t: CPU->GPU links come from `correlation` instead
+  uint64_t metadata_skipped = 0;     // ph M (process/thread names and sort order)
+  uint64_t counters_skipped = 0;     // ph C
   uint64_t trace_spans_skipped = 0;  // cat Trace: the profiler's own window
-  uint64_t unknown_category = 0;  // kept as kind OTHER, listed in unknown_categories
-  uint64_t rejected = 0;          // refused events (problems holds the first messages)
+  uint64_t unknown_category = 0;     // kept as kind OTHER, listed in unknown_categories
+  uint64_t rejected = 0;             // refused events (problems holds the first messages)
   uint64_t comm_kernels = 0;
   uint64_t comm_kernels_without_metadata = 0;  // collective type from the kernel name only
 };
 
 struct RankTrace {
   std::string path;
-  std::optional<uint32_t> rank;  // distributedInfo.rank
-  uint32_t world_size = 0;       // distributedInfo.world_size (0: not given)
-  std::vector<ProcessGroup> groups;  // distributedInfo.pg_config
-  std::optional<int64_t> base_ns;    // baseTimeNanoseconds (new dialect)
-  std::vector<commprof_event> events;  // start_ns/end_ns: file time (see above) as int64 bits
-  std::vector<std::string> strings;    // name_id indexes this
+  std::optional<uint32_t> rank;                    // distributedInfo.rank
+  uint32_t world_size = 0;                         // distributedInfo.world_size (0: not given)
+  std::vector<ProcessGroup> groups;                // distributedInfo.pg_config
+  std::optional<int64_t> base_ns;                  // baseTimeNanoseconds (new dialect)
+  std::vector<commprof_event> events;              // start_ns/end_ns: file time (see above) as int64 bits
+  std::vector<std::string> strings;                // name_id indexes this
   int64_t min_ns = INT64_MAX, max_ns = INT64_MIN;  // file time span of the records
   TraceCounts counts;
   std::map<std::string, uint64_t> unknown_categories;
   std::vector<std::string> problems;  // refused events, first kMaxProblems
-  Status read_status;  // not Ok: the file's text broke off (truncated, ...); events before it are kept
+  Status read_status;                 // not Ok: the file's text broke off (truncated, ...); events before it are kept
 };
 
 inline constexpr size_t kMaxProblems = 20;

@@ -11,36 +11,66 @@ using h5::ReadStringAttr;
 
 const char* KindName(uint8_t kind) {
   switch (kind) {
-    case COMMPROF_KIND_MPI_INIT: return "mpi_init";
-    case COMMPROF_KIND_MPI_FINALIZE: return "mpi_finalize";
-    case COMMPROF_KIND_MPI_COLLECTIVE: return "mpi_collective";
-    case COMMPROF_KIND_MPI_P2P: return "mpi_p2p";
-    case COMMPROF_KIND_MPI_WAIT: return "mpi_wait";
-    case COMMPROF_KIND_MPI_COMM: return "mpi_comm";
-    case COMMPROF_KIND_USER_RANGE: return "user_range";
-    case COMMPROF_KIND_USER_MARK: return "user_mark";
-    case COMMPROF_KIND_STEP: return "step";
-    case COMMPROF_KIND_COMPUTE_KERNEL: return "compute_kernel";
-    case COMMPROF_KIND_COMM_KERNEL: return "comm_kernel";
-    case COMMPROF_KIND_MEMCPY: return "memcpy";
-    case COMMPROF_KIND_MEMSET: return "memset";
-    case COMMPROF_KIND_MEM_ALLOC: return "mem_alloc";
-    case COMMPROF_KIND_MEM_FREE: return "mem_free";
-    case COMMPROF_KIND_NCCL_API: return "nccl_api";
-    case COMMPROF_KIND_NCCL_COLLECTIVE: return "nccl_collective";
-    case COMMPROF_KIND_NVTX_RANGE: return "nvtx_range";
-    case COMMPROF_KIND_NVTX_MARK: return "nvtx_mark";
-    case COMMPROF_KIND_SYNC: return "sync";
-    case COMMPROF_KIND_NCCL_PROXY_OP: return "nccl_proxy_op";
-    case COMMPROF_KIND_NCCL_PROXY_STEP: return "nccl_proxy_step";
-    case COMMPROF_KIND_GPU_OVERHEAD: return "gpu_overhead";
-    case COMMPROF_KIND_CUDA_API: return "cuda_api";
-    case COMMPROF_KIND_HOST_OP: return "host_op";
-    case COMMPROF_KIND_HOST_ANNOTATION: return "host_annotation";
-    case COMMPROF_KIND_GPU_ANNOTATION: return "gpu_annotation";
-    case COMMPROF_KIND_PYTHON_FUNCTION: return "python_function";
-    case COMMPROF_KIND_IMPORTED_OTHER: return "imported_other";
-    default: return "unknown";
+    case COMMPROF_KIND_MPI_INIT:
+      return "mpi_init";
+    case COMMPROF_KIND_MPI_FINALIZE:
+      return "mpi_finalize";
+    case COMMPROF_KIND_MPI_COLLECTIVE:
+      return "mpi_collective";
+    case COMMPROF_KIND_MPI_P2P:
+      return "mpi_p2p";
+    case COMMPROF_KIND_MPI_WAIT:
+      return "mpi_wait";
+    case COMMPROF_KIND_MPI_COMM:
+      return "mpi_comm";
+    case COMMPROF_KIND_USER_RANGE:
+      return "user_range";
+    case COMMPROF_KIND_USER_MARK:
+      return "user_mark";
+    case COMMPROF_KIND_STEP:
+      return "step";
+    case COMMPROF_KIND_COMPUTE_KERNEL:
+      return "compute_kernel";
+    case COMMPROF_KIND_COMM_KERNEL:
+      return "comm_kernel";
+    case COMMPROF_KIND_MEMCPY:
+      return "memcpy";
+    case COMMPROF_KIND_MEMSET:
+      return "memset";
+    case COMMPROF_KIND_MEM_ALLOC:
+      return "mem_alloc";
+    case COMMPROF_KIND_MEM_FREE:
+      return "mem_free";
+    case COMMPROF_KIND_NCCL_API:
+      return "nccl_api";
+    case COMMPROF_KIND_NCCL_COLLECTIVE:
+      return "nccl_collective";
+    case COMMPROF_KIND_NVTX_RANGE:
+      return "nvtx_range";
+    case COMMPROF_KIND_NVTX_MARK:
+      return "nvtx_mark";
+    case COMMPROF_KIND_SYNC:
+      return "sync";
+    case COMMPROF_KIND_NCCL_PROXY_OP:
+      return "nccl_proxy_op";
+    case COMMPROF_KIND_NCCL_PROXY_STEP:
+      return "nccl_proxy_step";
+    case COMMPROF_KIND_GPU_OVERHEAD:
+      return "gpu_overhead";
+    case COMMPROF_KIND_CUDA_API:
+      return "cuda_api";
+    case COMMPROF_KIND_HOST_OP:
+      return "host_op";
+    case COMMPROF_KIND_HOST_ANNOTATION:
+      return "host_annotation";
+    case COMMPROF_KIND_GPU_ANNOTATION:
+      return "gpu_annotation";
+    case COMMPROF_KIND_PYTHON_FUNCTION:
+      return "python_function";
+    case COMMPROF_KIND_IMPORTED_OTHER:
+      return "imported_other";
+    default:
+      return "unknown";
   }
 }
 

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <vector>
 
 #include "analysis/load/profile_reader.h"

@@ -112,8 +112,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     const bool assume_world = in.nccl && in.comm_size == 0;
     if (assume_world) in.comm_size = static_cast<uint32_t>(reader.info().world_size);
     for (auto& a : in.arrivals) {
-      a.local_rank = assume_world ? static_cast<int32_t>(a.world_rank)
-                                  : members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
+      a.local_rank =
+          assume_world ? static_cast<int32_t>(a.world_rank) : members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
       if (in.root >= 0 && a.local_rank == in.root) in.bytes = a.bytes;  // the root holds the whole buffer
     }
     std::sort(in.arrivals.begin(), in.arrivals.end(),

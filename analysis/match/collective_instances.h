@@ -49,13 +49,13 @@ struct Arrival {
 struct CollectiveInstance {
   uint64_t comm_id = 0;
   uint64_t seq = 0;
-  uint8_t op = 0;       // enum commprof_op_type
-  int32_t root = -1;    // rank within the communicator, rooted collectives only
-  uint64_t bytes = 0;   // S of docs/metrics.md §2.1: the root's record for a rooted collective
-                        // (a non-root of Gatherv/Scatterv records only its own part), else the first rank's
-  uint32_t comm_size = 0;  // members of the communicator (0: unknown)
+  uint8_t op = 0;                 // enum commprof_op_type
+  int32_t root = -1;              // rank within the communicator, rooted collectives only
+  uint64_t bytes = 0;             // S of docs/metrics.md §2.1: the root's record for a rooted collective
+                                  // (a non-root of Gatherv/Scatterv records only its own part), else the first rank's
+  uint32_t comm_size = 0;         // members of the communicator (0: unknown)
   std::vector<Arrival> arrivals;  // sorted by world rank
-  bool nccl = false;    // an NCCL collective (kind NCCL_COLLECTIVE)
+  bool nccl = false;              // an NCCL collective (kind NCCL_COLLECTIVE)
   bool complete() const { return comm_size != 0 && arrivals.size() == comm_size; }
   CollectiveKey key() const { return {comm_id, seq, nccl ? 0x100u + op : 0u}; }
 };

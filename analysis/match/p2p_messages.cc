@@ -126,8 +126,8 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
         }
         // NCCL send/recv (kind NCCL_COLLECTIVE, docs/metrics.md §1) have no tag: order alone pairs
         // them on (commHash, source, destination), as NCCL's own matching does.
-        const bool nccl = e.kind == COMMPROF_KIND_NCCL_COLLECTIVE &&
-                          (e.subtype == COMMPROF_OP_SEND || e.subtype == COMMPROF_OP_RECV);
+        const bool nccl =
+            e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && (e.subtype == COMMPROF_OP_SEND || e.subtype == COMMPROF_OP_RECV);
         if (!nccl && (e.kind != COMMPROF_KIND_MPI_P2P || !IsP2POp(e.subtype))) {
           continue;
         }

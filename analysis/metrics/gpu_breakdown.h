@@ -18,7 +18,7 @@
 namespace commprof {
 
 struct CommCompOverlap {
-  bool has_comm = false;  // false: no communication kernels, ratio undefined (HTA gives NaN)
+  bool has_comm = false;   // false: no communication kernels, ratio undefined (HTA gives NaN)
   int64_t comm_ns = 0;     // |M|
   int64_t compute_ns = 0;  // |C|
   int64_t overlap_ns = 0;  // |C ∩ M|
@@ -70,8 +70,8 @@ struct KernelBreakdown {
 };
 
 struct KernelBreakdownOptions {
-  uint32_t num_kernels = 10;     // HTA's num_kernels
-  double duration_ratio = 0.8;   // HTA's duration_ratio
+  uint32_t num_kernels = 10;    // HTA's num_kernels
+  double duration_ratio = 0.8;  // HTA's duration_ratio
 };
 
 struct GpuBreakdown {

@@ -46,7 +46,7 @@ struct StreamQueueLength {
   uint32_t stream = 0;
   uint64_t count = 0;  // samples: one per change of the step function
   double mean = 0.0, min = 0.0, p25 = 0.0, p50 = 0.0, p75 = 0.0, max = 0.0;  // over the samples
-  int64_t blocked_ns = 0;    // time with queue length >= 1024
+  int64_t blocked_ns = 0;                                                    // time with queue length >= 1024
   double blocked_ratio = 0;  // blocked_ns / the rank's trace span (first to last event of any kind)
 };
 
@@ -64,14 +64,14 @@ constexpr int64_t kLaunchDelayOutlierNs = 100'000;  // HTA flags launch delays o
 constexpr int64_t kRuntimeOutlierNs = 50'000;       // and launch calls over 50 µs (runtime_cutoff)
 
 struct LaunchStats {
-  uint64_t pairs = 0;                 // GPU records whose correlation names a launch call
-  uint64_t launches_without_gpu = 0;  // launch calls no GPU record correlates with
-  DurationSummary cpu_duration;       // launch.end - launch.start
-  DurationSummary gpu_duration;       // record.end - record.start
-  DurationSummary launch_delay;       // max(0, record.start - launch.end)
-  uint64_t launch_delay_outliers = 0; // launch_delay > 100 µs
-  uint64_t cpu_duration_outliers = 0; // cpu_duration > 50 µs
-  uint64_t short_kernels = 0;         // gpu_duration < cpu_duration
+  uint64_t pairs = 0;                  // GPU records whose correlation names a launch call
+  uint64_t launches_without_gpu = 0;   // launch calls no GPU record correlates with
+  DurationSummary cpu_duration;        // launch.end - launch.start
+  DurationSummary gpu_duration;        // record.end - record.start
+  DurationSummary launch_delay;        // max(0, record.start - launch.end)
+  uint64_t launch_delay_outliers = 0;  // launch_delay > 100 µs
+  uint64_t cpu_duration_outliers = 0;  // cpu_duration > 50 µs
+  uint64_t short_kernels = 0;          // gpu_duration < cpu_duration
 };
 
 LaunchStats ComputeLaunchStats(const RankGpuTrace& trace);

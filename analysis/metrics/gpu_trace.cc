@@ -8,19 +8,23 @@ namespace commprof {
 
 const char* GpuKernelTypeName(GpuKernelType type) {
   switch (type) {
-    case GpuKernelType::kComputation: return "computation";
-    case GpuKernelType::kCommunication: return "communication";
-    case GpuKernelType::kMemory: return "memory";
-    case GpuKernelType::kOther: return "other";
+    case GpuKernelType::kComputation:
+      return "computation";
+    case GpuKernelType::kCommunication:
+      return "communication";
+    case GpuKernelType::kMemory:
+      return "memory";
+    case GpuKernelType::kOther:
+      return "other";
   }
   return "other";
 }
 
 bool IsLaunchCallName(std::string_view name) {
   static constexpr std::array<std::string_view, 12> kLaunchCalls = {
-      "cudaLaunchKernel",      "cudaLaunchKernelExC", "cuLaunchKernel",     "cuLaunchKernelEx",
-      "cudaMemcpyAsync",       "cudaMemsetAsync",     "hipLaunchKernel",    "hipExtLaunchKernel",
-      "hipModuleLaunchKernel", "hipMemcpyAsync",      "hipMemsetAsync",     "hipExtModuleLaunchKernel"};
+      "cudaLaunchKernel",      "cudaLaunchKernelExC", "cuLaunchKernel",  "cuLaunchKernelEx",
+      "cudaMemcpyAsync",       "cudaMemsetAsync",     "hipLaunchKernel", "hipExtLaunchKernel",
+      "hipModuleLaunchKernel", "hipMemcpyAsync",      "hipMemsetAsync",  "hipExtModuleLaunchKernel"};
   for (std::string_view base : kLaunchCalls) {
     // Exactly the base, or the base with a version/stream suffix ("cudaLaunchKernel_v7000",
     // "cudaMemcpyAsync_ptsz"); "cudaLaunchKernelExC" is its own entry, not a suffix.
@@ -34,12 +38,21 @@ namespace {
 
 bool TypeOfKind(uint8_t kind, GpuKernelType* type) {
   switch (kind) {
-    case COMMPROF_KIND_COMPUTE_KERNEL: *type = GpuKernelType::kComputation; return true;
-    case COMMPROF_KIND_COMM_KERNEL: *type = GpuKernelType::kCommunication; return true;
+    case COMMPROF_KIND_COMPUTE_KERNEL:
+      *type = GpuKernelType::kComputation;
+      return true;
+    case COMMPROF_KIND_COMM_KERNEL:
+      *type = GpuKernelType::kCommunication;
+      return true;
     case COMMPROF_KIND_MEMCPY:
-    case COMMPROF_KIND_MEMSET: *type = GpuKernelType::kMemory; return true;
-    case COMMPROF_KIND_SYNC: *type = GpuKernelType::kOther; return true;
-    default: return false;
+    case COMMPROF_KIND_MEMSET:
+      *type = GpuKernelType::kMemory;
+      return true;
+    case COMMPROF_KIND_SYNC:
+      *type = GpuKernelType::kOther;
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -30,8 +30,9 @@ inline int64_t LateSenderWait(int64_t send_post, const BlockedCall& recv) {
 // first, e.g. an eager one, did not wait for the receiver). Charged to the sender:
 // recv_post - c.start when c.start < recv_post < c.end, else 0.
 inline int64_t LateReceiverWait(int64_t recv_post, const BlockedCall& send) {
-  if (send.end <= recv_post) { return 0;
-}
+  if (send.end <= recv_post) {
+    return 0;
+  }
   return std::max<int64_t>(0, recv_post - send.start);
 }
 

@@ -9,22 +9,38 @@ namespace commprof {
 
 const char* OpTypeName(uint8_t op) {
   switch (op) {
-    case COMMPROF_OP_BARRIER: return "barrier";
-    case COMMPROF_OP_BCAST: return "bcast";
-    case COMMPROF_OP_REDUCE: return "reduce";
-    case COMMPROF_OP_ALLREDUCE: return "allreduce";
-    case COMMPROF_OP_GATHER: return "gather";
-    case COMMPROF_OP_GATHERV: return "gatherv";
-    case COMMPROF_OP_SCATTER: return "scatter";
-    case COMMPROF_OP_SCATTERV: return "scatterv";
-    case COMMPROF_OP_ALLGATHER: return "allgather";
-    case COMMPROF_OP_ALLGATHERV: return "allgatherv";
-    case COMMPROF_OP_ALLTOALL: return "alltoall";
-    case COMMPROF_OP_ALLTOALLV: return "alltoallv";
-    case COMMPROF_OP_REDUCE_SCATTER: return "reduce_scatter";
-    case COMMPROF_OP_REDUCE_SCATTER_BLOCK: return "reduce_scatter_block";
-    case COMMPROF_OP_SCAN: return "scan";
-    default: return "other";
+    case COMMPROF_OP_BARRIER:
+      return "barrier";
+    case COMMPROF_OP_BCAST:
+      return "bcast";
+    case COMMPROF_OP_REDUCE:
+      return "reduce";
+    case COMMPROF_OP_ALLREDUCE:
+      return "allreduce";
+    case COMMPROF_OP_GATHER:
+      return "gather";
+    case COMMPROF_OP_GATHERV:
+      return "gatherv";
+    case COMMPROF_OP_SCATTER:
+      return "scatter";
+    case COMMPROF_OP_SCATTERV:
+      return "scatterv";
+    case COMMPROF_OP_ALLGATHER:
+      return "allgather";
+    case COMMPROF_OP_ALLGATHERV:
+      return "allgatherv";
+    case COMMPROF_OP_ALLTOALL:
+      return "alltoall";
+    case COMMPROF_OP_ALLTOALLV:
+      return "alltoallv";
+    case COMMPROF_OP_REDUCE_SCATTER:
+      return "reduce_scatter";
+    case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
+      return "reduce_scatter_block";
+    case COMMPROF_OP_SCAN:
+      return "scan";
+    default:
+      return "other";
   }
 }
 
@@ -51,7 +67,8 @@ double BusBandwidthFactor(uint8_t op, uint32_t n) {
   if (n == 0) return 0;
   const double nd = static_cast<double>(n);
   switch (op) {
-    case COMMPROF_OP_ALLREDUCE: return 2.0 * (nd - 1) / nd;
+    case COMMPROF_OP_ALLREDUCE:
+      return 2.0 * (nd - 1) / nd;
     case COMMPROF_OP_ALLGATHER:
     case COMMPROF_OP_ALLGATHERV:
     case COMMPROF_OP_REDUCE_SCATTER:
@@ -61,8 +78,10 @@ double BusBandwidthFactor(uint8_t op, uint32_t n) {
     case COMMPROF_OP_GATHER:
     case COMMPROF_OP_GATHERV:
     case COMMPROF_OP_SCATTER:
-    case COMMPROF_OP_SCATTERV: return (nd - 1) / nd;
-    default: return 1.0;  // Bcast, Reduce (nccl-tests: 1), Scan, Barrier (no bytes)
+    case COMMPROF_OP_SCATTERV:
+      return (nd - 1) / nd;
+    default:
+      return 1.0;  // Bcast, Reduce (nccl-tests: 1), Scan, Barrier (no bytes)
   }
 }
 
@@ -144,8 +163,8 @@ double BinomialTail(uint64_t n, uint64_t k, double p) {
   double sum = 0;
   for (uint64_t i = k; i <= n; ++i) {
     const double id = static_cast<double>(i);
-    const double term = std::exp(std::lgamma(nd + 1) - std::lgamma(id + 1) - std::lgamma(nd - id + 1) + id * ln_p +
-                                 (nd - id) * ln_q);
+    const double term =
+        std::exp(std::lgamma(nd + 1) - std::lgamma(id + 1) - std::lgamma(nd - id + 1) + id * ln_p + (nd - id) * ln_q);
     sum += term;
     if (id > nd * p && term < sum * 1e-17) break;
   }
@@ -170,7 +189,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     std::vector<int64_t> skews;
   };
   std::map<uint8_t, TypeAcc> types;
-  std::map<uint32_t, int64_t> last_end;  // per rank: end of its previous matched collective
+  std::map<uint32_t, int64_t> last_end;                           // per rank: end of its previous matched collective
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_halves;  // times last in 1st / 2nd half
   uint64_t complete_total = 0;
   int64_t run_start = INT64_MAX, run_end = INT64_MIN;
@@ -214,7 +233,9 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     t.skews.push_back(im.skew_ns);
     t.transfer += static_cast<double>(im.transfer_ns);
     t.bus_bytes += static_cast<double>(in.bytes) * BusBandwidthFactor(in.op, static_cast<uint32_t>(a.size()));
-    uint32_t bin = lm.bins ? static_cast<uint32_t>(std::min<int64_t>(lm.bins - 1, (im.first_arrival - lm.start_ns) / lm.bin_ns)) : 0;
+    uint32_t bin =
+        lm.bins ? static_cast<uint32_t>(std::min<int64_t>(lm.bins - 1, (im.first_arrival - lm.start_ns) / lm.bin_ns))
+                : 0;
     for (size_t i = 0; i < a.size(); ++i) {
       const Arrival& x = a[i];
       size_t ri = index[x.world_rank];
@@ -248,12 +269,19 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       if (lm.bins) ++lm.times_last[si][bin];
     }
     // Keep the kWorstInstances largest total waits (a small sorted list; ties keep the earlier).
-    WorstInstance w{in.comm_id, in.seq, in.op, in.bytes, im.first_arrival, im.skew_ns,
-                    straggler ? static_cast<int64_t>(straggler->world_rank) : -1, im.delay_caused_ns, im.total_wait_ns};
+    WorstInstance w{in.comm_id,
+                    in.seq,
+                    in.op,
+                    in.bytes,
+                    im.first_arrival,
+                    im.skew_ns,
+                    straggler ? static_cast<int64_t>(straggler->world_rank) : -1,
+                    im.delay_caused_ns,
+                    im.total_wait_ns};
     if (rep.worst.size() < kWorstInstances || w.total_wait_ns > rep.worst.back().total_wait_ns) {
-      auto pos = std::upper_bound(rep.worst.begin(), rep.worst.end(), w, [](const WorstInstance& x, const WorstInstance& y) {
-        return x.total_wait_ns > y.total_wait_ns;
-      });
+      auto pos = std::upper_bound(
+          rep.worst.begin(), rep.worst.end(), w,
+          [](const WorstInstance& x, const WorstInstance& y) { return x.total_wait_ns > y.total_wait_ns; });
       rep.worst.insert(pos, w);
       if (rep.worst.size() > kWorstInstances) rep.worst.pop_back();
     }
@@ -264,7 +292,8 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       if (lateness_n[r][b] > 0) lm.mean_lateness_ns[r][b] = lateness_sum[r][b] / static_cast<double>(lateness_n[r][b]);
     }
   }
-  for (auto& m : rep.ranks) m.wait_share = m.comm_time_ns > 0 ? static_cast<double>(m.wait_time_ns) / static_cast<double>(m.comm_time_ns) : 0;
+  for (auto& m : rep.ranks)
+    m.wait_share = m.comm_time_ns > 0 ? static_cast<double>(m.wait_time_ns) / static_cast<double>(m.comm_time_ns) : 0;
   for (auto& [op, t] : types) {
     TypeWaitMetrics tm;
     tm.op = op;
@@ -324,7 +353,8 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
         others += static_cast<double>(m.compute_before_ns) / static_cast<double>(m.instances);
         ++n;
       }
-      double mine = best->instances ? static_cast<double>(best->compute_before_ns) / static_cast<double>(best->instances) : 0;
+      double mine =
+          best->instances ? static_cast<double>(best->compute_before_ns) / static_cast<double>(best->instances) : 0;
       v.cause = (n > 0 && mine > others / static_cast<double>(n)) ? "compute" : "transfer";
     }
   }

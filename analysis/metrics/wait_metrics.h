@@ -20,18 +20,18 @@ namespace commprof {
 // arrivals (sorted by world rank).
 struct InstanceMetrics {
   int64_t first_arrival = 0;
-  int64_t last_arrival = 0;     // L
-  int64_t second_arrival = 0;   // second-latest arrival (== L with one participant)
-  int64_t skew_ns = 0;          // L - first arrival
-  int64_t last_end = 0;         // latest exit
-  int32_t last_index = -1;      // index of the last arriver in `arrivals`
-  int32_t straggler_index = -1; // last_index when skew exceeds the threshold (§3), else -1
-  int64_t delay_caused_ns = 0;  // L - second-latest arrival, when there is a straggler
-  int64_t total_wait_ns = 0;    // sum of waits
-  int64_t transfer_ns = 0;      // latest exit - L (§2: the data movement once all had arrived)
-  double algbw_gbps = 0;        // bytes / transfer_ns (GB/s = 1e9 bytes/s); 0 when transfer is 0
-  double busbw_gbps = 0;        // algbw x the nccl-tests factor for the type and size
-  std::vector<int64_t> waits;   // wait_r
+  int64_t last_arrival = 0;        // L
+  int64_t second_arrival = 0;      // second-latest arrival (== L with one participant)
+  int64_t skew_ns = 0;             // L - first arrival
+  int64_t last_end = 0;            // latest exit
+  int32_t last_index = -1;         // index of the last arriver in `arrivals`
+  int32_t straggler_index = -1;    // last_index when skew exceeds the threshold (§3), else -1
+  int64_t delay_caused_ns = 0;     // L - second-latest arrival, when there is a straggler
+  int64_t total_wait_ns = 0;       // sum of waits
+  int64_t transfer_ns = 0;         // latest exit - L (§2: the data movement once all had arrived)
+  double algbw_gbps = 0;           // bytes / transfer_ns (GB/s = 1e9 bytes/s); 0 when transfer is 0
+  double busbw_gbps = 0;           // algbw x the nccl-tests factor for the type and size
+  std::vector<int64_t> waits;      // wait_r
   std::vector<int64_t> transfers;  // transfer_r = e_r - max(a_r, L), at least 0
 };
 
@@ -49,12 +49,12 @@ struct RankWaitMetrics {
   uint32_t rank = 0;
   std::string host;
   uint64_t instances = 0;
-  int64_t comm_time_ns = 0;     // sum of the rank's time inside matched blocking collectives
-  int64_t wait_time_ns = 0;     // sum of wait_r
-  double wait_share = 0.0;      // wait_time / comm_time
-  uint64_t times_last = 0;      // instances where it was the straggler
-  int64_t delay_caused_ns = 0;  // sum of the delay it alone caused
-  int64_t wait_imposed_ns = 0;  // sum of the others' waits in the instances where it was last
+  int64_t comm_time_ns = 0;       // sum of the rank's time inside matched blocking collectives
+  int64_t wait_time_ns = 0;       // sum of wait_r
+  double wait_share = 0.0;        // wait_time / comm_time
+  uint64_t times_last = 0;        // instances where it was the straggler
+  int64_t delay_caused_ns = 0;    // sum of the delay it alone caused
+  int64_t wait_imposed_ns = 0;    // sum of the others' waits in the instances where it was last
   int64_t compute_before_ns = 0;  // sum of the gaps before its entries (time outside these calls)
   int64_t transfer_time_ns = 0;   // sum of transfer_r
   double expected_last = 0;       // times it would be last by chance: sum of 1 / participants
@@ -118,8 +118,8 @@ struct StragglerVerdict {
 };
 
 struct WaitReport {
-  uint64_t matched = 0;     // complete instances
-  uint64_t incomplete = 0;  // instances missing a rank
+  uint64_t matched = 0;                             // complete instances
+  uint64_t incomplete = 0;                          // instances missing a rank
   std::vector<IncompleteInstance> incomplete_list;  // the first kMaxListed of them
   std::vector<WorstInstance> worst;                 // up to kWorstInstances, largest total wait first
   LatenessMap lateness;

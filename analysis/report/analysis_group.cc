@@ -232,10 +232,26 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
     const auto& m = w.ranks[i];
     P2PRankStats p = i < report.p2p.ranks.size() ? report.p2p.ranks[i] : P2PRankStats{};
     RankOverlap o = i < report.overlap.size() ? report.overlap[i] : RankOverlap{};
-    ranks.push_back({m.rank, m.instances, m.comm_time_ns, m.wait_time_ns, m.wait_share, m.times_last,
-                     m.delay_caused_ns, m.wait_imposed_ns, m.transfer_time_ns, p.sent, p.received, p.p2p_time_ns,
-                     p.late_sender_wait_ns, p.late_receiver_wait_ns, o.overlap, o.exposed_comm_ns,
-                     o.breakdown.span_ns, o.breakdown.compute_ns, o.breakdown.memory_ns, o.breakdown.idle_ns});
+    ranks.push_back({m.rank,
+                     m.instances,
+                     m.comm_time_ns,
+                     m.wait_time_ns,
+                     m.wait_share,
+                     m.times_last,
+                     m.delay_caused_ns,
+                     m.wait_imposed_ns,
+                     m.transfer_time_ns,
+                     p.sent,
+                     p.received,
+                     p.p2p_time_ns,
+                     p.late_sender_wait_ns,
+                     p.late_receiver_wait_ns,
+                     o.overlap,
+                     o.exposed_comm_ns,
+                     o.breakdown.span_ns,
+                     o.breakdown.compute_ns,
+                     o.breakdown.memory_ns,
+                     o.breakdown.idle_ns});
   }
   std::vector<CollectiveRow> types;
   for (const auto& t : w.types) {

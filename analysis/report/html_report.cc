@@ -1043,9 +1043,10 @@ class Page {
     const TimeUnit unit = AxisUnit(span);
     // Exact for round bin widths (1 us bins: no decimals); a real run's bins (9.316 ms) get three
     // significant digits, not the six it would take to print them exactly.
-    const int decimals = bin_ns > 0 ? std::min(DecimalsFor(bin_ns / unit.div),
-                                               std::max(0, 2 - static_cast<int>(std::floor(std::log10(bin_ns / unit.div)))))
-                                    : 0;
+    const int decimals = bin_ns > 0
+                             ? std::min(DecimalsFor(bin_ns / unit.div),
+                                        std::max(0, 2 - static_cast<int>(std::floor(std::log10(bin_ns / unit.div)))))
+                             : 0;
     auto at = [&](size_t b) { return Fmt("%.*f", decimals, bin_ns * static_cast<double>(b) / unit.div); };
     const bool labels = rh >= 10;
     std::vector<int64_t> row_ranks;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 
-
 namespace commprof {
 
 Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
@@ -46,8 +45,11 @@ std::string Bandwidth(double gbps) {
 }
 
 Json BreakdownJson(const TimeBreakdown& b) {
-  return {{"span_ns", b.span_ns}, {"compute_ns", b.compute_ns}, {"exposed_comm_ns", b.exposed_comm_ns},
-          {"memory_ns", b.memory_ns}, {"idle_ns", b.idle_ns}};
+  return {{"span_ns", b.span_ns},
+          {"compute_ns", b.compute_ns},
+          {"exposed_comm_ns", b.exposed_comm_ns},
+          {"memory_ns", b.memory_ns},
+          {"idle_ns", b.idle_ns}};
 }
 
 double Percent(int64_t part, int64_t whole) {
@@ -61,21 +63,40 @@ Json P2PToJson(const P2PMatchResult& p) {
   }
   Json unmatched = Json::array();
   for (const auto& u : p.unmatched) {
-    unmatched.push_back({{"rank", u.rank}, {"kind", u.is_send ? "send" : "recv"}, {"comm_id", u.comm_id},
-                         {"peer", u.peer}, {"tag", u.tag}, {"bytes", u.bytes}, {"start_ns", u.start},
+    unmatched.push_back({{"rank", u.rank},
+                         {"kind", u.is_send ? "send" : "recv"},
+                         {"comm_id", u.comm_id},
+                         {"peer", u.peer},
+                         {"tag", u.tag},
+                         {"bytes", u.bytes},
+                         {"start_ns", u.start},
                          {"reason", P2PUnmatchedReasonName(u.reason)}});
   }
   Json worst = Json::array();
   for (const auto& m : p.worst) {
-    worst.push_back({{"comm_id", m.comm_id}, {"src", m.src}, {"dst", m.dst}, {"tag", m.tag}, {"bytes", m.bytes},
-                     {"send_start_ns", m.send_start}, {"recv_start_ns", m.recv_start},
-                     {"late_sender_ns", m.late_sender_ns}, {"late_receiver_ns", m.late_receiver_ns}});
+    worst.push_back({{"comm_id", m.comm_id},
+                     {"src", m.src},
+                     {"dst", m.dst},
+                     {"tag", m.tag},
+                     {"bytes", m.bytes},
+                     {"send_start_ns", m.send_start},
+                     {"recv_start_ns", m.recv_start},
+                     {"late_sender_ns", m.late_sender_ns},
+                     {"late_receiver_ns", m.late_receiver_ns}});
   }
-  return {{"sends", p.sends}, {"recvs", p.recvs}, {"matched", p.matched}, {"unmatched_sends", p.unmatched_sends},
-          {"unmatched_recvs", p.unmatched_recvs}, {"unmatched_sendrecv", p.unmatched_sendrecv},
-          {"proc_null", p.proc_null}, {"bytes", p.bytes}, {"late_sender_wait_ns", p.late_sender_wait_ns},
-          {"late_receiver_wait_ns", p.late_receiver_wait_ns}, {"unmatched_by_reason", by_reason},
-          {"unmatched_list", unmatched}, {"worst_messages", worst}};
+  return {{"sends", p.sends},
+          {"recvs", p.recvs},
+          {"matched", p.matched},
+          {"unmatched_sends", p.unmatched_sends},
+          {"unmatched_recvs", p.unmatched_recvs},
+          {"unmatched_sendrecv", p.unmatched_sendrecv},
+          {"proc_null", p.proc_null},
+          {"bytes", p.bytes},
+          {"late_sender_wait_ns", p.late_sender_wait_ns},
+          {"late_receiver_wait_ns", p.late_receiver_wait_ns},
+          {"unmatched_by_reason", by_reason},
+          {"unmatched_list", unmatched},
+          {"worst_messages", worst}};
 }
 
 }  // namespace
@@ -91,8 +112,11 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   j["world_size"] = info.world_size;
   Json incomplete = Json::array();
   for (const auto& ii : rep.incomplete_list) {
-    incomplete.push_back({{"comm_id", ii.comm_id}, {"seq", ii.seq}, {"type", OpTypeName(ii.op)},
-                          {"comm_size", ii.comm_size}, {"ranks_present", ii.ranks_present}});
+    incomplete.push_back({{"comm_id", ii.comm_id},
+                          {"seq", ii.seq},
+                          {"type", OpTypeName(ii.op)},
+                          {"comm_size", ii.comm_size},
+                          {"ranks_present", ii.ranks_present}});
   }
   j["instances"] = {{"matched", rep.matched}, {"incomplete", rep.incomplete}, {"incomplete_list", incomplete}};
   j["skew_threshold_ns"] = rep.skew_threshold_ns;
@@ -100,10 +124,17 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   for (size_t i = 0; i < rep.ranks.size(); ++i) {
     const auto& m = rep.ranks[i];
     const RankInfo& ri = info.ranks[i];
-    j["ranks"].push_back({{"rank", m.rank}, {"host", m.host}, {"pid", ri.pid}, {"comm_time_ns", m.comm_time_ns},
-                          {"wait_time_ns", m.wait_time_ns}, {"wait_share", m.wait_share}, {"times_last", m.times_last},
-                          {"delay_caused_ns", m.delay_caused_ns}, {"wait_imposed_ns", m.wait_imposed_ns},
-                          {"instances", m.instances}, {"transfer_time_ns", m.transfer_time_ns}});
+    j["ranks"].push_back({{"rank", m.rank},
+                          {"host", m.host},
+                          {"pid", ri.pid},
+                          {"comm_time_ns", m.comm_time_ns},
+                          {"wait_time_ns", m.wait_time_ns},
+                          {"wait_share", m.wait_share},
+                          {"times_last", m.times_last},
+                          {"delay_caused_ns", m.delay_caused_ns},
+                          {"wait_imposed_ns", m.wait_imposed_ns},
+                          {"instances", m.instances},
+                          {"transfer_time_ns", m.transfer_time_ns}});
     if (i < report.overlap.size()) {
       const RankOverlap& o = report.overlap[i];
       Json& jr = j["ranks"].back();
@@ -115,49 +146,70 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
       jr["incomplete_events"] = o.incomplete_events;
       Json devices = Json::array();
       for (const auto& d : o.devices) {
-        devices.push_back({{"device", d.device}, {"comm_union_ns", d.comm_ns}, {"overlap", d.overlap},
-                           {"exposed_comm_ns", d.exposed_comm_ns}, {"breakdown", BreakdownJson(d.breakdown)}});
+        devices.push_back({{"device", d.device},
+                           {"comm_union_ns", d.comm_ns},
+                           {"overlap", d.overlap},
+                           {"exposed_comm_ns", d.exposed_comm_ns},
+                           {"breakdown", BreakdownJson(d.breakdown)}});
       }
       jr["devices"] = devices;
     }
     if (i < report.p2p.ranks.size()) {
       const P2PRankStats& p = report.p2p.ranks[i];
-      j["ranks"].back()["p2p"] = {{"sent", p.sent}, {"received", p.received}, {"bytes_sent", p.bytes_sent},
-                                  {"bytes_received", p.bytes_received}, {"p2p_time_ns", p.p2p_time_ns},
+      j["ranks"].back()["p2p"] = {{"sent", p.sent},
+                                  {"received", p.received},
+                                  {"bytes_sent", p.bytes_sent},
+                                  {"bytes_received", p.bytes_received},
+                                  {"p2p_time_ns", p.p2p_time_ns},
                                   {"late_sender_wait_ns", p.late_sender_wait_ns},
                                   {"late_receiver_wait_ns", p.late_receiver_wait_ns},
-                                  {"unmatched_sends", p.unmatched_sends}, {"unmatched_recvs", p.unmatched_recvs}};
+                                  {"unmatched_sends", p.unmatched_sends},
+                                  {"unmatched_recvs", p.unmatched_recvs}};
     }
   }
   j["collectives"] = Json::array();
   for (const auto& t : rep.types) {
-    j["collectives"].push_back({{"type", OpTypeName(t.op)}, {"count", t.count}, {"bytes", t.bytes},
-                                {"mean_duration_ns", t.mean_duration_ns}, {"mean_wait_ns", t.mean_wait_ns},
-                                {"mean_transfer_ns", t.mean_transfer_ns}, {"skew_p50_ns", t.skew_p50_ns},
-                                {"skew_p99_ns", t.skew_p99_ns}, {"algbw_gbps", t.algbw_gbps},
+    j["collectives"].push_back({{"type", OpTypeName(t.op)},
+                                {"count", t.count},
+                                {"bytes", t.bytes},
+                                {"mean_duration_ns", t.mean_duration_ns},
+                                {"mean_wait_ns", t.mean_wait_ns},
+                                {"mean_transfer_ns", t.mean_transfer_ns},
+                                {"skew_p50_ns", t.skew_p50_ns},
+                                {"skew_p99_ns", t.skew_p99_ns},
+                                {"algbw_gbps", t.algbw_gbps},
                                 {"busbw_gbps", t.busbw_gbps}});
   }
   j["worst_instances"] = Json::array();
   for (const auto& w : rep.worst) {
-    j["worst_instances"].push_back({{"comm_id", w.comm_id}, {"seq", w.seq}, {"type", OpTypeName(w.op)},
-                                    {"bytes", w.bytes}, {"start_ns", w.start_ns}, {"skew_ns", w.skew_ns},
-                                    {"last_rank", w.last_rank}, {"delay_caused_ns", w.delay_caused_ns},
+    j["worst_instances"].push_back({{"comm_id", w.comm_id},
+                                    {"seq", w.seq},
+                                    {"type", OpTypeName(w.op)},
+                                    {"bytes", w.bytes},
+                                    {"start_ns", w.start_ns},
+                                    {"skew_ns", w.skew_ns},
+                                    {"last_rank", w.last_rank},
+                                    {"delay_caused_ns", w.delay_caused_ns},
                                     {"total_wait_ns", w.total_wait_ns}});
   }
   j["p2p"] = P2PToJson(report.p2p);
   j["stragglers"] = Json::array();
   if (rep.verdict.found) {
-    j["stragglers"].push_back({{"rank", rep.verdict.rank}, {"host", rep.verdict.host},
-                               {"share_last", rep.verdict.share_last}, {"p_chance", rep.verdict.p_chance},
+    j["stragglers"].push_back({{"rank", rep.verdict.rank},
+                               {"host", rep.verdict.host},
+                               {"share_last", rep.verdict.share_last},
+                               {"p_chance", rep.verdict.p_chance},
                                {"delay_caused_ns", rep.verdict.delay_caused_ns},
-                               {"persistent", rep.verdict.persistent}, {"cause", rep.verdict.cause}});
+                               {"persistent", rep.verdict.persistent},
+                               {"cause", rep.verdict.cause}});
   }
   const LatenessMap& lm = rep.lateness;
   Json lateness = {{"start_ns", lm.start_ns}, {"bin_ns", lm.bin_ns}, {"bins", lm.bins}, {"ranks", Json::array()}};
   for (size_t i = 0; i < rep.ranks.size() && lm.bins > 0; ++i) {
     Json mean = Json::array();
     for (double v : lm.mean_lateness_ns[i]) mean.push_back(NumberOrNull(v));
-    lateness["ranks"].push_back({{"rank", rep.ranks[i].rank}, {"mean_lateness_ns", mean}, {"times_last", lm.times_last[i]}});
+    lateness["ranks"].push_back(
+        {{"rank", rep.ranks[i].rank}, {"mean_lateness_ns", mean}, {"times_last", lm.times_last[i]}});
   }
   j["lateness"] = lateness;
   Json clock;
@@ -165,17 +217,25 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   clock["instances_checked"] = report.clock.instances_checked;
   clock["ranks"] = Json::array();
   for (const auto& r : info.ranks) {
-    clock["ranks"].push_back({{"rank", r.rank}, {"clock_offset_ns", r.clock_offset_ns},
-                              {"clock_drift_ppm", r.clock_drift_ppm}, {"clock_error_bound_ns", r.clock_error_bound_ns},
+    clock["ranks"].push_back({{"rank", r.rank},
+                              {"clock_offset_ns", r.clock_offset_ns},
+                              {"clock_drift_ppm", r.clock_drift_ppm},
+                              {"clock_error_bound_ns", r.clock_error_bound_ns},
                               {"clock_method", r.clock_method}});
   }
   j["clock"] = clock;
   j["memory"] = Json::array();
   for (const MemorySeries& m : report.memory) {
-    j["memory"].push_back({{"rank", m.rank}, {"device", m.device}, {"memory_kind", MemoryKindName(m.memory_kind)},
-                           {"peak_bytes", m.peak_bytes}, {"peak_time_ns", m.peak_time_ns},
-                           {"final_bytes", m.final_bytes}, {"allocs", m.allocs}, {"frees", m.frees},
-                           {"unmatched_frees", m.unmatched_frees}, {"points", m.points.size()}});
+    j["memory"].push_back({{"rank", m.rank},
+                           {"device", m.device},
+                           {"memory_kind", MemoryKindName(m.memory_kind)},
+                           {"peak_bytes", m.peak_bytes},
+                           {"peak_time_ns", m.peak_time_ns},
+                           {"final_bytes", m.final_bytes},
+                           {"allocs", m.allocs},
+                           {"frees", m.frees},
+                           {"unmatched_frees", m.unmatched_frees},
+                           {"points", m.points.size()}});
   }
   return j;
 }
@@ -185,12 +245,13 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
   const WaitReport& rep = report.wait;
   char line[256];
   os << "commprof report: " << info.path << "\n";
-  os << "job " << info.job_id << ", " << info.world_size << " ranks, " << rep.matched << " matched collective instances ("
-     << rep.incomplete << " incomplete)\n";
+  os << "job " << info.job_id << ", " << info.world_size << " ranks, " << rep.matched
+     << " matched collective instances (" << rep.incomplete << " incomplete)\n";
   int64_t worst_bound = -1;
   for (const auto& r : info.ranks) worst_bound = std::max(worst_bound, r.clock_error_bound_ns);
-  os << "clock: largest error bound " << (worst_bound < 0 ? std::string("unmeasured") : std::to_string(worst_bound) + " ns")
-     << ", " << report.clock.violations << " clock-condition violation(s)\n"
+  os << "clock: largest error bound "
+     << (worst_bound < 0 ? std::string("unmeasured") : std::to_string(worst_bound) + " ns") << ", "
+     << report.clock.violations << " clock-condition violation(s)\n"
      << "       skews under " << rep.skew_threshold_ns << " ns are not attributed to a straggler\n\n";
   std::snprintf(line, sizeof line, "%-20s %6s %10s %9s %9s %9s %9s %9s %8s\n", "collective", "count", "bytes",
                 "dur (ms)", "wait (ms)", "xfer (ms)", "skew p50", "skew p99", "busbw");
@@ -201,19 +262,21 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
   for (const auto& t : rep.types) {
     std::snprintf(line, sizeof line, "%-20s %6llu %10llu %9s %9s %9s %9s %9s %8s\n", OpTypeName(t.op),
                   static_cast<unsigned long long>(t.count), static_cast<unsigned long long>(t.bytes),
-                  Ms(static_cast<int64_t>(t.mean_duration_ns)).c_str(), Ms(static_cast<int64_t>(t.mean_wait_ns)).c_str(),
+                  Ms(static_cast<int64_t>(t.mean_duration_ns)).c_str(),
+                  Ms(static_cast<int64_t>(t.mean_wait_ns)).c_str(),
                   Ms(static_cast<int64_t>(t.mean_transfer_ns)).c_str(), Ms(t.skew_p50_ns).c_str(),
                   Ms(t.skew_p99_ns).c_str(), Bandwidth(t.busbw_gbps).c_str());
     os << line;
   }
   os << "\n";
-  std::snprintf(line, sizeof line, "%-5s %-15s %13s %13s %7s %10s %15s %15s\n", "rank", "host", "comm (ms)", "wait (ms)",
-                "wait %", "times last", "delay caused", "wait imposed");
+  std::snprintf(line, sizeof line, "%-5s %-15s %13s %13s %7s %10s %15s %15s\n", "rank", "host", "comm (ms)",
+                "wait (ms)", "wait %", "times last", "delay caused", "wait imposed");
   os << line;
   for (const auto& m : rep.ranks) {
     std::snprintf(line, sizeof line, "%-5u %-15.15s %13s %13s %6.1f%% %10llu %12s ms %12s ms\n", m.rank, m.host.c_str(),
                   Ms(m.comm_time_ns).c_str(), Ms(m.wait_time_ns).c_str(), 100.0 * m.wait_share,
-                  static_cast<unsigned long long>(m.times_last), Ms(m.delay_caused_ns).c_str(), Ms(m.wait_imposed_ns).c_str());
+                  static_cast<unsigned long long>(m.times_last), Ms(m.delay_caused_ns).c_str(),
+                  Ms(m.wait_imposed_ns).c_str());
     os << line;
   }
   if (!rep.worst.empty()) {

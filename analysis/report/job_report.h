@@ -4,7 +4,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 #include <string>
 
@@ -25,7 +24,7 @@ struct JobReport {
   std::vector<CollectiveInstance> instances;  // every blocking instance, by first arrival (§1)
   WaitReport wait;
   ClockViolations clock;
-  P2PMatchResult p2p;  // point-to-point messages, Late Sender / Late Receiver (§5)
+  P2PMatchResult p2p;                // point-to-point messages, Late Sender / Late Receiver (§5)
   std::vector<RankOverlap> overlap;  // per rank, parallel to info.ranks (§6)
   std::vector<MemorySeries> memory;  // per rank, device and memory kind that has alloc/free records (§7)
 };

@@ -41,8 +41,8 @@ class Handle {
 };
 
 // The compound type of one event record (names = the fields of commprof_event).
-hid_t EventType();        // a committed-once, process-lifetime type id; do not close
-hid_t VarStringType();    // variable-length UTF-8 string type; do not close
+hid_t EventType();      // a committed-once, process-lifetime type id; do not close
+hid_t VarStringType();  // variable-length UTF-8 string type; do not close
 
 // Attributes (created or overwritten).
 bool WriteAttr(hid_t obj, const char* name, const std::string& value);

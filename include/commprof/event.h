@@ -16,7 +16,7 @@ extern "C" {
 /* What happened. Values are stored in files; never renumber. */
 enum commprof_kind {
   COMMPROF_KIND_NONE = 0,
-  COMMPROF_KIND_MPI_INIT = 1,       /* MPI_Init / MPI_Init_thread */
+  COMMPROF_KIND_MPI_INIT = 1, /* MPI_Init / MPI_Init_thread */
   COMMPROF_KIND_MPI_FINALIZE = 2,
   COMMPROF_KIND_MPI_COLLECTIVE = 3, /* blocking collective, or a non-blocking one from issue to completion */
   COMMPROF_KIND_MPI_P2P = 4,        /* Send/Recv/Sendrecv, or Isend/Irecv from post to completion */
@@ -82,26 +82,47 @@ enum commprof_op_type {
 
 /* Element datatype (stored in `datatype`). */
 enum commprof_datatype {
-  COMMPROF_DT_NONE = 0, COMMPROF_DT_BYTE = 1, COMMPROF_DT_CHAR = 2, COMMPROF_DT_INT8 = 3,
-  COMMPROF_DT_UINT8 = 4, COMMPROF_DT_INT16 = 5, COMMPROF_DT_UINT16 = 6, COMMPROF_DT_INT32 = 7,
-  COMMPROF_DT_UINT32 = 8, COMMPROF_DT_INT64 = 9, COMMPROF_DT_UINT64 = 10, COMMPROF_DT_FLOAT16 = 11,
-  COMMPROF_DT_BFLOAT16 = 12, COMMPROF_DT_FLOAT32 = 13, COMMPROF_DT_FLOAT64 = 14,
-  COMMPROF_DT_LONG_DOUBLE = 15, COMMPROF_DT_DERIVED = 254, COMMPROF_DT_OTHER = 255
+  COMMPROF_DT_NONE = 0,
+  COMMPROF_DT_BYTE = 1,
+  COMMPROF_DT_CHAR = 2,
+  COMMPROF_DT_INT8 = 3,
+  COMMPROF_DT_UINT8 = 4,
+  COMMPROF_DT_INT16 = 5,
+  COMMPROF_DT_UINT16 = 6,
+  COMMPROF_DT_INT32 = 7,
+  COMMPROF_DT_UINT32 = 8,
+  COMMPROF_DT_INT64 = 9,
+  COMMPROF_DT_UINT64 = 10,
+  COMMPROF_DT_FLOAT16 = 11,
+  COMMPROF_DT_BFLOAT16 = 12,
+  COMMPROF_DT_FLOAT32 = 13,
+  COMMPROF_DT_FLOAT64 = 14,
+  COMMPROF_DT_LONG_DOUBLE = 15,
+  COMMPROF_DT_DERIVED = 254,
+  COMMPROF_DT_OTHER = 255
 };
 
 /* Reduction operation (stored in `reduce_op`). */
 enum commprof_reduce_op {
-  COMMPROF_RED_NONE = 0, COMMPROF_RED_SUM = 1, COMMPROF_RED_PROD = 2, COMMPROF_RED_MAX = 3,
-  COMMPROF_RED_MIN = 4, COMMPROF_RED_LAND = 5, COMMPROF_RED_LOR = 6, COMMPROF_RED_BAND = 7,
-  COMMPROF_RED_BOR = 8, COMMPROF_RED_MAXLOC = 9, COMMPROF_RED_MINLOC = 10,
+  COMMPROF_RED_NONE = 0,
+  COMMPROF_RED_SUM = 1,
+  COMMPROF_RED_PROD = 2,
+  COMMPROF_RED_MAX = 3,
+  COMMPROF_RED_MIN = 4,
+  COMMPROF_RED_LAND = 5,
+  COMMPROF_RED_LOR = 6,
+  COMMPROF_RED_BAND = 7,
+  COMMPROF_RED_BOR = 8,
+  COMMPROF_RED_MAXLOC = 9,
+  COMMPROF_RED_MINLOC = 10,
   COMMPROF_RED_AVG = 11, /* ncclAvg (NCCL API events decoded from NCCL's NVTX ranges) */
   COMMPROF_RED_USER = 255
 };
 
 /* Bits of `flags`. */
 enum commprof_event_flags {
-  COMMPROF_FLAG_NONBLOCKING = 1u << 0, /* issued by an I-call; start = issue, end = completion */
-  COMMPROF_FLAG_INCOMPLETE = 1u << 1,  /* never completed (request lost or process ended) */
+  COMMPROF_FLAG_NONBLOCKING = 1u << 0,    /* issued by an I-call; start = issue, end = completion */
+  COMMPROF_FLAG_INCOMPLETE = 1u << 1,     /* never completed (request lost or process ended) */
   COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2, /* communicator made by a call we do not wrap: comm_id is local only */
   COMMPROF_FLAG_FROM_NVTX = 1u << 3       /* an NCCL API event decoded from NCCL's own NVTX range (docs/nvtx.md) */
 };

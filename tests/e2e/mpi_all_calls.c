@@ -24,29 +24,29 @@ int main(int argc, char** argv) {
     displs[i] = i * N;
   }
 
-  MPI_Barrier(MPI_COMM_WORLD);                                               /* seq 0 */
-  MPI_Bcast(send, N, MPI_INT, 1, MPI_COMM_WORLD);                            /* seq 1, 32 B, root 1 */
-  MPI_Reduce(send, recv, N, MPI_INT, MPI_SUM, 2, MPI_COMM_WORLD);            /* seq 2, 32 B, root 2 */
-  MPI_Allreduce(send, recv, N, MPI_INT, MPI_MAX, MPI_COMM_WORLD);            /* seq 3, 32 B */
-  MPI_Gather(send, N, MPI_INT, recv, N, MPI_INT, 0, MPI_COMM_WORLD);         /* seq 4, 128 B */
-  MPI_Gatherv(send, N, MPI_INT, recv, counts, displs, MPI_INT, 0, MPI_COMM_WORLD); /* seq 5 */
-  MPI_Scatter(send, N, MPI_INT, recv, N, MPI_INT, 3, MPI_COMM_WORLD);        /* seq 6, 128 B */
-  MPI_Scatterv(send, counts, displs, MPI_INT, recv, N, MPI_INT, 3, MPI_COMM_WORLD); /* seq 7 */
-  MPI_Allgather(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD);         /* seq 8, 128 B */
-  MPI_Allgatherv(send, N, MPI_INT, recv, counts, displs, MPI_INT, MPI_COMM_WORLD); /* seq 9, 128 B */
-  MPI_Alltoall(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD);          /* seq 10, 128 B */
+  MPI_Barrier(MPI_COMM_WORLD);                                                                 /* seq 0 */
+  MPI_Bcast(send, N, MPI_INT, 1, MPI_COMM_WORLD);                                              /* seq 1, 32 B, root 1 */
+  MPI_Reduce(send, recv, N, MPI_INT, MPI_SUM, 2, MPI_COMM_WORLD);                              /* seq 2, 32 B, root 2 */
+  MPI_Allreduce(send, recv, N, MPI_INT, MPI_MAX, MPI_COMM_WORLD);                              /* seq 3, 32 B */
+  MPI_Gather(send, N, MPI_INT, recv, N, MPI_INT, 0, MPI_COMM_WORLD);                           /* seq 4, 128 B */
+  MPI_Gatherv(send, N, MPI_INT, recv, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);             /* seq 5 */
+  MPI_Scatter(send, N, MPI_INT, recv, N, MPI_INT, 3, MPI_COMM_WORLD);                          /* seq 6, 128 B */
+  MPI_Scatterv(send, counts, displs, MPI_INT, recv, N, MPI_INT, 3, MPI_COMM_WORLD);            /* seq 7 */
+  MPI_Allgather(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD);                           /* seq 8, 128 B */
+  MPI_Allgatherv(send, N, MPI_INT, recv, counts, displs, MPI_INT, MPI_COMM_WORLD);             /* seq 9, 128 B */
+  MPI_Alltoall(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD);                            /* seq 10, 128 B */
   MPI_Alltoallv(send, counts, displs, MPI_INT, recv, counts, displs, MPI_INT, MPI_COMM_WORLD); /* seq 11 */
-  MPI_Reduce_scatter(send, recv, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);  /* seq 12, 128 B */
-  MPI_Reduce_scatter_block(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* seq 13, 128 B */
-  MPI_Scan(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);                 /* seq 14, 32 B */
+  MPI_Reduce_scatter(send, recv, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);                    /* seq 12, 128 B */
+  MPI_Reduce_scatter_block(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);                   /* seq 13, 128 B */
+  MPI_Scan(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);                                   /* seq 14, 32 B */
 
   MPI_Request reqs[4];
   MPI_Iallreduce(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[0]); /* seq 15 */
   MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
-  MPI_Ibcast(send, N, MPI_INT, 0, MPI_COMM_WORLD, &reqs[0]);                 /* seq 16 */
+  MPI_Ibcast(send, N, MPI_INT, 0, MPI_COMM_WORLD, &reqs[0]); /* seq 16 */
   int flag = 0;
   while (!flag) MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE);
-  MPI_Iallgather(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD, &reqs[0]); /* seq 17 */
+  MPI_Iallgather(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD, &reqs[0]);            /* seq 17 */
   MPI_Ialltoall(send, N / 4, MPI_INT, recv + 0, N / 4, MPI_INT, MPI_COMM_WORLD, &reqs[1]); /* seq 18, 32 B */
   MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
 

@@ -54,16 +54,16 @@ static long long NowNs(void) {
 }
 
 /* Runs one collective call and records the application's view of its entry and exit. */
-#define TIMED(c, call)                                 \
-  do {                                                 \
-    long long start_ = NowNs();                        \
-    call;                                              \
-    if (ncalls < kMaxCalls) {                          \
-      calls[ncalls].comm = (c);                        \
-      calls[ncalls].start = start_;                    \
-      calls[ncalls].end = NowNs();                     \
-      ++ncalls;                                        \
-    }                                                  \
+#define TIMED(c, call)              \
+  do {                              \
+    long long start_ = NowNs();     \
+    call;                           \
+    if (ncalls < kMaxCalls) {       \
+      calls[ncalls].comm = (c);     \
+      calls[ncalls].start = start_; \
+      calls[ncalls].end = NowNs();  \
+      ++ncalls;                     \
+    }                               \
   } while (0)
 
 static void WriteTimes(const char* prefix, int rank) {
@@ -84,10 +84,14 @@ int main(int argc, char** argv) {
   int iters = 6, d = 20, large_iters = 4;
   const char* times = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--sleep-ms") == 0) d = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--large-iters") == 0) large_iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--times") == 0) times = argv[i + 1];
+    if (strcmp(argv[i], "--iters") == 0)
+      iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--sleep-ms") == 0)
+      d = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--large-iters") == 0)
+      large_iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--times") == 0)
+      times = argv[i + 1];
   }
   if (size != 4 || iters <= 0 || d < 0 || large_iters < 0) {
     if (rank == 0) fprintf(stderr, "verify_collectives: 4 ranks; --iters > 0, --sleep-ms >= 0\n");

@@ -18,8 +18,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int iters = 5, bcasts = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bcasts") == 0) bcasts = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--iters") == 0)
+      iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--bcasts") == 0)
+      bcasts = atoi(argv[i + 1]);
   }
   double x = rank, y = 0;
   for (int k = 0; k < iters; ++k) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

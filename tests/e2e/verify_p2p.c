@@ -24,10 +24,14 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int iters = 5, c = 10, s1 = 30, s2 = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--compute-ms") == 0) c = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--s1-ms") == 0) s1 = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--s2-ms") == 0) s2 = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--iters") == 0)
+      iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--compute-ms") == 0)
+      c = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--s1-ms") == 0)
+      s1 = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--s2-ms") == 0)
+      s2 = atoi(argv[i + 1]);
   }
   if (size != 4) {
     if (rank == 0) fprintf(stderr, "verify_p2p: run with 4 ranks\n");

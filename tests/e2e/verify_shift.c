@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
   const char* schedule = "1:30,3:20";
   const char* times = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--sleep-ms") == 0) d = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--schedule") == 0) schedule = argv[i + 1];
-    else if (strcmp(argv[i], "--times") == 0) times = argv[i + 1];
+    if (strcmp(argv[i], "--sleep-ms") == 0)
+      d = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--schedule") == 0)
+      schedule = argv[i + 1];
+    else if (strcmp(argv[i], "--times") == 0)
+      times = argv[i + 1];
   }
   double x = rank, y = 0;
   FILE* out = NULL;

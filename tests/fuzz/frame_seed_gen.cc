@@ -71,13 +71,27 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
         st = wire::DecodeHello(p).status();
         if (st.ok() && !wire::VerifyHelloProof(p, kSeedSecret)) st = commprof::Corrupt("hello proof does not verify");
         break;
-      case wire::FrameType::kHelloAck: st = wire::DecodeHelloAck(p).status(); break;
-      case wire::FrameType::kStrings: st = wire::DecodeStrings(p).status(); break;
-      case wire::FrameType::kEvents: st = wire::DecodeEvents(p).status(); break;
-      case wire::FrameType::kClock: st = wire::DecodeClock(p).status(); break;
-      case wire::FrameType::kBye: st = wire::DecodeBye(p).status(); break;
-      case wire::FrameType::kClockPing: st = wire::DecodeClockPing(p).status(); break;
-      case wire::FrameType::kClockPong: st = wire::DecodeClockPong(p).status(); break;
+      case wire::FrameType::kHelloAck:
+        st = wire::DecodeHelloAck(p).status();
+        break;
+      case wire::FrameType::kStrings:
+        st = wire::DecodeStrings(p).status();
+        break;
+      case wire::FrameType::kEvents:
+        st = wire::DecodeEvents(p).status();
+        break;
+      case wire::FrameType::kClock:
+        st = wire::DecodeClock(p).status();
+        break;
+      case wire::FrameType::kBye:
+        st = wire::DecodeBye(p).status();
+        break;
+      case wire::FrameType::kClockPing:
+        st = wire::DecodeClockPing(p).status();
+        break;
+      case wire::FrameType::kClockPong:
+        st = wire::DecodeClockPong(p).status();
+        break;
     }
     if (!st.ok()) {
       why = st.message();

@@ -62,29 +62,86 @@ typedef struct {
   void* parentObj;
   int rank;
   union {
-    struct { bool graphCaptured; int groupDepth; } groupApi;
-    struct { const char* func; size_t count; const char* datatype; int root; void* stream; bool graphCaptured; } collApi;
-    struct { const char* func; size_t count; const char* datatype; void* stream; bool graphCaptured; } p2pApi;
-    struct { void* stream; } kernelLaunch;
     struct {
-      uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff; size_t count; int root;
-      const char* datatype; uint8_t nChannels; uint8_t nWarps; const char* algo; const char* proto; void* parentGroup;
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      int root;
+      void* stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      void* stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void* stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
+      void* parentGroup;
     } coll;
     struct {
-      const char* func; void* buff; const char* datatype; size_t count; int peer; uint8_t nChannels; void* parentGroup;
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void* parentGroup;
     } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
-    struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-    struct { int64_t id; void* data; } netPlugin;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
   };
 } drv_descr_v5_t;
 
 typedef union {
-  struct { size_t transSize; } proxyStep;
-  struct { int appendedProxyOps; } proxyCtrl;
-  struct { void* data; } netPlugin;
-  struct { uint64_t pTimer; } kernelCh;
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void* data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
 } drv_state_args_v5_t;
 
 typedef struct {
@@ -104,14 +161,45 @@ typedef struct {
   int rank;
   union {
     struct {
-      uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff; size_t count; int root;
-      const char* datatype; uint8_t nChannels; uint8_t nWarps; const char* algo; const char* proto;
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
     } coll;
-    struct { const char* func; void* buff; const char* datatype; size_t count; int peer; uint8_t nChannels; } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
-    struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-    struct { int64_t id; void* data; } netPlugin;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
   };
 } drv_descr_v4_t;
 
@@ -134,21 +222,52 @@ typedef struct {
   int rank;
   union {
     struct {
-      const char* name; uint64_t commHash; uint64_t seqNumber; const char* func; const void* sendBuff; void* recvBuff;
-      size_t count; int root; const char* datatype; size_t trafficBytes; uint8_t nMaxChannels; uint8_t nWarps;
-      const char* algo; const char* proto;
+      const char* name;
+      uint64_t commHash;
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      size_t trafficBytes;
+      uint8_t nMaxChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
     } coll;
     struct {
-      const char* name; uint64_t commHash; const char* func; void* buff; const char* datatype; size_t count; int peer;
+      const char* name;
+      uint64_t commHash;
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
     } p2p;
-    struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
   };
 } drv_descr_v2_t;
 
 typedef union {
-  struct { size_t transSize; int steps; } proxyOp;
-  struct { int appendedProxyOps; } proxyCtrl;
+  struct {
+    size_t transSize;
+    int steps;
+  } proxyOp;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
 } drv_state_args_v2_t;
 
 typedef struct {

@@ -50,7 +50,7 @@ typedef struct {
   long count;
   int coll_channels;
   const char* comm_name;
-  int selftest; /* run by tests/nccl/selftest.py: a plugin must load */
+  int selftest;     /* run by tests/nccl/selftest.py: a plugin must load */
   double drift_ppm; /* with have_drift; else the per-rank default */
   int have_drift;
   long long gpu_offset_ns;
@@ -94,43 +94,86 @@ static Options ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV()                                                            \
-  do {                                                                     \
-    if (!v) {                                                              \
+#define NEEDV()                                                           \
+  do {                                                                    \
+    if (!v) {                                                             \
       fprintf(stderr, "nccl_profiler_driver: missing value for %s\n", a); \
-      exit(2);                                                             \
-    }                                                                      \
-    ++i;                                                                   \
+      exit(2);                                                            \
+    }                                                                     \
+    ++i;                                                                  \
   } while (0)
-    if (!strcmp(a, "--plugin")) { NEEDV(); o.plugin = v; }
-    else if (!strcmp(a, "--abi")) {
+    if (!strcmp(a, "--plugin")) {
       NEEDV();
-      if (!strcmp(v, "v5")) o.abi = 5;
-      else if (!strcmp(v, "v4")) o.abi = 4;
-      else if (!strcmp(v, "v2")) o.abi = 2;
-      else { fprintf(stderr, "nccl_profiler_driver: --abi must be v5, v4 or v2\n"); exit(2); }
-    }
-    else if (!strcmp(a, "--iters")) { NEEDV(); o.iters = (int)ParseLong(a, v); }
-    else if (!strcmp(a, "--slow-rank")) { NEEDV(); o.slow_rank = (int)ParseLong(a, v); }
-    else if (!strcmp(a, "--slow-us")) { NEEDV(); o.slow_us = ParseLong(a, v); }
-    else if (!strcmp(a, "--slow-where")) {
+      o.plugin = v;
+    } else if (!strcmp(a, "--abi")) {
       NEEDV();
-      if (!strcmp(v, "gpu")) o.slow_host = 0;
-      else if (!strcmp(v, "host")) o.slow_host = 1;
-      else { fprintf(stderr, "nccl_profiler_driver: --slow-where must be gpu or host\n"); exit(2); }
+      if (!strcmp(v, "v5"))
+        o.abi = 5;
+      else if (!strcmp(v, "v4"))
+        o.abi = 4;
+      else if (!strcmp(v, "v2"))
+        o.abi = 2;
+      else {
+        fprintf(stderr, "nccl_profiler_driver: --abi must be v5, v4 or v2\n");
+        exit(2);
+      }
+    } else if (!strcmp(a, "--iters")) {
+      NEEDV();
+      o.iters = (int)ParseLong(a, v);
+    } else if (!strcmp(a, "--slow-rank")) {
+      NEEDV();
+      o.slow_rank = (int)ParseLong(a, v);
+    } else if (!strcmp(a, "--slow-us")) {
+      NEEDV();
+      o.slow_us = ParseLong(a, v);
+    } else if (!strcmp(a, "--slow-where")) {
+      NEEDV();
+      if (!strcmp(v, "gpu"))
+        o.slow_host = 0;
+      else if (!strcmp(v, "host"))
+        o.slow_host = 1;
+      else {
+        fprintf(stderr, "nccl_profiler_driver: --slow-where must be gpu or host\n");
+        exit(2);
+      }
+    } else if (!strcmp(a, "--slow-p2p"))
+      o.slow_p2p = 1;
+    else if (!strcmp(a, "--transfer-us")) {
+      NEEDV();
+      o.transfer_us = ParseLong(a, v);
+    } else if (!strcmp(a, "--launch-us")) {
+      NEEDV();
+      o.launch_us = ParseLong(a, v);
+    } else if (!strcmp(a, "--count")) {
+      NEEDV();
+      o.count = ParseLong(a, v);
+    } else if (!strcmp(a, "--channels")) {
+      NEEDV();
+      o.coll_channels = (int)ParseLong(a, v);
+    } else if (!strcmp(a, "--comm-name")) {
+      NEEDV();
+      o.comm_name = v;
+    } else if (!strcmp(a, "--bcast-root")) {
+      NEEDV();
+      o.bcast_root = (int)ParseLong(a, v);
+    } else if (!strcmp(a, "--gpu-offset-ns")) {
+      NEEDV();
+      o.gpu_offset_ns = strtoll(v, NULL, 10);
+      o.have_offset = 1;
+    } else if (!strcmp(a, "--gpu-drift-ppm")) {
+      NEEDV();
+      o.drift_ppm = strtod(v, NULL);
+      o.have_drift = 1;
+    } else if (!strcmp(a, "--selftest"))
+      o.selftest = 1;
+    else if (!strcmp(a, "--help")) {
+      Usage(stdout);
+      exit(0);
+    } else {
+      fprintf(stderr, "nccl_profiler_driver: unknown argument %s\n", a);
+      Usage(stderr);
+      exit(2);
     }
-    else if (!strcmp(a, "--slow-p2p")) o.slow_p2p = 1;
-    else if (!strcmp(a, "--transfer-us")) { NEEDV(); o.transfer_us = ParseLong(a, v); }
-    else if (!strcmp(a, "--launch-us")) { NEEDV(); o.launch_us = ParseLong(a, v); }
-    else if (!strcmp(a, "--count")) { NEEDV(); o.count = ParseLong(a, v); }
-    else if (!strcmp(a, "--channels")) { NEEDV(); o.coll_channels = (int)ParseLong(a, v); }
-    else if (!strcmp(a, "--comm-name")) { NEEDV(); o.comm_name = v; }
-    else if (!strcmp(a, "--bcast-root")) { NEEDV(); o.bcast_root = (int)ParseLong(a, v); }
-    else if (!strcmp(a, "--gpu-offset-ns")) { NEEDV(); o.gpu_offset_ns = strtoll(v, NULL, 10); o.have_offset = 1; }
-    else if (!strcmp(a, "--gpu-drift-ppm")) { NEEDV(); o.drift_ppm = strtod(v, NULL); o.have_drift = 1; }
-    else if (!strcmp(a, "--selftest")) o.selftest = 1;
-    else if (!strcmp(a, "--help")) { Usage(stdout); exit(0); }
-    else { fprintf(stderr, "nccl_profiler_driver: unknown argument %s\n", a); Usage(stderr); exit(2); }
 #undef NEEDV
   }
   if (o.coll_channels < 1 || o.coll_channels > MAX_CH) {
@@ -259,7 +302,8 @@ static void* Start(const drv_descr_v5_t* d, size_t traffic_bytes) {
     e.parentObj = d->parentObj;
     e.rank = d->rank;
     switch (d->type) {
-      case DRV_GROUP: break;
+      case DRV_GROUP:
+        break;
       case DRV_COLL:
         e.coll.seqNumber = d->coll.seqNumber;
         e.coll.func = d->coll.func;
@@ -283,13 +327,18 @@ static void* Start(const drv_descr_v5_t* d, size_t traffic_bytes) {
         e.p2p.nChannels = d->p2p.nChannels;
         e.parentObj = d->p2p.parentGroup;
         break;
-      case DRV_PROXY_OP: memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp); break;
-      case DRV_PROXY_STEP: e.proxyStep.step = d->proxyStep.step; break;
+      case DRV_PROXY_OP:
+        memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp);
+        break;
+      case DRV_PROXY_STEP:
+        e.proxyStep.step = d->proxyStep.step;
+        break;
       case DRV_KERNEL_CH:
         e.kernelCh.channelId = d->kernelCh.channelId;
         e.kernelCh.pTimer = d->kernelCh.pTimer;
         break;
-      default: return NULL; /* v5-only types are dropped by the adapter */
+      default:
+        return NULL; /* v5-only types are dropped by the adapter */
     }
     ((const drv_profiler_v4_t*)g_table)->startEvent(g_comm.ctx, &h, &e);
   } else {
@@ -299,7 +348,8 @@ static void* Start(const drv_descr_v5_t* d, size_t traffic_bytes) {
     e.parentObj = d->parentObj;
     e.rank = d->rank;
     switch (d->type) {
-      case DRV_GROUP: break;
+      case DRV_GROUP:
+        break;
       case DRV_COLL: /* 2.24/2.25: name = commName, commHash in the descriptor (§2c) */
         e.coll.name = g_comm.comm_name;
         e.coll.commHash = g_comm.comm_hash;
@@ -327,9 +377,14 @@ static void* Start(const drv_descr_v5_t* d, size_t traffic_bytes) {
         e.p2p.peer = d->p2p.peer;
         e.parentObj = d->p2p.parentGroup;
         break;
-      case DRV_PROXY_OP: memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp); break;
-      case DRV_PROXY_STEP: e.proxyStep.step = d->proxyStep.step; break;
-      default: return NULL;
+      case DRV_PROXY_OP:
+        memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp);
+        break;
+      case DRV_PROXY_STEP:
+        e.proxyStep.step = d->proxyStep.step;
+        break;
+      default:
+        return NULL;
     }
     ((const drv_profiler_v2_t*)g_table)->startEvent(g_comm.ctx, &h, &e);
   }
@@ -339,9 +394,12 @@ static void* Start(const drv_descr_v5_t* d, size_t traffic_bytes) {
 /* NCCL checks the handle for NULL before stop and record (§7). */
 static void Stop(void* h) {
   if (h == NULL) return;
-  if (g_comm.abi == 5) ((const drv_profiler_v5_t*)g_table)->stopEvent(h);
-  else if (g_comm.abi == 4) ((const drv_profiler_v4_t*)g_table)->stopEvent(h);
-  else ((const drv_profiler_v2_t*)g_table)->stopEvent(h);
+  if (g_comm.abi == 5)
+    ((const drv_profiler_v5_t*)g_table)->stopEvent(h);
+  else if (g_comm.abi == 4)
+    ((const drv_profiler_v4_t*)g_table)->stopEvent(h);
+  else
+    ((const drv_profiler_v2_t*)g_table)->stopEvent(h);
 }
 
 static void Record(void* h, int state, const drv_state_args_v5_t* a5, const drv_state_args_v2_t* a2) {
@@ -387,7 +445,8 @@ static int GateP2p(int m) {
    * here as that outer condition plus the event's own gate, P2p or a child of it (ProxyOp,
    * ProxyStep), as in 2.28, so a ProxyOp never comes without its P2p parent. */
   if (g_comm.abi == 2)
-    return (m & (DRV_COLL | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0 && (m & (DRV_P2P | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0;
+    return (m & (DRV_COLL | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0 &&
+           (m & (DRV_P2P | DRV_PROXY_OP | DRV_PROXY_STEP)) != 0;
   return (m & (DRV_P2P | DRV_PROXY_OP | DRV_PROXY_STEP | DRV_KERNEL_CH | DRV_NET_PLUGIN)) != 0;
 }
 static int GateProxyOp(int m) {
@@ -413,9 +472,9 @@ typedef struct {
   size_t count; /* the user's count */
   int root;
   int peer;
-  void* handle;  /* Coll/P2p handle, for the proxy thread */
+  void* handle; /* Coll/P2p handle, for the proxy thread */
   int nch;
-  int mask;      /* the task's copy of the mask (§2a) */
+  int mask;                 /* the task's copy of the mask (§2a) */
   int64_t start_ns, end_ns; /* planned host times of the kernel on this rank */
 } Task;
 
@@ -458,9 +517,18 @@ static void RunProxyPlan(Plan* p) {
       for (int dir = 0; dir < 2; ++dir) {
         int is_send;
         int peer;
-        if (k->func == F_SEND) { if (dir == 1) continue; is_send = 1; peer = k->peer; }
-        else if (k->func == F_RECV) { if (dir == 1) continue; is_send = 0; peer = k->peer; }
-        else { is_send = dir == 0; peer = is_send ? (g_comm.rank + 1) % g_comm.nranks : (g_comm.rank + g_comm.nranks - 1) % g_comm.nranks; }
+        if (k->func == F_SEND) {
+          if (dir == 1) continue;
+          is_send = 1;
+          peer = k->peer;
+        } else if (k->func == F_RECV) {
+          if (dir == 1) continue;
+          is_send = 0;
+          peer = k->peer;
+        } else {
+          is_send = dir == 0;
+          peer = is_send ? (g_comm.rank + 1) % g_comm.nranks : (g_comm.rank + g_comm.nranks - 1) % g_comm.nranks;
+        }
         drv_descr_v5_t d;
         memset(&d, 0, sizeof d);
         d.type = DRV_PROXY_OP;
@@ -547,7 +615,10 @@ static void RunProxyPlan(Plan* p) {
   }
   /* 4. The kernel ends: per channel record(22, {pTimer = stop}) immediately before stop (§3), in
    *    the order of the stop times (a task's channels 1 us apart, the last at the task's end). */
-  struct { int64_t at; int t, ch; } stops[MAX_TASKS * MAX_CH];
+  struct {
+    int64_t at;
+    int t, ch;
+  } stops[MAX_TASKS * MAX_CH];
   int nstops = 0;
   for (int t = 0; t < p->ntasks; ++t)
     for (int ch = 0; ch < p->tasks[t].nch; ++ch) {
@@ -978,9 +1049,12 @@ int main(int argc, char** argv) {
 
   /* finalize in commFree; skipped for a NULL context (§1). */
   if (loaded && g_comm.ctx != NULL) {
-    if (o.abi == 5) ((const drv_profiler_v5_t*)g_table)->finalize(g_comm.ctx);
-    else if (o.abi == 4) ((const drv_profiler_v4_t*)g_table)->finalize(g_comm.ctx);
-    else ((const drv_profiler_v2_t*)g_table)->finalize(g_comm.ctx);
+    if (o.abi == 5)
+      ((const drv_profiler_v5_t*)g_table)->finalize(g_comm.ctx);
+    else if (o.abi == 4)
+      ((const drv_profiler_v4_t*)g_table)->finalize(g_comm.ctx);
+    else
+      ((const drv_profiler_v2_t*)g_table)->finalize(g_comm.ctx);
   }
   if (g_lib) dlclose(g_lib);
 
@@ -994,9 +1068,9 @@ int main(int argc, char** argv) {
            "\"channels\":%d,\"one_host\":%s,\"ops\":{\"AllReduce\":%ld,\"AllGather\":%ld,\"Broadcast\":%ld,"
            "\"ReduceScatter\":%ld,\"Send\":%ld,\"Recv\":%ld},\"p2p_groups\":%ld,\"mpi_collectives\":%ld}\n",
            o.abi, hash, size, o.iters, loaded ? "true" : "false", init_ok ? "true" : "false", LoadMask(), o.slow_rank,
-           o.slow_us, o.slow_host ? "host" : "gpu", root, o.count, o.coll_channels, one_host ? "true" : "false", dr.counts[F_ALLREDUCE],
-           dr.counts[F_ALLGATHER], dr.counts[F_BROADCAST], dr.counts[F_REDUCESCATTER], dr.counts[F_SEND],
-           dr.counts[F_RECV], dr.groups, mpi_collectives);
+           o.slow_us, o.slow_host ? "host" : "gpu", root, o.count, o.coll_channels, one_host ? "true" : "false",
+           dr.counts[F_ALLREDUCE], dr.counts[F_ALLGATHER], dr.counts[F_BROADCAST], dr.counts[F_REDUCESCATTER],
+           dr.counts[F_SEND], dr.counts[F_RECV], dr.groups, mpi_collectives);
     fflush(stdout);
   }
   MPI_Finalize();

@@ -119,16 +119,21 @@ static drv_result_t StartV5(void* ctx, void** eHandle, drv_descr_v5_t* d) {
                (int)d->collApi.graphCaptured);
       break;
     case DRV_P2P_API:
-      snprintf(buf, sizeof buf, "func=%s count=%zu dtype=%s stream=%d captured=%d", S(d->p2pApi.func),
-               d->p2pApi.count, S(d->p2pApi.datatype), d->p2pApi.stream != NULL, (int)d->p2pApi.graphCaptured);
+      snprintf(buf, sizeof buf, "func=%s count=%zu dtype=%s stream=%d captured=%d", S(d->p2pApi.func), d->p2pApi.count,
+               S(d->p2pApi.datatype), d->p2pApi.stream != NULL, (int)d->p2pApi.graphCaptured);
       break;
-    case DRV_KERNEL_LAUNCH: snprintf(buf, sizeof buf, "stream=%d", d->kernelLaunch.stream != NULL); break;
-    case DRV_GROUP: break;
+    case DRV_KERNEL_LAUNCH:
+      snprintf(buf, sizeof buf, "stream=%d", d->kernelLaunch.stream != NULL);
+      break;
+    case DRV_GROUP:
+      break;
     case DRV_COLL:
-      snprintf(buf, sizeof buf, "seq=%" PRIu64 " func=%s count=%zu dtype=%s root=%d nch=%d nwarps=%d algo=%s proto=%s pgroup=%ld send=%d recv=%d",
-               d->coll.seqNumber, S(d->coll.func), d->coll.count, S(d->coll.datatype), d->coll.root,
-               d->coll.nChannels, d->coll.nWarps, S(d->coll.algo), S(d->coll.proto), Id(d->coll.parentGroup),
-               d->coll.sendBuff != NULL, d->coll.recvBuff != NULL);
+      snprintf(buf, sizeof buf,
+               "seq=%" PRIu64
+               " func=%s count=%zu dtype=%s root=%d nch=%d nwarps=%d algo=%s proto=%s pgroup=%ld send=%d recv=%d",
+               d->coll.seqNumber, S(d->coll.func), d->coll.count, S(d->coll.datatype), d->coll.root, d->coll.nChannels,
+               d->coll.nWarps, S(d->coll.algo), S(d->coll.proto), Id(d->coll.parentGroup), d->coll.sendBuff != NULL,
+               d->coll.recvBuff != NULL);
       break;
     case DRV_P2P:
       snprintf(buf, sizeof buf, "func=%s count=%zu dtype=%s peer=%d nch=%d pgroup=%ld buff=%d", S(d->p2p.func),
@@ -139,11 +144,15 @@ static drv_result_t StartV5(void* ctx, void** eHandle, drv_descr_v5_t* d) {
       snprintf(buf, sizeof buf, "pid_ok=%d ch=%d peer=%d nsteps=%d chunk=%d send=%d", d->proxyOp.pid == getpid(),
                d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, d->proxyOp.chunkSize, d->proxyOp.isSend);
       break;
-    case DRV_PROXY_STEP: snprintf(buf, sizeof buf, "step=%d", d->proxyStep.step); break;
+    case DRV_PROXY_STEP:
+      snprintf(buf, sizeof buf, "step=%d", d->proxyStep.step);
+      break;
     case DRV_KERNEL_CH:
       snprintf(buf, sizeof buf, "ch=%d ptimer=%" PRIu64, d->kernelCh.channelId, d->kernelCh.pTimer);
       break;
-    default: snprintf(buf, sizeof buf, "unknown=1"); break;
+    default:
+      snprintf(buf, sizeof buf, "unknown=1");
+      break;
   }
   Log("start type=%" PRIu64 " h=%ld parent=%ld rank=%d ctx=%d %s", d->type, h->id, Id(d->parentObj), d->rank,
       CtxTag(ctx), buf);
@@ -175,9 +184,12 @@ static drv_result_t StopAny(void* eHandle) {
 
 static drv_result_t RecordV5(void* eHandle, drv_state_t s, drv_state_args_v5_t* a) {
   pthread_mutex_lock(&g_mu);
-  if (a == NULL) Log("record h=%ld state=%d args=null", Id(eHandle), (int)s);
-  else if (s == DRV_ST_KERNEL_CH_STOP) Log("record h=%ld state=%d ptimer=%" PRIu64, Id(eHandle), (int)s, a->kernelCh.pTimer);
-  else Log("record h=%ld state=%d transSize=%zu", Id(eHandle), (int)s, a->proxyStep.transSize);
+  if (a == NULL)
+    Log("record h=%ld state=%d args=null", Id(eHandle), (int)s);
+  else if (s == DRV_ST_KERNEL_CH_STOP)
+    Log("record h=%ld state=%d ptimer=%" PRIu64, Id(eHandle), (int)s, a->kernelCh.pTimer);
+  else
+    Log("record h=%ld state=%d transSize=%zu", Id(eHandle), (int)s, a->proxyStep.transSize);
   pthread_mutex_unlock(&g_mu);
   return 0;
 }
@@ -210,20 +222,42 @@ static drv_result_t StartV4(void* ctx, void** eHandle, drv_descr_v4_t* d) {
   e.rank = d->rank;
   switch (d->type) {
     case DRV_COLL:
-      e.coll.seqNumber = d->coll.seqNumber; e.coll.func = d->coll.func; e.coll.sendBuff = d->coll.sendBuff;
-      e.coll.recvBuff = d->coll.recvBuff; e.coll.count = d->coll.count; e.coll.root = d->coll.root;
-      e.coll.datatype = d->coll.datatype; e.coll.nChannels = d->coll.nChannels; e.coll.nWarps = d->coll.nWarps;
-      e.coll.algo = d->coll.algo; e.coll.proto = d->coll.proto; e.coll.parentGroup = NULL;
+      e.coll.seqNumber = d->coll.seqNumber;
+      e.coll.func = d->coll.func;
+      e.coll.sendBuff = d->coll.sendBuff;
+      e.coll.recvBuff = d->coll.recvBuff;
+      e.coll.count = d->coll.count;
+      e.coll.root = d->coll.root;
+      e.coll.datatype = d->coll.datatype;
+      e.coll.nChannels = d->coll.nChannels;
+      e.coll.nWarps = d->coll.nWarps;
+      e.coll.algo = d->coll.algo;
+      e.coll.proto = d->coll.proto;
+      e.coll.parentGroup = NULL;
       break;
     case DRV_P2P:
-      e.p2p.func = d->p2p.func; e.p2p.buff = d->p2p.buff; e.p2p.datatype = d->p2p.datatype;
-      e.p2p.count = d->p2p.count; e.p2p.peer = d->p2p.peer; e.p2p.nChannels = d->p2p.nChannels;
+      e.p2p.func = d->p2p.func;
+      e.p2p.buff = d->p2p.buff;
+      e.p2p.datatype = d->p2p.datatype;
+      e.p2p.count = d->p2p.count;
+      e.p2p.peer = d->p2p.peer;
+      e.p2p.nChannels = d->p2p.nChannels;
       break;
-    case DRV_PROXY_OP: memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp); break;
-    case DRV_PROXY_STEP: e.proxyStep.step = d->proxyStep.step; break;
-    case DRV_KERNEL_CH: e.kernelCh.channelId = d->kernelCh.channelId; e.kernelCh.pTimer = d->kernelCh.pTimer; break;
-    case DRV_GROUP: break;
-    default: e.type = 1u << 20; break; /* not a v4 type: logged as unknown */
+    case DRV_PROXY_OP:
+      memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp);
+      break;
+    case DRV_PROXY_STEP:
+      e.proxyStep.step = d->proxyStep.step;
+      break;
+    case DRV_KERNEL_CH:
+      e.kernelCh.channelId = d->kernelCh.channelId;
+      e.kernelCh.pTimer = d->kernelCh.pTimer;
+      break;
+    case DRV_GROUP:
+      break;
+    default:
+      e.type = 1u << 20;
+      break; /* not a v4 type: logged as unknown */
   }
   return StartV5(ctx, eHandle, &e);
 }
@@ -244,9 +278,12 @@ static drv_result_t StartV2(void* ctx, void** eHandle, drv_descr_v2_t* d) {
   char buf[768];
   buf[0] = '\0';
   switch (d->type) {
-    case DRV_GROUP: break;
+    case DRV_GROUP:
+      break;
     case DRV_COLL:
-      snprintf(buf, sizeof buf, "name=%s hash=%" PRIu64 " seq=%" PRIu64 " func=%s count=%zu dtype=%s root=%d traffic=%zu nch=%d nwarps=%d algo=%s proto=%s",
+      snprintf(buf, sizeof buf,
+               "name=%s hash=%" PRIu64 " seq=%" PRIu64
+               " func=%s count=%zu dtype=%s root=%d traffic=%zu nch=%d nwarps=%d algo=%s proto=%s",
                S(d->coll.name), d->coll.commHash, d->coll.seqNumber, S(d->coll.func), d->coll.count,
                S(d->coll.datatype), d->coll.root, d->coll.trafficBytes, d->coll.nMaxChannels, d->coll.nWarps,
                S(d->coll.algo), S(d->coll.proto));
@@ -259,11 +296,15 @@ static drv_result_t StartV2(void* ctx, void** eHandle, drv_descr_v2_t* d) {
       snprintf(buf, sizeof buf, "pid_ok=%d ch=%d peer=%d nsteps=%d chunk=%d send=%d", d->proxyOp.pid == getpid(),
                d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, d->proxyOp.chunkSize, d->proxyOp.isSend);
       break;
-    case DRV_PROXY_STEP: snprintf(buf, sizeof buf, "step=%d", d->proxyStep.step); break;
-    default: snprintf(buf, sizeof buf, "unknown=1"); break;
+    case DRV_PROXY_STEP:
+      snprintf(buf, sizeof buf, "step=%d", d->proxyStep.step);
+      break;
+    default:
+      snprintf(buf, sizeof buf, "unknown=1");
+      break;
   }
-  Log("start type=%d h=%ld parent=%ld rank=%d ctx=%d %s", (int)d->type, h->id, Id(d->parentObj), d->rank,
-      CtxTag(ctx), buf);
+  Log("start type=%d h=%ld parent=%ld rank=%d ctx=%d %s", (int)d->type, h->id, Id(d->parentObj), d->rank, CtxTag(ctx),
+      buf);
   *eHandle = h;
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -271,13 +312,18 @@ static drv_result_t StartV2(void* ctx, void** eHandle, drv_descr_v2_t* d) {
 
 static drv_result_t RecordV2(void* eHandle, drv_state_t s, drv_state_args_v2_t* a) {
   pthread_mutex_lock(&g_mu);
-  if (a == NULL) Log("record h=%ld state=%d args=null", Id(eHandle), (int)s);
-  else Log("record h=%ld state=%d steps=%d transSize=%zu", Id(eHandle), (int)s, a->proxyOp.steps, a->proxyOp.transSize);
+  if (a == NULL)
+    Log("record h=%ld state=%d args=null", Id(eHandle), (int)s);
+  else
+    Log("record h=%ld state=%d steps=%d transSize=%zu", Id(eHandle), (int)s, a->proxyOp.steps, a->proxyOp.transSize);
   pthread_mutex_unlock(&g_mu);
   return 0;
 }
 
 #define STUB_EXPORT __attribute__((visibility("default")))
-STUB_EXPORT const drv_profiler_v5_t ncclProfiler_v5 = {"commprof-test-stub", InitV5, StartV5, StopAny, RecordV5, FinalizeAny};
-STUB_EXPORT const drv_profiler_v4_t ncclProfiler_v4 = {"commprof-test-stub", InitV4, StartV4, StopAny, RecordV5, FinalizeAny};
-STUB_EXPORT const drv_profiler_v2_t ncclProfiler_v2 = {"commprof-test-stub", InitV2, StartV2, StopAny, RecordV2, FinalizeAny};
+STUB_EXPORT const drv_profiler_v5_t ncclProfiler_v5 = {"commprof-test-stub", InitV5, StartV5, StopAny, RecordV5,
+                                                       FinalizeAny};
+STUB_EXPORT const drv_profiler_v4_t ncclProfiler_v4 = {"commprof-test-stub", InitV4, StartV4, StopAny, RecordV5,
+                                                       FinalizeAny};
+STUB_EXPORT const drv_profiler_v2_t ncclProfiler_v2 = {"commprof-test-stub", InitV2, StartV2, StopAny, RecordV2,
+                                                       FinalizeAny};

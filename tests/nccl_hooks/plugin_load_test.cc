@@ -34,8 +34,8 @@ void* OpenLikeNccl(const std::string& value, std::string* opened) {
     *opened = value;
     return h;
   }
-  if (value.find('/') != std::string::npos || (value.rfind("lib", 0) == 0 && value.size() > 3 &&
-                                               value.compare(value.size() - 3, 3, ".so") == 0))
+  if (value.find('/') != std::string::npos ||
+      (value.rfind("lib", 0) == 0 && value.size() > 3 && value.compare(value.size() - 3, 3, ".so") == 0))
     return nullptr;
   std::string name = "libnccl-profiler-" + value + ".so";
   h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
     v5->stopEvent(hK);
   });
   proxy.join();
-  Check(v5->stopEvent(nullptr) == kCpNcclSuccess && v5->recordEventState(nullptr, kCpNcclStateKernelChStop, nullptr) == kCpNcclSuccess,
+  Check(v5->stopEvent(nullptr) == kCpNcclSuccess &&
+            v5->recordEventState(nullptr, kCpNcclStateKernelChStop, nullptr) == kCpNcclSuccess,
         "NULL handles are accepted");
   void* h = nullptr;
   Check(v5->startEvent(nullptr, &h, &d) == kCpNcclSuccess && h == nullptr, "a NULL context gives a NULL handle");

@@ -162,7 +162,7 @@ TEST_F(ClockPingTest, TruncatedPingAfterHelloDropsTheStreamAsCorrupt) {
   Bytes frame;
   wire::AppendClockPing(frame, 7);
   frame.resize(wire::kHeaderSize + 4);  // 4 of the 8 payload bytes ...
-  frame[8] = 4;                          // ... and a length that says so
+  frame[8] = 4;                         // ... and a length that says so
   ASSERT_TRUE(c.Send(frame));
   EXPECT_TRUE(c.WaitClosedByPeerWithoutAnswer());
   ASSERT_TRUE(WaitFor([&] { return stats().dropped.load() == 1 && stats().ended.load() == 1; }));
@@ -170,8 +170,7 @@ TEST_F(ClockPingTest, TruncatedPingAfterHelloDropsTheStreamAsCorrupt) {
   ASSERT_NE(r, nullptr);
   const RankInfo& k = r->info().ranks.at(0);
   EXPECT_EQ(k.status, "corrupt");
-  EXPECT_NE(k.end_reason.find("clock-ping frame, field 'local_send_ns': truncated"), std::string::npos)
-      << k.end_reason;
+  EXPECT_NE(k.end_reason.find("clock-ping frame, field 'local_send_ns': truncated"), std::string::npos) << k.end_reason;
 }
 
 TEST_F(ClockPingTest, PongFromACollectorIsAnUnexpectedFrame) {
@@ -292,7 +291,7 @@ TEST(RuntimeTcpClock, AShiftedRankRecoversItsOffsetAgainstTheAggregatorWithinThe
     c.spool_dir = dir / "spool";
     c.clock_sync = true;
     c.clock_sync_rounds = 16;
-    c.clock_sync_interval_ms = 0;  // only the start and end epochs
+    c.clock_sync_interval_ms = 0;       // only the start and end epochs
     Runtime rt(c, RankIdentity(1, 2));  // Identity.mpi = false: align over TCP
     rt.Start();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // keeps the two epochs far apart

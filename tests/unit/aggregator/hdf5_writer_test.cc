@@ -153,9 +153,10 @@ TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
     auto w = Hdf5Writer::Create(dir / "w.h5", JobMeta{}, WriterOptions{});  // world_size 0: unknown
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(w.value()->OpenRank(Hello(3, 4)).ok());
-    ASSERT_TRUE(w.value()->CloseRank(3, RankEnd::kCorrupt, {{"dropped_a", 2}, {"dropped_b", 3}, {"other", 9}}, 0,
-                                     "bad frame")
-                    .ok());
+    ASSERT_TRUE(
+        w.value()
+            ->CloseRank(3, RankEnd::kCorrupt, {{"dropped_a", 2}, {"dropped_b", 3}, {"other", 9}}, 0, "bad frame")
+            .ok());
     // destroyed without Finalize: the destructor finalizes
   }
   auto r = ProfileReader::Open(dir / "w.h5");

@@ -133,7 +133,6 @@ class ServerTest : public test_support::LiveAggregatorTest {
     ASSERT_TRUE(c.Send(ByeFrame(n_events)));
     EXPECT_TRUE(c.WaitClosedByPeer()) << "the server closes the connection after the bye";
   }
-
 };
 
 TEST_F(ServerTest, GarbageBytesDropTheConnectionAndTheServerKeepsServing) {
@@ -177,7 +176,8 @@ TEST_F(ServerTest, HeaderAnnouncingMoreThanSixteenMebibytesIsDroppedWithoutAlloc
   ASSERT_NE(r, nullptr);
   ASSERT_EQ(r->info().ranks.size(), 1u);
   EXPECT_EQ(r->info().ranks[0].status, "corrupt") << "a stream dropped at a bad frame is corrupt";
-  EXPECT_NE(r->info().ranks[0].end_reason.find("exceeds the limit"), std::string::npos) << r->info().ranks[0].end_reason;
+  EXPECT_NE(r->info().ranks[0].end_reason.find("exceeds the limit"), std::string::npos)
+      << r->info().ranks[0].end_reason;
   EXPECT_EQ(r->info().ranks[0].event_count, 2u) << "events before the bad frame are kept";
 }
 

@@ -186,8 +186,7 @@ TEST_F(SpoolTest, SecondSpoolForTheSameRankIsNotStored) {
   EXPECT_TRUE(IngestSpoolFile(*ingest_, a, StreamPolicy{}).status.ok());
   SpoolResult second = IngestSpoolFile(*ingest_, b, StreamPolicy{});
   EXPECT_FALSE(second.accepted);
-  EXPECT_NE(second.status.message().find("already connected or stored"), std::string::npos)
-      << second.status.message();
+  EXPECT_NE(second.status.message().find("already connected or stored"), std::string::npos) << second.status.message();
   auto r = FinishAndRead();
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->info().ranks.at(0).event_count, 5u) << "the duplicate added nothing";

@@ -74,9 +74,9 @@ TEST_F(ClockViolationsTest, AllreduceViolatesWhenAnyRankEndsBeforeTheLastStart) 
 }
 
 TEST_F(ClockViolationsTest, BarrierAllgatherAlltoallAndReduceScatterFollowTheAllreduceRule) {
-  const uint8_t ops[] = {COMMPROF_OP_BARRIER,        COMMPROF_OP_ALLGATHER,      COMMPROF_OP_ALLGATHERV,
-                         COMMPROF_OP_ALLTOALL,       COMMPROF_OP_ALLTOALLV,      COMMPROF_OP_REDUCE_SCATTER,
-                         COMMPROF_OP_REDUCE_SCATTER_BLOCK};
+  const uint8_t ops[] = {
+      COMMPROF_OP_BARRIER,   COMMPROF_OP_ALLGATHER,      COMMPROF_OP_ALLGATHERV,          COMMPROF_OP_ALLTOALL,
+      COMMPROF_OP_ALLTOALLV, COMMPROF_OP_REDUCE_SCATTER, COMMPROF_OP_REDUCE_SCATTER_BLOCK};
   for (uint8_t op : ops) {
     SCOPED_TRACE(static_cast<int>(op));
     // seq 0 fine; seq 1: rank 1 ends (550) before rank 0 starts (600)

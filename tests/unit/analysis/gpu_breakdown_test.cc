@@ -2,19 +2,20 @@
 // tests on hand-made traces whose expected values are derived by hand from HTA's definitions
 // (reference/kineto-and-hta.md §3.4-3.8) in the comments, then the shipped torch.profiler trace
 // imported through the importer, checked against a recomputation straight from its raw JSON.
+#include "analysis/metrics/gpu_breakdown.h"
+
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "analysis/load/kineto_import.h"
-#include "analysis/metrics/gpu_breakdown.h"
 #include "analysis/metrics/gpu_launch_analysis.h"
 #include "analysis/metrics/gpu_trace.h"
 #include "cli/import_writer.h"
@@ -28,12 +29,35 @@ using test_support::TempDir;
 
 // String table of the hand-made ranks.
 enum Name : uint32_t {
-  kNone = 0, kGemm, kNccl, kMemcpy, kLaunch, kElementwise, kStreamSyncCall, kStreamSync, kMemcpyAsync,
-  kA, kB, kC, kD, kE
+  kNone = 0,
+  kGemm,
+  kNccl,
+  kMemcpy,
+  kLaunch,
+  kElementwise,
+  kStreamSyncCall,
+  kStreamSync,
+  kMemcpyAsync,
+  kA,
+  kB,
+  kC,
+  kD,
+  kE
 };
-const std::vector<std::string> kStrings = {"", "gemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "Memcpy HtoD",
-                                           "cudaLaunchKernel", "elementwise", "cudaStreamSynchronize",
-                                           "Stream Sync", "cudaMemcpyAsync", "a", "b", "c", "d", "e"};
+const std::vector<std::string> kStrings = {"",
+                                           "gemm",
+                                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                           "Memcpy HtoD",
+                                           "cudaLaunchKernel",
+                                           "elementwise",
+                                           "cudaStreamSynchronize",
+                                           "Stream Sync",
+                                           "cudaMemcpyAsync",
+                                           "a",
+                                           "b",
+                                           "c",
+                                           "d",
+                                           "e"};
 
 commprof_event Gpu(uint8_t kind, uint32_t name, uint64_t start, uint64_t end, uint32_t stream, uint32_t corr = 0) {
   commprof_event e{};
@@ -79,10 +103,8 @@ RankGpuTrace Collect(const TempDir& dir, std::vector<commprof_event> events) {
 // Stream 7: gemm [0,100), elementwise [150,250), Memcpy [300,340), Stream Sync (kind 20) [400,420);
 // stream 20: ncclDevKernel [50,200).
 std::vector<commprof_event> OverlapTrace() {
-  return {Kernel(kGemm, 0, 100, 7),
-          Gpu(COMMPROF_KIND_COMM_KERNEL, kNccl, 50, 200, 20),
-          Kernel(kElementwise, 150, 250, 7),
-          Gpu(COMMPROF_KIND_MEMCPY, kMemcpy, 300, 340, 7),
+  return {Kernel(kGemm, 0, 100, 7), Gpu(COMMPROF_KIND_COMM_KERNEL, kNccl, 50, 200, 20),
+          Kernel(kElementwise, 150, 250, 7), Gpu(COMMPROF_KIND_MEMCPY, kMemcpy, 300, 340, 7),
           Gpu(COMMPROF_KIND_SYNC, kStreamSync, 400, 420, 7)};
 }
 
@@ -148,8 +170,8 @@ TEST(HtaKernelBreakdown, TimeGoesToTheRunningKernelTypeMask) {
 
 // Compute kernels a (20 + 30 = 50), b 30, c 10, d 6, e 4: total 100 ns over 6 kernels.
 std::vector<commprof_event> TopTrace() {
-  return {Kernel(kA, 0, 20, 7), Kernel(kA, 100, 130, 7), Kernel(kB, 200, 230, 7), Kernel(kC, 300, 310, 7),
-          Kernel(kD, 400, 406, 7), Kernel(kE, 500, 504, 7)};
+  return {Kernel(kA, 0, 20, 7),    Kernel(kA, 100, 130, 7), Kernel(kB, 200, 230, 7),
+          Kernel(kC, 300, 310, 7), Kernel(kD, 400, 406, 7), Kernel(kE, 500, 504, 7)};
 }
 
 const KernelStats* Find(const KernelTypeTop& top, const std::string& name) {
@@ -211,9 +233,9 @@ TEST(HtaKernelBreakdown, TopKernelsFoldTheTailIntoOthers) {
 //  K5 [71000,72000) corr 5: no gap
 //  K6 [100000,100500) corr 6, no launch call: gap 28000 -> kernel_wait
 std::vector<commprof_event> IdleTrace() {
-  return {Api(kLaunch, 900, 950, 1),       Kernel(kGemm, 1000, 2000, 7, 1),   Api(kLaunch, 1500, 1510, 2),
-          Kernel(kGemm, 32000, 33000, 7, 2), Api(kLaunch, 32500, 32510, 3),    Kernel(kGemm, 62999, 63999, 7, 3),
-          Api(kLaunch, 65000, 65020, 4),   Api(kLaunch, 66000, 66010, 5),     Kernel(kGemm, 70000, 71000, 7, 4),
+  return {Api(kLaunch, 900, 950, 1),         Kernel(kGemm, 1000, 2000, 7, 1),    Api(kLaunch, 1500, 1510, 2),
+          Kernel(kGemm, 32000, 33000, 7, 2), Api(kLaunch, 32500, 32510, 3),      Kernel(kGemm, 62999, 63999, 7, 3),
+          Api(kLaunch, 65000, 65020, 4),     Api(kLaunch, 66000, 66010, 5),      Kernel(kGemm, 70000, 71000, 7, 4),
           Kernel(kGemm, 71000, 72000, 7, 5), Kernel(kGemm, 100000, 100500, 7, 6)};
 }
 
@@ -246,8 +268,8 @@ TEST(HtaIdleTime, GapsAreHostWaitKernelWaitOrOtherWithTheThresholdEdge) {
 // Stream 7: L1 [0,10) -> K1 [100,200); L2 [20,30) -> K2 [200,300); L3 [40,50) launches a kernel
 // that is missing; L4 [250,260) -> K4 [400,500); K5 [600,700) has no launch call.
 std::vector<commprof_event> QueueTrace() {
-  return {Api(kLaunch, 0, 10, 1),        Api(kLaunch, 20, 30, 2),        Api(kLaunch, 40, 50, 3),
-          Kernel(kGemm, 100, 200, 7, 1), Kernel(kGemm, 200, 300, 7, 2),  Api(kLaunch, 250, 260, 4),
+  return {Api(kLaunch, 0, 10, 1),        Api(kLaunch, 20, 30, 2),       Api(kLaunch, 40, 50, 3),
+          Kernel(kGemm, 100, 200, 7, 1), Kernel(kGemm, 200, 300, 7, 2), Api(kLaunch, 250, 260, 4),
           Kernel(kGemm, 400, 500, 7, 4), Kernel(kGemm, 600, 700, 7, 5)};
 }
 
@@ -291,12 +313,11 @@ TEST(HtaLaunchStats, DelaysClampAtZeroAndOutliersAreCounted) {
   //    delay max(0, 70000 - 80000) = 0
   // L3 [90000,91000) -> K3 [300000,301000): cpu 1000, gpu 1000, delay 209000 (> 100 µs)
   // L4 [100000,101000): no kernel. cudaStreamSynchronize + its Stream Sync record: not a launch.
-  RankGpuTrace t = Collect(dir, {Api(kLaunch, 0, 5000, 1), Kernel(kGemm, 10000, 20000, 7, 1),
-                                 Api(kLaunch, 20000, 80000, 2), Kernel(kGemm, 70000, 75000, 7, 2),
-                                 Api(kMemcpyAsync, 90000, 91000, 3),
-                                 Gpu(COMMPROF_KIND_MEMCPY, kMemcpy, 300000, 301000, 7, 3),
-                                 Api(kLaunch, 100000, 101000, 4), Api(kStreamSyncCall, 302000, 303000, 5),
-                                 Gpu(COMMPROF_KIND_SYNC, kStreamSync, 302000, 302900, 7, 5)});
+  RankGpuTrace t = Collect(
+      dir, {Api(kLaunch, 0, 5000, 1), Kernel(kGemm, 10000, 20000, 7, 1), Api(kLaunch, 20000, 80000, 2),
+            Kernel(kGemm, 70000, 75000, 7, 2), Api(kMemcpyAsync, 90000, 91000, 3),
+            Gpu(COMMPROF_KIND_MEMCPY, kMemcpy, 300000, 301000, 7, 3), Api(kLaunch, 100000, 101000, 4),
+            Api(kStreamSyncCall, 302000, 303000, 5), Gpu(COMMPROF_KIND_SYNC, kStreamSync, 302000, 302900, 7, 5)});
   LaunchStats s = ComputeLaunchStats(t);
   EXPECT_EQ(s.pairs, 3u);
   EXPECT_EQ(s.launches_without_gpu, 1u);

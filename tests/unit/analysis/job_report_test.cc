@@ -124,8 +124,7 @@ TEST(JobReport, MalformedInputsAreRejectedNamingFileRankAndRow) {
        [](std::vector<RankData>& r) { std::swap(r[2].events[1].start_ns, r[2].events[1].end_ns); },
        "/ranks/2/events row 1: mpi_collective ends before it starts"},
       // rank 0 records seq 3 twice: with three ranks it would otherwise look complete without rank 2
-      {"a duplicated sequence number",
-       [](std::vector<RankData>& r) { r[0].events.push_back(r[0].events[3]); },
+      {"a duplicated sequence number", [](std::vector<RankData>& r) { r[0].events.push_back(r[0].events[3]); },
        "/ranks/0/events row 7: a second allreduce with communicator 1 sequence 3 on the same rank"},
       {"ranks disagreeing on the operation",
        [](std::vector<RankData>& r) { r[1].events[2].subtype = COMMPROF_OP_BCAST; },

@@ -1,6 +1,8 @@
 // The Kineto importer (docs/kineto-import.md): exact time parsing, classification, golden counts on
 // the shipped torch.profiler traces, synthetic multi-rank traces with a planted straggler and
 // planted clock skews, and every kind of bad input.
+#include "analysis/load/kineto_import.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -11,7 +13,6 @@
 #include <tuple>
 
 #include "analysis/load/kineto_classify.h"
-#include "analysis/load/kineto_import.h"
 #include "analysis/load/kineto_json_stream.h"
 #include "analysis/load/kineto_trace.h"
 #include "analysis/load/profile_reader.h"
@@ -33,7 +34,7 @@ using test_support::TempDir;
 std::string DataDir() {
   return (std::filesystem::path(COMMPROF_SOURCE_DIR).parent_path() / "shared" / "data" / "kineto").string();
 }
-#define REQUIRE_DATA(path)                                                                  \
+#define REQUIRE_DATA(path) \
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "Kineto test data not found: " << (path)
 
 std::map<uint8_t, uint64_t> KindCounts(const std::vector<commprof_event>& events) {
@@ -142,11 +143,10 @@ TEST(KinetoGolden, TraceFilterRanksMapEveryCategoryToItsKind) {
   EXPECT_EQ(r0->counts.trace_spans_skipped, 1u);
   EXPECT_EQ(r0->counts.rejected, 0u);
   EXPECT_EQ(r0->events.size(), 4820u);
-  const std::map<uint8_t, uint64_t> want0 = {{COMMPROF_KIND_STEP, 2},          {COMMPROF_KIND_COMPUTE_KERNEL, 1144},
-                                             {COMMPROF_KIND_COMM_KERNEL, 10},  {COMMPROF_KIND_MEMCPY, 40},
-                                             {COMMPROF_KIND_MEMSET, 10},       {COMMPROF_KIND_NCCL_COLLECTIVE, 10},
-                                             {COMMPROF_KIND_CUDA_API, 1204},   {COMMPROF_KIND_HOST_OP, 2329},
-                                             {COMMPROF_KIND_HOST_ANNOTATION, 71}};
+  const std::map<uint8_t, uint64_t> want0 = {
+      {COMMPROF_KIND_STEP, 2},        {COMMPROF_KIND_COMPUTE_KERNEL, 1144}, {COMMPROF_KIND_COMM_KERNEL, 10},
+      {COMMPROF_KIND_MEMCPY, 40},     {COMMPROF_KIND_MEMSET, 10},           {COMMPROF_KIND_NCCL_COLLECTIVE, 10},
+      {COMMPROF_KIND_CUDA_API, 1204}, {COMMPROF_KIND_HOST_OP, 2329},        {COMMPROF_KIND_HOST_ANNOTATION, 71}};
   EXPECT_EQ(KindCounts(r0->events), want0);
   EXPECT_EQ(r0->rank, 0u);
   EXPECT_EQ(r0->world_size, 128u);
@@ -184,8 +184,9 @@ TEST(KinetoGolden, TraceFilterCollectivesTakeTheirTypeFromTheEnclosingNcclAnnota
   EXPECT_EQ(job->matching.complete, 0u);
   EXPECT_EQ(job->matching.count_mismatches, 0u);
   // The 126 ranks without a file are reported as one gap.
-  bool gap = std::any_of(job->warnings.begin(), job->warnings.end(),
-                         [](const std::string& w) { return w.find("rank(s) 2-127 (126 of 128 ranks)") != std::string::npos; });
+  bool gap = std::any_of(job->warnings.begin(), job->warnings.end(), [](const std::string& w) {
+    return w.find("rank(s) 2-127 (126 of 128 ranks)") != std::string::npos;
+  });
   EXPECT_TRUE(gap);
 }
 
@@ -245,8 +246,9 @@ TEST(KinetoGolden, NcclDataTakesCollectiveMetadataFromKernelArgs) {
   }
   EXPECT_TRUE(found);
   // One rank: a note, never a crash, and the file's analysis runs.
-  EXPECT_TRUE(std::any_of(job->notes.begin(), job->notes.end(),
-                          [](const std::string& n) { return n.find("need traces of more ranks") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(job->notes.begin(), job->notes.end(), [](const std::string& n) {
+    return n.find("need traces of more ranks") != std::string::npos;
+  }));
   TempDir tmp;
   ASSERT_TRUE(cli::WriteImportedJob(job.value(), tmp / "one.h5", "test").ok());
   auto reader = ProfileReader::Open(tmp / "one.h5");
@@ -275,9 +277,9 @@ TEST_P(KinetoSynthetic, CollectiveEndsRecoverPlantedOffsetsAndTheVerdictNamesThe
   s.new_dialect = GetParam().new_dialect;
   s.gzip = GetParam().gzip;
   s.straggler = 2;
-  s.straggler_delay_ns = 1'000'000;           // 1 ms longer compute every iteration
+  s.straggler_delay_ns = 1'000'000;                  // 1 ms longer compute every iteration
   s.clock_skew_ns = {0, 300'000, -150'000, 50'000};  // rank r's clock reads true + skew
-  s.end_jitter_ns = 1'000;                    // collective ends differ by 0, 1 or 2 µs
+  s.end_jitter_ns = 1'000;                           // collective ends differ by 0, 1 or 2 µs
   ASSERT_EQ(test_support::WriteKinetoSynth(s, tmp.path()).size(), 4u);
   ImportOptions opts;
   opts.inputs = {tmp.path()};
@@ -421,9 +423,11 @@ TEST(KinetoBadInput, WrongTopLevelTypesAreRefusedNamingTheFile) {
 // end an event early nor late, and escaped names must come out unescaped.
 TEST(KinetoJsonStream, StringsWithBracketsQuotesAndBackslashesAtEveryOffset) {
   TempDir tmp;
-  const std::vector<std::pair<std::string, std::string>> names = {  // (JSON text, value)
-      {"a{b[c", "a{b[c"},       {"}]}]", "}]}]"},         {"q\\\"{", "q\"{"},
-      {"\\\\", "\\"},           {"x\\\\\\\"]", "x\\\"]"}, {"\\\\\\\\\\\"}", "\\\\\"}"},
+  const std::vector<std::pair<std::string, std::string>> names = {
+      // (JSON text, value)
+      {"a{b[c", "a{b[c"},          {"}]}]", "}]}]"},
+      {"q\\\"{", "q\"{"},          {"\\\\", "\\"},
+      {"x\\\\\\\"]", "x\\\"]"},    {"\\\\\\\\\\\"}", "\\\\\"}"},
       {"tab\\t\\u0041", "tab\tA"}, {"", ""}};
   std::string text = "{\"traceEvents\": [";
   std::vector<std::string> want;
@@ -501,7 +505,8 @@ TEST(KinetoJsonStream, GzipMembersChecksAndTrailingBytes) {
     auto t = ReadKinetoTrace(WriteText(tmp, name, bytes));
     ASSERT_TRUE(t.ok()) << name;
     EXPECT_NE(t->read_status.message().find(what), std::string::npos) << t->read_status.message();
-    EXPECT_NE(t->read_status.message().find("compressed data is damaged"), std::string::npos) << t->read_status.message();
+    EXPECT_NE(t->read_status.message().find("compressed data is damaged"), std::string::npos)
+        << t->read_status.message();
     EXPECT_EQ(t->read_status.message().find("truncated"), std::string::npos) << t->read_status.message();
     EXPECT_EQ(t->counts.events_read, plain->counts.events_read) << name;
   }
@@ -514,8 +519,8 @@ TEST(KinetoTrace, RecordsAreSortedByStartWithTiesInFileOrder) {
   const int starts[] = {30, 10, 20, 10, 30, 10, -5};
   for (int i = 0; i < 7; ++i) {
     if (i > 0) text += ",";
-    text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"e" + std::to_string(i) + "\", \"ts\": " +
-            std::to_string(starts[i]) + ", \"dur\": 1}";
+    text += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"e" + std::to_string(i) +
+            "\", \"ts\": " + std::to_string(starts[i]) + ", \"dur\": 1}";
   }
   text += "]}";
   auto t = ReadKinetoTrace(WriteText(tmp, "ties.json", text));
@@ -538,7 +543,8 @@ TEST(KinetoBadInput, BadEventsAreRefusedByIndexAndFieldAndTheRestIsKept) {
       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"no dur\", \"pid\": 1, \"tid\": 1, \"ts\": 10},\n"
       "{\"cat\": \"cpu_op\", \"name\": \"no ph\", \"ts\": 10, \"dur\": 1},\n"
       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"str ts\", \"ts\": \"10\", \"dur\": 1},\n"
-      "{\"ph\": \"X\", \"cat\": \"my_custom_cat\", \"name\": \"odd\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 1},\n"
+      "{\"ph\": \"X\", \"cat\": \"my_custom_cat\", \"name\": \"odd\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": "
+      "1},\n"
       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"broken\", \"ts\": 1,, \"dur\": 1},\n"
       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"ok2\", \"pid\": 1, \"tid\": 1, \"ts\": 30, \"dur\": 1}\n"
       "]}");
@@ -547,11 +553,13 @@ TEST(KinetoBadInput, BadEventsAreRefusedByIndexAndFieldAndTheRestIsKept) {
   EXPECT_TRUE(t->read_status.ok()) << t->read_status.message();
   EXPECT_EQ(t->counts.events_read, 10u);
   EXPECT_EQ(t->counts.rejected, 7u);
-  const std::vector<std::string> want = {
-      "traceEvents[1]: missing field 'ts'",       "traceEvents[2]: negative duration",
-      "traceEvents[3]: missing field 'name'",     "traceEvents[4]: missing field 'dur'",
-      "traceEvents[5]: missing field 'ph'",       "traceEvents[6]: field 'ts' is not a number",
-      "traceEvents[8]: "};
+  const std::vector<std::string> want = {"traceEvents[1]: missing field 'ts'",
+                                         "traceEvents[2]: negative duration",
+                                         "traceEvents[3]: missing field 'name'",
+                                         "traceEvents[4]: missing field 'dur'",
+                                         "traceEvents[5]: missing field 'ph'",
+                                         "traceEvents[6]: field 'ts' is not a number",
+                                         "traceEvents[8]: "};
   ASSERT_EQ(t->problems.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_NE(t->problems[i].find(path + ": " + want[i]), std::string::npos) << t->problems[i];
@@ -568,7 +576,8 @@ TEST(KinetoBadInput, BadEventsAreRefusedByIndexAndFieldAndTheRestIsKept) {
 
 TEST(KinetoBadInput, RanksComeFromDistributedInfoThenTheFileNameAndDuplicatesAreRefused) {
   TempDir tmp;
-  const std::string ev = "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 5}]";
+  const std::string ev =
+      "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 5}]";
   WriteText(tmp, "a.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 4}, \"traceEvents\": " + ev + "}");
   WriteText(tmp, "b.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 4}, \"traceEvents\": " + ev + "}");
   WriteText(tmp, "worker3_step_2.json", "{\"traceEvents\": " + ev + "}");

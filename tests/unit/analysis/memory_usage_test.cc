@@ -6,7 +6,6 @@
 #include <hdf5.h>
 
 #include <nlohmann/json.hpp>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,7 +43,7 @@ TEST(MemoryUsage, FreesSubtractWhatWasAllocatedAtTheirAddressAndUnknownFreesChan
   MemoryUsageBuilder b(0, ClockModel{});
   // Two chunks, the second holding an earlier record (stored order is not time order).
   std::vector<commprof_event> first = {Mem(true, 100, 0xA000, 1000), Mem(true, 200, 0xB000, 500),
-                                       Mem(false, 300, 0xA000, 0)};  // the free's own size is not trusted
+                                       Mem(false, 300, 0xA000, 0)};     // the free's own size is not trusted
   std::vector<commprof_event> second = {Mem(false, 400, 0xDEAD, 4096),  // allocated before tracing
                                         Mem(true, 150, 0xC000, 2000),   // earlier than the free above
                                         Mem(true, 500, 0xB000, 700)};   // B again without its free
@@ -78,9 +77,9 @@ TEST(MemoryUsage, DevicesAndMemoryKindsAreSeparateSeriesAndOtherKindsAreIgnored)
   commprof_event kernel{};
   kernel.kind = COMMPROF_KIND_COMPUTE_KERNEL;
   kernel.bytes = 1 << 30;
-  std::vector<commprof_event> ev = {Mem(true, 10, 0x1, 64, 0), Mem(true, 20, 0x1, 128, 1), kernel,
-                                    Mem(true, 30, 0x2, 256, 0, kPinned), Mem(true, 40, 0x3, 512, 0, kManaged),
-                                    Mem(false, 50, 0x1, 64, 1)};
+  std::vector<commprof_event> ev = {
+      Mem(true, 10, 0x1, 64, 0),           Mem(true, 20, 0x1, 128, 1),           kernel,
+      Mem(true, 30, 0x2, 256, 0, kPinned), Mem(true, 40, 0x3, 512, 0, kManaged), Mem(false, 50, 0x1, 64, 1)};
   b.Add(ev);
   auto series = b.Finish();
   ASSERT_EQ(series.size(), 4u);  // (0, device), (0, pinned), (0, managed), (1, device), by (device, kind)

@@ -29,9 +29,9 @@ commprof_event Nccl(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, uint
 // 3 ranks of one NCCL communicator; AllReduce seq 0, 1 and AllGather seq 0, 1 (the same numbers:
 // NCCL counts per type), rank 2's kernels start 4000 ns late in all four; every rank's kernels end
 // at t + 10000. An MPI Allreduce on MPI_COMM_WORLD seq 0 beside them, and a kind-17 Send that is
-// not a collective, with the matching Recv from the rank before (a ring). Expected per NCCL instance: L = t + 4000, waits 4000, 4000, 0, transfer
-// 10000 - 4000 = 6000 on every rank; rank 2 the straggler (4 of 4 NCCL instances, and it is late in
-// the MPI one too: 5 of 5, p = (1/3)^5 = 0.004).
+// not a collective, with the matching Recv from the rank before (a ring). Expected per NCCL instance: L = t + 4000,
+// waits 4000, 4000, 0, transfer 10000 - 4000 = 6000 on every rank; rank 2 the straggler (4 of 4 NCCL instances, and it
+// is late in the MPI one too: 5 of 5, p = (1/3)^5 = 0.004).
 std::vector<RankData> Job() {
   std::vector<RankData> ranks(3);
   for (int32_t r = 0; r < 3; ++r) {

@@ -119,8 +119,12 @@ class WrittenProfile : public ::testing::Test {
     ASSERT_TRUE(writer.SetClock(0, clock).ok());
     ASSERT_TRUE(writer
                     .CloseRank(0, RankEnd::kComplete,
-                               {{"events_recorded", 3}, {"dropped_ring_full", 4}, {"dropped_strings", 1},
-                                {"events_shipped", 3}, {"batches_sent", 2}, {"spooled", 0}},
+                               {{"events_recorded", 3},
+                                {"dropped_ring_full", 4},
+                                {"dropped_strings", 1},
+                                {"events_shipped", 3},
+                                {"batches_sent", 2},
+                                {"spooled", 0}},
                                1, "bye")
                     .ok());
     Status fin = writer.Finalize();
@@ -168,10 +172,9 @@ TEST_F(WrittenProfile, CompleteRankAttributesAndCountersReadBack) {
   EXPECT_EQ(k.clock_drift_ppm, 0.5);
   EXPECT_EQ(k.clock_error_bound_ns, 40);
   EXPECT_EQ(k.clock_method, "mpi-pingpong");
-  std::map<std::string, uint64_t> want = {
-      {"events_recorded", 3}, {"dropped_ring_full", 4}, {"dropped_strings", 1}, {"events_shipped", 3},
-      {"batches_sent", 2},    {"spooled", 0},           {"dropped_events", 5},  {"batches_lost", 1},
-      {"events_written", 3}};
+  std::map<std::string, uint64_t> want = {{"events_recorded", 3}, {"dropped_ring_full", 4}, {"dropped_strings", 1},
+                                          {"events_shipped", 3},  {"batches_sent", 2},      {"spooled", 0},
+                                          {"dropped_events", 5},  {"batches_lost", 1},      {"events_written", 3}};
   EXPECT_EQ(k.counters, want);
   EXPECT_EQ(k.dropped_events, 5u);
 }

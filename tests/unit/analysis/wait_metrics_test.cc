@@ -1,9 +1,9 @@
 // Golden case for the wait metrics (docs/metrics.md): hand-made instances, hand-computed answers.
+#include "analysis/metrics/wait_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
 namespace {
@@ -135,8 +135,8 @@ TEST(WaitMetrics, TransferTimeAndBandwidthFollowTheNcclTestsFactors) {
   // 4-rank allreduce of 8e6 bytes: arrivals 0, 1000, 2000, 5000 (L = 5000), exits 9000, 9000,
   // 9000, 13000 -> instance transfer = 13000 - 5000 = 8000 ns; algbw = 8e6 / 8000 = 1000 GB/s;
   // busbw = 1000 x 2 x 3 / 4 = 1500 GB/s; transfer_r = e_r - L = 4000, 4000, 4000, 8000.
-  CollectiveInstance in = Make(0, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER,
-                               {{0, 9000}, {1000, 9000}, {2000, 9000}, {5000, 13000}}, 4);
+  CollectiveInstance in =
+      Make(0, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{0, 9000}, {1000, 9000}, {2000, 9000}, {5000, 13000}}, 4);
   in.bytes = 8000000;
   InstanceMetrics m = MeasureInstance(in, 1000);
   EXPECT_EQ(m.last_arrival, 5000);
@@ -167,8 +167,8 @@ TEST(WaitMetrics, ScanRanksWaitOnlyForTheLowerRanks) {
   // arrivals (local rank = world rank) 0: 3000, 1: 0, 2: 5000, 3: 1000.
   // rank 0 needs {0}: wait 0; rank 1 needs {0,1}: 3000; rank 2 needs {0..2}: 0;
   // rank 3 needs {0..3}: max = 5000 -> 4000.
-  CollectiveInstance in = Make(0, COMMPROF_OP_SCAN, COMMPROF_NO_PEER,
-                               {{3000, 9000}, {0, 9000}, {5000, 9000}, {1000, 9000}}, 4);
+  CollectiveInstance in =
+      Make(0, COMMPROF_OP_SCAN, COMMPROF_NO_PEER, {{3000, 9000}, {0, 9000}, {5000, 9000}, {1000, 9000}}, 4);
   EXPECT_EQ(MeasureInstance(in, 1000).waits, (std::vector<int64_t>{0, 3000, 0, 4000}));
 }
 

@@ -8,13 +8,13 @@
 #if COMMPROF_HAVE_NVTX3
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 #include "collector/nvtx_abi.h"
 #include "collector/nvtx_tool.h"
@@ -42,8 +42,10 @@ static_assert(sizeof(na::ExtModuleInfo) == sizeof(nvtxExtModuleInfo_t));
 static_assert(offsetof(na::ExtModuleInfo, segments) == offsetof(nvtxExtModuleInfo_t, segments));
 static_assert(na::kPayloadExt == NVTX_PAYLOAD_TYPE_EXT);
 static_assert(na::kPayloadSchemaIdStaticStart == NVTX_PAYLOAD_SCHEMA_ID_STATIC_START);
-static_assert(na::core::kRangePushA == NVTX_CBID_CORE_RangePushA && na::core::kNameOsThreadW == NVTX_CBID_CORE_NameOsThreadW);
-static_assert(na::core2::kDomainCreateA == NVTX_CBID_CORE2_DomainCreateA && na::core2::kInitialize == NVTX_CBID_CORE2_Initialize);
+static_assert(na::core::kRangePushA == NVTX_CBID_CORE_RangePushA &&
+              na::core::kNameOsThreadW == NVTX_CBID_CORE_NameOsThreadW);
+static_assert(na::core2::kDomainCreateA == NVTX_CBID_CORE2_DomainCreateA &&
+              na::core2::kInitialize == NVTX_CBID_CORE2_Initialize);
 static_assert(na::payload::kRangePopPayload == NVTX3EXT_CBID_nvtxRangePopPayload);
 static_assert(na::kModuleCore2 == NVTX_CB_MODULE_CORE2);
 

@@ -5,6 +5,7 @@
 // experiment E2, and the dedupe against the NCCL profiler plugin.
 //
 // Tests that call the handlers share the calling thread's NVTX stack; each leaves it balanced.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "collector/internal_api.h"
 #include "collector/nvtx_abi.h"
 #include "collector/nvtx_injection.h"
 #include "collector/nvtx_nccl.h"
 #include "collector/nvtx_tool.h"
-#include "collector/internal_api.h"
 #include "collector/runtime.h"
 #include "support/test_support.h"
 
@@ -437,7 +436,6 @@ TEST(NvtxNccl, WhileThePluginIsAttachedItsCallsAreRecordedOnceAndCounted) {
   EXPECT_EQ(group, 1);
   EXPECT_EQ(CountersOf(rt).at("nvtx_nccl_deduplicated"), 1u);
 }
-
 
 TEST(NvtxNccl, OnlyTheNcclPluginsAttachMarksTheProcessAsHavingThePlugin) {
   // The plugin's real way in (commprof_internal_attach, collector/c_api.cc) with a process runtime

@@ -115,7 +115,7 @@ TEST(RequestTable, OverflowIsCountedWhenAProbeWindowIsFull) {
 TEST(RequestTable, ConcurrentInsertAndTakeFromSeveralThreads) {
   constexpr int kThreads = 4;
   constexpr uintptr_t kPerThread = 320 * 64;  // whole batches
-  constexpr uintptr_t kBatch = 64;  // requests in flight per thread at a time
+  constexpr uintptr_t kBatch = 64;            // requests in flight per thread at a time
   RequestTable t(4096);
   std::atomic<uint64_t> inserted{0}, refused{0}, taken{0}, wrong{0}, missing{0};
   std::vector<std::thread> threads;

@@ -20,8 +20,8 @@
 #include "aggregator/ingest.h"
 #include "aggregator/server.h"
 #include "aggregator/spool_reader.h"
-#include "collector/transport.h"
 #include "analysis/load/profile_reader.h"
+#include "collector/transport.h"
 #include "support/test_support.h"
 
 namespace commprof {
@@ -211,8 +211,7 @@ TEST(RuntimeAggregator, WrongSecretIsRefusedAndTheRuntimeSpoolsEverything) {
   LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());
   {
-    Runtime rt(MakeConfig("127.0.0.1:" + std::to_string(agg.port()), "not-the-secret", dir / "spool"),
-               MakeIdentity());
+    Runtime rt(MakeConfig("127.0.0.1:" + std::to_string(agg.port()), "not-the-secret", dir / "spool"), MakeIdentity());
     rt.Start();
     RecordFromTwoThreads(rt);
     rt.Shutdown();
@@ -427,8 +426,9 @@ namespace {
 // Sets launcher variables for one test and restores the environment afterwards.
 class LauncherEnv : public ::testing::Test {
  protected:
-  static constexpr const char* kVars[] = {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
-                                          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+  static constexpr const char* kVars[] = {"PMIX_RANK",    "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                          "SLURM_PROCID", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                          "SLURM_NTASKS"};
   void SetUp() override {
     for (const char* v : kVars) {
       const char* old = std::getenv(v);

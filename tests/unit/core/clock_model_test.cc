@@ -172,15 +172,15 @@ TEST(ClockModel, TwoPointsGiveTheExactDriftAndInterpolateAndExtrapolateOnTheirLi
   EXPECT_EQ(m.DriftPpm(), 40.0);
   EXPECT_EQ(m.Offset(1'000'000'000), 5000);
   EXPECT_EQ(m.Offset(2'000'000'000), 45000);
-  EXPECT_EQ(m.Offset(1'500'000'000), 25000);       // 5000 + 40e-6 * 5e8
-  EXPECT_EQ(m.Offset(1'250'000'000), 15000);       // 5000 + 40e-6 * 2.5e8
-  EXPECT_EQ(m.Offset(1'000'012'300), 5000);        // 40e-6 * 12300 = 0.492 rounds to 0
-  EXPECT_EQ(m.Offset(1'000'013'000), 5001);        // 0.52 rounds to 1
-  EXPECT_EQ(m.Offset(0), -35000);                  // before the first point: 5000 - 40e-6 * 1e9
-  EXPECT_EQ(m.Offset(3'000'000'000), 85000);       // after the last: 45000 + 40e-6 * 1e9
+  EXPECT_EQ(m.Offset(1'500'000'000), 25000);  // 5000 + 40e-6 * 5e8
+  EXPECT_EQ(m.Offset(1'250'000'000), 15000);  // 5000 + 40e-6 * 2.5e8
+  EXPECT_EQ(m.Offset(1'000'012'300), 5000);   // 40e-6 * 12300 = 0.492 rounds to 0
+  EXPECT_EQ(m.Offset(1'000'013'000), 5001);   // 0.52 rounds to 1
+  EXPECT_EQ(m.Offset(0), -35000);             // before the first point: 5000 - 40e-6 * 1e9
+  EXPECT_EQ(m.Offset(3'000'000'000), 85000);  // after the last: 45000 + 40e-6 * 1e9
   EXPECT_EQ(m.ToReference(1'500'000'000), 1'500'025'000);
-  EXPECT_EQ(m.OffsetAt(500'000'000), -15000);      // the summary offset at an anchor before the first epoch
-  EXPECT_EQ(m.ErrorBoundNs(), 20);                 // largest half RTT; two points have no residual
+  EXPECT_EQ(m.OffsetAt(500'000'000), -15000);  // the summary offset at an anchor before the first epoch
+  EXPECT_EQ(m.ErrorBoundNs(), 20);             // largest half RTT; two points have no residual
 }
 
 TEST(ClockModel, PointsAreSortedByLocalTime) {
@@ -197,12 +197,12 @@ TEST(ClockModel, ThreePointsArePiecewiseLinearWithTheEndSegmentsExtended) {
   ClockModel m({{3'000'000, -300, 6}, {0, 0, 5}, {1'000'000, 100, 8}});
   EXPECT_EQ(m.Offset(0), 0);
   EXPECT_EQ(m.Offset(500'000), 50);
-  EXPECT_EQ(m.Offset(1'000'000), 100);     // a middle point belongs to both segments
-  EXPECT_EQ(m.Offset(1'500'000), 0);       // 100 - 200e-6 * 5e5
+  EXPECT_EQ(m.Offset(1'000'000), 100);  // a middle point belongs to both segments
+  EXPECT_EQ(m.Offset(1'500'000), 0);    // 100 - 200e-6 * 5e5
   EXPECT_EQ(m.Offset(2'000'000), -100);
   EXPECT_EQ(m.Offset(3'000'000), -300);
-  EXPECT_EQ(m.Offset(-1'000'000), -100);   // first segment extended back
-  EXPECT_EQ(m.Offset(4'000'000), -500);    // last segment extended forward
+  EXPECT_EQ(m.Offset(-1'000'000), -100);  // first segment extended back
+  EXPECT_EQ(m.Offset(4'000'000), -500);   // last segment extended forward
   // drift: the line through the first and last points, -300 / 3e6 = -100 ppm
   EXPECT_DOUBLE_EQ(m.DriftPpm(), -100.0);
   // bound: largest half RTT (8) + largest residual around that line: at 1 ms the line says -100,
@@ -232,9 +232,7 @@ TEST(ClockModel, ErrorBoundIsTheLargestHalfRoundTripPlusTheLargestResidual) {
 TEST(ClockModel, RecoversAnInjectedLinearDriftFromSimulatedEpochsWithinItsBound) {
   constexpr double kDrift = 40e-6;          // 40 ppm: reference runs faster than local
   constexpr int64_t kTheta0 = -12'345'678;  // offset at local 0
-  auto truth = [&](int64_t local) {
-    return static_cast<double>(kTheta0) + kDrift * static_cast<double>(local);
-  };
+  auto truth = [&](int64_t local) { return static_cast<double>(kTheta0) + kDrift * static_cast<double>(local); };
   std::mt19937_64 rng(20240601);
   std::uniform_int_distribution<int64_t> delay(5'000, 50'000);
 

@@ -15,8 +15,8 @@ namespace {
 const char* const kVars[] = {"COMMPROF_AGGREGATOR",   "COMMPROF_SECRET",        "COMMPROF_JOB_ID",
                              "COMMPROF_SPOOL_DIR",    "COMMPROF_BUFFER_EVENTS", "COMMPROF_MEMORY_MB",
                              "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS",
-                             "COMMPROF_ACTIVITIES",
-                             "COMMPROF_CUDA_API", "COMMPROF_CUPTI_BUFFER_KB", "COMMPROF_CUPTI_BUFFERS"};
+                             "COMMPROF_ACTIVITIES",   "COMMPROF_CUDA_API",      "COMMPROF_CUPTI_BUFFER_KB",
+                             "COMMPROF_CUPTI_BUFFERS"};
 
 // Clears the COMMPROF_* variables for one test and restores them afterwards.
 class ConfigEnv : public ::testing::Test {

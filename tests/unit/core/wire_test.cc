@@ -640,8 +640,7 @@ TEST(WireReadFrame, TruncatedHeaderNamesTheByteOffset) {
   auto r = ReadFrame(t.f, h, payload);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError) << "truncation is an I/O-level end";
-  EXPECT_NE(r.status().message().find("truncated frame header at byte " + std::to_string(second_at)),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("truncated frame header at byte " + std::to_string(second_at)), std::string::npos)
       << r.status().message();
 }
 
@@ -660,8 +659,7 @@ TEST(WireReadFrame, TruncatedPayloadNamesTheFrameAndByteOffset) {
   auto r = ReadFrame(t.f, h, payload);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError) << "truncation is an I/O-level end";
-  EXPECT_NE(r.status().message().find("truncated events frame at byte " + std::to_string(second_at)),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("truncated events frame at byte " + std::to_string(second_at)), std::string::npos)
       << r.status().message();
 }
 

@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
@@ -45,9 +45,10 @@ TEST(GpuClockCalibration, RecoversPlantedOffsetAndDriftUnderDelayNoiseAndOutlier
   // Expected mapping: gpu + kOffset + kDrift * (gpu - kGpu0) + kMinDelay (the minimum latency is
   // indistinguishable from the offset, see the header). Tolerance: 2 us on every prediction after
   // 512 pairs (6 us during the warm-up from 64 pairs), predicted 100 us ahead of the latest pair;
-  // drift within 20 ppm once the window is full (the 512-pair window spans ~100 ms, over which 40 ppm is only 4 us against ~0.3 us of floor noise per
-  // bucket; a 20 ppm error costs 20 ns over the <= 1 ms the mapping is extrapolated).
-  constexpr uint64_t kGpu0 = 1'756'135'989'724'672'000ull;  // %globaltimer in Unix-epoch ns
+  // drift within 20 ppm once the window is full (the 512-pair window spans ~100 ms, over which 40 ppm is only 4 us
+  // against ~0.3 us of floor noise per bucket; a 20 ppm error costs 20 ns over the <= 1 ms the mapping is
+  // extrapolated).
+  constexpr uint64_t kGpu0 = 1'756'135'989'724'672'000ull;   // %globaltimer in Unix-epoch ns
   constexpr int64_t kOffset = -1'756'100'000'000'000'000ll;  // the host steady clock is far smaller
   constexpr double kDrift = 40e-6;
   constexpr double kMinDelay = 3000.0;
@@ -57,7 +58,8 @@ TEST(GpuClockCalibration, RecoversPlantedOffsetAndDriftUnderDelayNoiseAndOutlier
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   // Integer arithmetic for the large parts: as doubles, 1.7e18 would keep only 256 ns steps.
   auto host_of = [&](uint64_t gpu, double delay) {
-    return gpu + static_cast<uint64_t>(kOffset) + static_cast<uint64_t>(std::llround(kDrift * static_cast<double>(gpu - kGpu0) + delay));
+    return gpu + static_cast<uint64_t>(kOffset) +
+           static_cast<uint64_t>(std::llround(kDrift * static_cast<double>(gpu - kGpu0) + delay));
   };
   GpuClockCalibration c;
   double worst = 0;
@@ -118,7 +120,8 @@ TEST(SharedGpuClock, ConcurrentProducersRecoverPlantedOffsetAndDrift) {
   constexpr double kMinDelay = 3000.0;
   constexpr int kThreads = 4, kPerThread = 3000;
   auto host_of = [&](uint64_t gpu, double delay) {
-    return gpu + static_cast<uint64_t>(kOffset) + static_cast<uint64_t>(std::llround(kDrift * static_cast<double>(gpu - kGpu0) + delay));
+    return gpu + static_cast<uint64_t>(kOffset) +
+           static_cast<uint64_t>(std::llround(kDrift * static_cast<double>(gpu - kGpu0) + delay));
   };
   SharedGpuClock clock({}, 1u << 14);  // room for every sample: none may be dropped here
   std::atomic<uint64_t> ticket{0};
@@ -183,7 +186,8 @@ TEST(SharedGpuClock, TinyQueueNeverLosesOrDuplicatesASample) {
   clock.Flush();
   EXPECT_EQ(clock.pairs_seen() + 2 * clock.samples_dropped(), 2u * kThreads * kPerThread);
   EXPECT_GT(clock.pairs_seen(), 0u);
-  std::printf("%llu of %d samples dropped\n", static_cast<unsigned long long>(clock.samples_dropped()), kThreads * kPerThread);
+  std::printf("%llu of %d samples dropped\n", static_cast<unsigned long long>(clock.samples_dropped()),
+              kThreads * kPerThread);
   // Every pair that arrived had residual 7000: a torn or stale cell would show another one.
   EXPECT_EQ(clock.Current().ToHost(50'000'000), 50'007'000u);
   EXPECT_NEAR(clock.calibration().drift_ppm(), 0.0, 1e-9);

@@ -190,7 +190,7 @@ TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   EXPECT_EQ(e.bytes, 4096u);  // 1024 x 4 (ncclFloat32)
   EXPECT_EQ(e.datatype, COMMPROF_DT_FLOAT32);
   EXPECT_EQ(e.peer, COMMPROF_NO_PEER);
-  EXPECT_EQ(e.correlation, 2u);  // channels
+  EXPECT_EQ(e.correlation, 2u);   // channels
   EXPECT_EQ(e.reduce_op, 0x22u);  // RING (2) | LL128 (2) << 4
   EXPECT_EQ(e.device, 3u);
   EXPECT_EQ(e.flags, 0u);
@@ -340,7 +340,8 @@ TEST(NcclProfilerPlugin, PointToPointSequencePerPeerAndDirection) {
     handles.push_back(h);
   }
   std::thread proxy([&] {
-    for (size_t i = 0; i < handles.size(); ++i) KernelChannel(sink, ctx, handles[i], 0, 1000 * (i + 1), 1000 * (i + 1) + 10, 0, 0);
+    for (size_t i = 0; i < handles.size(); ++i)
+      KernelChannel(sink, ctx, handles[i], 0, 1000 * (i + 1), 1000 * (i + 1) + 10, 0, 0);
   });
   proxy.join();
   auto p2p = sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE);
@@ -398,7 +399,8 @@ TEST(NcclProfilerPlugin, UnfinishedCollectiveIsWrittenIncompleteAtFinalize) {
 TEST(NcclProfilerPlugin, V2CompletionFromProxyOpsAndCommHashFromDescriptor) {
   CaptureSink sink;
   PluginContext* ctx = CreateContext(AbiVersion::kV2, CommInfo{}, &sink, PluginOptions{});
-  EXPECT_EQ(ActivationMask(AbiVersion::kV2, PluginOptions{}), static_cast<int>(kCpNcclColl | kCpNcclP2p | kCpNcclProxyOp));
+  EXPECT_EQ(ActivationMask(AbiVersion::kV2, PluginOptions{}),
+            static_cast<int>(kCpNcclColl | kCpNcclP2p | kCpNcclProxyOp));
   EventDescr c = Descr(kCpNcclColl);
   c.func = "AllReduce";
   c.count = 100;
@@ -498,9 +500,9 @@ TEST(NcclProfilerPlugin, ProxyDetailRecordsEveryOpAndStepWithTheirParentsIdentit
     EXPECT_EQ(e.subtype, COMMPROF_OP_ALLREDUCE);
     EXPECT_EQ(sink.Name(e.name_id), "AllReduce");
     EXPECT_EQ(e.peer, dirs[i].peer);
-    EXPECT_EQ(e.correlation, 0u);                        // channel
-    EXPECT_EQ(e.reduce_op, dirs[i].is_send ? 1 : 2);     // send 1, receive 2
-    EXPECT_EQ(e.bytes, 2u * 8192u);                      // the sum of its steps' transSize
+    EXPECT_EQ(e.correlation, 0u);                     // channel
+    EXPECT_EQ(e.reduce_op, dirs[i].is_send ? 1 : 2);  // send 1, receive 2
+    EXPECT_EQ(e.bytes, 2u * 8192u);                   // the sum of its steps' transSize
     EXPECT_EQ(e.start_ns, t0);
     EXPECT_EQ(e.end_ns, t0 + 3000);
     EXPECT_EQ(e.device, 3u);

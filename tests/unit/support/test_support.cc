@@ -1,7 +1,5 @@
 #include "support/test_support.h"
 
-#include "aggregator/hdf5/hdf5_writer.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -15,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "aggregator/hdf5/hdf5_writer.h"
 
 namespace commprof::test_support {
 

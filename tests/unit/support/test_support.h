@@ -4,6 +4,8 @@
 // back, comparing events and taking a frame's payload.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,8 +16,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "aggregator/ingest.h"
 #include "aggregator/server.h"
