@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/config.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -11,6 +12,9 @@ int main(int argc, char** argv) {
       "Record a job with `commprof run`, inspect the file with `commprof info`."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("commprof ") + COMMPROF_VERSION);
+  // Handled before parsing (a subcommand is required otherwise); declared here for --help.
+  app.add_flag("--help-env")
+      ->description("print every environment variable commprof reads, with its default and meaning, and exit");
 
   std::map<CLI::App*, commprof::cli::Runner> runners;
   auto add = [&](commprof::cli::Runner (*adder)(CLI::App&)) {
@@ -27,6 +31,11 @@ int main(int argc, char** argv) {
   add(&commprof::cli::AddImportCommand);
   add(&commprof::cli::AddAggregateCommand);
   add(&commprof::cli::AddHtaCommand);
+
+  if (argc == 2 && std::string(argv[1]) == "--help-env") {
+    std::fputs(commprof::EnvironmentHelp().c_str(), stdout);
+    return 0;
+  }
 
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "run") {
@@ -45,7 +54,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;  // usage errors are exit code 2, as documented
   }
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (sub->parsed()) {
+      return run();
+    }
   }
   return 2;
 }
