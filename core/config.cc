@@ -44,7 +44,7 @@ constexpr OptionSpec kEnvironment[] = {
      kCollector},
     {"COMMPROF_ACTIVITIES", "all",
      "event sources to record, comma-separated: cpu, mpi, nccl, cuda, memory, nvtx, or all; set by `commprof run "
-     "--activities`.",
+     "--activities` and by the SPANK plugin's activities= option.",
      kCollector},
     {"COMMPROF_CUDA_API", "launch",
      "CUDA API calls recorded (kind 24) with the cuda activity: launch (kernel, host-function and graph launches), "
@@ -94,13 +94,16 @@ constexpr OptionSpec kEnvironment[] = {
     {"LD_PRELOAD", "", "kept by `commprof run` and the SPANK plugin after the libcommprof.so they put first.",
      kLauncher},
     {"NCCL_PROFILER_PLUGIN", "",
-     "set by `commprof run` to commprof's NCCL plugin (nccl activity); a value already set is passed on and "
-     "commprof's plugin is not loaded.",
+     "set by `commprof run` and the SPANK plugin to commprof's NCCL plugin (nccl activity); a value already set "
+     "is kept and commprof's plugin is not loaded.",
      kLauncher},
     {"NVTX_INJECTION64_PATH", "",
-     "set by `commprof run` to libcommprof.so (nvtx activity); a value already set is passed on.", kLauncher},
+     "set by `commprof run` and the SPANK plugin to libcommprof.so (nvtx activity); a value already set is kept.",
+     kLauncher},
     {"CUDA_INJECTION64_PATH", "",
-     "set by `commprof run` to libcommprof.so (cuda, memory activities); a value already set is passed on.", kLauncher},
+     "set by `commprof run` and the SPANK plugin to libcommprof.so (cuda, memory activities); a value already "
+     "set is kept.",
+     kLauncher},
 };
 
 constexpr size_t CountCollectorOptions() {
