@@ -1,12 +1,15 @@
 // commprof: the command-line front end (docs/cli.md).
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <string>
 
 #include "cli/commands.h"
 #include "core/config.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "commprof: a distributed multi-GPU communication profiler.\n"
       "Record a job with `commprof run`, inspect the file with `commprof info`."};
@@ -59,4 +62,18 @@ int main(int argc, char** argv) {
     }
   }
   return 2;
+}
+
+}  // namespace
+
+// Nothing escapes main: an exception a command did not handle becomes exit code 1 with its message.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commprof: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "commprof: unexpected error\n");
+  }
+  return 1;
 }

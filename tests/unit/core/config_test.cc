@@ -180,7 +180,9 @@ TEST(ConfigOptions, DeclaresEveryVariableOnceWithADescription) {
     EXPECT_EQ(found, 1) << v;
   }
   bool has_log = false;
-  for (const auto& o : opts) has_log = has_log || std::string_view(o.env) == "COMMPROF_LOG";
+  for (const auto& o : opts) {
+    has_log = has_log || std::string_view(o.env) == "COMMPROF_LOG";
+  }
   EXPECT_TRUE(has_log);
 }
 
