@@ -51,7 +51,7 @@ void BM_ReadKinetoTrace(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadKinetoTrace)->Arg(0)->Arg(1)->ArgNames({"gzip"})->Unit(benchmark::kMillisecond);
 
-// The largest shipped real trace (reference data, <repo>/../shared/data/kineto), when present.
+// The largest shipped real trace (<repo>/../shared/data/kineto), when present.
 void BM_ReadShippedTrace(benchmark::State& state) {
   const std::string path =
       std::string(COMMPROF_SOURCE_DIR) + "/../shared/data/kineto/hta-single-rank-nccl/df_index_resolver.json.gz";

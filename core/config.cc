@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <cstdlib>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -9,43 +10,138 @@
 namespace commprof {
 namespace {
 
-constexpr OptionSpec kOptions[] = {
-    {"COMMPROF_AGGREGATOR", "", "host:port of the aggregator; set by `commprof run`. Empty: spool only."},
-    {"COMMPROF_SECRET", "", "per-job secret proving the collector belongs to the job (HMAC in the hello)."},
-    {"COMMPROF_JOB_ID", "", "job id stored in the file; set by `commprof run`."},
-    {"COMMPROF_SPOOL_DIR", "commprof-spool", "where frames go when the aggregator cannot be reached."},
-    {"COMMPROF_BUFFER_EVENTS", "65536", "per-thread ring capacity in events (64 bytes each)."},
-    {"COMMPROF_MEMORY_MB", "256", "budget for all thread rings of a process; threads past it drop (counted)."},
-    {"COMMPROF_FLUSH_MS", "20", "how often the shipper thread drains the rings."},
-    {"COMMPROF_REQUEST_SLOTS", "65536", "non-blocking MPI requests tracked at once; more are counted as dropped."},
-    {"COMMPROF_CONNECT_TIMEOUT_MS", "5000", "how long a rank waits for the aggregator before spooling."},
-    {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug."},
-    {"COMMPROF_CLOCK_SYNC", "on", "clock alignment against rank 0 (MPI) or the aggregator (TCP): on or off."},
+using enum EnvReader;
+
+// Every environment variable commprof reads. Keep each reader's entries together, in EnvReader's
+// order (the collector's first: ConfigOptions() is that prefix), and docs/cli.md "Environment" in
+// step (config_test.cc checks both).
+constexpr OptionSpec kEnvironment[] = {
+    // The collector (libcommprof.so) in every rank.
+    {"COMMPROF_AGGREGATOR", "", "host:port of the aggregator; set by `commprof run`. Set but empty: spool only.",
+     kCollector},
+    {"COMMPROF_SECRET", "",
+     "per-job secret proving the collector belongs to the job (HMAC in the hello); set by `commprof run`. "
+     "`commprof aggregate` also reads it when --secret-file is not given.",
+     kCollector},
+    {"COMMPROF_JOB_ID", "", "job id stored in the file; set by `commprof run`.", kCollector},
+    {"COMMPROF_SPOOL_DIR", "commprof-spool", "where frames go when the aggregator cannot be reached.", kCollector},
+    {"COMMPROF_BUFFER_EVENTS", "65536", "per-thread ring capacity in events (64 bytes each; at least 16).", kCollector},
+    {"COMMPROF_MEMORY_MB", "256", "budget for all thread rings of a process; threads past it drop (counted).",
+     kCollector},
+    {"COMMPROF_FLUSH_MS", "20", "how often the shipper thread drains the rings.", kCollector},
+    {"COMMPROF_REQUEST_SLOTS", "65536", "non-blocking MPI requests tracked at once; more are counted as dropped.",
+     kCollector},
+    {"COMMPROF_CONNECT_TIMEOUT_MS", "5000",
+     "how long a rank waits for the TCP connect, and again for the hello-ack, before spooling.", kCollector},
+    {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug (every part of commprof reads it).",
+     kCollector},
+    {"COMMPROF_CLOCK_SYNC", "on",
+     "clock alignment against rank 0 (MPI) or the aggregator (TCP); off, 0, false or no turn it off.", kCollector},
     {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000",
-     "period of re-synchronization during the run (0: only at start and end)."},
+     "period of re-synchronization during the run (0: only at start and end).", kCollector},
     {"COMMPROF_CLOCK_SYNC_ROUNDS", "64",
-     "ping-pong rounds per synchronization epoch (the minimum round trip is kept)."},
+     "ping-pong rounds of the first and last epoch, half in periodic ones (the minimum round trip is kept).",
+     kCollector},
     {"COMMPROF_ACTIVITIES", "all",
      "event sources to record, comma-separated: cpu, mpi, nccl, cuda, memory, nvtx, or all; set by `commprof run "
-     "--activities`."},
+     "--activities` and by the SPANK plugin's activities= option.",
+     kCollector},
     {"COMMPROF_CUDA_API", "launch",
      "CUDA API calls recorded (kind 24) with the cuda activity: launch (kernel, host-function and graph launches), "
-     "all (every runtime and driver call), none."},
-    {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (CUPTI recommends 1-10 MiB)."},
+     "all (every runtime and driver call), none.",
+     kCollector},
+    {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (at least 64).", kCollector},
     {"COMMPROF_CUPTI_BUFFERS", "16",
-     "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted)."},
+     "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted).", kCollector},
     {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "",
-     "TESTING AID: comma-separated offsets, item i for rank i, added to the clock."},
-    {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i."},
+     "TESTING AID: comma-separated offsets in ns, item i for rank i, added to the clock.", kCollector},
+    {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i.", kCollector},
+
+    // The NCCL profiler plugin.
+    {"COMMPROF_NCCL_DETAIL", "",
+     "proxy: also ask NCCL for proxy-op and proxy-step events and store them (kinds 21, 22); other values: off.",
+     kNcclPlugin},
+    {"COMMPROF_NCCL_EVENTS", "4096",
+     "event slots per NCCL communicator (64 to 16777216; other values: the default); events past it are dropped "
+     "(counted).",
+     kNcclPlugin},
+
+    // The commprof command.
+    {"COMMPROF_LIBRARY", "", "the libcommprof.so `commprof run` preloads when --library is not given.", kCommand},
+
+    // Set by the launcher or Slurm.
+    {"PMIX_RANK", "",
+     "the rank, when the collector starts before MPI_Init or without MPI: the first set of PMIX_RANK, "
+     "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID (none: rank 0).",
+     kLauncher},
+    {"OMPI_COMM_WORLD_RANK", "", "the rank without MPI_Init, as PMIX_RANK.", kLauncher},
+    {"PMI_RANK", "", "the rank without MPI_Init, as PMIX_RANK.", kLauncher},
+    {"OMPI_COMM_WORLD_SIZE", "",
+     "the world size, when the collector starts before MPI_Init or without MPI: the first set of "
+     "OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS (none: 1).",
+     kLauncher},
+    {"PMI_SIZE", "", "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE.", kLauncher},
+    {"SLURM_JOB_ID", "",
+     "the default job id of `commprof run` and `commprof aggregate`; stored per rank as slurm_job_id.", kLauncher},
+    {"SLURM_STEP_ID", "", "stored per rank as slurm_step_id (when a number); names the SPANK plugin's files.",
+     kLauncher},
+    {"SLURM_PROCID", "", "stored per rank as slurm_procid; the rank without MPI_Init, as PMIX_RANK.", kLauncher},
+    {"SLURM_LOCALID", "", "stored per rank as slurm_localid.", kLauncher},
+    {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
+    {"SLURM_NTASKS", "",
+     "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE; the ranks the SPANK plugin's aggregator expects.",
+     kLauncher},
+    {"LD_PRELOAD", "", "kept by `commprof run` and the SPANK plugin after the libcommprof.so they put first.",
+     kLauncher},
+    {"NCCL_PROFILER_PLUGIN", "",
+     "set by `commprof run` and the SPANK plugin to commprof's NCCL plugin (nccl activity); a value already set "
+     "is kept and commprof's plugin is not loaded.",
+     kLauncher},
+    {"NVTX_INJECTION64_PATH", "",
+     "set by `commprof run` and the SPANK plugin to libcommprof.so (nvtx activity); a value already set is kept.",
+     kLauncher},
+    {"CUDA_INJECTION64_PATH", "",
+     "set by `commprof run` and the SPANK plugin to libcommprof.so (cuda, memory activities); a value already "
+     "set is kept.",
+     kLauncher},
 };
+
+constexpr size_t CountCollectorOptions() {
+  size_t n = 0;
+  while (n < std::size(kEnvironment) && kEnvironment[n].reader == kCollector) {
+    ++n;
+  }
+  return n;
+}
+constexpr size_t kCollectorOptions = CountCollectorOptions();
+
+// Readers appear in EnvReader's order, each in one run of entries.
+constexpr bool ReadersGrouped() {
+  for (size_t i = 1; i < std::size(kEnvironment); ++i) {
+    if (kEnvironment[i].reader < kEnvironment[i - 1].reader) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(ReadersGrouped(), "kEnvironment: keep each reader's variables together, in EnvReader's order");
+
+const OptionSpec* FindOption(std::string_view name) {
+  for (const auto& o : kEnvironment) {
+    if (name == o.env) {
+      return &o;
+    }
+  }
+  return nullptr;
+}
 
 std::string EnvOr(const char* name) {
   const char* v = std::getenv(name);
-  if (v != nullptr) return v;
-  for (const auto& o : kOptions) {
-    if (std::string_view(o.env) == name) return o.default_value;
+  if (v != nullptr) {
+    return v;
   }
-  return {};
+  const OptionSpec* o = FindOption(name);
+  return o != nullptr ? o->default_value : "";
 }
 
 uint32_t EnvU32(const char* name, uint32_t min_value) {
@@ -53,10 +149,8 @@ uint32_t EnvU32(const char* name, uint32_t min_value) {
   char* end = nullptr;
   unsigned long v = std::strtoul(text.c_str(), &end, 10);
   if (text.empty() || end == nullptr || *end != '\0' || v < min_value || v > 0xFFFFFFFFul) {
-    std::string def;
-    for (const auto& o : kOptions) {
-      if (std::string_view(o.env) == name) def = o.default_value;
-    }
+    const OptionSpec* o = FindOption(name);
+    std::string def = o != nullptr ? o->default_value : "";
     COMMPROF_LOG_WARN("%s=%s is not a number >= %u; using %s", name, text.c_str(), min_value, def.c_str());
     v = std::strtoul(def.c_str(), nullptr, 10);
   }
@@ -65,7 +159,39 @@ uint32_t EnvU32(const char* name, uint32_t min_value) {
 
 }  // namespace
 
-std::span<const OptionSpec> ConfigOptions() { return kOptions; }
+std::span<const OptionSpec> EnvironmentVariables() { return kEnvironment; }
+
+std::span<const OptionSpec> ConfigOptions() { return std::span<const OptionSpec>(kEnvironment, kCollectorOptions); }
+
+const char* EnvReaderTitle(EnvReader reader) {
+  switch (reader) {
+    case kCollector:
+      return "The collector (libcommprof.so) in every rank; `commprof run` forwards every COMMPROF_* it has";
+    case kNcclPlugin:
+      return "The NCCL profiler plugin (libnccl-profiler-commprof.so)";
+    case kCommand:
+      return "The commprof command";
+    case kLauncher:
+      return "Set by the MPI launcher, Slurm or the user; read by commprof";
+  }
+  return "";
+}
+
+std::string EnvironmentHelp() {
+  std::string out = "Environment variables commprof reads (docs/cli.md \"Environment\"):\n";
+  for (size_t i = 0; i < std::size(kEnvironment); ++i) {
+    const OptionSpec& o = kEnvironment[i];
+    if (i == 0 || o.reader != kEnvironment[i - 1].reader) {
+      out += std::string("\n") + EnvReaderTitle(o.reader) + ":\n";
+    }
+    out += "  " + std::string(o.env);
+    if (*o.default_value != '\0') {
+      out += std::string(" (default ") + o.default_value + ")";
+    }
+    out += std::string(": ") + o.description + "\n";
+  }
+  return out;
+}
 
 namespace {
 constexpr std::pair<const char*, Activity> kActivityNames[] = {
@@ -86,7 +212,9 @@ bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error
     std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     uint32_t bit = 0;
     for (const auto& [name, b] : kActivityNames) {
-      if (item == name) bit = b;
+      if (item == name) {
+        bit = b;
+      }
     }
     if (bit == 0) {
       error = "unknown activity '" + item + "' (known: cpu, mpi, nccl, cuda, memory, nvtx, all)";
@@ -97,7 +225,9 @@ bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error
       return false;
     }
     m |= bit;
-    if (comma == std::string::npos) break;
+    if (comma == std::string::npos) {
+      break;
+    }
     start = comma + 1;
   }
   mask = m;
@@ -107,8 +237,12 @@ bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error
 std::string ActivitiesToString(uint32_t mask) {
   std::string out;
   for (const auto& [name, b] : kActivityNames) {
-    if ((mask & b) == 0) continue;
-    if (!out.empty()) out += ',';
+    if ((mask & b) == 0) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += ',';
+    }
     out += name;
   }
   return out.empty() ? "none" : out;
@@ -122,11 +256,15 @@ bool PerRankValue(const std::string& list, uint32_t rank, double& out) {
     if (i == rank) {
       char* end = nullptr;
       double v = std::strtod(item.c_str(), &end);
-      if (item.empty() || end == nullptr || *end != '\0') return false;
+      if (item.empty() || end == nullptr || *end != '\0') {
+        return false;
+      }
       out = v;
       return true;
     }
-    if (comma == std::string::npos) return false;
+    if (comma == std::string::npos) {
+      return false;
+    }
     start = comma + 1;
   }
 }

@@ -1,6 +1,8 @@
-// Collector configuration from COMMPROF_* environment variables. Each option is declared once,
-// with its default and description, in kOptions (config.cc); `commprof run --help-env` and
-// docs/cli.md are generated from / checked against that one table (the Caliper habit).
+// Configuration from environment variables. Every variable commprof reads, in any of its parts, is
+// declared once, with its default and a one-line meaning, in kEnvironment (config.cc). That table
+// is what `commprof --help-env` prints and what the `commprof run --help` footer lists, and a unit
+// test (tests/unit/core/config_test.cc) fails when a variable in it is missing from docs/cli.md
+// "Environment", or when the product code names a variable that is not in it.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +11,29 @@
 
 namespace commprof {
 
-struct OptionSpec {
-  const char* env;
-  const char* default_value;
-  const char* description;
+// The part of commprof that reads a variable.
+enum class EnvReader : uint8_t {
+  kCollector,   // libcommprof.so in every rank (Config below, and the log level)
+  kNcclPlugin,  // libnccl-profiler-commprof.so
+  kCommand,     // the `commprof` command itself
+  kLauncher,    // set by the MPI launcher or Slurm; read by the collector, `commprof` and the SPANK plugin
 };
 
+struct OptionSpec {
+  const char* env;
+  const char* default_value;  // "" = unset (an empty value can differ from unset: see the meaning)
+  const char* description;
+  EnvReader reader;
+};
+
+// Every environment variable commprof reads, grouped by reader in EnvReader's order.
+std::span<const OptionSpec> EnvironmentVariables();
+// The collector's own variables (reader kCollector): the first entries of EnvironmentVariables().
 std::span<const OptionSpec> ConfigOptions();
+// A heading for each reader, as `commprof --help-env` prints it.
+const char* EnvReaderTitle(EnvReader reader);
+// The text of `commprof --help-env`: one line per variable (name, default, meaning), by reader.
+std::string EnvironmentHelp();
 
 // Event sources `commprof run --activities` (COMMPROF_ACTIVITIES) selects, after torch.profiler's
 // `activities`: a rank records only what its mask allows.

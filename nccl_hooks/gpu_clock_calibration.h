@@ -1,6 +1,6 @@
 // Maps NCCL KernelCh pTimer values (PTX %globaltimer, ns) onto the rank's host clock.
 //
-// Purpose: NCCL hands the GPU start/stop of each kernel channel but no host time (reference §3);
+// Purpose: NCCL hands the GPU start/stop of each kernel channel but no host time (docs/nccl-plugin.md §3);
 // the plugin pairs each such GPU reading with a host reading taken in the callback that delivered
 // it and fits host = gpu + offset + drift * (gpu - gpu_ref) over a sliding window of pairs.
 // Concepts: the callback arrives *after* the GPU wrote the value (the proxy thread polls a ring),

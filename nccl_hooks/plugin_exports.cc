@@ -1,4 +1,4 @@
-// The exported tables ncclProfiler_v5/_v4/_v2 (reference §1, §7): thin C shims that normalise each
+// The exported tables ncclProfiler_v5/_v4/_v2 (docs/nccl-plugin.md §1, §7): thin C shims that normalise each
 // version's descriptor and call the one implementation in profiler_plugin.cc, plus the sink that
 // records through libcommprof.so's runtime. Only these three data objects leave the library
 // (nccl_hooks/exports.map, -fvisibility=hidden).
@@ -48,7 +48,7 @@ PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
     return nullptr;
   }
   PluginOptions options = PluginOptionsFromEnv();
-  // The mask is one process-global int shared by every communicator (reference §2a): atomic store.
+  // The mask is one process-global int shared by every communicator (docs/nccl-plugin.md §2a): atomic store.
   if (mask != nullptr) __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);
   return CreateContext(version, info, &g_sink, options);
 }
@@ -149,7 +149,7 @@ CpNcclResult StartV5(void* context, void** handle, CpNcclEventDescrV5* d) {
 
 CpNcclResult StartV4(void* context, void** handle, CpNcclEventDescrV4* d) {
   if (handle == nullptr) return kCpNcclSuccess;
-  *handle = nullptr;  // the v4 adapter does not clear it (reference §7)
+  *handle = nullptr;  // the v4 adapter does not clear it (docs/nccl-plugin.md §7)
   if (d == nullptr || context == nullptr) return kCpNcclSuccess;
   EventDescr e;
   e.type = d->type;
@@ -208,7 +208,7 @@ CpNcclResult Stop(void* handle) {
 
 CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* args) {
   // We read kernelCh.pTimer of state 22 and proxyStep.transSize of the ProxyStep states (8-12,
-  // 20); GroupApi states pass NULL args (reference §2a).
+  // 20); GroupApi states pass NULL args (docs/nccl-plugin.md §2a).
   if (args == nullptr) {
     RecordEventState(handle, state, 0, false);
   } else if (state == kCpNcclStateKernelChStop) {
@@ -224,7 +224,7 @@ CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* ar
 
 CpNcclResult StateV2(void* handle, CpNcclEventState state, CpNcclStateArgsV2* args) {
   // 2.24/2.25: the ProxyOp states 0-7 carry proxyOp{transSize, steps}; ProxyStep states pass NULL
-  // (reference §2c).
+  // (docs/nccl-plugin.md §2c).
   bool has = args != nullptr && state >= kCpNcclStateProxyOpFirst && state <= kCpNcclStateProxyOpLast;
   RecordEventState(handle, state, has ? args->proxyOp.transSize : 0, has);
   return kCpNcclSuccess;

@@ -22,7 +22,7 @@ struct NameCode {
   const char* name;
   uint8_t code;
 };
-// reference §2a "String values".
+// NCCL's string values (docs/nccl-plugin.md §2a).
 constexpr NameCode kOps[] = {
     {"AllReduce", COMMPROF_OP_ALLREDUCE},
     {"AllGather", COMMPROF_OP_ALLGATHER},
@@ -379,7 +379,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->op = OpCodeOf(oi);
     s->dtype = type.code;
     s->algo_proto = t == kCpNcclColl ? AlgoProtoCode(d.algo, d.proto) : 0;
-    // AllGather/Broadcast Coll events carry bytes as ncclInt8 (reference §2a): size 1 keeps it right.
+    // AllGather/Broadcast Coll events carry bytes as ncclInt8 (docs/nccl-plugin.md §2a): size 1 keeps it right.
     s->bytes = static_cast<uint64_t>(d.count) * type.size;
     s->n_channels = d.n_channels;
     s->name_id = NameOf(oi, false, d.func);
@@ -483,7 +483,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
 void PluginContext::State(Slot* s, int state, uint64_t value, bool has_value) {
   if (!has_value) return;
   if (s->type == kCpNcclKernelCh && state == kCpNcclStateKernelChStop) {
-    // State 22 comes immediately before the stop (reference §3): the stop pairs the value with its
+    // State 22 comes immediately before the stop (docs/nccl-plugin.md §3): the stop pairs the value with its
     // own host reading, which is later still, so the pair stays "late, never early".
     s->gpu_stop = value;
   } else if (s->type == kCpNcclProxyStep || s->type == kCpNcclProxyOp) {

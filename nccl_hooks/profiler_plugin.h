@@ -1,6 +1,6 @@
 // The NCCL profiler plugin's one implementation, behind the thin per-version C shims
-// (plugin_exports.cc). Facts: reference/nccl-profiler-api.md; records: NCCL_CONTRACT.md and
-// docs/nccl-plugin.md.
+// (plugin_exports.cc). The records it writes and why: docs/nccl-plugin.md; the ABI it implements:
+// nccl_profiler_abi.h.
 //
 // Purpose: turn NCCL's profiler events into commprof records: the communicator (kind 6 subtype
 // 67), API calls (kind 16), one record per completed collective or point-to-point operation
@@ -90,7 +90,7 @@ void StopEvent(void* handle);
 // states 0-7. The shims pick it; unused otherwise.
 void RecordEventState(void* handle, int state, uint64_t value, bool has_value);
 // A ProxyOp or ProxyStep start may come from another process's proxy thread (PXN) with that
-// process's context and parent pointers (reference §2a): true when the descriptor shows it, so the
+// process's context and parent pointers (docs/nccl-plugin.md §2a): true when the descriptor shows it, so the
 // shims never dereference the context. Counted process-wide (nccl_foreign_proxy_op).
 bool ForeignProxyEvent(const EventDescr& d);
 // Writes what is still pending (flagged INCOMPLETE), reports counters, frees the context.

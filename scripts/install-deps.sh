@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages commprof builds, tests and runs with (DESIGN.md §2).
+# Installs the Debian 12 packages commprof builds, tests and runs with.
 # Idempotent and quiet when everything is already there. Needs root (or sudo).
 set -euo pipefail
 

@@ -16,7 +16,7 @@
  *    LD_PRELOAD and sets NCCL_PROFILER_PLUGIN, NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH and
  *    COMMPROF_ACTIVITIES for the sources asked for.
  * Without --commprof nothing is touched. Plain C: Slurm dlsym()s the plugin_* symbols and hooks,
- * and the spank_* functions resolve from the loading process (reference/slurm-mpi.md §7). */
+ * and the spank_* functions resolve from the loading process (srun, slurmstepd). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -122,7 +122,8 @@ static int ParseArgs(int ac, char** av) {
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   if (ParseArgs(ac, av) != 0) return -1;
-  /* Registered in every context that sees the option (reference §7: not the static table). */
+  /* Registered in every context that sees the option (with spank_option_register, not the static
+   * spank_options table). */
   if (spank_option_register(sp, &g_option) != ESPANK_SUCCESS) {
     slurm_error("commprof: cannot register --commprof");
     return -1;

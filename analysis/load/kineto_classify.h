@@ -1,6 +1,6 @@
 // How a Kineto event becomes a commprof record: category -> kind, GPU kernel name -> compute /
 // communication / memory, collective names and dtypes -> commprof enums (docs/kineto-import.md has
-// the table; reference/kineto-and-hta.md §2.4-2.6 and §3.2 the facts these rules rest on).
+// the table and the facts these rules rest on).
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,7 @@ enum class Category : uint8_t {
 };
 Category CategoryOf(std::string_view cat);
 
-// HTA's kernel types (reference §3.2), decided by name only.
+// HTA's kernel types (docs/kineto-import.md "Kernel classification"), decided by name only.
 enum class KernelClass : uint8_t { kCommunication, kMemory, kComputation, kOther };
 KernelClass ClassifyKernel(std::string_view name);
 

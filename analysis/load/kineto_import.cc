@@ -91,8 +91,8 @@ void AddMembership(ImportedRank& r) {
   r.trace.events.insert(r.trace.events.begin(), members.begin(), members.end());
 }
 
-// Matching figures and the count check (DESIGN.md §7: incomplete instances are counted, never
-// dropped silently), and the collective-ends alignment.
+// Matching figures and the count check (incomplete instances are counted, never dropped
+// silently: docs/metrics.md §1), and the collective-ends alignment.
 void MatchAndAlign(ImportedJob& job) {
   auto groups = Groups(job.ranks);
   using Key = std::tuple<uint64_t, uint8_t, uint64_t>;            // group, op, seq

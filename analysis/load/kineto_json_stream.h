@@ -1,10 +1,10 @@
 // Streaming reader of one Kineto (torch.profiler) Chrome-trace file, plain or gzip JSON
 // (docs/kineto-import.md).
 //
-// Why not a whole-document parser: Kineto files reach gigabytes (reference/kineto-and-hta.md §5:
-// HTA needs 950 GB of RAM for 200 GB of traces). This reader holds one decompressed chunk and the
-// text of one event at a time, whatever the file size: it walks the top-level object itself
-// (a byte-level state machine that only tracks strings and nesting depth) and hands out
+// Why not a whole-document parser: Kineto files reach gigabytes, and memory must not grow with
+// the file. This reader holds one decompressed chunk and the text of one event at a time,
+// whatever the file size: it walks the top-level object itself (a byte-level state machine
+// that only tracks strings and nesting depth) and hands out
 //   - every top-level member except `traceEvents` as (key, raw JSON text of the value), and
 //   - every element of `traceEvents` as its raw JSON text, with its index in the array,
 // each padded for simdjson's On Demand parser, which the caller runs on that small text.

@@ -512,7 +512,7 @@ class TraceBuilder {
     e.device = COMMPROF_HOST_DEVICE;
     e.thread_id = static_cast<uint32_t>(f.tid < 0 ? 0 : f.tid);
     e.correlation = static_cast<uint32_t>(f.correlation < 0 ? 0 : f.correlation);
-    // GPU rows: pid = device, tid = stream (reference §2.2); args say it when present.
+    // GPU rows: pid = device, tid = stream (docs/kineto-import.md); args say it when present.
     auto gpu = [&] {
       int64_t dev = f.device >= 0 ? f.device : f.pid;
       e.device = static_cast<uint16_t>(dev < 0 || dev >= COMMPROF_HOST_DEVICE ? 0 : dev);

@@ -1,6 +1,6 @@
 /* commprof event schema, shared by the collector, the wire codec, the HDF5 file and the analysis.
  *
- * One fixed-size, trivially-copyable 64-byte record per event (DESIGN.md §3). The same bytes
+ * One fixed-size, trivially-copyable 64-byte record per event. The same bytes
  * travel on the wire (little-endian) and land in the HDF5 `events` table, so the layout below is
  * a user-facing contract documented in docs/file-format.md and docs/wire-protocol.md: append
  * fields only by bumping the format version. */

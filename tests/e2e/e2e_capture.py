@@ -2193,7 +2193,7 @@ def case_nccl_plugin(ctx):
             for r in range(n):
                 g, ev, names = load_rank(f, r)
                 inits = ev[(ev["kind"] == NCCL_KIND_COMM_INIT) & (ev["subtype"] == NCCL_OP_NCCL_COMM_INIT)]
-                if abi != "v2":  # v2's init carries no communicator (reference §2c)
+                if abi != "v2":  # v2's init carries no communicator (docs/nccl-plugin.md)
                     expect(len(inits) == 1 and int(inits["comm_id"][0]) == comm_hash and int(inits["peer"][0]) == r
                            and int(inits["bytes"][0]) == n, f"{abi} rank {r}: NCCL init record {inits}")
                 coll = ev[ev["kind"] == NCCL_KIND_COLLECTIVE]
@@ -2203,10 +2203,10 @@ def case_nccl_plugin(ctx):
                     expect(all(int(x) == comm_hash for x in c["comm_id"]), f"{abi} rank {r}: {func} comm_id")
                     # the driver's algo "RING" (2) and proto "SIMPLE" (3) in reduce_op (file-format.md)
                     expect(all(int(x) == 0x32 for x in c["reduce_op"]), f"{abi} rank {r}: {func} algorithm/protocol")
-                    # seqNumber per collective type per communicator, from 0 (reference §6)
+                    # seqNumber per collective type per communicator, from 0
                     expect(sorted(int(x) for x in c["seq"]) == list(range(iters)), f"{abi} rank {r}: {func} seq")
                     # bytes from count x datatype: the API's count x size; in the Coll event
-                    # AllGather/Broadcast already give bytes as ncclInt8 (reference §2a): not x size
+                    # AllGather/Broadcast already give bytes as ncclInt8 (docs/nccl-plugin.md): not x size
                     # again. AllGather/ReduceScatter may use the largest buffer (x n) as the MPI
                     # records do (file-format.md); either way one value per type.
                     base = api_count[func] * dsize[func]
@@ -2223,7 +2223,7 @@ def case_nccl_plugin(ctx):
                 if not detail:
                     expect(len(pops) == 0 and len(psteps) == 0, f"{abi} rank {r}: proxy records without the detail")
                 else:
-                    # the driver (network transport, reference §4): per collective, per channel (2)
+                    # the driver (network transport, tests/nccl/README.md): per collective, per channel (2)
                     # a send op to the ring's next rank and a receive op from its previous one, one
                     # step each carrying the channel's share of the bytes
                     nxt, prv = (r + 1) % n, (r + n - 1) % n
@@ -2368,7 +2368,7 @@ def case_aggregate(ctx):
         expect(sorted(f["ranks"]) == ["0", "1"] and int(f.attrs["finalized"]) == 1, "what arrived is finalized")
 # ---------------------------------------------------------------------------------------------
 # commprof import kineto (docs/kineto-import.md), on traces written here by a second, independent
-# writer (Python, from reference/kineto-and-hta.md §2), and on the shipped real traces.
+# writer (Python, to the format docs/kineto-import.md describes), and on the shipped real traces.
 KINETO_BASE_NS = 1711964646000000000  # a Kineto base: 217 x 7,889,238 s
 
 

@@ -1,4 +1,4 @@
-/* The real libnccl.so.2 on a machine without a GPU (reference/cupti-nvtx.md, E2): collective and
+/* The real libnccl.so.2 on a machine without a GPU: collective and
  * point-to-point calls with a NULL communicator fail fast with ncclInvalidArgument but still push
  * and pop their NVTX ranges in the "NCCL" domain, with the payload NCCL fills from the arguments.
  * Each rank passes rank-dependent counts, peers and roots (the test recomputes them):

@@ -1,6 +1,6 @@
 /* Our own declarations of the NCCL profiler-plugin ABI (v5 and v4 as in NCCL 2.28, v2 as in
- * NCCL 2.24/2.25), written from /work/shared/reference/nccl-profiler-api.md §2a-§2c. No NCCL
- * header is included or copied: names are ours, layouts are checked against the reference's
+ * NCCL 2.24/2.25), written from the facts in docs/nccl-plugin.md §2a-§2c. No NCCL
+ * header is included or copied: names are ours, layouts are checked against NCCL's measured
  * x86-64 offsets by the static assertions at the end. Used by the test driver and the stub plugin. */
 #ifndef COMMPROF_TESTS_NCCL_NCCL_ABI_DRIVER_H
 #define COMMPROF_TESTS_NCCL_NCCL_ABI_DRIVER_H
@@ -279,7 +279,7 @@ typedef struct {
   drv_result_t (*finalize)(void* context);
 } drv_profiler_v2_t;
 
-/* The reference's measured x86-64 layouts (§2a, §2b, §2c). */
+/* NCCL's x86-64 layouts, measured by compiling its profiler headers (§2a, §2b, §2c). */
 #if defined(__x86_64__)
 #ifdef __cplusplus
 #define DRV_STATIC_ASSERT static_assert

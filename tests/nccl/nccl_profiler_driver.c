@@ -1,6 +1,6 @@
 /* nccl_profiler_driver: an MPI program that behaves towards an NCCL profiler plugin the way NCCL
  * 2.28 does (v5 and v4 tables) or NCCL 2.24/2.25 does (v2 table), without NCCL and without a GPU.
- * Every fact it follows is from /work/shared/reference/nccl-profiler-api.md (cited as §N); see
+ * Every fact about NCCL it follows is listed in docs/nccl-plugin.md (cited as §N); see
  * tests/nccl/README.md.
  *
  * Per rank: load the plugin like NCCL's loader (§1), init it with a commHash agreed across ranks

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Self-test of nccl_profiler_driver: runs it under mpirun against the logging stub plugin
-(stub_plugin.c) and checks every logged call against the reference
-(/work/shared/reference/nccl-profiler-api.md): the application-thread sequence of §4 steps 1-8
+(stub_plugin.c) and checks every logged call against NCCL's behaviour as docs/nccl-plugin.md
+states it ("NCCL's profiler interface", cited as §N): the application-thread sequence of §4 steps 1-8
 per operation (v5 on 2.28; v4 through the 2.28 adapter; v2 as 2.24/2.25), the emission gates of
 §2a/§2c for several masks, the proxy-thread events (ProxyOp/ProxyStep/KernelCh) and their
 per-handle order, init arguments (§2a/§2b), finalize, a failing init (§1), and the planted timing:
 the slow rank's kernel starts --slow-us late and every rank's kernel of a collective ends together.
 
-The expectations here are written from the reference, not from the driver's code.
+The expectations here are written from those facts, not from the driver's code.
 
 Usage: selftest.py --driver PATH --stub PATH --work DIR
 """
@@ -40,7 +40,7 @@ def expect(cond, msg):
 
 
 # ---------------------------------------------------------------------------------------------
-# Gates, from the reference text (§2a for 2.28, §2c for 2.24/2.25)
+# Gates, from the facts (§2a for 2.28, §2c for 2.24/2.25)
 
 def gates(abi, m):
     if abi == 2:

@@ -1,7 +1,7 @@
 /* A test-only profiler plugin: exports ncclProfiler_v5, _v4 and _v2 (our own declarations,
- * nccl_abi_driver.h) and logs every call, with every descriptor field the reference lists, to
+ * nccl_abi_driver.h) and logs every call, with every descriptor field, to
  * $NCCL_STUB_LOG.<pid>, one line per call, so tests/nccl/selftest.py can check the calling sequence
- * nccl_profiler_driver emits against §4 of the reference.
+ * nccl_profiler_driver emits against §4 of docs/nccl-plugin.md.
  *
  * Environment: NCCL_STUB_LOG (path prefix, required for logging), NCCL_STUB_MASK (the activation
  * mask init sets; default all bits of the table's version), NCCL_STUB_INIT_FAIL=1 (init returns

@@ -1,4 +1,4 @@
-// Loads the plugin the way NCCL 2.28's loader does (reference §1), next to the real libnccl.so.2,
+// Loads the plugin the way NCCL 2.28's loader does (docs/nccl-plugin.md §1), next to the real libnccl.so.2,
 // without a GPU: NCCL_PROFILER_PLUGIN=commprof -> dlopen("commprof") fails -> the
 // libnccl-profiler-<name>.so rule, found on LD_LIBRARY_PATH -> dlsym ncclProfiler_v5, v4, v3, v2,
 // v1. Then drives each table once in an unprofiled process (mask 0, NULL context) to show the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real Slurm on this machine (munged, slurmctld and two slurmd as children of this script, in the
-# foreground, stopped by PID; reference/slurm-mpi.md §9) with commprof's SPANK plugin registered,
+# foreground, stopped by PID; no systemd) with commprof's SPANK plugin registered,
 # then the job integration checked end to end (docs/slurm.md):
 #   1. srun --commprof -n 4 --overcommit --mpi=pmix mpi_straggler --slow-rank 3: commprof-<job>.h5
 #      appears, holds 4 ranks with the job id and Slurm's ids, and the report names rank 3;

@@ -1,6 +1,6 @@
 // HTA-compatible per-rank GPU analyses (analysis/metrics/gpu_*.h, docs/metrics.md §8): golden
 // tests on hand-made traces whose expected values are derived by hand from HTA's definitions
-// (reference/kineto-and-hta.md §3.4-3.8) in the comments, then the shipped torch.profiler trace
+// (docs/metrics.md §8) in the comments, then the shipped torch.profiler trace
 // imported through the importer, checked against a recomputation straight from its raw JSON.
 #include "analysis/metrics/gpu_breakdown.h"
 

@@ -70,7 +70,7 @@ TEST(KinetoTime, MicrosecondTextBecomesExactNanoseconds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Classification (reference §3.2 rules, kernel names of §2.6).
+// Classification (HTA's rules, docs/kineto-import.md "Kernel classification").
 
 TEST(KinetoClassify, KernelNamesFollowHtaRulesWithoutItsHipQuirk) {
   using kineto::ClassifyKernel;
@@ -234,7 +234,7 @@ TEST(KinetoGolden, NcclDataTakesCollectiveMetadataFromKernelArgs) {
   EXPECT_EQ(colls[2]->seq, 0u);
   EXPECT_EQ(colls[2]->comm_id, kineto::ProcessGroupId("0"));
   // The first NCCL kernel's ts 4458677009853.422 µs... is not the first; check the exactness on
-  // the kernel quoted in reference §2.6 instead: ts 4458677009853.422, dur 2636.669 on the base.
+  // a kernel of the shipped traces instead: ts 4458677009853.422, dur 2636.669 on the base.
   const int64_t want_abs = 1711964646000000000 + 4458677009853422;
   bool found = false;
   for (const auto& e : t.events) {

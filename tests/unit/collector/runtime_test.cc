@@ -455,7 +455,7 @@ TEST_F(LauncherEnv, NoLauncherGivesNoRank) {
   EXPECT_EQ(WorldSizeFromEnvironment(), -1);
 }
 
-// reference/slurm-mpi.md §5: srun --mpi=pmix sets PMIX_RANK and SLURM_PROCID, no OMPI_* before
+// srun --mpi=pmix sets PMIX_RANK and SLURM_PROCID, no OMPI_* before
 // MPI_Init; the size comes from SLURM_NTASKS.
 TEST_F(LauncherEnv, SrunWithPmixTakesPmixRankAndSlurmTasks) {
   setenv("PMIX_RANK", "2", 1);

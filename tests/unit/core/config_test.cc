@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -175,8 +180,127 @@ TEST(ConfigOptions, DeclaresEveryVariableOnceWithADescription) {
     EXPECT_EQ(found, 1) << v;
   }
   bool has_log = false;
-  for (const auto& o : opts) has_log = has_log || std::string_view(o.env) == "COMMPROF_LOG";
+  for (const auto& o : opts) {
+    has_log = has_log || std::string_view(o.env) == "COMMPROF_LOG";
+  }
   EXPECT_TRUE(has_log);
+}
+
+// ---- the one table of environment variables against the docs and the code
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The "## Environment" section of docs/cli.md, up to the next "## " heading.
+std::string EnvironmentSection() {
+  std::string doc = ReadFile(std::filesystem::path(COMMPROF_SOURCE_DIR) / "docs" / "cli.md");
+  size_t begin = doc.find("\n## Environment\n");
+  if (begin == std::string::npos) {
+    return {};
+  }
+  size_t end = doc.find("\n## ", begin + 1);
+  return doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+std::set<std::string> TableNames() {
+  std::set<std::string> names;
+  for (const auto& o : EnvironmentVariables()) {
+    names.insert(o.env);
+  }
+  return names;
+}
+
+TEST(EnvironmentVariables, EachIsDeclaredOnceWithAMeaning) {
+  std::set<std::string> seen;
+  for (const auto& o : EnvironmentVariables()) {
+    EXPECT_TRUE(seen.insert(o.env).second) << o.env << " is declared twice";
+    EXPECT_NE(std::string_view(o.description), "") << o.env;
+  }
+  for (const auto& o : ConfigOptions()) {
+    EXPECT_EQ(o.reader, EnvReader::kCollector) << o.env;
+  }
+  size_t collector = 0;
+  for (const auto& o : EnvironmentVariables()) {
+    collector += o.reader == EnvReader::kCollector ? 1 : 0;
+  }
+  EXPECT_EQ(ConfigOptions().size(), collector) << "the collector's options are the table's first entries";
+}
+
+TEST(EnvironmentVariables, HelpEnvPrintsEveryVariableWithItsDefault) {
+  std::string help = EnvironmentHelp();
+  for (const auto& o : EnvironmentVariables()) {
+    std::string line = "  " + std::string(o.env);
+    if (*o.default_value != '\0') {
+      line += std::string(" (default ") + o.default_value + ")";
+    }
+    line += std::string(": ") + o.description + "\n";
+    EXPECT_NE(help.find(line), std::string::npos) << o.env;
+  }
+}
+
+// docs/cli.md "Environment" has a row `| \`NAME\` | DEFAULT | meaning |` for every variable of the
+// table, with the default in it, and no row for a variable the table lacks.
+TEST(EnvironmentVariables, DocsListExactlyTheTable) {
+  std::string section = EnvironmentSection();
+  ASSERT_FALSE(section.empty()) << "docs/cli.md has no \"## Environment\" section";
+  for (const auto& o : EnvironmentVariables()) {
+    std::string row_start = "\n| `" + std::string(o.env) + "` |";
+    size_t at = section.find(row_start);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << o.env << " is read by commprof but has no row in docs/cli.md \"Environment\"";
+      continue;
+    }
+    std::string row = section.substr(at + 1, section.find('\n', at + 1) - at - 1);
+    std::string cell = "| `" + std::string(*o.default_value != '\0' ? o.default_value : "") + "`";
+    if (*o.default_value == '\0') {
+      cell = "| unset";
+    }
+    EXPECT_NE(row.find(cell), std::string::npos)
+        << o.env << ": the docs row should give the default as " << cell << " |...: " << row;
+  }
+  std::set<std::string> names = TableNames();
+  std::regex row_re(R"(\n\| `([A-Z][A-Z0-9_]+)` \|)");
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), row_re); it != std::sregex_iterator(); ++it) {
+    EXPECT_TRUE(names.count((*it)[1].str()) == 1)
+        << (*it)[1].str() << " is documented in docs/cli.md \"Environment\" but not in kEnvironment (core/config.cc)";
+  }
+}
+
+// The product code names no environment variable the table lacks: every string literal given to a
+// getenv (getenv, secure_getenv, spank_getenv), and every literal that looks like one of the
+// variable families commprof reads or sets (COMMPROF_*, SLURM_*, PMI*_*, OMPI_*, NCCL_*, NVTX_*,
+// CUDA_*, LD_*), wherever it is (variables read through a list of names are found that way).
+TEST(EnvironmentVariables, ProductCodeReadsNoUndeclaredVariable) {
+  const std::filesystem::path root(COMMPROF_SOURCE_DIR);
+  const std::regex getenv_re(R"((?:secure_getenv|getenv)\(\s*(?:[A-Za-z_]+\s*,\s*)?"([A-Za-z0-9_]+)\")");
+  const std::regex family_re(R"re("((?:COMMPROF|SLURM|PMIX|PMI|OMPI|NCCL|NVTX|CUDA|LD)_[A-Z0-9_]+)")re");
+  std::set<std::string> names = TableNames();
+  size_t files = 0;
+  for (const char* dir : {"aggregator", "analysis", "cli", "collector", "core", "include", "nccl_hooks", "slurm"}) {
+    if (!std::filesystem::exists(root / dir)) {
+      continue;
+    }
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".c" && ext != ".cu")) {
+        continue;
+      }
+      ++files;
+      const std::string text = ReadFile(entry.path());
+      for (const std::regex* re : {&getenv_re, &family_re}) {
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), *re); it != std::sregex_iterator(); ++it) {
+          EXPECT_TRUE(names.count((*it)[1].str()) == 1)
+              << entry.path().lexically_relative(root).string() << " names the environment variable " << (*it)[1].str()
+              << ", which kEnvironment (core/config.cc) does not declare";
+        }
+      }
+    }
+  }
+  EXPECT_GT(files, 50u) << "the product sources were not found under " << root;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The NCCL profiler plugin's implementation driven in-process the way NCCL 2.28 drives it
-// (reference §4): application-thread events, then KernelCh/ProxyOp events on a second thread; the
+// (docs/nccl-plugin.md §4): application-thread events, then KernelCh/ProxyOp events on a second thread; the
 // records are captured by a sink with a test-controlled host clock.
 #include "nccl_hooks/profiler_plugin.h"
 
@@ -134,7 +134,7 @@ TEST(NcclProfilerPlugin, AllReduceV5CompletesAtLastKernelChannelStop) {
   CaptureSink sink;
   PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, PluginOptions{});
   ASSERT_NE(ctx, nullptr);
-  // Application thread, steps 1-8 of reference §4.
+  // Application thread, steps 1-8 of docs/nccl-plugin.md §4.
   sink.SetNow(2'000'000);
   EventDescr ga = Descr(kCpNcclGroupApi);
   ga.group_depth = 1;
@@ -440,7 +440,7 @@ TEST(NcclProfilerPlugin, V2CompletionFromProxyOpsAndCommHashFromDescriptor) {
   EXPECT_EQ(sink.CounterOf("nccl_foreign_proxy_op"), 1u);
 }
 
-// COMMPROF_NCCL_DETAIL=proxy under v5, driven as 2.28 does on the proxy thread (reference §4): per
+// COMMPROF_NCCL_DETAIL=proxy under v5, driven as 2.28 does on the proxy thread (docs/nccl-plugin.md §4): per
 // channel and direction a ProxyOp (start, state 19), per step a ProxyStep with transSize in each of
 // its states (send 8, 20, 9; receive 10, 11, 12), step stops, then the op stop.
 TEST(NcclProfilerPlugin, ProxyDetailRecordsEveryOpAndStepWithTheirParentsIdentity) {

@@ -1,6 +1,6 @@
-// Synthetic multi-rank Kineto traces for the importer's tests and benchmark, written from the
-// facts in reference/kineto-and-hta.md (§2.1-2.6): the top-level keys, both time dialects, GPU
-// rows on pid = device / tid = stream, cuda_runtime launches linked by `correlation`, the
+// Synthetic multi-rank Kineto traces for the importer's tests and benchmark, in the format
+// docs/kineto-import.md describes: the top-level keys, both time dialects, GPU rows on pid =
+// device / tid = stream, cuda_runtime launches linked by `correlation`, the
 // record_param_comms > nccl:* > cudaLaunchKernelExC nesting, collective args copied onto the NCCL
 // kernel (new dialect only), flows and metadata rows that an importer must skip.
 //
