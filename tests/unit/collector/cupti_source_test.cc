@@ -833,7 +833,7 @@ TEST(CuptiSource, AnyCuptiErrorTurnsTracingOffWithOneLogLineNamingRankCallAndErr
   EXPECT_EQ(CountersOf(rt)["gpu_tracing_unavailable"], 1u);
 }
 
-// The real libcupti on a machine without a GPU or driver (reference cupti-nvtx.md §7 E3).
+// The real libcupti on a machine without a GPU or driver.
 TEST(CuptiSource, RealLibcuptiWithoutAGpuReportsTracingUnavailableOnce) {
   Runtime rt(TestConfig(), TestIdentity());
   SetLogPrefix("commprof[rank 1]");

@@ -1,6 +1,6 @@
 // The REAL nvtx3 loader (the toolkit's header-only NVTX v3) drives our injection in-process: the
 // unit test binary defines InitializeInjectionNvtx2_fnptr / InitializeInjectionNvtxExtension_fnptr
-// (load step 4 of reference/cupti-nvtx.md §4, see nvtx_test.cc), so the headers' own init code
+// (the loader's injection step, see nvtx_test.cc), so the headers' own init code
 // hands us its real export table and payload module info. Also checks our ABI declarations
 // (collector/nvtx_abi.h) against the headers' layouts.
 #include <gtest/gtest.h>
@@ -99,7 +99,7 @@ TEST(NvtxRealLoader, HeadersOwnInitInstallsOurHandlersAndEveryCallIsRecorded) {
   NVTX_PAYLOAD_EVTATTR_SET_DATA(a, &pd, NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5, &p, sizeof(p))
   EXPECT_EQ(nvtxDomainRangePushEx(nccl, &a), 0);
   EXPECT_EQ(nvtxDomainRangePop(nccl), 0);
-  // A CommInit-style range: pushed plain, ended by nvtxRangePopPayload (reference §5, gotcha).
+  // A CommInit-style range: pushed plain, ended by nvtxRangePopPayload (NCCL hands the payload at the pop).
   nvtxEventAttributes_t init{};
   init.version = NVTX_VERSION;
   init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;

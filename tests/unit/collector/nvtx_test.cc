@@ -1,8 +1,8 @@
 // The NVTX injection (collector/nvtx_*): handlers installed through module tables laid out as the
-// nvtx3 loader lays them out (reference/cupti-nvtx.md §4: t[0] unused, t[size] a NULL sentinel,
+// nvtx3 loader lays them out (t[0] unused, t[size] a NULL sentinel,
 // one table per module, InitializeInjectionNvtx2 once per module), the events they record into a
 // never-started Runtime (drained in-process), NCCL payload decoding with the values of
-// experiment E2, and the dedupe against the NCCL profiler plugin.
+// the real libnccl, and the dedupe against the NCCL profiler plugin.
 //
 // Tests that call the handlers share the calling thread's NVTX stack; each leaves it balanced.
 #include <gtest/gtest.h>
@@ -312,7 +312,7 @@ TEST(NvtxTool, NvtxActivityOffRecordsNothing) {
   EXPECT_TRUE(Drain(rt).empty());
 }
 
-// ---- NCCL's ranges (reference §5, experiment E2)
+// ---- NCCL's ranges (payload values as the real libnccl passes them)
 
 // What NCCL 2.28 passes for one call: the "NCCL" domain, the registered name, one EXT payload.
 struct NcclCall {
