@@ -100,9 +100,4 @@ MpiThreadScratch& MpiSource::Scratch() {
   return *t->mpi_scratch;
 }
 
-MpiSource* ActiveMpiSource() {
-  Runtime* rt = ActiveRuntime();
-  return rt != nullptr && rt->Records(kActivityMpi) ? rt->mpi() : nullptr;
-}
-
 }  // namespace commprof

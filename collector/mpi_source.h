@@ -18,10 +18,9 @@
 
 #include "collector/mpi_clock_sync.h"
 #include "collector/mpi_comm_ids.h"
+#include "collector/runtime.h"
 
 namespace commprof {
-
-class Runtime;
 
 // Name indexes of the calls that share an op type with another call (non-blocking variants carry
 // the blocking call's op and the NONBLOCKING flag) or have none; every other call is named by its
@@ -89,7 +88,10 @@ class MpiSource {
 };
 
 // The process runtime's MPI source when the runtime records MPI calls (`--activities` includes
-// mpi); null otherwise, and then the wrappers only forward.
-MpiSource* ActiveMpiSource();
+// mpi); null otherwise, and then the wrappers only forward. Inline: every wrapper asks first.
+inline MpiSource* ActiveMpiSource() {
+  Runtime* rt = ActiveRuntime();
+  return rt != nullptr && rt->Records(kActivityMpi) ? rt->mpi() : nullptr;
+}
 
 }  // namespace commprof
