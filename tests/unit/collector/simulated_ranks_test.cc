@@ -138,6 +138,7 @@ std::vector<commprof_event> ExpectedEvents(uint32_t r, uint32_t name_id) {
 // Runs the ranks' programs at once, one thread each, and waits for them.
 void RunAll(std::vector<std::unique_ptr<SimRank>>& ranks) {
   std::vector<std::thread> threads;
+  threads.reserve(ranks.size());
   for (auto& r : ranks) {
     threads.emplace_back([&r] { r->Run(); });
   }
