@@ -3,6 +3,7 @@
 //   BM_ClockRead                  commprof::SteadyNowNs(), the clock every event is stamped with
 //   BM_RecordEvent/N              Runtime::Record(e) of a prefilled event, N-event thread ring
 //   BM_RecordEventWithTimestamps/N  two clock reads + Record: what a wrapped MPI call adds
+//   BM_RecordEventWithRuntimeClock/N  the same through Runtime::Now(), the clock the wrappers read
 //   BM_EventRingPush/N            EventRing::Push alone
 //   BM_RecordEventRingFull        Record into a full ring: the DROP path, for contrast only
 //
@@ -108,7 +109,9 @@ void BM_ClockRead(benchmark::State& state) {
 }
 BENCHMARK(BM_ClockRead);
 
-template <bool kStampTimes>
+enum class Stamp { kNone, kSteady, kRuntime };
+
+template <Stamp kStamp>
 void RecordLoop(benchmark::State& state) {
   commprof::Runtime rt(BenchConfig(static_cast<uint32_t>(state.range(0))), BenchIdentity());
   auto scratch = std::make_unique<commprof_event[]>(kScratchEvents);
@@ -119,10 +122,14 @@ void RecordLoop(benchmark::State& state) {
   const uint64_t capacity = rt.Thread()->ring->capacity();
   uint64_t since_drain = 0;
   for (auto _ : state) {
-    if constexpr (kStampTimes) {
+    if constexpr (kStamp == Stamp::kSteady) {
       // What a PMPI wrapper adds around the real call: entry time, exit time, one record.
       e.start_ns = commprof::SteadyNowNs();
       e.end_ns = commprof::SteadyNowNs();
+    } else if constexpr (kStamp == Stamp::kRuntime) {
+      // The same through the runtime's clock, as the wrappers stamp their events.
+      e.start_ns = rt.Now();
+      e.end_ns = rt.Now();
     }
     rt.Record(e);
     if (++since_drain == capacity) {  // the ring is exactly full: empty it, untimed
@@ -136,11 +143,14 @@ void RecordLoop(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_RecordEvent(benchmark::State& state) { RecordLoop<false>(state); }
+void BM_RecordEvent(benchmark::State& state) { RecordLoop<Stamp::kNone>(state); }
 BENCHMARK(BM_RecordEvent)->Arg(65536)->Arg(1 << 22);
 
-void BM_RecordEventWithTimestamps(benchmark::State& state) { RecordLoop<true>(state); }
+void BM_RecordEventWithTimestamps(benchmark::State& state) { RecordLoop<Stamp::kSteady>(state); }
 BENCHMARK(BM_RecordEventWithTimestamps)->Arg(65536)->Arg(1 << 22);
+
+void BM_RecordEventWithRuntimeClock(benchmark::State& state) { RecordLoop<Stamp::kRuntime>(state); }
+BENCHMARK(BM_RecordEventWithRuntimeClock)->Arg(65536)->Arg(1 << 22);
 
 void BM_EventRingPush(benchmark::State& state) {
   commprof::EventRing ring(static_cast<uint32_t>(state.range(0)));

@@ -3,7 +3,7 @@
 //   CUDA_INJECTION64_PATH names libcommprof.so, as `commprof run --activities ...cuda...` sets it;
 // - the runtime starts it itself when it comes up in a process that has already loaded the CUDA
 //   runtime or driver library (EnsureRuntime), because without a working driver the injection
-//   variable is never read (reference cupti-nvtx.md §3) and the job must still learn why there are
+//   variable is never read and the job must still learn why there are
 //   no GPU records.
 // Both paths end in Runtime::StartGpuTracing, which runs at most once per runtime.
 #include <dlfcn.h>

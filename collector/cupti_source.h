@@ -11,7 +11,7 @@
 // step boundaries, Stop (disable, forced flush, counters) before the runtime's final drain.
 // Locks: none of ours is held across cuptiActivityFlushAll or GetNumDroppedRecords, because the
 // completion callback they may run takes the runtime's thread-list lock on a thread's first event
-// (the ABBA deadlock Kineto hit, reference cupti-nvtx.md §2).
+// (the ABBA deadlock Kineto hit).
 // Why a static: CUPTI's buffer and clock callbacks carry no user pointer, and CUPTI allows one
 // subscriber per process, so the active source is found through one process-wide pointer.
 #pragma once

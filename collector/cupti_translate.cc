@@ -10,7 +10,7 @@ namespace commprof {
 
 namespace {
 
-// The newest record structs of the toolkit we build against (reference: cupti-nvtx.md §1). A later
+// The newest record structs of the toolkit we build against (docs/cupti.md). A later
 // toolkit appends fields (Kernel11 in 13.2) without moving these, so a newer libcupti that still
 // hands these kinds is read correctly through the common prefix.
 #if CUPTI_API_VERSION < 130000

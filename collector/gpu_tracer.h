@@ -1,4 +1,4 @@
-// The seam between the runtime and its GPU activity source (STYLE.md §6): CUPTI when commprof is
+// The seam between the runtime and its GPU activity source: CUPTI when commprof is
 // built with the CUDA toolkit (cupti_source.cc), nothing otherwise (gpu_tracer_absent.cc); CMake
 // picks the file, so no #ifdef spreads through the runtime.
 #pragma once

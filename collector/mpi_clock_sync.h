@@ -1,4 +1,4 @@
-// Clock alignment over MPI (DESIGN.md §4, docs/clock-alignment.md).
+// Clock alignment over MPI (docs/clock-alignment.md).
 //
 // Every rank measures its offset against rank 0 by ping-pong on a private duplicate of
 // MPI_COMM_WORLD (so the application's own traffic and tags are never touched), keeping the

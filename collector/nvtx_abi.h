@@ -1,7 +1,8 @@
 // Our own declarations of the NVTX v3 injection ABI (the tool side), so libcommprof.so builds
 // without the CUDA toolkit and never includes nvtx3 headers. Every value and layout below is a
-// fact of reference/cupti-nvtx.md §4 (ids, tables, nvtxEventAttributes_t v2, the payload
-// extension's module info) or of the toolkit's nvToolsExtPayload.h (nvtxPayloadData_t, the schema
+// fact of the NVTX v3 injection ABI as the toolkit's nvtx3 headers define it (ids, tables,
+// nvtxEventAttributes_t v2, the payload extension's module info) or of the toolkit's
+// nvToolsExtPayload.h (nvtxPayloadData_t, the schema
 // attributes); tests/unit/collector/nvtx_abi_test.cc checks each layout against the real nvtx3
 // headers where the toolkit is installed.
 #pragma once

@@ -1,4 +1,4 @@
-// The NVTX injection entry points of libcommprof.so (reference/cupti-nvtx.md §4): NVTX's loader in
+// The NVTX injection entry points of libcommprof.so (the nvtx3 headers' injection ABI): NVTX's loader in
 // each module that uses NVTX (the program, libnccl.so.2, ...) dlopens NVTX_INJECTION64_PATH on that
 // module's first NVTX call and calls InitializeInjectionNvtx2 with the module's export table; we
 // write our handlers into that module's CORE and CORE2 slots. Every call only fills slots, so it

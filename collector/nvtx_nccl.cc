@@ -48,7 +48,7 @@ uint8_t ReduceOpFromNccl(int32_t nccl_op) {
 }
 
 bool DecodeNcclPayload(NcclApiFunction fn, const void* payload, size_t size, NcclCallFields& out) {
-  // The payload struct in natural alignment (reference §5): offsets fixed by the C layout.
+  // The payload struct in natural alignment: offsets fixed by the C layout.
   constexpr size_t kHash = 0, kBytes = 8, kFirstInt = 16, kSecondInt = 20;
   size_t need = kFirstInt;
   if (fn.tail == NcclPayloadTail::kRedOp || fn.tail == NcclPayloadTail::kRoot || fn.tail == NcclPayloadTail::kPeer) {

@@ -1,4 +1,4 @@
-// NCCL's own NVTX ranges (reference/cupti-nvtx.md §5): every NCCL API call pushes a range in the
+// NCCL's own NVTX ranges (docs/nvtx.md): every NCCL API call pushes a range in the
 // "NCCL" domain, named by a registered string of its function name, with one extended payload, a
 // C struct in natural alignment: u64 commHash @0, size_t bytes @8, then an int @16 (reduction op,
 // root or peer, by function) and, for ncclReduce, the op @20. This module turns the name and that

@@ -306,7 +306,7 @@ int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_pay
   if (r.recorded) {
     Runtime* rt = RecordingRuntime();
     if (rt != nullptr) {
-      // NCCL's init/finalize calls hand over their payload at the pop (reference §5, gotcha).
+      // NCCL's init/finalize calls hand over their payload at the pop, not at the push.
       if (r.nccl && pop_payload != nullptr && count >= 1 && pop_payload->payload != nullptr &&
           pop_payload->size >= sizeof(uint64_t) && r.nccl_fields.comm_hash == 0) {
         std::memcpy(&r.nccl_fields.comm_hash, pop_payload->payload, sizeof(uint64_t));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "collector/mpi_source.h"
 #include "collector/shipper.h"
 #include "core/log.h"
 
@@ -33,24 +34,17 @@ void ForgetRuntimeInChild() {
 }
 }  // namespace
 
-Runtime::Runtime(Config config, Identity identity)
+ThreadState::ThreadState() = default;
+ThreadState::~ThreadState() = default;
+
+Runtime::Runtime(Config config, Identity identity, RuntimeSeams seams)
     : id_(g_next_runtime_id.fetch_add(1)),
       config_(std::move(config)),
       identity_(std::move(identity)),
+      host_clock_(seams.clock != nullptr ? std::move(seams.clock) : MakeHostClock(config_, identity_.rank)),
+      transports_(seams.transports != nullptr ? std::move(seams.transports) : MakeNetworkTransports(config_)),
+      start_(host_clock_->Anchor()),
       requests_(config_.request_slots) {
-  double offset = 0, drift = 0;
-  bool has_offset = PerRankValue(config_.fake_clock_offset_ns, identity_.rank, offset);
-  bool has_drift = PerRankValue(config_.fake_clock_drift_ppm, identity_.rank, drift);
-  if (has_offset || has_drift) {
-    fake_clock_ = true;
-    fake_offset_ns_ = static_cast<int64_t>(offset);
-    fake_drift_ppm_ = drift;
-    fake_base_ns_ = SteadyNowNs();
-    COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
-                      static_cast<long long>(fake_offset_ns_), fake_drift_ppm_);
-  }
-  start_ = TakeClockAnchor();
-  start_.steady_ns = ToLocal(start_.steady_ns);
   // Rings round their capacity up to a power of two: budget with what they really take.
   uint64_t ring_bytes =
       static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
@@ -60,7 +54,19 @@ Runtime::Runtime(Config config, Identity identity)
   clock_.anchor_local_ns = start_.steady_ns;
 }
 
+// The MPI source goes with the runtime (its clock sync refers to it). It frees no MPI object:
+// a runtime is destroyed only in tests, which never initialize MPI, or never (the process's
+// runtime is retired, not freed, see ShutdownRuntime), while MPI may already be finalized.
 Runtime::~Runtime() { Shutdown(); }
+
+MpiSource* Runtime::AdoptMpiSource(std::unique_ptr<MpiSource> source) {
+  std::lock_guard<std::mutex> lock(mpi_mu_);
+  if (mpi_owner_ == nullptr) {
+    mpi_owner_ = std::move(source);
+    mpi_.store(mpi_owner_.get(), std::memory_order_release);
+  }
+  return mpi_owner_.get();
+}
 
 void Runtime::Start() {
   shipper_ = std::make_unique<Shipper>(*this);

@@ -1,10 +1,14 @@
-// The collector runtime: one owned object per profiled process (STYLE.md §4).
+// The collector runtime: one owned object per profiled process.
 //
-// Purpose: give every event source (PMPI wrappers, the C API, later NVTX/CUPTI/NCCL) one place to
-// record into, and ship what they record to the aggregator.
+// Purpose: give every event source (PMPI wrappers, the C API, NVTX, CUPTI, the NCCL plugin) one
+// place to record into, and ship what they record to the aggregator.
 // Concepts: a ThreadState per recording thread (its ring, its string cache, its range stack),
 // created on the thread's first event and owned by the runtime, so a thread that exits leaves its
-// last events to be drained; a Shipper thread that drains all rings every flush period.
+// last events to be drained; a Shipper thread that drains all rings every flush period; the
+// state of the MPI source (MpiSource), owned here once MPI_Init has run.
+// Seams: the runtime reads time from a HostClock and gets its transports from a
+// TransportFactory, both given at construction (RuntimeSeams), so a test can run several
+// simulated ranks in one process on clocks it sets, shipping to an in-process aggregator.
 // Budget: at most memory_mb of rings; threads beyond it record nothing and count every event they
 // drop. Nothing here may abort the host process: failures are logged once and counted.
 #pragma once
@@ -18,7 +22,9 @@
 
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
+#include "collector/host_clock.h"
 #include "collector/request_table.h"
+#include "collector/transport.h"
 #include "commprof/event.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -27,6 +33,8 @@
 
 namespace commprof {
 
+class MpiSource;
+struct MpiThreadScratch;
 class Shipper;
 
 struct Identity {
@@ -38,6 +46,11 @@ struct Identity {
 };
 
 struct ThreadState {
+  ThreadState();
+  ~ThreadState();  // out of line: MpiThreadScratch is complete only in the runtime's sources
+  ThreadState(const ThreadState&) = delete;
+  ThreadState& operator=(const ThreadState&) = delete;
+
   static constexpr int kMaxRangeDepth = 64;
   std::unique_ptr<EventRing> ring;  // null when the memory budget was exhausted
   StringCache strings;
@@ -49,11 +62,22 @@ struct ThreadState {
   int range_depth = 0;
   uint64_t range_start[kMaxRangeDepth] = {};
   uint32_t range_name[kMaxRangeDepth] = {};
+  // The MPI source's per-thread scratch (request-array calls), made on first use. Kept here rather
+  // than in a thread_local so it lives as long as the runtime: a thread_local of the main thread is
+  // destroyed at exit before static destructors, which may still make MPI calls.
+  std::unique_ptr<MpiThreadScratch> mpi_scratch;
+};
+
+// What a runtime is given instead of reaching for the steady clock and the network itself; a
+// null member means the production choice.
+struct RuntimeSeams {
+  std::unique_ptr<HostClock> clock;              // null: MakeHostClock (steady, or the fake-clock testing aid)
+  std::unique_ptr<TransportFactory> transports;  // null: MakeNetworkTransports (TCP, spool files)
 };
 
 class Runtime {
  public:
-  Runtime(Config config, Identity identity);
+  Runtime(Config config, Identity identity, RuntimeSeams seams = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -105,14 +129,18 @@ class Runtime {
   }
 
   uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
-  // The rank's local clock: the steady clock, or (testing aid) the steady clock plus an injected
-  // offset and drift, so clock alignment can be tested against a known truth.
-  uint64_t Now() const { return ToLocal(SteadyNowNs()); }
-  uint64_t ToLocal(uint64_t steady_ns) const {
-    if (!fake_clock_) return steady_ns;
-    auto elapsed = static_cast<double>(static_cast<int64_t>(steady_ns - fake_base_ns_));
-    return steady_ns + static_cast<uint64_t>(fake_offset_ns_ + static_cast<int64_t>(elapsed * fake_drift_ppm_ * 1e-6));
-  }
+  // The rank's local clock (host_clock.h): every timestamp the runtime and its sources take.
+  uint64_t Now() const { return host_clock_->Now(); }
+  // A steady-clock reading taken before the runtime existed, on the rank's clock.
+  uint64_t ToLocal(uint64_t steady_ns) const { return host_clock_->FromSteady(steady_ns); }
+  const HostClock& host_clock() const { return *host_clock_; }
+  TransportFactory& transports() { return *transports_; }
+
+  // The MPI source's state, handed over once after PMPI_Init (mpi_source.h); null before that and
+  // in a process that never initializes MPI. The runtime owns it from then on.
+  MpiSource* mpi() const { return mpi_.load(std::memory_order_acquire); }
+  // Takes `source` unless one is already adopted (a second MPI_Init is an error MPI reports).
+  MpiSource* AdoptMpiSource(std::unique_ptr<MpiSource> source);
 
   ThreadState* Thread() {
     if (t_slot.owner_id == id_) return t_slot.state;
@@ -171,10 +199,8 @@ class Runtime {
   const uint64_t id_;  // distinguishes runtimes created one after another at one address
   Config config_;
   Identity identity_;
-  bool fake_clock_ = false;
-  int64_t fake_offset_ns_ = 0;
-  double fake_drift_ppm_ = 0.0;
-  uint64_t fake_base_ns_ = 0;
+  const std::unique_ptr<HostClock> host_clock_;
+  const std::unique_ptr<TransportFactory> transports_;
   ClockAnchor start_;
   std::atomic<bool> enabled_{true};
   StringTable strings_;
@@ -203,6 +229,10 @@ class Runtime {
   std::atomic<int> gpu_state_{0};  // 0 not started, 1 starting, 2 started (or unavailable)
   std::unique_ptr<GpuTracer> gpu_owner_;
   std::atomic<GpuTracer*> gpu_{nullptr};
+
+  std::mutex mpi_mu_;  // serializes adoption only; readers load mpi_
+  std::unique_ptr<MpiSource> mpi_owner_;
+  std::atomic<MpiSource*> mpi_{nullptr};
 };
 
 // The process's runtime, for the C entry points (PMPI wrappers, C API). Null while inactive.

@@ -47,18 +47,12 @@ void Shipper::Stop() {
 }
 
 void Shipper::Connect() {
-  const Config& c = rt_.config();
-  if (!c.aggregator.empty()) {
-    auto t = ConnectToAggregator(c.aggregator, hello_frame_, c.connect_timeout_ms);
-    if (t.ok()) {
-      transport_ = std::move(t.value());
-      COMMPROF_LOG_DEBUG("connected to aggregator %s", c.aggregator.c_str());
-      return;
-    }
-    SwitchToSpool(t.status().message().c_str());
+  auto t = rt_.transports().Connect(hello_frame_);
+  if (t.ok()) {
+    transport_ = std::move(t.value());
     return;
   }
-  SwitchToSpool("no aggregator configured");
+  SwitchToSpool(t.status().message().c_str());
 }
 
 void Shipper::SwitchToSpool(const char* why) {
@@ -66,7 +60,7 @@ void Shipper::SwitchToSpool(const char* why) {
   if (spooling_) return;
   spooling_ = true;
   std::string path;
-  auto s = OpenSpool(rt_.config().spool_dir, hello_, hello_frame_, &path);
+  auto s = rt_.transports().OpenSpool(hello_, hello_frame_, &path);
   if (!s.ok()) {
     COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): events from now on are dropped", why,
                        s.status().message().c_str());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/log.h"
 
 namespace commprof {
 namespace {
@@ -196,6 +197,40 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
   COMMPROF_RETURN_IF_ERROR(spool->Send(hello_frame));
   if (path_out != nullptr) *path_out = path;
   return std::unique_ptr<Transport>(std::move(spool));
+}
+
+namespace {
+
+class NetworkTransports final : public TransportFactory {
+ public:
+  explicit NetworkTransports(const Config& config)
+      : aggregator_(config.aggregator), spool_dir_(config.spool_dir), timeout_ms_(config.connect_timeout_ms) {}
+
+  Result<std::unique_ptr<Transport>> Connect(std::span<const uint8_t> hello_frame) override {
+    if (aggregator_.empty()) {
+      return Unavailable("no aggregator configured");
+    }
+    auto t = ConnectToAggregator(aggregator_, hello_frame, timeout_ms_);
+    if (t.ok()) {
+      COMMPROF_LOG_DEBUG("connected to aggregator %s", aggregator_.c_str());
+    }
+    return t;
+  }
+  Result<std::unique_ptr<Transport>> OpenSpool(const wire::Hello& hello, std::span<const uint8_t> hello_frame,
+                                               std::string* path_out) override {
+    return commprof::OpenSpool(spool_dir_, hello, hello_frame, path_out);
+  }
+
+ private:
+  const std::string aggregator_;
+  const std::string spool_dir_;
+  const uint32_t timeout_ms_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransportFactory> MakeNetworkTransports(const Config& config) {
+  return std::make_unique<NetworkTransports>(config);
 }
 
 }  // namespace commprof

@@ -1,5 +1,8 @@
 // Where the shipper's frames go: a TCP connection to the aggregator, or a spool file when the
-// aggregator cannot be reached (DESIGN.md §5). Both receive the same frames.
+// aggregator cannot be reached. Both receive the same frames.
+//
+// The runtime is given a TransportFactory rather than opening sockets and files itself, so a test
+// can hand its frames to an in-process aggregator or capture them, with no network in between.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "core/config.h"
 #include "core/status.h"
 #include "core/wire.h"
 
@@ -21,6 +25,22 @@ class Transport {
   virtual Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) = 0;
   virtual const char* name() const = 0;
 };
+
+// Where a runtime's shipper gets its transports from. Called on the shipper thread only.
+class TransportFactory {
+ public:
+  virtual ~TransportFactory() = default;
+  // A link to the aggregator, which has accepted `hello_frame`; an error says why there is none
+  // (the shipper then spools, logging the message).
+  virtual Result<std::unique_ptr<Transport>> Connect(std::span<const uint8_t> hello_frame) = 0;
+  // The fallback: a spool that starts with `hello_frame`; `path_out` names it for the log.
+  virtual Result<std::unique_ptr<Transport>> OpenSpool(const wire::Hello& hello, std::span<const uint8_t> hello_frame,
+                                                       std::string* path_out) = 0;
+};
+
+// The production factory: TCP to config.aggregator within config.connect_timeout_ms (an error
+// when no aggregator is configured), spool files under config.spool_dir.
+std::unique_ptr<TransportFactory> MakeNetworkTransports(const Config& config);
 
 // Both take the hello as a ready frame: it is signed once, on the thread that starts the runtime,
 // so the shipper thread never calls into OpenSSL (whose exit-time cleanup may already have run

@@ -1,6 +1,7 @@
-// The collector runtime end to end inside one process: a real Runtime ships over real TCP to a
-// real aggregator (Ingest + Server), or spools when it cannot; the result is read back from the
-// HDF5 file with the analysis reader.
+// The collector runtime end to end inside one process: a real Runtime ships to a real aggregator
+// (over real TCP to Ingest + Server in one test, through the transport seam to an in-process
+// aggregator in the others), or spools when it cannot; the result is read back from the HDF5 file
+// with the analysis reader.
 #include "collector/runtime.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include "aggregator/spool_reader.h"
 #include "analysis/load/profile_reader.h"
 #include "collector/transport.h"
+#include "collector_sim.h"
 #include "support/test_support.h"
 
 namespace commprof {
@@ -29,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test_support::InProcessAggregator;
 using test_support::LiveAggregator;
 using test_support::ReadEvents;
 using test_support::TempDir;
@@ -208,10 +211,12 @@ TEST(RuntimeAggregator, ShipsEveryEventStringAndCounterOverTcp) {
 TEST(RuntimeAggregator, WrongSecretIsRefusedAndTheRuntimeSpoolsEverything) {
   TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
-  LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
+  InProcessAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());
   {
-    Runtime rt(MakeConfig("127.0.0.1:" + std::to_string(agg.port()), "not-the-secret", dir / "spool"), MakeIdentity());
+    RuntimeSeams seams;
+    seams.transports = agg.Transports(dir / "spool");
+    Runtime rt(MakeConfig("in-process", "not-the-secret", dir / "spool"), MakeIdentity(), std::move(seams));
     rt.Start();
     RecordFromTwoThreads(rt);
     rt.Shutdown();
@@ -290,14 +295,16 @@ TEST(RuntimeAggregator, UnreachableAggregatorMakesTheRuntimeSpoolAndTheMergeHasA
 TEST(RuntimeAggregator, TinyRingCountsEveryDroppedEventInTheByeCounters) {
   TempDir dir("commprof-rt");
   ASSERT_FALSE(dir.path().empty());
-  LiveAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
+  InProcessAggregator agg(dir / "out.h5", StreamPolicy{kSecret, kJob}, 1);
   ASSERT_TRUE(agg.ok());
   constexpr uint64_t kRecorded = 1000;
   {
-    Config c = MakeConfig("127.0.0.1:" + std::to_string(agg.port()), kSecret, dir / "spool");
+    Config c = MakeConfig("in-process", kSecret, dir / "spool");
     c.buffer_events = 16;
     c.flush_ms = 1000;  // the shipper does not drain while we record
-    Runtime rt(c, MakeIdentity());
+    RuntimeSeams seams;
+    seams.transports = agg.Transports(dir / "spool");
+    Runtime rt(c, MakeIdentity(), std::move(seams));
     rt.Start();
     for (uint64_t i = 0; i < kRecorded; ++i) {
       commprof_event e{};

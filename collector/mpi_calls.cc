@@ -1,0 +1,47 @@
+#include "collector/mpi_calls.h"
+
+namespace commprof {
+
+commprof_event BeginEvent(MpiSource& src, const MpiCall& c) {
+  commprof_event e{};
+  e.kind = c.kind;
+  e.subtype = c.op;
+  e.name_id = src.NameId(c.name != 0 ? c.name : c.op);
+  e.bytes = c.bytes;
+  e.datatype = DatatypeCode(c.dt);
+  e.reduce_op = ReduceOpCode(c.red);
+  e.peer = c.peer;
+  e.device = COMMPROF_HOST_DEVICE;
+  e.correlation = c.tag;
+  if (c.comm != MPI_COMM_NULL) {
+    CommInfo* info = src.comms().Lookup(c.comm);
+    e.comm_id = info->id;
+    if (info->untracked) {
+      e.flags |= COMMPROF_FLAG_UNTRACKED_COMM;
+    }
+    if (c.kind == COMMPROF_KIND_MPI_COLLECTIVE) {
+      e.seq = info->next_seq.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  e.start_ns = src.runtime().Now();
+  return e;
+}
+
+commprof_event CommCreatedEvent(MpiSource& src, uint8_t op, MPI_Comm parent, MPI_Comm newcomm, uint64_t t0) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_MPI_COMM;
+  e.subtype = op;
+  e.name_id = src.NameId(op);
+  e.comm_id = src.comms().Assign(newcomm);
+  e.seq = src.comms().Lookup(parent)->id;
+  e.bytes = static_cast<uint64_t>(src.comms().Lookup(newcomm)->size);
+  int rank = 0;
+  PMPI_Comm_rank(newcomm, &rank);
+  e.peer = rank;
+  e.device = COMMPROF_HOST_DEVICE;
+  e.start_ns = t0;
+  e.end_ns = src.runtime().Now();
+  return e;
+}
+
+}  // namespace commprof
