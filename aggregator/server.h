@@ -3,10 +3,10 @@
 // RankStream. A bad frame or a refused hello closes that connection only, with a logged reason.
 #pragma once
 
-// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20: it
-// must come first, in a block of its own so that include sorting keeps it there.
+// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20, so
+// <utility> comes first; this comment keeps include sorting from moving it after Boost.
 #include <utility>
-
+// The rest, sorted.
 #include <atomic>
 #include <boost/asio.hpp>
 #include <cstdint>
