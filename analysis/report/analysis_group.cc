@@ -72,6 +72,7 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
                      .wait_time_ns = m.wait_time_ns,
                      .wait_share = m.wait_share,
                      .times_last = m.times_last,
+                     .expected_last = m.expected_last,
                      .delay_caused_ns = m.delay_caused_ns,
                      .wait_imposed_ns = m.wait_imposed_ns,
                      .transfer_time_ns = m.transfer_time_ns,

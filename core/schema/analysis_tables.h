@@ -25,6 +25,7 @@ using OpTypeText = char[24];
   X(S, int64_t, wait_time_ns, "of which waiting for the last arriver")                                             \
   X(S, double, wait_share, "`wait_time_ns / comm_time_ns` (0 without collectives)")                                \
   X(S, uint64_t, times_last, "instances in which it arrived last (the straggler)")                                 \
+  X(S, double, expected_last, "instances it would arrive last in by chance: the sum of 1 / participants")          \
   X(S, int64_t, delay_caused_ns, "delay it alone caused in the instances where it was last")                       \
   X(S, int64_t, wait_imposed_ns, "the others' waits in the instances where it was last")                           \
   X(S, int64_t, transfer_time_ns, "its time in those collectives after the last arrival")                          \

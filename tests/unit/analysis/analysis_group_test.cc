@@ -112,6 +112,35 @@ TEST_P(AnalysisTableRows, AreStoredAndReadBackByOurReaderAndH5py) {
 INSTANTIATE_TEST_SUITE_P(EverySizeClass, AnalysisTableRows,
                          ::testing::Values(0, 1, 4096, 4097, 16383, 16384, 16385, 100000));
 
+TEST(AnalysisRanksTable, StoresEachRanksFiguresUnderTheirColumnNames) {
+  TempDir dir;
+  const std::string path = dir / "ranks.h5";
+  JobReport report;
+  // The report describes the file's ranks (the JSON report beside the tables reads them).
+  report.info = test_support::WriteProfile(path, {test_support::RankData{}, test_support::RankData{}})->info();
+  for (uint32_t r = 0; r < 2; ++r) {
+    RankWaitMetrics m;
+    m.rank = r;
+    m.instances = 12;
+    m.times_last = 9 - 6 * r;
+    m.expected_last = 6.5 - r;  // the sum of 1 / participants over its instances
+    m.wait_time_ns = 1000 + r;
+    report.wait.ranks.push_back(m);
+  }
+  ASSERT_TRUE(WriteAnalysisGroup(path, report).ok());
+  auto rows = ReadAnalysisTable<schema::RankRow>(path);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows.value().size(), 2u);
+  for (uint32_t r = 0; r < 2; ++r) {
+    const schema::RankRow& row = rows.value()[r];
+    EXPECT_EQ(row.rank, r);
+    EXPECT_EQ(row.instances, 12u);
+    EXPECT_EQ(row.times_last, 9u - 6 * r);
+    EXPECT_DOUBLE_EQ(row.expected_last, 6.5 - r);
+    EXPECT_EQ(row.wait_time_ns, 1000 + static_cast<int64_t>(r));
+  }
+}
+
 TEST(AnalysisTableRead, AFileWithoutTheGroupIsNotFound) {
   TempDir dir;
   const std::string path = dir / "none.h5";
