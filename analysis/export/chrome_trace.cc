@@ -387,7 +387,7 @@ void TraceWriter::BeginEvent() {
 void TraceWriter::WriteProcessMetadata(const RankInfo& r) {
   const uint32_t pid = r.rank + 1;
   std::string name = "rank " + std::to_string(r.rank);
-  if (r.status == "missing") {
+  if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
     name += " (missing)";
   } else {
     name += " (" + r.host + ", pid " + std::to_string(r.pid) + ")";
@@ -405,7 +405,7 @@ void TraceWriter::WriteProcessMetadata(const RankInfo& r) {
   b += ",\"args\":{\"sort_index\":";
   AppendUint(b, r.rank);
   b += "}}";
-  if (r.status != "complete") {
+  if (r.status != schema::RankStatusName(schema::RankStatus::kComplete)) {
     BeginEvent();
     b += "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":";
     AppendUint(b, pid);

@@ -190,17 +190,23 @@ TEST(SchemaDoc, AnalysisAttributes) {
   EXPECT_EQ(code, NameTypeDoc(tables[0], "attribute"));
 }
 
+// name -> type of the schema's attributes.
+std::map<std::string, std::string> AttrTypes(std::span<const AttrInfo> attrs) {
+  std::map<std::string, std::string> out;
+  for (const AttrInfo& a : attrs) {
+    out[a.name] = AttrTypeName(a.type);
+  }
+  return out;
+}
+
 TEST(SchemaDoc, RootAttributes) {
   auto tables = TablesUnder("## Root attributes");
   ASSERT_EQ(tables.size(), 1u);
-  std::map<std::string, std::string> code, doc;
-  for (const AttrInfo& a : kRootAttrs) {
-    code[a.name] = AttrTypeName(a.type);
-  }
+  std::map<std::string, std::string> doc;
   for (const auto& [name, type_doc] : NameTypeDoc(tables[0], "attribute")) {
     doc[name] = type_doc.first;
   }
-  EXPECT_EQ(code, doc);
+  EXPECT_EQ(AttrTypes(kRootAttrs), doc);
 }
 
 TEST(SchemaDoc, RankAttributesTheWriterGivesEveryRank) {
@@ -219,11 +225,7 @@ TEST(SchemaDoc, RankAttributesTheWriterGivesEveryRank) {
     EXPECT_EQ(names[i].find(','), std::string::npos) << "one writer attribute per row: " << names[i];
     doc[Unquote(names[i])] = types[i];
   }
-  std::map<std::string, std::string> code;
-  for (const AttrInfo& a : kRankAttrs) {
-    code[a.name] = AttrTypeName(a.type);
-  }
-  EXPECT_EQ(code, doc);
+  EXPECT_EQ(AttrTypes(kRankAttrs), doc);
 }
 
 TEST(SchemaDoc, RankStatusValues) {
