@@ -52,11 +52,11 @@ struct StringBatch {
 // A rank's clock model (core/clock_model.h) and its summary attributes; each one replaces the
 // previous model, while its samples are appended to the ones stored before.
 struct RankClock {
-  int64_t offset_ns = 0;
+  int64_t offset_ns = 0;  // the model's offset at anchor_local_ns
   double drift_ppm = 0.0;
-  int64_t error_bound_ns = -1;  // -1: not measured
-  uint64_t anchor_local_ns = 0;
-  std::string method;  // docs/file-format.md `clock_method`
+  int64_t error_bound_ns = -1;   // -1: not measured
+  uint64_t anchor_local_ns = 0;  // the local time of the first sync epoch (start_steady_ns without one)
+  std::string method;            // docs/file-format.md `clock_method`
   std::vector<ClockPoint> points;
   std::vector<ClockSample> samples;
 };
