@@ -42,10 +42,17 @@ void Ingest::Push(Command c) {
   cv_.notify_one();
 }
 
-void Ingest::OpenRank(wire::Hello hello) { Push(OpenCmd{std::move(hello)}); }
-void Ingest::Strings(uint32_t rank, wire::Strings s) { Push(StringsCmd{rank, std::move(s)}); }
+void Ingest::OpenRank(const wire::Hello& hello) {
+  // The job id and the proof were checked by the session; the file keeps what describes the rank.
+  Push(OpenCmd{
+      RankDescription{hello.rank, hello.world_size, hello.pid, hello.start_steady_ns, hello.start_utc_ns, hello.host}});
+}
+void Ingest::Strings(uint32_t rank, wire::Strings s) { Push(StringsCmd{rank, {s.first_id, std::move(s.strings)}}); }
 void Ingest::Events(uint32_t rank, std::vector<commprof_event> e) { Push(EventsCmd{rank, std::move(e)}); }
-void Ingest::Clock(uint32_t rank, wire::Clock c) { Push(ClockCmd{rank, std::move(c)}); }
+void Ingest::Clock(uint32_t rank, wire::Clock c) {
+  Push(ClockCmd{rank, RankClock{c.offset_ns, c.drift_ppm, c.error_bound_ns, c.anchor_local_ns, std::move(c.method),
+                                std::move(c.points), std::move(c.samples)}});
+}
 void Ingest::CloseRank(uint32_t rank, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
                        uint64_t batches_lost, std::string reason) {
   Push(CloseCmd{rank, end, std::move(counters), batches_lost, std::move(reason)});
@@ -55,7 +62,7 @@ void Ingest::Apply(Command& c) {
   Status st = std::visit(
       [this](auto& cmd) -> Status {
         using T = std::decay_t<decltype(cmd)>;
-        if constexpr (std::is_same_v<T, OpenCmd>) return writer_->OpenRank(cmd.hello);
+        if constexpr (std::is_same_v<T, OpenCmd>) return writer_->OpenRank(cmd.rank);
         if constexpr (std::is_same_v<T, StringsCmd>) return writer_->AppendStrings(cmd.rank, cmd.strings);
         if constexpr (std::is_same_v<T, EventsCmd>) {
           Status s = writer_->AppendEvents(cmd.rank, cmd.events);

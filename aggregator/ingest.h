@@ -1,6 +1,7 @@
 // Ingest: the single HDF5 writer thread and the queue that feeds it. Network sessions and
-// `commprof merge` hand it decoded frames; it alone touches the Hdf5Writer, flushing it every
-// flush period so a killed job leaves a readable file (reference/hdf5.md).
+// `commprof merge` hand it decoded frames, which it turns into the writer's storage types; it
+// alone touches the Hdf5Writer, flushing it every flush period so a killed job leaves a readable
+// file.
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "aggregator/hdf5/hdf5_writer.h"
+#include "core/wire.h"
 
 namespace commprof {
 
@@ -26,7 +28,8 @@ class Ingest {
   // Reserves a rank for one stream; false when another stream already holds it.
   bool ClaimRank(uint32_t rank);
 
-  void OpenRank(wire::Hello hello);
+  // Frames as ranks send them; the writer gets its own types (RankDescription, ...).
+  void OpenRank(const wire::Hello& hello);
   void Strings(uint32_t rank, wire::Strings strings);
   void Events(uint32_t rank, std::vector<commprof_event> events);
   void Clock(uint32_t rank, wire::Clock clock);
@@ -40,11 +43,11 @@ class Ingest {
 
  private:
   struct OpenCmd {
-    wire::Hello hello;
+    RankDescription rank;
   };
   struct StringsCmd {
     uint32_t rank;
-    wire::Strings strings;
+    StringBatch strings;
   };
   struct EventsCmd {
     uint32_t rank;
@@ -52,7 +55,7 @@ class Ingest {
   };
   struct ClockCmd {
     uint32_t rank;
-    wire::Clock clock;
+    RankClock clock;
   };
   struct CloseCmd {
     uint32_t rank;

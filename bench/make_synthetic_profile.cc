@@ -452,7 +452,7 @@ int Generator::Run(const std::string& command_line) {
     s.t = start_ref + 50 * kUs + s.rng.Below(200 * kUs);  // MPI_Init returns at slightly different times
     s.buf.reserve(chunk_ + 2 * per_iter);
     if (static_cast<int64_t>(r) == o_.slow_rank) s.compute_before = static_cast<int64_t>(o_.slow_us * kUs);
-    wire::Hello h;
+    RankDescription h;
     h.rank = r;
     h.world_size = R;
     h.pid = 40000 + r;
@@ -461,9 +461,8 @@ int Generator::Run(const std::string& command_line) {
     char host[32];
     std::snprintf(host, sizeof host, "node%03u", r / per_node);
     h.host = host;
-    h.job_id = meta.job_id;
     Status st = writer_->OpenRank(h);
-    wire::Strings names;
+    StringBatch names;
     names.first_id = 0;
     names.strings.assign(kNames, kNames + kNameCount);
     if (st.ok()) st = writer_->AppendStrings(r, names);
@@ -538,7 +537,7 @@ int Generator::Run(const std::string& command_line) {
     // ping-pong over shared memory or a fast network gives. Rank 0 is the reference itself.
     const HostClock& c = clocks_[r];
     int64_t l_end = c.ToLocal(end_ref);
-    wire::Clock clock;
+    RankClock clock;
     for (int64_t l : {c.anchor_local, c.anchor_local + (l_end - c.anchor_local) / 2, l_end}) {
       clock.points.push_back({l, c.OffsetAt(l), r == 0 ? 0 : 300 + s.rng.Below(500)});
     }

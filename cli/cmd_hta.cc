@@ -17,6 +17,7 @@
 #include "analysis/metrics/gpu_launch_analysis.h"
 #include "analysis/metrics/gpu_trace.h"
 #include "cli/commands.h"
+#include "core/schema/enums.h"
 
 namespace commprof::cli {
 namespace {
@@ -269,7 +270,9 @@ int RunHta(const Options& o) {
   const ProfileInfo& info = reader.value()->info();
   std::vector<uint32_t> ranks;
   for (const RankInfo& r : info.ranks) {
-    if (r.status != "missing") ranks.push_back(r.rank);
+    if (r.status != schema::RankStatusName(schema::RankStatus::kMissing)) {
+      ranks.push_back(r.rank);
+    }
   }
   if (!wanted.empty()) {
     for (uint32_t w : wanted) {

@@ -8,6 +8,7 @@
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
 #include "cli/commands.h"
+#include "core/schema/enums.h"
 
 namespace commprof::cli {
 namespace {
@@ -39,7 +40,7 @@ int RunInfo(const Options& o) {
     std::map<uint32_t, uint64_t> by_name_id;
     Status st = reader.value()->ForEachEventChunk(info.ranks[i].rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
-        counts[i].by_kind[KindName(e.kind)]++;
+        counts[i].by_kind[schema::KindName(e.kind)]++;
         by_name_id[e.name_id]++;
       }
     });

@@ -18,18 +18,17 @@ Status WriteImportedJob(const kineto::ImportedJob& job, const std::string& path,
   Hdf5Writer& w = *writer.value();
   for (const auto& r : job.ranks) {
     const kineto::RankTrace& t = r.trace;
-    wire::Hello hello;
-    hello.rank = r.rank;
-    hello.world_size = job.world_size;
-    // A Kineto file names no host reliably (reference §2.2): the file name stands in for it.
-    hello.host = std::filesystem::path(t.path).filename().string();
-    hello.job_id = meta.job_id;
-    hello.start_steady_ns = 0;                // local time 0 is the job's time base ...
-    hello.start_utc_ns = job.start_epoch_ns;  // ... at this UTC
-    COMMPROF_RETURN_IF_ERROR(w.OpenRank(hello));
+    RankDescription d;
+    d.rank = r.rank;
+    d.world_size = job.world_size;
+    // A Kineto file names no host reliably: the file name stands in for it.
+    d.host = std::filesystem::path(t.path).filename().string();
+    d.start_steady_ns = 0;                // local time 0 is the job's time base ...
+    d.start_utc_ns = job.start_epoch_ns;  // ... at this UTC
+    COMMPROF_RETURN_IF_ERROR(w.OpenRank(d));
     constexpr size_t kStringBatch = 4096;
     for (size_t i = 0; i < t.strings.size(); i += kStringBatch) {
-      wire::Strings s;
+      StringBatch s;
       s.first_id = static_cast<uint32_t>(i);
       s.strings.assign(t.strings.begin() + static_cast<std::ptrdiff_t>(i),
                        t.strings.begin() + static_cast<std::ptrdiff_t>(std::min(t.strings.size(), i + kStringBatch)));
@@ -40,7 +39,7 @@ Status WriteImportedJob(const kineto::ImportedJob& job, const std::string& path,
     for (size_t i = 0; i < all.size(); i += kEventBatch) {
       COMMPROF_RETURN_IF_ERROR(w.AppendEvents(r.rank, all.subspan(i, std::min(kEventBatch, all.size() - i))));
     }
-    wire::Clock clock;
+    RankClock clock;
     clock.method = kineto::ImportedClockMethod(job.align);
     clock.anchor_local_ns = 0;
     clock.offset_ns = r.offset_ns;

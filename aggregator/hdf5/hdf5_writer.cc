@@ -5,21 +5,13 @@
 namespace commprof {
 
 using h5::Handle;
-using h5::WriteAttr;
-
-const char* RankEndName(RankEnd end) {
-  switch (end) {
-    case RankEnd::kComplete:
-      return "complete";
-    case RankEnd::kDisconnected:
-      return "disconnected";
-    case RankEnd::kCorrupt:
-      return "corrupt";
-  }
-  return "unknown";
-}
+using h5::Write;
+namespace root_attr = schema::root_attr;
+namespace rank_attr = schema::rank_attr;
 
 namespace {
+
+std::string StatusName(schema::RankStatus s) { return schema::RankStatusName(s); }
 
 // An empty, extendable, chunked 1-D dataset.
 Handle CreateTable(hid_t parent, const char* name, hid_t type, hsize_t chunk, int deflate) {
@@ -59,21 +51,23 @@ bool WriteTable(hid_t group, const char* name, hid_t type, const void* rows, siz
 }
 
 // Clock frames carry only their new samples: append them to an extendable N x 3 table.
-bool AppendSamples(hid_t group, const std::vector<wire::ClockSample>& samples) {
-  if (samples.empty()) return true;
+bool AppendSamples(hid_t group, const std::vector<ClockSample>& samples) {
+  if (samples.empty()) {
+    return true;
+  }
+  const char* name = schema::kClockSamplesDataset;
   Handle d;
   hsize_t have[2] = {0, 3};
-  if (H5Lexists(group, "clock_samples", H5P_DEFAULT) > 0) {
-    d = Handle(H5Dopen2(group, "clock_samples", H5P_DEFAULT));
+  if (H5Lexists(group, name, H5P_DEFAULT) > 0) {
+    d = Handle(H5Dopen2(group, name, H5P_DEFAULT));
     Handle space(H5Dget_space(d.get()));
     H5Sget_simple_extent_dims(space.get(), have, nullptr);
   } else {
-    hsize_t dims[2] = {0, 3}, maxdims[2] = {H5S_UNLIMITED, 3}, chunk[2] = {1024, 3};
+    hsize_t dims[2] = {0, 3}, maxdims[2] = {H5S_UNLIMITED, 3}, chunk[2] = {schema::kClockSampleChunk, 3};
     Handle space(H5Screate_simple(2, dims, maxdims));
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     H5Pset_chunk(dcpl.get(), 2, chunk);
-    d = Handle(
-        H5Dcreate2(group, "clock_samples", H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    d = Handle(H5Dcreate2(group, name, H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   }
   if (!d.valid()) return false;
   hsize_t grown[2] = {have[0] + samples.size(), 3};
@@ -100,47 +94,53 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
                                                        const WriterOptions& options) {
   h5::QuietErrors();
   std::unique_ptr<Hdf5Writer> w(new Hdf5Writer(path, meta, options));
-  // Default (earliest) file format: reference/hdf5.md measured that it stays readable by h5py
-  // after SIGKILL once flushed, without h5clear.
+  // Default (earliest) file format: measured to stay readable by h5py after SIGKILL once
+  // flushed, without h5clear.
   w->file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   if (!w->file_.valid()) return IoError("cannot create HDF5 file " + path);
   hid_t f = w->file_.get();
-  bool ok = WriteAttr(f, "format", std::string(h5::kFormatName)) &&
-            WriteAttr(f, "format_version", static_cast<uint64_t>(h5::kFormatVersion)) &&
-            WriteAttr(f, "job_id", meta.job_id) && WriteAttr(f, "command_line", meta.command_line) &&
-            WriteAttr(f, "world_size", static_cast<uint64_t>(meta.world_size)) &&
-            WriteAttr(f, "start_epoch_ns", meta.start_epoch_ns) && WriteAttr(f, "finalized", uint64_t{0});
-  if (!ok) return w->Err("cannot write root attributes");
-  w->ranks_group_ = Handle(H5Gcreate2(f, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  bool ok = Write(f, root_attr::kFormat, schema::kFormatName) &&
+            Write(f, root_attr::kFormatVersion, schema::kFormatVersion) && Write(f, root_attr::kJobId, meta.job_id) &&
+            Write(f, root_attr::kCommandLine, meta.command_line) && Write(f, root_attr::kWorldSize, meta.world_size) &&
+            Write(f, root_attr::kStartEpochNs, meta.start_epoch_ns) && Write(f, root_attr::kFinalized, 0);
+  if (!ok) {
+    return w->Err("cannot write root attributes");
+  }
+  w->ranks_group_ = Handle(H5Gcreate2(f, schema::kRanksGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!w->ranks_group_.valid()) return w->Err("cannot create group /ranks");
   COMMPROF_RETURN_IF_ERROR(w->Flush());
   return w;
 }
 
-Status Hdf5Writer::OpenRank(const wire::Hello& hello) {
-  if (ranks_.count(hello.rank) != 0)
-    return InvalidArgument("rank " + std::to_string(hello.rank) + " is already in " + path_);
-  std::string name = std::to_string(hello.rank);
+Status Hdf5Writer::OpenRank(const RankDescription& d) {
+  if (ranks_.count(d.rank) != 0) {
+    return InvalidArgument("rank " + std::to_string(d.rank) + " is already in " + path_);
+  }
+  std::string name = std::to_string(d.rank);
   RankOut r;
   r.group = Handle(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!r.group.valid()) return Err("cannot create group /ranks/" + name);
   hid_t g = r.group.get();
-  bool ok = WriteAttr(g, "rank", static_cast<uint64_t>(hello.rank)) && WriteAttr(g, "host", hello.host) &&
-            WriteAttr(g, "pid", static_cast<uint64_t>(hello.pid)) &&
-            WriteAttr(g, "start_steady_ns", hello.start_steady_ns) &&
-            WriteAttr(g, "start_utc_ns", hello.start_utc_ns) && WriteAttr(g, "status", std::string("connected")) &&
-            WriteAttr(g, "clock_offset_ns", int64_t{0}) && WriteAttr(g, "clock_drift_ppm", 0.0) &&
-            WriteAttr(g, "clock_error_bound_ns", int64_t{-1}) && WriteAttr(g, "clock_method", std::string("none"));
-  if (!ok) return Err("cannot write attributes of /ranks/" + name);
-  r.events = CreateTable(g, "events", h5::EventType(), h5::kEventChunk, options_.deflate_level);
-  r.strings = CreateTable(g, "strings", h5::VarStringType(), 1024, 0);
-  if (!r.events.valid() || !r.strings.valid()) return Err("cannot create tables of /ranks/" + name);
-  world_size_seen_ = std::max(world_size_seen_, hello.world_size);
-  ranks_.emplace(hello.rank, std::move(r));
+  bool ok =
+      Write(g, rank_attr::kRank, d.rank) && Write(g, rank_attr::kHost, d.host) && Write(g, rank_attr::kPid, d.pid) &&
+      Write(g, rank_attr::kStartSteadyNs, d.start_steady_ns) && Write(g, rank_attr::kStartUtcNs, d.start_utc_ns) &&
+      Write(g, rank_attr::kStatus, StatusName(schema::RankStatus::kConnected)) &&
+      Write(g, rank_attr::kClockOffsetNs, int64_t{0}) && Write(g, rank_attr::kClockDriftPpm, 0.0) &&
+      Write(g, rank_attr::kClockErrorBoundNs, int64_t{-1}) && Write(g, rank_attr::kClockMethod, std::string("none"));
+  if (!ok) {
+    return Err("cannot write attributes of /ranks/" + name);
+  }
+  r.events = CreateTable(g, schema::kEventsDataset, h5::EventType(), schema::kEventChunk, options_.deflate_level);
+  r.strings = CreateTable(g, schema::kStringsDataset, h5::VarStringType(), schema::kStringChunk, 0);
+  if (!r.events.valid() || !r.strings.valid()) {
+    return Err("cannot create tables of /ranks/" + name);
+  }
+  world_size_seen_ = std::max(world_size_seen_, d.world_size);
+  ranks_.emplace(d.rank, std::move(r));
   return Status::Ok();
 }
 
-Status Hdf5Writer::AppendStrings(uint32_t rank, const wire::Strings& s) {
+Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) return Internal("strings for unknown rank " + std::to_string(rank));
   RankOut& r = it->second;
@@ -169,18 +169,20 @@ Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> e
   return Status::Ok();
 }
 
-Status Hdf5Writer::SetClock(uint32_t rank, const wire::Clock& c) {
+Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) return Internal("clock for unknown rank " + std::to_string(rank));
   hid_t g = it->second.group.get();
-  bool ok = WriteAttr(g, "clock_offset_ns", c.offset_ns) && WriteAttr(g, "clock_drift_ppm", c.drift_ppm) &&
-            WriteAttr(g, "clock_error_bound_ns", c.error_bound_ns) &&
-            WriteAttr(g, "clock_anchor_local_ns", c.anchor_local_ns) && WriteAttr(g, "clock_method", c.method);
-  if (!ok) return Err("cannot write clock attributes of rank " + std::to_string(rank));
+  bool ok = Write(g, rank_attr::kClockOffsetNs, c.offset_ns) && Write(g, rank_attr::kClockDriftPpm, c.drift_ppm) &&
+            Write(g, rank_attr::kClockErrorBoundNs, c.error_bound_ns) &&
+            Write(g, rank_attr::kClockAnchorLocalNs, c.anchor_local_ns) && Write(g, rank_attr::kClockMethod, c.method);
+  if (!ok) {
+    return Err("cannot write clock attributes of rank " + std::to_string(rank));
+  }
   // The model is re-sent after every sync epoch: each time it replaces the previous tables.
-  static_assert(sizeof(wire::ClockSample) == 24 && sizeof(wire::ClockPoint) == 24);
+  static_assert(sizeof(ClockSample) == 24 && sizeof(ClockPoint) == 24);
   if (!AppendSamples(g, c.samples) ||
-      !WriteTable(g, "clock_points", H5T_NATIVE_INT64, c.points.data(), c.points.size())) {
+      !WriteTable(g, schema::kClockPointsDataset, H5T_NATIVE_INT64, c.points.data(), c.points.size())) {
     return Err("cannot write the clock tables of rank " + std::to_string(rank));
   }
   return Status::Ok();
@@ -195,12 +197,12 @@ Status Hdf5Writer::CloseRank(uint32_t rank, RankEnd end, const std::vector<std::
   uint64_t dropped = 0;
   bool ok = true;
   for (const auto& [name, value] : counters) {
-    ok = ok && WriteAttr(g, name.c_str(), value);
+    ok = ok && h5::WriteAttr(g, name.c_str(), value);
     if (name.rfind("dropped_", 0) == 0) dropped += value;
   }
-  ok = ok && WriteAttr(g, "status", std::string(RankEndName(end))) && WriteAttr(g, "end_reason", reason) &&
-       WriteAttr(g, "dropped_events", dropped) && WriteAttr(g, "batches_lost", batches_lost) &&
-       WriteAttr(g, "events_written", r.n_events);
+  ok = ok && Write(g, rank_attr::kStatus, StatusName(end)) && Write(g, rank_attr::kEndReason, reason) &&
+       Write(g, rank_attr::kDroppedEvents, dropped) && Write(g, rank_attr::kBatchesLost, batches_lost) &&
+       Write(g, rank_attr::kEventsWritten, r.n_events);
   r.closed = true;
   if (!ok) return Err("cannot write final attributes of rank " + std::to_string(rank));
   return Flush();
@@ -216,24 +218,24 @@ Status Hdf5Writer::Finalize() {
   finalized_ = true;
   hid_t f = file_.get();
   uint32_t world = std::max(meta_.world_size, world_size_seen_);
-  bool ok = WriteAttr(f, "world_size", static_cast<uint64_t>(world));
+  bool ok = Write(f, root_attr::kWorldSize, world);
   std::string missing;
   for (uint32_t rank = 0; rank < world; ++rank) {
     if (ranks_.count(rank) != 0) continue;
     // A rank that never said hello still gets a group, so readers see the gap, not a shorter job.
     std::string name = std::to_string(rank);
     Handle g(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    ok = ok && g.valid() && WriteAttr(g.get(), "rank", static_cast<uint64_t>(rank)) &&
-         WriteAttr(g.get(), "status", std::string("missing"));
+    ok = ok && g.valid() && Write(g.get(), rank_attr::kRank, rank) &&
+         Write(g.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kMissing));
     missing += (missing.empty() ? "" : ",") + name;
   }
   for (auto& [rank, r] : ranks_) {
     if (r.closed) continue;
-    ok = ok && WriteAttr(r.group.get(), "status", std::string("disconnected")) &&
-         WriteAttr(r.group.get(), "end_reason", std::string("no bye before the aggregator finished")) &&
-         WriteAttr(r.group.get(), "events_written", r.n_events);
+    ok = ok && Write(r.group.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kDisconnected)) &&
+         Write(r.group.get(), rank_attr::kEndReason, std::string("no bye before the aggregator finished")) &&
+         Write(r.group.get(), rank_attr::kEventsWritten, r.n_events);
   }
-  ok = ok && WriteAttr(f, "ranks_missing", missing) && WriteAttr(f, "finalized", uint64_t{1});
+  ok = ok && Write(f, root_attr::kRanksMissing, missing) && Write(f, root_attr::kFinalized, 1);
   ranks_.clear();
   ranks_group_.Reset();
   if (ok) ok = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;

@@ -1,4 +1,6 @@
-// The one HDF5 writer of a job (DESIGN.md §6, docs/file-format.md). Not thread-safe by design:
+// The one HDF5 writer of a job (docs/file-format.md), laid out by core/schema/file_schema.h. It
+// takes storage types of its own, not wire frames: the aggregator converts what ranks send
+// (aggregator/ingest.cc), the Kineto import fills them from traces. Not thread-safe by design:
 // exactly one thread (the Ingest writer thread, or `commprof merge`) drives it.
 #pragma once
 
@@ -10,9 +12,10 @@
 #include <vector>
 
 #include "commprof/event.h"
+#include "core/clock_model.h"
 #include "core/h5/h5_util.h"
+#include "core/schema/enums.h"
 #include "core/status.h"
-#include "core/wire.h"
 
 namespace commprof {
 
@@ -24,12 +27,39 @@ struct JobMeta {
 };
 
 struct WriterOptions {
-  int deflate_level = 0;  // 0 = no compression (reference/hdf5.md: deflate caps near 2 M events/s)
+  int deflate_level = 0;  // 0 = no compression (deflate caps the writer near 2 M events/s)
 };
 
-// How a rank's stream ended.
-enum class RankEnd { kComplete, kDisconnected, kCorrupt };
-const char* RankEndName(RankEnd end);
+// How a rank's stream ended: kComplete, kDisconnected or kCorrupt (stored by schema name).
+using RankEnd = schema::RankStatus;
+
+// What the file records of a rank when its group is created.
+struct RankDescription {
+  uint32_t rank = 0;
+  uint32_t world_size = 0;  // the rank's view of the job's size (the file keeps the largest)
+  uint32_t pid = 0;
+  uint64_t start_steady_ns = 0;  // the rank's steady clock ...
+  uint64_t start_utc_ns = 0;     // ... and UTC, read together when its recording started
+  std::string host;
+};
+
+// Consecutive entries of a rank's string table, from id first_id.
+struct StringBatch {
+  uint32_t first_id = 0;
+  std::vector<std::string> strings;
+};
+
+// A rank's clock model (core/clock_model.h) and its summary attributes; each one replaces the
+// previous model, while its samples are appended to the ones stored before.
+struct RankClock {
+  int64_t offset_ns = 0;  // the model's offset at anchor_local_ns
+  double drift_ppm = 0.0;
+  int64_t error_bound_ns = -1;   // -1: not measured
+  uint64_t anchor_local_ns = 0;  // the local time of the first sync epoch (start_steady_ns without one)
+  std::string method;            // docs/file-format.md `clock_method`
+  std::vector<ClockPoint> points;
+  std::vector<ClockSample> samples;
+};
 
 class Hdf5Writer {
  public:
@@ -37,10 +67,10 @@ class Hdf5Writer {
                                                     const WriterOptions& options);
   ~Hdf5Writer();
 
-  Status OpenRank(const wire::Hello& hello);
-  Status AppendStrings(uint32_t rank, const wire::Strings& strings);
+  Status OpenRank(const RankDescription& rank);
+  Status AppendStrings(uint32_t rank, const StringBatch& strings);
   Status AppendEvents(uint32_t rank, std::span<const commprof_event> events);
-  Status SetClock(uint32_t rank, const wire::Clock& clock);
+  Status SetClock(uint32_t rank, const RankClock& clock);
   // Counters from the bye (empty when the rank vanished) and what the aggregator counted itself.
   Status CloseRank(uint32_t rank, RankEnd end, const std::vector<std::pair<std::string, uint64_t>>& counters,
                    uint64_t batches_lost, const std::string& reason);

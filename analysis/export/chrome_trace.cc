@@ -13,6 +13,7 @@
 #include "analysis/match/collective_instances.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/wait_metrics.h"
+#include "core/schema/enums.h"
 
 namespace commprof {
 
@@ -177,34 +178,6 @@ std::string FormatUtcNs(int64_t epoch_ns) {
   size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   std::snprintf(buf + n, sizeof buf - n, ".%09lldZ", static_cast<long long>(sub));
   return buf;
-}
-
-// Names of the non-collective operations (OpTypeName covers the collectives).
-const char* OpName(uint8_t op) {
-  switch (op) {
-    case COMMPROF_OP_SEND:
-      return "send";
-    case COMMPROF_OP_RECV:
-      return "recv";
-    case COMMPROF_OP_SENDRECV:
-      return "sendrecv";
-    case COMMPROF_OP_WAIT:
-      return "wait";
-    case COMMPROF_OP_WAITALL:
-      return "waitall";
-    case COMMPROF_OP_WAITANY:
-      return "waitany";
-    case COMMPROF_OP_TEST:
-      return "test";
-    case COMMPROF_OP_COMM_DUP:
-      return "comm_dup";
-    case COMMPROF_OP_COMM_SPLIT:
-      return "comm_split";
-    case COMMPROF_OP_COMM_CREATE:
-      return "comm_create";
-    default:
-      return OpTypeName(op);
-  }
 }
 
 bool IsInstant(uint8_t kind) {
@@ -414,7 +387,7 @@ void TraceWriter::BeginEvent() {
 void TraceWriter::WriteProcessMetadata(const RankInfo& r) {
   const uint32_t pid = r.rank + 1;
   std::string name = "rank " + std::to_string(r.rank);
-  if (r.status == "missing") {
+  if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
     name += " (missing)";
   } else {
     name += " (" + r.host + ", pid " + std::to_string(r.pid) + ")";
@@ -432,7 +405,7 @@ void TraceWriter::WriteProcessMetadata(const RankInfo& r) {
   b += ",\"args\":{\"sort_index\":";
   AppendUint(b, r.rank);
   b += "}}";
-  if (r.status != "complete") {
+  if (r.status != schema::RankStatusName(schema::RankStatus::kComplete)) {
     BeginEvent();
     b += "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":";
     AppendUint(b, pid);
@@ -470,7 +443,7 @@ void TraceWriter::WriteFlow(char phase, const CollectiveInstance& in, uint64_t i
   into += phase;
   into += phase == 'f' ? "\",\"bp\":\"e\"" : "\"";
   into += ",\"cat\":\"commprof.flow\",\"name\":\"";
-  into += OpTypeName(in.op);
+  into += schema::CollectiveOpName(in.op);
   into += "\",\"id\":";
   AppendUint(into, id);
   into += ",\"pid\":";
@@ -486,7 +459,7 @@ void TraceWriter::WriteCollectiveArgs(const RankInfo& r, const commprof_event& e
                                       std::string& flows) {
   std::string& b = sink_.buf();
   b += ",\"args\":{\"op\":\"";
-  b += OpTypeName(e.subtype);
+  b += schema::CollectiveOpName(e.subtype);
   b += "\",\"comm_id\":";
   AppendId(b, e.comm_id);
   b += ",\"seq\":";
@@ -541,12 +514,12 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
   BeginEvent();
   const bool instant = IsInstant(e.kind);
   b += instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"";
-  b += KindName(e.kind);
+  b += schema::KindName(e.kind);
   b += "\",\"name\":\"";
   if (e.name_id < names_.size() && !names_[e.name_id].empty()) {
     b += names_[e.name_id];
   } else if (e.name_id < names_.size()) {
-    b += KindName(e.kind);
+    b += schema::KindName(e.kind);
   } else {
     b += "<unknown name ";
     AppendUint(b, e.name_id);
@@ -570,7 +543,7 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
       break;
     case COMMPROF_KIND_MPI_P2P:
       b += ",\"args\":{\"op\":\"";
-      b += OpName(e.subtype);
+      b += schema::OpName(e.subtype);
       b += "\",\"comm_id\":";
       AppendId(b, e.comm_id);
       b += ",\"peer\":";
@@ -585,14 +558,14 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
       break;
     case COMMPROF_KIND_MPI_WAIT:
       b += ",\"args\":{\"op\":\"";
-      b += OpName(e.subtype);
+      b += schema::OpName(e.subtype);
       b += "\",\"requests\":";
       AppendUint(b, e.bytes);
       b += '}';
       break;
     case COMMPROF_KIND_MPI_COMM:
       b += ",\"args\":{\"op\":\"";
-      b += OpName(e.subtype);
+      b += schema::OpName(e.subtype);
       b += "\",\"comm_id\":";
       AppendId(b, e.comm_id);
       b += ",\"parent_comm_id\":";
@@ -752,7 +725,7 @@ void TraceWriter::WriteMemoryCounters(const RankInfo& r, std::span<const commpro
   const uint32_t pid = r.rank + 1;
   for (const MemorySeries& m : builder.Finish()) {
     const std::string name =
-        std::string("memory in use: device ") + std::to_string(m.device) + " " + MemoryKindName(m.memory_kind);
+        std::string("memory in use: device ") + std::to_string(m.device) + " " + schema::MemoryKindName(m.memory_kind);
     for (const MemoryPoint& pt : m.points) {
       std::string& b = sink_.buf();
       BeginEvent();

@@ -115,37 +115,6 @@ Dtype DtypeFromName(std::string_view name) {
   return {};
 }
 
-const char* CanonicalOpName(uint8_t op) {
-  switch (op) {
-    case COMMPROF_OP_ALLREDUCE:
-      return "AllReduce";
-    case COMMPROF_OP_ALLGATHER:
-      return "AllGather";
-    case COMMPROF_OP_REDUCE_SCATTER:
-      return "ReduceScatter";
-    case COMMPROF_OP_BCAST:
-      return "Broadcast";
-    case COMMPROF_OP_REDUCE:
-      return "Reduce";
-    case COMMPROF_OP_ALLTOALL:
-      return "AllToAll";
-    case COMMPROF_OP_SENDRECV:
-      return "SendRecv";
-    case COMMPROF_OP_SEND:
-      return "Send";
-    case COMMPROF_OP_RECV:
-      return "Recv";
-    case COMMPROF_OP_BARRIER:
-      return "Barrier";
-    case COMMPROF_OP_GATHER:
-      return "Gather";
-    case COMMPROF_OP_SCATTER:
-      return "Scatter";
-    default:
-      return "Collective";
-  }
-}
-
 uint64_t ProcessGroupId(std::string_view pg_name) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (char c : pg_name) {

@@ -52,9 +52,6 @@ uint8_t OpFromCollectiveName(std::string_view name);
 // ncclDevKernel_AllReduce_Sum_f32_RING_LL(...); SendRecv -> SENDRECV; Generic -> NONE.
 uint8_t OpFromKernelName(std::string_view name);
 
-// NCCL-style name of a collective type ("AllReduce"), "Collective" when unknown.
-const char* CanonicalOpName(uint8_t op);
-
 // PyTorch dtype names ("Float", "BFloat16", ...) -> enum commprof_datatype and element size in
 // bytes (0 when unknown).
 struct Dtype {

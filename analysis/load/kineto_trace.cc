@@ -13,6 +13,7 @@
 
 #include "analysis/load/kineto_classify.h"
 #include "analysis/load/kineto_json_stream.h"
+#include "core/schema/enums.h"
 
 namespace commprof::kineto {
 namespace od = simdjson::ondemand;
@@ -745,7 +746,7 @@ void TraceBuilder::Finish() {
     k.peer = static_cast<int32_t>(m.peer);
     commprof_event c = k;
     c.kind = COMMPROF_KIND_NCCL_COLLECTIVE;
-    c.name_id = Intern(CanonicalOpName(m.op));
+    c.name_id = Intern(schema::CanonicalOpName(m.op));
     c.datatype = m.dtype.datatype;
     // NCCL's count: the input for all but ReduceScatter, whose count is the per-rank output.
     const int64_t nelems = m.op == COMMPROF_OP_REDUCE_SCATTER ? m.out_nelems : m.in_nelems;

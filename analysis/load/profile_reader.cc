@@ -1,78 +1,14 @@
 #include "analysis/load/profile_reader.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace commprof {
 
 using h5::Handle;
-using h5::ReadDoubleAttr;
-using h5::ReadIntAttr;
-using h5::ReadStringAttr;
-
-const char* KindName(uint8_t kind) {
-  switch (kind) {
-    case COMMPROF_KIND_MPI_INIT:
-      return "mpi_init";
-    case COMMPROF_KIND_MPI_FINALIZE:
-      return "mpi_finalize";
-    case COMMPROF_KIND_MPI_COLLECTIVE:
-      return "mpi_collective";
-    case COMMPROF_KIND_MPI_P2P:
-      return "mpi_p2p";
-    case COMMPROF_KIND_MPI_WAIT:
-      return "mpi_wait";
-    case COMMPROF_KIND_MPI_COMM:
-      return "mpi_comm";
-    case COMMPROF_KIND_USER_RANGE:
-      return "user_range";
-    case COMMPROF_KIND_USER_MARK:
-      return "user_mark";
-    case COMMPROF_KIND_STEP:
-      return "step";
-    case COMMPROF_KIND_COMPUTE_KERNEL:
-      return "compute_kernel";
-    case COMMPROF_KIND_COMM_KERNEL:
-      return "comm_kernel";
-    case COMMPROF_KIND_MEMCPY:
-      return "memcpy";
-    case COMMPROF_KIND_MEMSET:
-      return "memset";
-    case COMMPROF_KIND_MEM_ALLOC:
-      return "mem_alloc";
-    case COMMPROF_KIND_MEM_FREE:
-      return "mem_free";
-    case COMMPROF_KIND_NCCL_API:
-      return "nccl_api";
-    case COMMPROF_KIND_NCCL_COLLECTIVE:
-      return "nccl_collective";
-    case COMMPROF_KIND_NVTX_RANGE:
-      return "nvtx_range";
-    case COMMPROF_KIND_NVTX_MARK:
-      return "nvtx_mark";
-    case COMMPROF_KIND_SYNC:
-      return "sync";
-    case COMMPROF_KIND_NCCL_PROXY_OP:
-      return "nccl_proxy_op";
-    case COMMPROF_KIND_NCCL_PROXY_STEP:
-      return "nccl_proxy_step";
-    case COMMPROF_KIND_GPU_OVERHEAD:
-      return "gpu_overhead";
-    case COMMPROF_KIND_CUDA_API:
-      return "cuda_api";
-    case COMMPROF_KIND_HOST_OP:
-      return "host_op";
-    case COMMPROF_KIND_HOST_ANNOTATION:
-      return "host_annotation";
-    case COMMPROF_KIND_GPU_ANNOTATION:
-      return "gpu_annotation";
-    case COMMPROF_KIND_PYTHON_FUNCTION:
-      return "python_function";
-    case COMMPROF_KIND_IMPORTED_OTHER:
-      return "imported_other";
-    default:
-      return "unknown";
-  }
-}
+using h5::Read;
+namespace root_attr = schema::root_attr;
+namespace rank_attr = schema::rank_attr;
 
 namespace {
 
@@ -96,23 +32,26 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   hid_t f = r->file_.get();
   ProfileInfo& info = r->info_;
   info.path = path;
-  info.format = ReadStringAttr(f, "format").value_or("");
-  if (info.format != h5::kFormatName) {
-    return InvalidArgument(path + ": root attribute 'format' is '" + info.format + "', not a commprof file");
+  info.format = Read(f, root_attr::kFormat).value_or("");
+  if (info.format != schema::kFormatName) {
+    return InvalidArgument(path + ": root attribute '" + root_attr::kFormat.name + "' is '" + info.format +
+                           "', not a commprof file");
   }
-  info.format_version = static_cast<uint64_t>(ReadIntAttr(f, "format_version").value_or(0));
-  if (info.format_version != h5::kFormatVersion) {
-    return InvalidArgument(path + ": format_version " + std::to_string(info.format_version) +
-                           " is not supported by this build (" + std::to_string(h5::kFormatVersion) + ")");
+  info.format_version = Read(f, root_attr::kFormatVersion).value_or(0);
+  if (info.format_version != schema::kFormatVersion) {
+    return InvalidArgument(path + ": " + root_attr::kFormatVersion.name + " " + std::to_string(info.format_version) +
+                           " is not supported by this build (" + std::to_string(schema::kFormatVersion) + ")");
   }
-  info.job_id = ReadStringAttr(f, "job_id").value_or("");
-  info.command_line = ReadStringAttr(f, "command_line").value_or("");
-  info.world_size = static_cast<uint64_t>(ReadIntAttr(f, "world_size").value_or(0));
-  info.start_epoch_ns = static_cast<uint64_t>(ReadIntAttr(f, "start_epoch_ns").value_or(0));
-  info.finalized = ReadIntAttr(f, "finalized").value_or(0) != 0;
+  info.job_id = Read(f, root_attr::kJobId).value_or("");
+  info.command_line = Read(f, root_attr::kCommandLine).value_or("");
+  info.world_size = Read(f, root_attr::kWorldSize).value_or(0);
+  info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
+  info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
 
-  Handle ranks(H5Gopen2(f, "ranks", H5P_DEFAULT));
-  if (!ranks.valid()) return Corrupt(path + ": group /ranks is missing");
+  Handle ranks(H5Gopen2(f, schema::kRanksGroup, H5P_DEFAULT));
+  if (!ranks.valid()) {
+    return Corrupt(path + ": group /" + schema::kRanksGroup + " is missing");
+  }
   H5G_info_t ginfo;
   H5Gget_info(ranks.get(), &ginfo);
   for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
@@ -122,36 +61,41 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     if (!g.valid()) continue;
     RankInfo ri;
     ri.rank = static_cast<uint32_t>(std::stoul(name));
-    ri.host = ReadStringAttr(g.get(), "host").value_or("");
-    ri.pid = static_cast<uint64_t>(ReadIntAttr(g.get(), "pid").value_or(0));
-    ri.status = ReadStringAttr(g.get(), "status").value_or("unknown");
-    ri.end_reason = ReadStringAttr(g.get(), "end_reason").value_or("");
-    ri.clock_offset_ns = ReadIntAttr(g.get(), "clock_offset_ns").value_or(0);
-    ri.clock_drift_ppm = ReadDoubleAttr(g.get(), "clock_drift_ppm").value_or(0.0);
-    ri.clock_error_bound_ns = ReadIntAttr(g.get(), "clock_error_bound_ns").value_or(-1);
-    ri.clock_method = ReadStringAttr(g.get(), "clock_method").value_or("none");
+    ri.host = Read(g.get(), rank_attr::kHost).value_or("");
+    ri.pid = Read(g.get(), rank_attr::kPid).value_or(0);
+    ri.status = Read(g.get(), rank_attr::kStatus).value_or("unknown");
+    ri.end_reason = Read(g.get(), rank_attr::kEndReason).value_or("");
+    ri.clock_offset_ns = Read(g.get(), rank_attr::kClockOffsetNs).value_or(0);
+    ri.clock_drift_ppm = Read(g.get(), rank_attr::kClockDriftPpm).value_or(0.0);
+    ri.clock_error_bound_ns = Read(g.get(), rank_attr::kClockErrorBoundNs).value_or(-1);
+    ri.clock_method = Read(g.get(), rank_attr::kClockMethod).value_or("none");
     std::vector<std::string> attrs;
     hsize_t idx = 0;
     H5Aiterate2(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, CollectAttr, &attrs);
     for (const auto& a : attrs) {
       // Every integer attribute that is not identity or clock metadata is a counter, so counters
       // a newer collector adds show up without a reader change.
-      bool metadata = a == "rank" || a == "pid" || a.rfind("start_", 0) == 0 || a == "clock_offset_ns" ||
-                      a == "clock_error_bound_ns" || a == "clock_anchor_local_ns";
-      if (!metadata) ri.counters[a] = static_cast<uint64_t>(ReadIntAttr(g.get(), a.c_str()).value_or(0));
+      bool metadata = std::find(std::begin(schema::kRankMetadataAttrs), std::end(schema::kRankMetadataAttrs), a) !=
+                      std::end(schema::kRankMetadataAttrs);
+      if (!metadata) {
+        ri.counters[a] = static_cast<uint64_t>(h5::ReadIntAttr(g.get(), a.c_str()).value_or(0));
+      }
     }
-    ri.start_steady_ns = static_cast<uint64_t>(ReadIntAttr(g.get(), "start_steady_ns").value_or(0));
-    ri.start_utc_ns = static_cast<uint64_t>(ReadIntAttr(g.get(), "start_utc_ns").value_or(0));
-    if (H5Lexists(g.get(), "clock_points", H5P_DEFAULT) > 0) {
-      Handle d(H5Dopen2(g.get(), "clock_points", H5P_DEFAULT));
+    ri.start_steady_ns = Read(g.get(), rank_attr::kStartSteadyNs).value_or(0);
+    ri.start_utc_ns = Read(g.get(), rank_attr::kStartUtcNs).value_or(0);
+    const char* points = schema::kClockPointsDataset;
+    if (H5Lexists(g.get(), points, H5P_DEFAULT) > 0) {
+      Handle d(H5Dopen2(g.get(), points, H5P_DEFAULT));
       Handle space(H5Dget_space(d.get()));
       hsize_t dims[2] = {0, 0};
       if (H5Sget_simple_extent_ndims(space.get()) == 2) H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-      if (dims[1] != 3) return Corrupt(path + ": /ranks/" + name + "/clock_points is not an N x 3 table");
+      if (dims[1] != std::size(schema::kClockPointColumns)) {
+        return Corrupt(path + ": /ranks/" + name + "/" + points + " is not an N x 3 table");
+      }
       ri.clock_points.resize(dims[0]);
       if (dims[0] > 0 &&
           H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ri.clock_points.data()) < 0) {
-        return Corrupt(path + ": cannot read /ranks/" + name + "/clock_points");
+        return Corrupt(path + ": cannot read /ranks/" + name + "/" + points);
       }
       // The model's arithmetic trusts its points: reject values no clock produces (|offset| over
       // a day, negative times or round trips) rather than overflow on them.
@@ -160,14 +104,15 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
         const ClockPoint& p = ri.clock_points[k];
         if (p.local_ns < 0 || p.half_rtt_ns < 0 || p.offset_ns > kDayNs || p.offset_ns < -kDayNs ||
             p.half_rtt_ns > kDayNs) {
-          return Corrupt(path + ": /ranks/" + name + "/clock_points row " + std::to_string(k) +
+          return Corrupt(path + ": /ranks/" + name + "/" + points + " row " + std::to_string(k) +
                          " holds impossible values");
         }
       }
     }
-    ri.dropped_events = ri.counters.count("dropped_events") ? ri.counters["dropped_events"] : 0;
-    if (H5Lexists(g.get(), "events", H5P_DEFAULT) > 0) {
-      Handle d(H5Dopen2(g.get(), "events", H5P_DEFAULT));
+    const std::string dropped = rank_attr::kDroppedEvents.name;
+    ri.dropped_events = ri.counters.count(dropped) ? ri.counters[dropped] : 0;
+    if (H5Lexists(g.get(), schema::kEventsDataset, H5P_DEFAULT) > 0) {
+      Handle d(H5Dopen2(g.get(), schema::kEventsDataset, H5P_DEFAULT));
       Handle space(H5Dget_space(d.get()));
       hsize_t n = 0;
       H5Sget_simple_extent_dims(space.get(), &n, nullptr);
@@ -180,7 +125,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
 }
 
 Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
-  std::string p = RankPath(rank) + "/strings";
+  std::string p = RankPath(rank) + "/" + schema::kStringsDataset;
   if (H5Lexists(file_.get(), RankPath(rank).c_str(), H5P_DEFAULT) <= 0 ||
       H5Lexists(file_.get(), p.c_str(), H5P_DEFAULT) <= 0) {
     return std::vector<std::string>{};
@@ -202,7 +147,7 @@ Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
 
 Status ProfileReader::ForEachEventChunk(uint32_t rank,
                                         const std::function<void(std::span<const commprof_event>)>& fn) const {
-  std::string p = RankPath(rank) + "/events";
+  std::string p = RankPath(rank) + "/" + schema::kEventsDataset;
   if (H5Lexists(file_.get(), RankPath(rank).c_str(), H5P_DEFAULT) <= 0 ||
       H5Lexists(file_.get(), p.c_str(), H5P_DEFAULT) <= 0) {
     return Status::Ok();  // a missing rank has no events

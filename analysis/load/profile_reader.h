@@ -21,7 +21,7 @@ struct RankInfo {
   uint32_t rank = 0;
   std::string host;
   uint64_t pid = 0;
-  std::string status;  // complete | disconnected | corrupt | connected | missing
+  std::string status;  // schema::RankStatusName: complete | disconnected | corrupt | connected | missing
   std::string end_reason;
   uint64_t event_count = 0;
   int64_t clock_offset_ns = 0;
@@ -59,12 +59,12 @@ class ProfileReader {
 
  private:
   ProfileReader() = default;
-  std::string RankPath(uint32_t rank) const { return "/ranks/" + std::to_string(rank); }
+  std::string RankPath(uint32_t rank) const {
+    return std::string("/") + schema::kRanksGroup + "/" + std::to_string(rank);
+  }
 
   h5::Handle file_;
   ProfileInfo info_;
 };
-
-const char* KindName(uint8_t kind);
 
 }  // namespace commprof

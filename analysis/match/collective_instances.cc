@@ -6,6 +6,7 @@
 
 #include "analysis/match/comm_membership.h"
 #include "analysis/metrics/wait_metrics.h"
+#include "core/schema/enums.h"
 
 namespace commprof {
 bool IsMatchableCollective(const commprof_event& e) {
@@ -51,14 +52,14 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         in.bytes = e.bytes;
       } else if (in.arrivals.back().world_rank == r.rank) {
         // Ranks are read one after another, so a rank's earlier record of this key is the last.
-        bad = Corrupt(where(at) + "a second " + OpTypeName(e.subtype) + " with communicator " +
+        bad = Corrupt(where(at) + "a second " + schema::CollectiveOpName(e.subtype) + " with communicator " +
                       std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
                       " on the same rank (sequence numbers are unique per communicator)");
         return;
       } else if (in.op != e.subtype) {
-        bad = Corrupt(where(at) + OpTypeName(e.subtype) + " with communicator " + std::to_string(e.comm_id) +
-                      " sequence " + std::to_string(key.seq) + ", but rank " +
-                      std::to_string(in.arrivals.front().world_rank) + " recorded " + OpTypeName(in.op) +
+        bad = Corrupt(where(at) + schema::CollectiveOpName(e.subtype) + " with communicator " +
+                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) + ", but rank " +
+                      std::to_string(in.arrivals.front().world_rank) + " recorded " + schema::CollectiveOpName(in.op) +
                       " for the same call");
         return;
       }
@@ -73,8 +74,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         const uint64_t at = row++;
         if (!bad.ok()) return;
         if (e.end_ns < e.start_ns) {
-          bad = Corrupt(where(at) + KindName(e.kind) + " ends before it starts (end_ns " + std::to_string(e.end_ns) +
-                        " < start_ns " + std::to_string(e.start_ns) + ")");
+          bad = Corrupt(where(at) + schema::KindName(e.kind) + " ends before it starts (end_ns " +
+                        std::to_string(e.end_ns) + " < start_ns " + std::to_string(e.start_ns) + ")");
           return;
         }
         if (members.Add(e, r.rank)) continue;

@@ -7,27 +7,6 @@
 
 namespace commprof {
 
-const char* MemoryKindName(uint8_t memory_kind) {
-  switch (memory_kind) {  // CUpti_ActivityMemoryKind (cupti_activity.h, CUDA 13.0)
-    case 1:
-      return "pageable";
-    case 2:
-      return "pinned";
-    case 3:
-      return "device";
-    case 4:
-      return "array";
-    case 5:
-      return "managed";
-    case 6:
-      return "device_static";
-    case 7:
-      return "managed_static";
-    default:
-      return "unknown";
-  }
-}
-
 void MemoryUsageBuilder::Add(std::span<const commprof_event> events) {
   for (const commprof_event& e : events) {
     if (e.kind != COMMPROF_KIND_MEM_ALLOC && e.kind != COMMPROF_KIND_MEM_FREE) continue;

@@ -43,9 +43,6 @@ struct MemorySeries {
   uint64_t unmatched_frees = 0;
 };
 
-// "device", "pinned", "managed", ... for CUpti_ActivityMemoryKind values; "unknown" otherwise.
-const char* MemoryKindName(uint8_t memory_kind);
-
 // One rank's series, from its events in any number of chunks (in stored order).
 class MemoryUsageBuilder {
  public:

@@ -7,43 +7,6 @@
 
 namespace commprof {
 
-const char* OpTypeName(uint8_t op) {
-  switch (op) {
-    case COMMPROF_OP_BARRIER:
-      return "barrier";
-    case COMMPROF_OP_BCAST:
-      return "bcast";
-    case COMMPROF_OP_REDUCE:
-      return "reduce";
-    case COMMPROF_OP_ALLREDUCE:
-      return "allreduce";
-    case COMMPROF_OP_GATHER:
-      return "gather";
-    case COMMPROF_OP_GATHERV:
-      return "gatherv";
-    case COMMPROF_OP_SCATTER:
-      return "scatter";
-    case COMMPROF_OP_SCATTERV:
-      return "scatterv";
-    case COMMPROF_OP_ALLGATHER:
-      return "allgather";
-    case COMMPROF_OP_ALLGATHERV:
-      return "allgatherv";
-    case COMMPROF_OP_ALLTOALL:
-      return "alltoall";
-    case COMMPROF_OP_ALLTOALLV:
-      return "alltoallv";
-    case COMMPROF_OP_REDUCE_SCATTER:
-      return "reduce_scatter";
-    case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
-      return "reduce_scatter_block";
-    case COMMPROF_OP_SCAN:
-      return "scan";
-    default:
-      return "other";
-  }
-}
-
 namespace {
 
 bool RootedBroadcastLike(uint8_t op) {

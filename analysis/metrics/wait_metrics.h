@@ -139,6 +139,4 @@ double BinomialTail(uint64_t n, uint64_t k, double p);
 
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances);
 
-const char* OpTypeName(uint8_t op);
-
 }  // namespace commprof

@@ -1,218 +1,50 @@
 #include "analysis/report/analysis_group.h"
 
-#include <cstddef>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/h5/h5_util.h"
+#include "core/schema/analysis_tables.h"
+#include "core/schema/enums.h"
 
 namespace commprof {
 namespace {
 
 using h5::Handle;
+using schema::ArrivalRow;
+using schema::CollectiveRow;
+using schema::InstanceRow;
+using schema::MemoryRow;
+using schema::RankRow;
+namespace attr = schema::analysis_attr;
 
-// Row layouts of the tables (field names = docs/file-format.md column names).
-struct RankRow {
-  uint32_t rank;
-  uint64_t instances;
-  int64_t comm_time_ns;
-  int64_t wait_time_ns;
-  double wait_share;
-  uint64_t times_last;
-  int64_t delay_caused_ns;
-  int64_t wait_imposed_ns;
-  int64_t transfer_time_ns;
-  uint64_t p2p_sent;
-  uint64_t p2p_received;
-  int64_t p2p_time_ns;
-  int64_t late_sender_wait_ns;
-  int64_t late_receiver_wait_ns;
-  double overlap;
-  int64_t exposed_comm_ns;
-  int64_t span_ns;
-  int64_t compute_ns;
-  int64_t memory_ns;
-  int64_t idle_ns;
-};
+// Tables of more rows than this are chunked and compressed; smaller ones are stored contiguous.
+constexpr hsize_t kContiguousRows = 4096;
+constexpr hsize_t kChunkRows = 16384;
 
-struct CollectiveRow {
-  char type[24];
-  uint8_t op;
-  uint64_t count;
-  uint64_t bytes;
-  double mean_duration_ns;
-  double mean_wait_ns;
-  double mean_transfer_ns;
-  int64_t skew_p50_ns;
-  int64_t skew_p99_ns;
-  double algbw_gbps;
-  double busbw_gbps;
-};
-
-struct InstanceRow {
-  uint64_t comm_id;
-  uint64_t seq;
-  uint8_t op;
-  uint8_t complete;
-  uint32_t participants;
-  uint32_t comm_size;
-  uint64_t bytes;
-  int64_t first_arrival_ns;
-  int64_t last_arrival_ns;
-  int64_t skew_ns;
-  int64_t last_end_ns;
-  int64_t straggler_rank;  // -1: no straggler (skew under the threshold) or incomplete
-  int64_t delay_caused_ns;
-  int64_t total_wait_ns;
-  int64_t transfer_ns;
-  double algbw_gbps;
-  double busbw_gbps;
-  uint64_t first_arrival_row;  // index of its first row in `arrivals`
-};
-
-struct ArrivalRow {
-  uint64_t instance;  // row in `instances`
-  uint32_t rank;      // world rank
-  int32_t local_rank;
-  int64_t start_ns;
-  int64_t end_ns;
-  int64_t wait_ns;
-  int64_t transfer_ns;
-};
-
-struct MemoryRow {
-  uint32_t rank;
-  uint16_t device;
-  uint8_t memory_kind;
-  int64_t time_ns;
-  int64_t bytes_in_use;
-  int64_t delta_bytes;
-};
-
-// Builds a compound type field by field; the last argument list names every member once.
-class CompoundBuilder {
- public:
-  explicit CompoundBuilder(size_t size) : type_(H5Tcreate(H5T_COMPOUND, size)) {}
-  CompoundBuilder& Field(const char* name, size_t offset, hid_t type) {
-    H5Tinsert(type_.get(), name, offset, type);
-    return *this;
-  }
-  Handle Take() { return std::move(type_); }
-
- private:
-  Handle type_;
-};
-
-#define COMMPROF_COL(T, name, h5type) Field(#name, offsetof(T, name), h5type)
-
-Handle RankType() {
-  return CompoundBuilder(sizeof(RankRow))
-      .COMMPROF_COL(RankRow, rank, H5T_NATIVE_UINT32)
-      .COMMPROF_COL(RankRow, instances, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(RankRow, comm_time_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, wait_time_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, wait_share, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(RankRow, times_last, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(RankRow, delay_caused_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, wait_imposed_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, transfer_time_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, p2p_sent, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(RankRow, p2p_received, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(RankRow, p2p_time_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, late_sender_wait_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, late_receiver_wait_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, overlap, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(RankRow, exposed_comm_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, span_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, compute_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, memory_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(RankRow, idle_ns, H5T_NATIVE_INT64)
-      .Take();
-}
-
-Handle CollectiveType() {
-  Handle name(H5Tcopy(H5T_C_S1));
-  H5Tset_size(name.get(), sizeof(CollectiveRow::type));
-  H5Tset_strpad(name.get(), H5T_STR_NULLTERM);
-  return CompoundBuilder(sizeof(CollectiveRow))
-      .COMMPROF_COL(CollectiveRow, type, name.get())
-      .COMMPROF_COL(CollectiveRow, op, H5T_NATIVE_UINT8)
-      .COMMPROF_COL(CollectiveRow, count, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(CollectiveRow, bytes, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(CollectiveRow, mean_duration_ns, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(CollectiveRow, mean_wait_ns, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(CollectiveRow, mean_transfer_ns, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(CollectiveRow, skew_p50_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(CollectiveRow, skew_p99_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(CollectiveRow, algbw_gbps, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(CollectiveRow, busbw_gbps, H5T_NATIVE_DOUBLE)
-      .Take();
-}
-
-Handle InstanceType() {
-  return CompoundBuilder(sizeof(InstanceRow))
-      .COMMPROF_COL(InstanceRow, comm_id, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(InstanceRow, seq, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(InstanceRow, op, H5T_NATIVE_UINT8)
-      .COMMPROF_COL(InstanceRow, complete, H5T_NATIVE_UINT8)
-      .COMMPROF_COL(InstanceRow, participants, H5T_NATIVE_UINT32)
-      .COMMPROF_COL(InstanceRow, comm_size, H5T_NATIVE_UINT32)
-      .COMMPROF_COL(InstanceRow, bytes, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(InstanceRow, first_arrival_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, last_arrival_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, skew_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, last_end_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, straggler_rank, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, delay_caused_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, total_wait_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, transfer_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(InstanceRow, algbw_gbps, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(InstanceRow, busbw_gbps, H5T_NATIVE_DOUBLE)
-      .COMMPROF_COL(InstanceRow, first_arrival_row, H5T_NATIVE_UINT64)
-      .Take();
-}
-
-Handle ArrivalType() {
-  return CompoundBuilder(sizeof(ArrivalRow))
-      .COMMPROF_COL(ArrivalRow, instance, H5T_NATIVE_UINT64)
-      .COMMPROF_COL(ArrivalRow, rank, H5T_NATIVE_UINT32)
-      .COMMPROF_COL(ArrivalRow, local_rank, H5T_NATIVE_INT32)
-      .COMMPROF_COL(ArrivalRow, start_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(ArrivalRow, end_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(ArrivalRow, wait_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(ArrivalRow, transfer_ns, H5T_NATIVE_INT64)
-      .Take();
-}
-
-Handle MemoryType() {
-  return CompoundBuilder(sizeof(MemoryRow))
-      .COMMPROF_COL(MemoryRow, rank, H5T_NATIVE_UINT32)
-      .COMMPROF_COL(MemoryRow, device, H5T_NATIVE_UINT16)
-      .COMMPROF_COL(MemoryRow, memory_kind, H5T_NATIVE_UINT8)
-      .COMMPROF_COL(MemoryRow, time_ns, H5T_NATIVE_INT64)
-      .COMMPROF_COL(MemoryRow, bytes_in_use, H5T_NATIVE_INT64)
-      .COMMPROF_COL(MemoryRow, delta_bytes, H5T_NATIVE_INT64)
-      .Take();
-}
-
-#undef COMMPROF_COL
-
-// A 1-D table of `rows`, chunked and compressed when large; an empty table is still created so
-// readers find every documented dataset.
+// A 1-D table of `rows`, its compound type derived from the schema's column list. An empty table
+// is still created so readers find every documented dataset. Any row count is stored: the chunk
+// is never larger than the (fixed) extent of the dataset, which HDF5 refuses.
 template <typename Row>
-bool WriteRows(hid_t group, const char* name, hid_t type, const std::vector<Row>& rows) {
-  hsize_t dims[1] = {rows.size()};
+bool WriteRows(hid_t group, const std::vector<Row>& rows) {
+  using Table = schema::TableOf<Row>;
+  Handle type = h5::BuildCompound(sizeof(Row), Table::kColumns);
+  const hsize_t n = rows.size();
+  hsize_t dims[1] = {n};
   Handle space(H5Screate_simple(1, dims, nullptr));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
-  if (rows.size() > 4096) {
-    hsize_t chunk = 16384;
+  if (n > kContiguousRows) {
+    hsize_t chunk = std::min(kChunkRows, n);
     H5Pset_chunk(dcpl.get(), 1, &chunk);
     H5Pset_shuffle(dcpl.get());
     H5Pset_deflate(dcpl.get(), 1);
   }
-  Handle d(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!d.valid()) return false;
-  return rows.empty() || H5Dwrite(d.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0;
+  Handle d(H5Dcreate2(group, Table::kName, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!d.valid()) {
+    return false;
+  }
+  return rows.empty() || H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0;
 }
 
 bool WriteStringDataset(hid_t group, const char* name, const std::string& value) {
@@ -228,35 +60,38 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   h5::QuietErrors();
   const WaitReport& w = report.wait;
   std::vector<RankRow> ranks;
+  ranks.reserve(w.ranks.size());
   for (size_t i = 0; i < w.ranks.size(); ++i) {
     const auto& m = w.ranks[i];
     P2PRankStats p = i < report.p2p.ranks.size() ? report.p2p.ranks[i] : P2PRankStats{};
     RankOverlap o = i < report.overlap.size() ? report.overlap[i] : RankOverlap{};
-    ranks.push_back({m.rank,
-                     m.instances,
-                     m.comm_time_ns,
-                     m.wait_time_ns,
-                     m.wait_share,
-                     m.times_last,
-                     m.delay_caused_ns,
-                     m.wait_imposed_ns,
-                     m.transfer_time_ns,
-                     p.sent,
-                     p.received,
-                     p.p2p_time_ns,
-                     p.late_sender_wait_ns,
-                     p.late_receiver_wait_ns,
-                     o.overlap,
-                     o.exposed_comm_ns,
-                     o.breakdown.span_ns,
-                     o.breakdown.compute_ns,
-                     o.breakdown.memory_ns,
-                     o.breakdown.idle_ns});
+    // Designated initializers: a column moved in the schema without moving it here fails to compile.
+    ranks.push_back({.rank = m.rank,
+                     .instances = m.instances,
+                     .comm_time_ns = m.comm_time_ns,
+                     .wait_time_ns = m.wait_time_ns,
+                     .wait_share = m.wait_share,
+                     .times_last = m.times_last,
+                     .expected_last = m.expected_last,
+                     .delay_caused_ns = m.delay_caused_ns,
+                     .wait_imposed_ns = m.wait_imposed_ns,
+                     .transfer_time_ns = m.transfer_time_ns,
+                     .p2p_sent = p.sent,
+                     .p2p_received = p.received,
+                     .p2p_time_ns = p.p2p_time_ns,
+                     .late_sender_wait_ns = p.late_sender_wait_ns,
+                     .late_receiver_wait_ns = p.late_receiver_wait_ns,
+                     .overlap = o.overlap,
+                     .exposed_comm_ns = o.exposed_comm_ns,
+                     .span_ns = o.breakdown.span_ns,
+                     .compute_ns = o.breakdown.compute_ns,
+                     .memory_ns = o.breakdown.memory_ns,
+                     .idle_ns = o.breakdown.idle_ns});
   }
   std::vector<CollectiveRow> types;
   for (const auto& t : w.types) {
     CollectiveRow row{};
-    std::strncpy(row.type, OpTypeName(t.op), sizeof row.type - 1);
+    std::strncpy(row.type, schema::CollectiveOpName(t.op), sizeof row.type - 1);
     row.op = t.op;
     row.count = t.count;
     row.bytes = t.bytes;
@@ -298,7 +133,13 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
     row.first_arrival_row = arrivals.size();
     for (size_t i = 0; i < in.arrivals.size(); ++i) {
       const Arrival& a = in.arrivals[i];
-      arrivals.push_back({instances.size(), a.world_rank, a.local_rank, a.start, a.end, im.waits[i], im.transfers[i]});
+      arrivals.push_back({.instance = instances.size(),
+                          .rank = a.world_rank,
+                          .local_rank = a.local_rank,
+                          .start_ns = a.start,
+                          .end_ns = a.end,
+                          .wait_ns = im.waits[i],
+                          .transfer_ns = im.transfers[i]});
     }
     instances.push_back(row);
   }
@@ -306,41 +147,87 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   std::vector<MemoryRow> memory;
   for (const MemorySeries& m : report.memory) {
     for (const MemoryPoint& pt : m.points) {
-      memory.push_back({m.rank, m.device, m.memory_kind, pt.time_ns, pt.bytes_in_use, pt.delta_bytes});
+      memory.push_back({.rank = m.rank,
+                        .device = m.device,
+                        .memory_kind = m.memory_kind,
+                        .time_ns = pt.time_ns,
+                        .bytes_in_use = pt.bytes_in_use,
+                        .delta_bytes = pt.delta_bytes});
     }
   }
 
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-  if (!file.valid()) return IoError(path + ": cannot open for writing the analysis group");
-  if (H5Lexists(file.get(), "analysis", H5P_DEFAULT) > 0 && H5Ldelete(file.get(), "analysis", H5P_DEFAULT) < 0) {
-    return IoError(path + ": cannot replace the existing /analysis group");
+  if (!file.valid()) {
+    return IoError(path + ": cannot open for writing the analysis group");
   }
-  Handle g(H5Gcreate2(file.get(), "analysis", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!g.valid()) return IoError(path + ": cannot create /analysis");
+  const char* group = schema::kAnalysisGroup;
+  if (H5Lexists(file.get(), group, H5P_DEFAULT) > 0 && H5Ldelete(file.get(), group, H5P_DEFAULT) < 0) {
+    return IoError(path + ": cannot replace the existing /" + group + " group");
+  }
+  Handle g(H5Gcreate2(file.get(), group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (!g.valid()) {
+    return IoError(path + ": cannot create /" + group);
+  }
   const StragglerVerdict& v = w.verdict;
-  bool ok = h5::WriteAttr(g.get(), "analysis_version", kAnalysisGroupVersion) &&
-            h5::WriteAttr(g.get(), "report_schema_version", static_cast<uint64_t>(kReportSchemaVersion)) &&
-            h5::WriteAttr(g.get(), "matched", w.matched) && h5::WriteAttr(g.get(), "incomplete", w.incomplete) &&
-            h5::WriteAttr(g.get(), "skew_threshold_ns", w.skew_threshold_ns) &&
-            h5::WriteAttr(g.get(), "clock_violations", report.clock.violations) &&
-            h5::WriteAttr(g.get(), "straggler_rank", v.found ? static_cast<int64_t>(v.rank) : int64_t{-1}) &&
-            h5::WriteAttr(g.get(), "straggler_share_last", v.share_last) &&
-            h5::WriteAttr(g.get(), "straggler_delay_caused_ns", v.delay_caused_ns) &&
-            h5::WriteAttr(g.get(), "straggler_cause", v.cause) &&
-            h5::WriteAttr(g.get(), "p2p_matched", report.p2p.matched) &&
-            h5::WriteAttr(g.get(), "p2p_unmatched_sends", report.p2p.unmatched_sends) &&
-            h5::WriteAttr(g.get(), "p2p_unmatched_recvs", report.p2p.unmatched_recvs) &&
-            h5::WriteAttr(g.get(), "p2p_late_sender_wait_ns", report.p2p.late_sender_wait_ns) &&
-            h5::WriteAttr(g.get(), "p2p_late_receiver_wait_ns", report.p2p.late_receiver_wait_ns);
-  ok = ok && WriteRows(g.get(), "ranks", RankType().get(), ranks) &&
-       WriteRows(g.get(), "collectives", CollectiveType().get(), types) &&
-       WriteRows(g.get(), "instances", InstanceType().get(), instances) &&
-       WriteRows(g.get(), "arrivals", ArrivalType().get(), arrivals) &&
-       WriteRows(g.get(), "memory", MemoryType().get(), memory) &&
-       WriteStringDataset(g.get(), "report_json", ReportToJson(report).dump());
-  if (!ok) return IoError(path + ": writing /analysis failed");
-  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return IoError(path + ": flushing /analysis failed");
+  const hid_t a = g.get();
+  using h5::Write;
+  bool ok = Write(a, attr::kAnalysisVersionAttr, kAnalysisGroupVersion) &&
+            Write(a, attr::kReportSchemaVersion, static_cast<uint64_t>(kReportSchemaVersion)) &&
+            Write(a, attr::kMatched, w.matched) && Write(a, attr::kIncomplete, w.incomplete) &&
+            Write(a, attr::kSkewThresholdNs, w.skew_threshold_ns) &&
+            Write(a, attr::kClockViolations, report.clock.violations) &&
+            Write(a, attr::kStragglerRank, v.found ? static_cast<int64_t>(v.rank) : int64_t{-1}) &&
+            Write(a, attr::kStragglerShareLast, v.share_last) &&
+            Write(a, attr::kStragglerDelayCausedNs, v.delay_caused_ns) && Write(a, attr::kStragglerCause, v.cause) &&
+            Write(a, attr::kP2pMatched, report.p2p.matched) &&
+            Write(a, attr::kP2pUnmatchedSends, report.p2p.unmatched_sends) &&
+            Write(a, attr::kP2pUnmatchedRecvs, report.p2p.unmatched_recvs) &&
+            Write(a, attr::kP2pLateSenderWaitNs, report.p2p.late_sender_wait_ns) &&
+            Write(a, attr::kP2pLateReceiverWaitNs, report.p2p.late_receiver_wait_ns);
+  ok = ok && WriteRows(a, ranks) && WriteRows(a, types) && WriteRows(a, instances) && WriteRows(a, arrivals) &&
+       WriteRows(a, memory) && WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
+  if (!ok) {
+    return IoError(path + ": writing /" + group + " failed");
+  }
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) {
+    return IoError(path + ": flushing /" + group + " failed");
+  }
   return Status::Ok();
 }
+
+template <typename Row>
+Result<std::vector<Row>> ReadAnalysisTable(const std::string& path) {
+  h5::QuietErrors();
+  using Table = schema::TableOf<Row>;
+  const std::string where = path + ": /" + schema::kAnalysisGroup + "/" + Table::kName;
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!file.valid()) {
+    return IoError(path + ": cannot open");
+  }
+  const std::string name = std::string(schema::kAnalysisGroup) + "/" + Table::kName;
+  if (H5Lexists(file.get(), schema::kAnalysisGroup, H5P_DEFAULT) <= 0 ||
+      H5Lexists(file.get(), name.c_str(), H5P_DEFAULT) <= 0) {
+    return NotFound(where + " does not exist");
+  }
+  Handle d(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT));
+  Handle space(H5Dget_space(d.get()));
+  if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1) {
+    return Corrupt(where + " is not a 1-D table");
+  }
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+  std::vector<Row> rows(static_cast<size_t>(n));
+  Handle type = h5::BuildCompound(sizeof(Row), Table::kColumns);
+  if (n > 0 && H5Dread(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
+    return Corrupt(where + ": cannot read");
+  }
+  return rows;
+}
+
+template Result<std::vector<schema::RankRow>> ReadAnalysisTable(const std::string&);
+template Result<std::vector<schema::CollectiveRow>> ReadAnalysisTable(const std::string&);
+template Result<std::vector<schema::InstanceRow>> ReadAnalysisTable(const std::string&);
+template Result<std::vector<schema::ArrivalRow>> ReadAnalysisTable(const std::string&);
+template Result<std::vector<schema::MemoryRow>> ReadAnalysisTable(const std::string&);
 
 }  // namespace commprof

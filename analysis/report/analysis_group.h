@@ -5,14 +5,23 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/report/job_report.h"
+#include "core/schema/analysis_tables.h"
 #include "core/status.h"
 
 namespace commprof {
 
-inline constexpr uint64_t kAnalysisGroupVersion = 1;
+// The group's layout (tables, columns, attributes) is core/schema/analysis_tables.h.
+inline constexpr uint64_t kAnalysisGroupVersion = schema::kAnalysisVersion;
 
 Status WriteAnalysisGroup(const std::string& path, const JobReport& report);
+
+// Reads one `/analysis` table (Row: schema::RankRow, CollectiveRow, InstanceRow, ArrivalRow or
+// MemoryRow) through the compound type the schema gives it (HDF5 matches the columns by name).
+// NotFound when the file has no such table.
+template <typename Row>
+Result<std::vector<Row>> ReadAnalysisTable(const std::string& path);
 
 }  // namespace commprof

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/schema/enums.h"
+
 namespace commprof {
 
 Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
@@ -114,7 +116,7 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   for (const auto& ii : rep.incomplete_list) {
     incomplete.push_back({{"comm_id", ii.comm_id},
                           {"seq", ii.seq},
-                          {"type", OpTypeName(ii.op)},
+                          {"type", schema::CollectiveOpName(ii.op)},
                           {"comm_size", ii.comm_size},
                           {"ranks_present", ii.ranks_present}});
   }
@@ -169,7 +171,7 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   }
   j["collectives"] = Json::array();
   for (const auto& t : rep.types) {
-    j["collectives"].push_back({{"type", OpTypeName(t.op)},
+    j["collectives"].push_back({{"type", schema::CollectiveOpName(t.op)},
                                 {"count", t.count},
                                 {"bytes", t.bytes},
                                 {"mean_duration_ns", t.mean_duration_ns},
@@ -184,7 +186,7 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   for (const auto& w : rep.worst) {
     j["worst_instances"].push_back({{"comm_id", w.comm_id},
                                     {"seq", w.seq},
-                                    {"type", OpTypeName(w.op)},
+                                    {"type", schema::CollectiveOpName(w.op)},
                                     {"bytes", w.bytes},
                                     {"start_ns", w.start_ns},
                                     {"skew_ns", w.skew_ns},
@@ -228,7 +230,7 @@ nlohmann::ordered_json ReportToJson(const JobReport& report) {
   for (const MemorySeries& m : report.memory) {
     j["memory"].push_back({{"rank", m.rank},
                            {"device", m.device},
-                           {"memory_kind", MemoryKindName(m.memory_kind)},
+                           {"memory_kind", schema::MemoryKindName(m.memory_kind)},
                            {"peak_bytes", m.peak_bytes},
                            {"peak_time_ns", m.peak_time_ns},
                            {"final_bytes", m.final_bytes},
@@ -260,7 +262,7 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
                 "(mean)", "(ms)", "(ms)", "(GB/s)");
   os << line;
   for (const auto& t : rep.types) {
-    std::snprintf(line, sizeof line, "%-20s %6llu %10llu %9s %9s %9s %9s %9s %8s\n", OpTypeName(t.op),
+    std::snprintf(line, sizeof line, "%-20s %6llu %10llu %9s %9s %9s %9s %9s %8s\n", schema::CollectiveOpName(t.op),
                   static_cast<unsigned long long>(t.count), static_cast<unsigned long long>(t.bytes),
                   Ms(static_cast<int64_t>(t.mean_duration_ns)).c_str(),
                   Ms(static_cast<int64_t>(t.mean_wait_ns)).c_str(),
@@ -288,8 +290,8 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
       char comm[32];
       std::snprintf(comm, sizeof comm, "0x%llx", static_cast<unsigned long long>(w.comm_id));
       std::string last = w.last_rank >= 0 ? std::to_string(w.last_rank) : "-";
-      std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", OpTypeName(w.op), comm,
-                    static_cast<unsigned long long>(w.seq), Ms(w.start_ns - rep.lateness.start_ns).c_str(),
+      std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", schema::CollectiveOpName(w.op),
+                    comm, static_cast<unsigned long long>(w.seq), Ms(w.start_ns - rep.lateness.start_ns).c_str(),
                     Ms(w.skew_ns).c_str(), last.c_str(), Ms(w.delay_caused_ns).c_str(), Ms(w.total_wait_ns).c_str());
       os << line;
     }
@@ -304,9 +306,10 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
       }
       std::string present;
       for (uint32_t r : ii.ranks_present) present += (present.empty() ? "" : ",") + std::to_string(r);
-      std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", OpTypeName(ii.op),
-                    static_cast<unsigned long long>(ii.comm_id), static_cast<unsigned long long>(ii.seq),
-                    ii.ranks_present.size(), ii.comm_size, present.substr(0, 40).c_str());
+      std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n",
+                    schema::CollectiveOpName(ii.op), static_cast<unsigned long long>(ii.comm_id),
+                    static_cast<unsigned long long>(ii.seq), ii.ranks_present.size(), ii.comm_size,
+                    present.substr(0, 40).c_str());
       os << line;
     }
   }
@@ -330,7 +333,7 @@ void WriteTextReport(const JobReport& report, std::ostream& os) {
     os << line;
     for (const MemorySeries& m : report.memory) {
       std::snprintf(line, sizeof line, "%-5u %6u %-14s %14.1f %12s %14.1f %8llu %8llu\n", m.rank, m.device,
-                    MemoryKindName(m.memory_kind), static_cast<double>(m.peak_bytes) / (1 << 20),
+                    schema::MemoryKindName(m.memory_kind), static_cast<double>(m.peak_bytes) / (1 << 20),
                     Ms(m.peak_time_ns - rep.lateness.start_ns).c_str(), static_cast<double>(m.final_bytes) / (1 << 20),
                     static_cast<unsigned long long>(m.allocs), static_cast<unsigned long long>(m.frees));
       os << line;

@@ -8,7 +8,9 @@
 namespace commprof::h5 {
 
 void Handle::Reset() {
-  if (id_ < 0) return;
+  if (id_ < 0) {
+    return;
+  }
   switch (H5Iget_type(id_)) {
     case H5I_FILE:
       H5Fclose(id_);
@@ -37,28 +39,52 @@ void Handle::Reset() {
   id_ = H5I_INVALID_HID;
 }
 
+namespace {
+
+hid_t NativeType(schema::ColumnType type) {
+  switch (type) {
+    case schema::ColumnType::kU8:
+      return H5T_NATIVE_UINT8;
+    case schema::ColumnType::kU16:
+      return H5T_NATIVE_UINT16;
+    case schema::ColumnType::kU32:
+      return H5T_NATIVE_UINT32;
+    case schema::ColumnType::kI32:
+      return H5T_NATIVE_INT32;
+    case schema::ColumnType::kU64:
+      return H5T_NATIVE_UINT64;
+    case schema::ColumnType::kI64:
+      return H5T_NATIVE_INT64;
+    case schema::ColumnType::kF64:
+      return H5T_NATIVE_DOUBLE;
+    case schema::ColumnType::kText:
+      break;
+  }
+  return H5I_INVALID_HID;
+}
+
+}  // namespace
+
+Handle BuildCompound(size_t size, std::span<const schema::Column> columns) {
+  Handle t(H5Tcreate(H5T_COMPOUND, size));
+  for (const schema::Column& c : columns) {
+    if (c.type == schema::ColumnType::kText) {
+      // Fixed-length, NUL-terminated: h5py reads it as bytes without a string-type registry.
+      Handle text(H5Tcopy(H5T_C_S1));
+      H5Tset_size(text.get(), c.size);
+      H5Tset_strpad(text.get(), H5T_STR_NULLTERM);
+      H5Tinsert(t.get(), c.name, c.offset, text.get());
+    } else {
+      H5Tinsert(t.get(), c.name, c.offset, NativeType(c.type));
+    }
+  }
+  return t;
+}
+
 hid_t EventType() {
-  static hid_t type = [] {
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(commprof_event));
-#define COMMPROF_FIELD(name, h5type) H5Tinsert(t, #name, offsetof(commprof_event, name), h5type)
-    COMMPROF_FIELD(start_ns, H5T_NATIVE_UINT64);
-    COMMPROF_FIELD(end_ns, H5T_NATIVE_UINT64);
-    COMMPROF_FIELD(bytes, H5T_NATIVE_UINT64);
-    COMMPROF_FIELD(comm_id, H5T_NATIVE_UINT64);
-    COMMPROF_FIELD(seq, H5T_NATIVE_UINT64);
-    COMMPROF_FIELD(correlation, H5T_NATIVE_UINT32);
-    COMMPROF_FIELD(name_id, H5T_NATIVE_UINT32);
-    COMMPROF_FIELD(thread_id, H5T_NATIVE_UINT32);
-    COMMPROF_FIELD(peer, H5T_NATIVE_INT32);
-    COMMPROF_FIELD(device, H5T_NATIVE_UINT16);
-    COMMPROF_FIELD(kind, H5T_NATIVE_UINT8);
-    COMMPROF_FIELD(subtype, H5T_NATIVE_UINT8);
-    COMMPROF_FIELD(datatype, H5T_NATIVE_UINT8);
-    COMMPROF_FIELD(reduce_op, H5T_NATIVE_UINT8);
-    COMMPROF_FIELD(flags, H5T_NATIVE_UINT16);
-#undef COMMPROF_FIELD
-    return t;
-  }();
+  static_assert(sizeof(commprof_event) == 64, "the events compound type has no padding");
+  // Released on purpose: process-lifetime, handed out to every reader and writer.
+  static hid_t type = BuildCompound(sizeof(commprof_event), schema::kEventColumns).Release();
   return type;
 }
 

@@ -1,19 +1,20 @@
-// Thin RAII and schema helpers over the HDF5 C API, shared by the writer (aggregator) and the
-// reader (analysis), so both agree on one definition of the file layout (docs/file-format.md).
+// Thin RAII helpers over the HDF5 C API, shared by the writer (aggregator) and the readers
+// (analysis): they turn the schema (core/schema/) into HDF5 types and attributes, so both sides
+// agree on one definition of the file layout (docs/file-format.md).
 #pragma once
 
 #include <hdf5.h>
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
-namespace commprof::h5 {
+#include "core/schema/columns.h"
+#include "core/schema/file_schema.h"
 
-inline constexpr const char* kFormatName = "commprof";
-inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr hsize_t kEventChunk = 16384;  // reference/hdf5.md: 16 Ki records writes fastest
+namespace commprof::h5 {
 
 // Owns one hid_t and closes it with the right H5?close.
 class Handle {
@@ -35,14 +36,19 @@ class Handle {
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
   void Reset();
+  // Gives up ownership: the id stays open (for process-lifetime types).
+  hid_t Release() { return std::exchange(id_, H5I_INVALID_HID); }
 
  private:
   hid_t id_ = H5I_INVALID_HID;
 };
 
-// The compound type of one event record (names = the fields of commprof_event).
+// The compound type of one event record (schema::kEventColumns).
 hid_t EventType();      // a committed-once, process-lifetime type id; do not close
 hid_t VarStringType();  // variable-length UTF-8 string type; do not close
+
+// The compound type of a row of `size` bytes with these columns (the caller owns it).
+Handle BuildCompound(size_t size, std::span<const schema::Column> columns);
 
 // Attributes (created or overwritten).
 bool WriteAttr(hid_t obj, const char* name, const std::string& value);
@@ -52,6 +58,20 @@ bool WriteAttr(hid_t obj, const char* name, double value);
 std::optional<std::string> ReadStringAttr(hid_t obj, const char* name);
 std::optional<int64_t> ReadIntAttr(hid_t obj, const char* name);
 std::optional<double> ReadDoubleAttr(hid_t obj, const char* name);
+
+// Schema attributes: the name and the value type come from the schema (core/schema/).
+inline bool Write(hid_t obj, schema::Attr<std::string> a, const std::string& v) { return WriteAttr(obj, a.name, v); }
+inline bool Write(hid_t obj, schema::Attr<uint64_t> a, uint64_t v) { return WriteAttr(obj, a.name, v); }
+inline bool Write(hid_t obj, schema::Attr<int64_t> a, int64_t v) { return WriteAttr(obj, a.name, v); }
+inline bool Write(hid_t obj, schema::Attr<double> a, double v) { return WriteAttr(obj, a.name, v); }
+inline std::optional<std::string> Read(hid_t obj, schema::Attr<std::string> a) { return ReadStringAttr(obj, a.name); }
+// Integers read through int64 as before the schema: a uint64 attribute holds no value above 2^63.
+inline std::optional<uint64_t> Read(hid_t obj, schema::Attr<uint64_t> a) {
+  auto v = ReadIntAttr(obj, a.name);
+  return v ? std::optional<uint64_t>(static_cast<uint64_t>(*v)) : std::nullopt;
+}
+inline std::optional<int64_t> Read(hid_t obj, schema::Attr<int64_t> a) { return ReadIntAttr(obj, a.name); }
+inline std::optional<double> Read(hid_t obj, schema::Attr<double> a) { return ReadDoubleAttr(obj, a.name); }
 
 // Silences HDF5's own error stack printing; we report errors ourselves with file and object.
 void QuietErrors();

@@ -576,6 +576,44 @@ def case_report_straggler(ctx):
     expect(p.returncode == 2 and "not supported" in p.stderr, f"unsupported format: rc {p.returncode}")
 
 
+def case_analysis_large(ctx):
+    """The report of a 4-rank x 2000-iteration job stores its /analysis group: 2003 instances and
+    8008 arrival rows, a table size (4097-16383 rows) that was once never stored."""
+    iters = 2000
+    out = ctx.path("large.h5")
+    profile(ctx, out, ["--iters", str(iters), "--compute-us", "20", "--collective", "allreduce", "--bytes", "64",
+                       "--compute", "sleep"], env=EXACT_ENV)
+    rep = report_json(ctx, out)
+    # iters allreduces plus the example's barrier and its two collectives on a split communicator
+    n_inst = iters + 3
+    n_arrivals = 4 * (iters + 1) + 2 * 2
+    expect(rep["instances"]["matched"] == n_inst and rep["instances"]["incomplete"] == 0, f"{rep['instances']}")
+    with h5py.File(out, "r") as f:
+        expect("analysis" in f, "commprof run stored no /analysis group")
+        g = f["analysis"]
+        expect(int(g.attrs["matched"]) == n_inst and int(g.attrs["incomplete"]) == 0,
+               f"/analysis attributes {dict(g.attrs)}")
+        inst = g["instances"][:]
+        arr = g["arrivals"][:]
+        expect(len(inst) == n_inst, f"/analysis/instances: {len(inst)} rows, expected {n_inst}")
+        expect(len(arr) == n_arrivals, f"/analysis/arrivals: {len(arr)} rows, expected {n_arrivals}")
+        expect(g["arrivals"].chunks is not None and g["arrivals"].chunks[0] <= n_arrivals,
+               f"arrivals chunked within its extent: {g['arrivals'].chunks}")
+        # each instance's participants are its rows of arrivals, in order, pointing back at it
+        expect(int(inst["participants"].sum()) == n_arrivals, "participants add up to the arrival rows")
+        for i in (0, n_inst // 2, n_inst - 1):
+            first, count = int(inst["first_arrival_row"][i]), int(inst["participants"][i])
+            rows = arr[first:first + count]
+            expect((rows["instance"] == i).all() and len(set(int(r) for r in rows["rank"])) == count,
+                   f"instance {i}: arrival rows {first}..{first + count}")
+        ranks = {int(r["rank"]): r for r in g["ranks"][:]}
+        for m in rep["ranks"]:
+            expect(int(ranks[m["rank"]]["wait_time_ns"]) == m["wait_time_ns"], f"/analysis/ranks row {m['rank']}")
+        stored = json.loads(g["report_json"][()])
+        expect(stored["instances"] == rep["instances"], "stored JSON report matches commprof report")
+    print(f"analysis_large: {n_inst} instances, {n_arrivals} arrival rows stored")
+
+
 def case_p2p_late(ctx):
     """Planted point-to-point wait states (tests/e2e/mpi_p2p_late.c), measured on the aligned clock
     within 15 %: rank 1 sleeps 50 ms before each of 10 sends to rank 0, blocked in MPI_Recv
@@ -2769,6 +2807,7 @@ CASES = {
     "verify_independent": case_verify_independent,
     "export_trace": case_export_trace,
     "report_straggler": case_report_straggler,
+    "analysis_large": case_analysis_large,
     "p2p_late": case_p2p_late,
     "report_overlap": case_report_overlap,
     "report_html": case_report_html,

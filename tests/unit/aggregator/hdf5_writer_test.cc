@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 using test_support::ReadEvents;
 using test_support::TempDir;
 
-wire::Hello Hello(uint32_t rank, uint32_t world) {
-  wire::Hello h;
+RankDescription Hello(uint32_t rank, uint32_t world) {
+  RankDescription h;
   h.rank = rank;
   h.world_size = world;
   h.pid = 10 + rank;
@@ -66,13 +66,13 @@ TEST(Hdf5Writer, StringTableMustContinueWhereItEnded) {
   auto w = Hdf5Writer::Create(dir / "a.h5", JobMeta{}, WriterOptions{});
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w.value()->OpenRank(Hello(0, 1)).ok());
-  ASSERT_TRUE(w.value()->AppendStrings(0, wire::Strings{0, {"a", "b"}}).ok());
-  Status gap = w.value()->AppendStrings(0, wire::Strings{3, {"d"}});
+  ASSERT_TRUE(w.value()->AppendStrings(0, StringBatch{0, {"a", "b"}}).ok());
+  Status gap = w.value()->AppendStrings(0, StringBatch{3, {"d"}});
   EXPECT_EQ(gap.code(), StatusCode::kCorrupt);
   EXPECT_NE(gap.message().find("continues at id 3 but 2 ids are known"), std::string::npos) << gap.message();
-  Status again = w.value()->AppendStrings(0, wire::Strings{0, {"a"}});
+  Status again = w.value()->AppendStrings(0, StringBatch{0, {"a"}});
   EXPECT_EQ(again.code(), StatusCode::kCorrupt);
-  EXPECT_TRUE(w.value()->AppendStrings(0, wire::Strings{2, {"c"}}).ok());
+  EXPECT_TRUE(w.value()->AppendStrings(0, StringBatch{2, {"c"}}).ok());
   ASSERT_TRUE(w.value()->Finalize().ok());
   auto r = ProfileReader::Open(dir / "a.h5");
   ASSERT_TRUE(r.ok());
@@ -88,8 +88,8 @@ TEST(Hdf5Writer, FramesForAnUnknownRankAreInternalErrors) {
   ASSERT_TRUE(w.ok());
   auto ev = Events(1, 0);
   EXPECT_EQ(w.value()->AppendEvents(4, ev).code(), StatusCode::kInternal);
-  EXPECT_EQ(w.value()->AppendStrings(4, wire::Strings{0, {"x"}}).code(), StatusCode::kInternal);
-  EXPECT_EQ(w.value()->SetClock(4, wire::Clock{}).code(), StatusCode::kInternal);
+  EXPECT_EQ(w.value()->AppendStrings(4, StringBatch{0, {"x"}}).code(), StatusCode::kInternal);
+  EXPECT_EQ(w.value()->SetClock(4, RankClock{}).code(), StatusCode::kInternal);
   EXPECT_EQ(w.value()->CloseRank(4, RankEnd::kComplete, {}, 0, "").code(), StatusCode::kInternal);
 }
 
@@ -174,9 +174,9 @@ TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
 }
 
 TEST(Hdf5Writer, RankEndNames) {
-  EXPECT_STREQ(RankEndName(RankEnd::kComplete), "complete");
-  EXPECT_STREQ(RankEndName(RankEnd::kDisconnected), "disconnected");
-  EXPECT_STREQ(RankEndName(RankEnd::kCorrupt), "corrupt");
+  EXPECT_STREQ(schema::RankStatusName(RankEnd::kComplete), "complete");
+  EXPECT_STREQ(schema::RankStatusName(RankEnd::kDisconnected), "disconnected");
+  EXPECT_STREQ(schema::RankStatusName(RankEnd::kCorrupt), "corrupt");
 }
 
 }  // namespace

@@ -316,11 +316,11 @@ TEST_F(ClockViolationsTest, EachClockUpdateReplacesThePointsAndAppendsItsNewSamp
     meta.world_size = 1;
     auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
     ASSERT_TRUE(w.ok()) << w.status().message();
-    wire::Hello h;
+    RankDescription h;
     h.world_size = 1;
     h.host = "h";
     ASSERT_TRUE(w.value()->OpenRank(h).ok());
-    wire::Clock c;
+    RankClock c;
     c.method = "tcp-pingpong";
     c.points = {{10, 1, 2}, {20, 3, 4}, {30, 5, 6}};
     c.samples = {{1, 2, 3}, {4, 5, 6}};
@@ -367,14 +367,14 @@ TEST_F(ClockViolationsTest, AClockUpdateWithoutPointsRemovesTheModelAndKeepsTheS
     meta.world_size = 1;
     auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
     ASSERT_TRUE(w.ok());
-    wire::Hello h;
+    RankDescription h;
     h.world_size = 1;
     ASSERT_TRUE(w.value()->OpenRank(h).ok());
-    wire::Clock c;
+    RankClock c;
     c.points = {{10, 1, 2}};
     c.samples = {{1, 2, 3}};
     ASSERT_TRUE(w.value()->SetClock(0, c).ok());
-    ASSERT_TRUE(w.value()->SetClock(0, wire::Clock{}).ok());
+    ASSERT_TRUE(w.value()->SetClock(0, RankClock{}).ok());
     ASSERT_TRUE(w.value()->Finalize().ok());
   }
   auto r = ProfileReader::Open(path);

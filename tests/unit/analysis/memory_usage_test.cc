@@ -14,6 +14,7 @@
 #include "analysis/report/analysis_group.h"
 #include "analysis/report/job_report.h"
 #include "core/h5/h5_util.h"
+#include "core/schema/enums.h"
 #include "tests/unit/support/test_support.h"
 
 namespace commprof {
@@ -93,9 +94,9 @@ TEST(MemoryUsage, DevicesAndMemoryKindsAreSeparateSeriesAndOtherKindsAreIgnored)
   EXPECT_EQ(series[3].peak_bytes, 128);
   EXPECT_EQ(series[3].final_bytes, 0);  // freed on device 1: the address is per device
   for (const auto& s : series) EXPECT_EQ(s.rank, 7u);
-  EXPECT_STREQ(MemoryKindName(kDevice), "device");
-  EXPECT_STREQ(MemoryKindName(kPinned), "pinned");
-  EXPECT_STREQ(MemoryKindName(200), "unknown");
+  EXPECT_STREQ(schema::MemoryKindName(kDevice), "device");
+  EXPECT_STREQ(schema::MemoryKindName(kPinned), "pinned");
+  EXPECT_STREQ(schema::MemoryKindName(200), "unknown");
 }
 
 TEST(MemoryUsage, NoAllocationRecordsNoSeries) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "aggregator/hdf5/hdf5_writer.h"
+#include "core/schema/enums.h"
 #include "support/test_support.h"
 
 namespace commprof {
@@ -48,13 +49,12 @@ commprof_event Ev(uint64_t i, uint8_t kind) {
   return e;
 }
 
-wire::Hello MakeHello(uint32_t rank, uint32_t world, uint32_t pid, const std::string& host) {
-  wire::Hello h;
+RankDescription MakeHello(uint32_t rank, uint32_t world, uint32_t pid, const std::string& host) {
+  RankDescription h;
   h.rank = rank;
   h.world_size = world;
   h.pid = pid;
   h.host = host;
-  h.job_id = "job-h5";
   h.start_steady_ns = 5000 + rank;
   h.start_utc_ns = 6000 + rank;
   return h;
@@ -101,15 +101,15 @@ class WrittenProfile : public ::testing::Test {
     ASSERT_TRUE(writer.OpenRank(MakeHello(1, 3, 222, "node-b")).ok());
     EXPECT_TRUE(writer.HasRank(0));
     EXPECT_FALSE(writer.HasRank(2));
-    ASSERT_TRUE(writer.AppendStrings(0, wire::Strings{0, {"<overflow>", "MPI_Allreduce"}}).ok());
-    ASSERT_TRUE(writer.AppendStrings(0, wire::Strings{2, {"step"}}).ok());
-    ASSERT_TRUE(writer.AppendStrings(1, wire::Strings{0, {"<overflow>", "MPI_Send", "MPI_Recv"}}).ok());
+    ASSERT_TRUE(writer.AppendStrings(0, StringBatch{0, {"<overflow>", "MPI_Allreduce"}}).ok());
+    ASSERT_TRUE(writer.AppendStrings(0, StringBatch{2, {"step"}}).ok());
+    ASSERT_TRUE(writer.AppendStrings(1, StringBatch{0, {"<overflow>", "MPI_Send", "MPI_Recv"}}).ok());
     rank0_ = {Ev(0, COMMPROF_KIND_MPI_COLLECTIVE), Ev(1, COMMPROF_KIND_MPI_P2P), Ev(2, COMMPROF_KIND_STEP)};
     rank1_ = {Ev(7, COMMPROF_KIND_MPI_WAIT), Ev(8, COMMPROF_KIND_NCCL_COLLECTIVE)};
     ASSERT_TRUE(writer.AppendEvents(0, std::span(rank0_).first(2)).ok());
     ASSERT_TRUE(writer.AppendEvents(0, std::span(rank0_).subspan(2)).ok());
     ASSERT_TRUE(writer.AppendEvents(1, rank1_).ok());
-    wire::Clock clock;
+    RankClock clock;
     clock.offset_ns = -250;
     clock.drift_ppm = 0.5;
     clock.error_bound_ns = 40;
@@ -296,7 +296,7 @@ TEST(ProfileReaderRecovery, FlushedButNeverFinalizedFileOpensWithItsEvents) {
     auto w = Hdf5Writer::Create(path, meta, WriterOptions{});
     if (!w.ok()) ::_exit(2);
     if (!w.value()->OpenRank(MakeHello(0, 2, 333, "node-k")).ok()) ::_exit(3);
-    if (!w.value()->AppendStrings(0, wire::Strings{0, {"<overflow>", "x"}}).ok()) ::_exit(4);
+    if (!w.value()->AppendStrings(0, StringBatch{0, {"<overflow>", "x"}}).ok()) ::_exit(4);
     if (!w.value()->AppendEvents(0, events).ok()) ::_exit(5);
     if (!w.value()->Flush().ok()) ::_exit(6);
     ::raise(SIGKILL);
@@ -380,14 +380,14 @@ TEST(ProfileReaderErrors, ForeignOrNewerHdf5FilesAreRejectedByFormatAttributes) 
 }
 
 TEST(ProfileReaderKinds, KindNamesCoverEveryKindAndRejectOthers) {
-  EXPECT_STREQ(KindName(COMMPROF_KIND_MPI_INIT), "mpi_init");
-  EXPECT_STREQ(KindName(COMMPROF_KIND_MPI_COLLECTIVE), "mpi_collective");
-  EXPECT_STREQ(KindName(COMMPROF_KIND_USER_MARK), "user_mark");
-  EXPECT_STREQ(KindName(COMMPROF_KIND_SYNC), "sync");
-  EXPECT_STREQ(KindName(COMMPROF_KIND_NONE), "unknown");
-  EXPECT_STREQ(KindName(COMMPROF_KIND_COUNT_), "unknown");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_MPI_INIT), "mpi_init");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_MPI_COLLECTIVE), "mpi_collective");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_USER_MARK), "user_mark");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_SYNC), "sync");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_NONE), "unknown");
+  EXPECT_STREQ(schema::KindName(COMMPROF_KIND_COUNT_), "unknown");
   for (int k = COMMPROF_KIND_MPI_INIT; k < COMMPROF_KIND_COUNT_; ++k) {
-    EXPECT_STRNE(KindName(static_cast<uint8_t>(k)), "unknown") << k;
+    EXPECT_STRNE(schema::KindName(static_cast<uint8_t>(k)), "unknown") << k;
   }
 }
 

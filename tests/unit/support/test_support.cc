@@ -206,7 +206,7 @@ std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::
   EXPECT_TRUE(w.ok()) << w.status().message();
   if (!w.ok()) return nullptr;
   for (uint32_t r = 0; r < ranks.size(); ++r) {
-    wire::Hello h;
+    RankDescription h;
     h.rank = r;
     h.world_size = static_cast<uint32_t>(ranks.size());
     h.pid = 100 + r;
@@ -215,12 +215,12 @@ std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::
     h.start_utc_ns = options.start_utc_ns;
     EXPECT_TRUE(w.value()->OpenRank(h).ok());
     if (!ranks[r].strings.empty()) {
-      EXPECT_TRUE(w.value()->AppendStrings(r, wire::Strings{0, ranks[r].strings}).ok());
+      EXPECT_TRUE(w.value()->AppendStrings(r, StringBatch{0, ranks[r].strings}).ok());
     }
     EXPECT_TRUE(w.value()->AppendEvents(r, ranks[r].events).ok());
     if (!ranks[r].points.empty()) {
       ClockModel m(ranks[r].points);
-      wire::Clock c;
+      RankClock c;
       c.points = ranks[r].points;
       c.anchor_local_ns = 0;
       c.offset_ns = m.OffsetAt(0);
