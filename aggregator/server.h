@@ -3,13 +3,16 @@
 // RankStream. A bad frame or a refused hello closes that connection only, with a logged reason.
 #pragma once
 
-// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20.
+// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20, so
+// <utility> comes first, kept out of include sorting.
+// clang-format off
+#include <utility>
+// clang-format on
 #include <atomic>
 #include <boost/asio.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"

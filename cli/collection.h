@@ -4,11 +4,15 @@
 // stored). One implementation so the two commands cannot drift apart.
 #pragma once
 
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> under C++20, so
+// <utility> comes first, kept out of include sorting.
+// clang-format off
+#include <utility>
+// clang-format on
 #include <boost/asio.hpp>
 #include <memory>
 #include <string>
 #include <thread>
-#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include "aggregator/hdf5/hdf5_writer.h"
 #include "aggregator/ingest.h"
