@@ -247,7 +247,9 @@ void CollectKeys(const nlohmann::ordered_json& j, const std::string& prefix, std
     const nlohmann::ordered_json& v = it.value();
     if (v.is_array() && !v.empty() && v.front().is_object()) {
       path += "[]";
-      for (const auto& e : v) CollectKeys(e, path, out);
+      for (const auto& e : v) {
+        CollectKeys(e, path, out);
+      }
     } else if (v.is_object()) {
       CollectKeys(v, path, out);
     }
@@ -262,10 +264,16 @@ std::set<std::string> DocumentedKeys() {
   std::set<std::string> keys;
   bool in_table = false;
   for (std::string line; std::getline(f, line);) {
-    if (line.rfind("## ", 0) == 0) in_table = line == "## Keys";
-    if (!in_table || line.rfind("| `", 0) != 0) continue;
+    if (line.rfind("## ", 0) == 0) {
+      in_table = line == "## Keys";
+    }
+    if (!in_table || line.rfind("| `", 0) != 0) {
+      continue;
+    }
     const size_t end = line.find('`', 3);
-    if (end != std::string::npos) keys.insert(line.substr(3, end - 3));
+    if (end != std::string::npos) {
+      keys.insert(line.substr(3, end - 3));
+    }
   }
   return keys;
 }
