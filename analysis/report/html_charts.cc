@@ -126,6 +126,7 @@ void RankTimeChart(Page& p) {
   const double height = top + rh * static_cast<double>(ranks_.size()) + 26;
   const bool labels = rh >= 10;
   std::vector<int64_t> row_ranks;
+  row_ranks.reserve(ranks_.size());
   for (const ReportModel::Rank* rr : ranks_) {
     row_ranks.push_back(Page::RankOf(*rr));
   }
