@@ -278,6 +278,24 @@ std::set<std::string> DocumentedKeys() {
   return keys;
 }
 
+TEST(JobReport, EachInstanceIsMeasuredOnceForEveryReader) {
+  TempDir dir;
+  auto reader = test_support::WriteProfile(dir / "job.h5", Job());
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  ASSERT_EQ(rep->measured.size(), rep->instances.size());  // 6 complete + 1 incomplete
+  ASSERT_EQ(rep->measured.size(), 7u);
+  for (size_t k = 0; k < rep->instances.size(); ++k) {
+    const InstanceMetrics m = MeasureInstance(rep->instances[k], rep->wait.skew_threshold_ns);
+    EXPECT_EQ(rep->measured[k].waits, m.waits) << k;
+    EXPECT_EQ(rep->measured[k].transfers, m.transfers) << k;
+    EXPECT_EQ(rep->measured[k].straggler_index, m.straggler_index) << k;
+  }
+  // the complete instances: waits 20000, 0, 20000 (rank 1 is 20 us late)
+  EXPECT_EQ(rep->measured[0].waits, (std::vector<int64_t>{20000, 0, 20000}));
+}
+
 TEST(ReportJsonDoc, EveryKeyOfTheModelIsDocumentedAndNoOther) {
   std::set<std::string> produced;
   CollectKeys(ReportToJson(EveryListFilled()), "", produced);
