@@ -9,6 +9,9 @@
 #include "analysis/report/analysis_group.h"
 #include "analysis/report/html_report.h"
 #include "analysis/report/job_report.h"
+#include "analysis/report/report_json.h"
+#include "analysis/report/report_model.h"
+#include "analysis/report/text_report.h"
 #include "cli/commands.h"
 
 namespace commprof::cli {
@@ -44,17 +47,19 @@ int RunReport(const Options& o) {
       return 1;
     }
   }
+  // One model, built once, for whichever form is asked for.
+  const ReportModel model = BuildReportModel(report.value());
   std::ostringstream os;
   if (o.format == "json") {
-    os << ReportToJson(report.value()).dump(2) << "\n";
+    os << ReportModelToJson(model).dump(2) << "\n";
   } else if (o.format == "html") {
-    Status st = WriteHtmlReport(ReportToJson(report.value()), os);
+    Status st = WriteHtmlReport(model, os);
     if (!st.ok()) {
       std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
       return 1;
     }
   } else {
-    WriteTextReport(report.value(), os);
+    WriteTextReport(model, os);
   }
   if (o.output.empty()) {
     std::cout << os.str();
@@ -79,7 +84,7 @@ Runner AddReportCommand(CLI::App& app) {
                                      "Sender/Receiver, overlap and where each rank's time went "
                                      "(definitions: docs/metrics.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--format", o->format, "text, json (schema in docs/cli.md) or html (a self-contained page)")
+  sub->add_option("--format", o->format, "text, json (schema in docs/report-json.md) or html (a self-contained page)")
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");

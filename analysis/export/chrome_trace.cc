@@ -217,10 +217,8 @@ class Sink {
 struct InstanceTable {
   struct Row {
     CollectiveInstance in;
-    std::vector<int64_t> waits;  // MeasureInstance's wait_r, parallel to in.arrivals
-    int32_t last_index = -1;
-    int64_t skew_ns = 0;
-    uint64_t flow_base = 0;  // flow id of arrival j is flow_base + j
+    InstanceMetrics metrics;  // the report's per-instance figures (MeasureInstances)
+    uint64_t flow_base = 0;   // flow id of arrival j is flow_base + j
   };
   std::vector<Row> rows;
   std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> by_key;
@@ -342,15 +340,14 @@ Status TraceWriter::SelectRanks() {
 Status TraceWriter::BuildInstances() {
   auto loaded = LoadCollectiveInstances(reader_, true);
   if (!loaded.ok()) return loaded.status();
-  const int64_t threshold = SkewThresholdNs(info_);
+  std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
   uint64_t next_flow = 1;
   instances_.rows.reserve(loaded.value().size());
-  for (CollectiveInstance& in : loaded.value()) {
+  for (size_t k = 0; k < loaded.value().size(); ++k) {
+    CollectiveInstance& in = loaded.value()[k];
     InstanceTable::Row row;
-    InstanceMetrics m = MeasureInstance(in, threshold);
-    row.waits = std::move(m.waits);
-    row.last_index = m.last_index;
-    row.skew_ns = m.skew_ns;
+    row.metrics = std::move(measured[k]);
+    std::vector<int64_t>().swap(row.metrics.transfers);  // the trace shows waits only: free the rest
     row.flow_base = next_flow;
     next_flow += in.arrivals.size();
     row.in = std::move(in);
@@ -483,15 +480,15 @@ void TraceWriter::WriteCollectiveArgs(const RankInfo& r, const commprof_event& e
       AppendUint(b, row->in.arrivals.size());
     } else {
       const CollectiveInstance& in = row->in;
-      const Arrival& last = in.arrivals[static_cast<size_t>(row->last_index)];
+      const Arrival& last = in.arrivals[static_cast<size_t>(row->metrics.last_index)];
       b += ",\"wait_ns\":";
-      AppendInt(b, row->waits[static_cast<size_t>(j)]);
+      AppendInt(b, row->metrics.waits[static_cast<size_t>(j)]);
       b += ",\"skew_ns\":";
-      AppendInt(b, row->skew_ns);
+      AppendInt(b, row->metrics.skew_ns);
       b += ",\"last_rank\":";
       AppendUint(b, last.world_rank);
       const uint32_t pid = r.rank + 1;
-      if (j == row->last_index) {
+      if (j == row->metrics.last_index) {
         for (size_t k = 0; k < in.arrivals.size(); ++k) {
           if (static_cast<int32_t>(k) == j || !Selected(in.arrivals[k].world_rank)) continue;
           WriteFlow('s', in, row->flow_base + k, pid, tid, it.start, flows);

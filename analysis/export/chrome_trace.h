@@ -10,10 +10,10 @@
 // made relative to the earliest aligned event of the exported ranks (the *origin*); ts and dur are
 // that integer ns count printed as microseconds with exactly three decimals, so no precision is
 // lost. The origin's UTC time is in the trace's metadata.
-// Operation, bounded memory: the instance table (LoadCollectiveInstances, measured with
-// MeasureInstance) is built first; a pass over the events finds the origin; then each rank in
-// turn is loaded (its events and string table only), sorted per track, split into lanes and
-// written at once through a fixed-size buffer. No JSON document of the trace is ever built.
+// Operation, bounded memory: the instance table (LoadCollectiveInstances, measured once with
+// MeasureInstances, the figures the report uses) is built first; a pass over the events finds the origin; then each
+// rank in turn is loaded (its events and string table only), sorted per track, split into lanes and written at once
+// through a fixed-size buffer. No JSON document of the trace is ever built.
 #pragma once
 
 #include <cstdint>

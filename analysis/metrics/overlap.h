@@ -1,5 +1,5 @@
 // Overlap of communication with computation, exposed communication and the temporal breakdown,
-// per rank and per GPU (docs/metrics.md §6 is the authoritative text; DESIGN.md §7).
+// per rank and per GPU (docs/metrics.md §6 is the authoritative text).
 //
 // Concepts: C is the union of the rank's communication intervals, K the union of its computation
 // intervals; overlap = |C ∩ K| / |C| (0 when C is empty), exposed communication = |C \ K|. What

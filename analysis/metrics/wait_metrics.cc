@@ -116,6 +116,16 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   return m;
 }
 
+std::vector<InstanceMetrics> MeasureInstances(const std::vector<CollectiveInstance>& instances,
+                                              int64_t skew_threshold_ns) {
+  std::vector<InstanceMetrics> out;
+  out.reserve(instances.size());
+  for (const CollectiveInstance& in : instances) {
+    out.push_back(MeasureInstance(in, skew_threshold_ns));
+  }
+  return out;
+}
+
 double BinomialTail(uint64_t n, uint64_t k, double p) {
   if (k == 0) return 1.0;
   if (k > n || p <= 0) return 0.0;
@@ -135,6 +145,11 @@ double BinomialTail(uint64_t n, uint64_t k, double p) {
 }
 
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances) {
+  return ComputeWaitMetrics(info, instances, MeasureInstances(instances, SkewThresholdNs(info)));
+}
+
+WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
+                              const std::vector<InstanceMetrics>& measured) {
   WaitReport rep;
   std::map<uint32_t, size_t> index;
   for (const RankInfo& r : info.ranks) {
@@ -176,7 +191,8 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   lm.times_last.assign(rep.ranks.size(), std::vector<uint64_t>(lm.bins, 0));
 
   uint64_t seen_complete = 0;
-  for (const auto& in : instances) {
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const CollectiveInstance& in = instances[k];
     if (!in.complete()) {
       ++rep.incomplete;
       if (rep.incomplete_list.size() < kMaxListed) {
@@ -189,7 +205,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     ++rep.matched;
     ++seen_complete;
     const auto& a = in.arrivals;
-    InstanceMetrics im = MeasureInstance(in, rep.skew_threshold_ns);
+    const InstanceMetrics& im = measured[k];
     TypeAcc& t = types[in.op];
     ++t.count;
     t.bytes += in.bytes;

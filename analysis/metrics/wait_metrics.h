@@ -38,6 +38,12 @@ struct InstanceMetrics {
 // Measures one instance. `skew_threshold_ns`: §3 (WaitReport::skew_threshold_ns).
 InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_threshold_ns);
 
+// Every instance measured once, in order (incomplete ones too: the /analysis tables list them).
+// The wait metrics, the /analysis tables and the Chrome export all read these, so an analysis run
+// measures each instance exactly once.
+std::vector<InstanceMetrics> MeasureInstances(const std::vector<CollectiveInstance>& instances,
+                                              int64_t skew_threshold_ns);
+
 // The nccl-tests bus-bandwidth factor (docs/metrics.md §2): AllReduce 2(n-1)/n; AllGather,
 // ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce, Gather, Scatter 1; others 1.
 double BusBandwidthFactor(uint8_t op, uint32_t n);
@@ -137,6 +143,10 @@ inline constexpr double kChanceLevel = 0.01;  // §4: the verdict's chance test
 // Upper tail of the binomial distribution: P(X >= k) for X ~ B(n, p) (the verdict's chance test).
 double BinomialTail(uint64_t n, uint64_t k, double p);
 
+// `measured` runs parallel to `instances`, measured with SkewThresholdNs(info) (MeasureInstances).
+WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
+                              const std::vector<InstanceMetrics>& measured);
+// The same, measuring the instances itself (for callers that need no per-instance figures).
 WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances);
 
 }  // namespace commprof

@@ -107,8 +107,9 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   std::vector<InstanceRow> instances;
   std::vector<ArrivalRow> arrivals;
   instances.reserve(report.instances.size());
-  for (const auto& in : report.instances) {
-    InstanceMetrics im = MeasureInstance(in, w.skew_threshold_ns);
+  for (size_t k = 0; k < report.instances.size(); ++k) {
+    const CollectiveInstance& in = report.instances[k];
+    const InstanceMetrics& im = report.measured[k];  // measured once by AnalyzeJob
     InstanceRow row{};
     row.comm_id = in.comm_id;
     row.seq = in.seq;

@@ -1,11 +1,11 @@
-// The HTML form of `commprof report` (DESIGN.md §8, docs/cli.md "HTML report").
+// The HTML form of `commprof report` (docs/cli.md "HTML report").
 //
-// The page is rendered from the report JSON (schema "commprof-report", keys in docs/cli.md)
-// rather than from the analysis structs, so the page and `--format json` show the
-// same figures and cannot drift apart. It is one self-contained file that opens from disk with no
-// network: inline CSS, charts as inline SVG drawn here (they need no JavaScript), and a few lines
-// of inline JavaScript only to make the tables sortable. Every string taken from the input (host
-// names, paths, job ids, collective names) is HTML-escaped.
+// The page is rendered from the typed report model (report_model.h), the same model the text and
+// JSON reports render, so the page and `--format json` show the same figures and cannot drift
+// apart. It is one self-contained file that opens from disk with no network: the style sheet and
+// the small script that makes the tables sortable are embedded (assets/), and the charts are
+// inline SVG drawn here (they need no JavaScript). Every string taken from the report (host names,
+// paths, job ids, collective names) is HTML-escaped.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,15 +13,17 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/report/report_model.h"
 #include "core/status.h"
 
 namespace commprof {
 
-// Checks `report` and writes the page to `out`. Required: "schema" == "commprof-report", an
-// integer "world_size" >= 0, and a "ranks" array whose entries each have an integer "rank". Every
-// other key is optional, and null counts as absent; a section whose data is absent says so on the
-// page. A key of the wrong type or shape is rejected. On any error nothing is written and the
-// Status names the key at fault, e.g. "report key ranks[2].rank: missing".
+// Writes the page of `report` to `out`. A section whose data the model lacks says so on the page.
+Status WriteHtmlReport(const ReportModel& report, std::ostream& out);
+
+// The page of a report JSON (a saved `--format json` report, or a hand-made one): read into the
+// model with ReportModelFromJson (report_json.h), then rendered. On a malformed input nothing is
+// written and the Status names the key at fault, e.g. "report key ranks[2].rank: missing".
 Status WriteHtmlReport(const nlohmann::ordered_json& report, std::ostream& out);
 
 // HTML-escapes text for element content and quoted attribute values (& < > " '); control

@@ -1,6 +1,7 @@
-// One job's cross-rank analysis, computed once and rendered many ways: the text and JSON reports,
-// the HTML page, `commprof check` and the HDF5 analysis group all read a JobReport, so they can
-// never disagree (docs/metrics.md defines every figure; docs/cli.md the JSON schema).
+// One job's cross-rank analysis, computed once: `commprof check` and the HDF5 analysis group read
+// the JobReport, and the text, JSON and HTML reports render the report model built from it
+// (report_model.h), so they can never disagree. docs/metrics.md defines every figure;
+// docs/report-json.md the JSON keys.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@ inline constexpr int kReportSchemaVersion = 2;
 struct JobReport {
   ProfileInfo info;
   std::vector<CollectiveInstance> instances;  // every blocking instance, by first arrival (§1)
+  std::vector<InstanceMetrics> measured;      // parallel to instances, each measured once (§2)
   WaitReport wait;
   ClockViolations clock;
   P2PMatchResult p2p;                // point-to-point messages, Late Sender / Late Receiver (§5)
@@ -29,14 +31,16 @@ struct JobReport {
   std::vector<MemorySeries> memory;  // per rank, device and memory kind that has alloc/free records (§7)
 };
 
-// Reads the file once per pass it needs (matching, ...) and computes every figure.
+// Computes every figure, reading the file three times: point-to-point matching, collective
+// matching, and one pass that feeds the overlap (§6) and memory (§7) builders together. Each
+// collective instance is measured once (`measured`), for the wait metrics and the /analysis tables.
 Result<JobReport> AnalyzeJob(const ProfileReader& reader);
 
-// The versioned JSON report (schema "commprof-report", version kReportSchemaVersion).
+// The versioned JSON report (schema "commprof-report", version kReportSchemaVersion): the report
+// model's JSON (report_json.h).
 nlohmann::ordered_json ReportToJson(const JobReport& report);
 
-// The terminal report: header, per-collective table, per-rank table, worst instances, verdict;
-// every line but the first (the path) fits 100 columns.
+// The terminal report of the report model (text_report.h).
 void WriteTextReport(const JobReport& report, std::ostream& os);
 
 }  // namespace commprof

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis/report/analysis_group.h"
+#include "analysis/report/report_json.h"
+#include "analysis/report/report_model.h"
 #include "core/h5/h5_util.h"
 #include "support/test_support.h"
 
@@ -206,6 +210,117 @@ TEST(AnalysisGroup, StoresTheReportsTablesAndReplacesAnOlderGroup) {
   auto parsed = nlohmann::json::parse(text);
   H5free_memory(text);
   EXPECT_EQ(parsed["stragglers"][0]["rank"], 1);
+}
+
+// A report with one entry in every list, so its JSON holds every key the model has.
+JobReport EveryListFilled() {
+  JobReport r;
+  r.info.path = "job.h5";
+  r.info.job_id = "j";
+  r.info.world_size = 1;
+  RankInfo ri;
+  ri.host = "h";
+  r.info.ranks.push_back(ri);
+  r.wait.ranks.push_back(RankWaitMetrics{});
+  r.wait.incomplete_list.push_back({1, 2, COMMPROF_OP_ALLREDUCE, 2, {0}});
+  r.wait.types.push_back(TypeWaitMetrics{});
+  r.wait.worst.push_back(WorstInstance{});
+  r.wait.verdict.found = true;
+  r.wait.lateness.bins = 1;
+  r.wait.lateness.mean_lateness_ns = {{1.0}};
+  r.wait.lateness.times_last = {{0}};
+  RankOverlap o;
+  o.devices.push_back(DeviceOverlap{});
+  r.overlap.push_back(o);
+  r.p2p.ranks.push_back(P2PRankStats{});
+  r.p2p.unmatched.push_back(UnmatchedP2P{});
+  r.p2p.worst.push_back(P2PMessage{});
+  r.memory.push_back(MemorySeries{});
+  return r;
+}
+
+// Every key path of `j`: objects add ".key"; an array of objects is named "key[]" and its entries'
+// keys follow it ("ranks[].rank"); an array of numbers is a value like any other.
+void CollectKeys(const nlohmann::ordered_json& j, const std::string& prefix, std::set<std::string>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    const nlohmann::ordered_json& v = it.value();
+    if (v.is_array() && !v.empty() && v.front().is_object()) {
+      path += "[]";
+      for (const auto& e : v) {
+        CollectKeys(e, path, out);
+      }
+    } else if (v.is_object()) {
+      CollectKeys(v, path, out);
+    }
+    out.insert(path);
+  }
+}
+
+// The key column of docs/report-json.md's "Keys" table.
+std::set<std::string> DocumentedKeys() {
+  std::ifstream f(std::string(COMMPROF_SOURCE_DIR) + "/docs/report-json.md");
+  EXPECT_TRUE(f) << "docs/report-json.md";
+  std::set<std::string> keys;
+  bool in_table = false;
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("## ", 0) == 0) {
+      in_table = line == "## Keys";
+    }
+    if (!in_table || line.rfind("| `", 0) != 0) {
+      continue;
+    }
+    const size_t end = line.find('`', 3);
+    if (end != std::string::npos) {
+      keys.insert(line.substr(3, end - 3));
+    }
+  }
+  return keys;
+}
+
+TEST(JobReport, EachInstanceIsMeasuredOnceForEveryReader) {
+  TempDir dir;
+  auto reader = test_support::WriteProfile(dir / "job.h5", Job());
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  ASSERT_EQ(rep->measured.size(), rep->instances.size());  // 6 complete + 1 incomplete
+  ASSERT_EQ(rep->measured.size(), 7u);
+  for (size_t k = 0; k < rep->instances.size(); ++k) {
+    const InstanceMetrics m = MeasureInstance(rep->instances[k], rep->wait.skew_threshold_ns);
+    EXPECT_EQ(rep->measured[k].waits, m.waits) << k;
+    EXPECT_EQ(rep->measured[k].transfers, m.transfers) << k;
+    EXPECT_EQ(rep->measured[k].straggler_index, m.straggler_index) << k;
+  }
+  // the complete instances: waits 20000, 0, 20000 (rank 1 is 20 us late)
+  EXPECT_EQ(rep->measured[0].waits, (std::vector<int64_t>{20000, 0, 20000}));
+}
+
+TEST(ReportJsonDoc, EveryKeyOfTheModelIsDocumentedAndNoOther) {
+  std::set<std::string> produced;
+  CollectKeys(ReportToJson(EveryListFilled()), "", produced);
+  const std::set<std::string> documented = DocumentedKeys();
+  EXPECT_GT(documented.size(), 100u);  // the table was found
+  for (const std::string& k : produced) {
+    EXPECT_TRUE(documented.count(k)) << k << " is in the report JSON but not in docs/report-json.md";
+  }
+  for (const std::string& k : documented) {
+    EXPECT_TRUE(produced.count(k)) << k << " is in docs/report-json.md but not in the report JSON";
+  }
+}
+
+TEST(ReportJson, ReadingBackWhatWasWrittenGivesTheSameDocument) {
+  TempDir dir;
+  auto reader = test_support::WriteProfile(dir / "job.h5", Job());
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  for (const JobReport& r : {rep.value(), EveryListFilled()}) {
+    const nlohmann::ordered_json written = ReportToJson(r);
+    auto model = ReportModelFromJson(written);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    EXPECT_EQ(ReportModelToJson(model.value()).dump(), written.dump());
+  }
 }
 
 TEST(AnalysisGroup, AFileThatCannotBeOpenedForWritingIsAnErrorNamingIt) {

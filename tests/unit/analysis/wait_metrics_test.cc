@@ -131,6 +131,22 @@ TEST(WaitMetrics, ARankOftenLastByAHairIsNotAStraggler) {
   EXPECT_FALSE(r.verdict.found);
 }
 
+TEST(WaitMetrics, EveryInstanceIsMeasuredOnceAndTheReportUsesThoseFigures) {
+  // The figures MeasureInstances keeps (for the /analysis tables and the Chrome export) are the
+  // ones the report is computed from: a report over doctored figures shows the doctored waits.
+  std::vector<CollectiveInstance> in = {
+      Make(0, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{0, 6000}, {100, 6000}, {5000, 6000}}),
+      Make(1, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{0, 10}, {0, 10}}),  // incomplete: measured too
+  };
+  std::vector<InstanceMetrics> measured = MeasureInstances(in, SkewThresholdNs(ThreeRanks()));
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[0].waits, (std::vector<int64_t>{5000, 4900, 0}));
+  EXPECT_EQ(measured[1].waits, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(ComputeWaitMetrics(ThreeRanks(), in, measured).ranks[1].wait_time_ns, 4900);
+  measured[0].waits[1] = 7;
+  EXPECT_EQ(ComputeWaitMetrics(ThreeRanks(), in, measured).ranks[1].wait_time_ns, 7);
+}
+
 TEST(WaitMetrics, TransferTimeAndBandwidthFollowTheNcclTestsFactors) {
   // 4-rank allreduce of 8e6 bytes: arrivals 0, 1000, 2000, 5000 (L = 5000), exits 9000, 9000,
   // 9000, 13000 -> instance transfer = 13000 - 5000 = 8000 ns; algbw = 8e6 / 8000 = 1000 GB/s;

@@ -1,0 +1,177 @@
+#include "analysis/report/report_model.h"
+
+#include <cmath>
+
+#include "core/schema/enums.h"
+
+namespace commprof {
+namespace {
+
+ReportModel::Breakdown BreakdownOf(const TimeBreakdown& b) {
+  return {b.span_ns, b.compute_ns, b.exposed_comm_ns, b.memory_ns, b.idle_ns};
+}
+
+ReportModel::P2p P2pOf(const P2PMatchResult& p) {
+  ReportModel::P2p m;
+  m.sends = p.sends;
+  m.recvs = p.recvs;
+  m.matched = p.matched;
+  m.unmatched_sends = p.unmatched_sends;
+  m.unmatched_recvs = p.unmatched_recvs;
+  m.unmatched_sendrecv = p.unmatched_sendrecv;
+  m.proc_null = p.proc_null;
+  m.bytes = p.bytes;
+  m.late_sender_wait_ns = p.late_sender_wait_ns;
+  m.late_receiver_wait_ns = p.late_receiver_wait_ns;
+  NamedCounts by_reason;
+  for (size_t r = 0; r < kP2PUnmatchedReasons; ++r) {
+    by_reason.emplace_back(P2PUnmatchedReasonName(static_cast<P2PUnmatchedReason>(r)), p.unmatched_by_reason[r]);
+  }
+  m.unmatched_by_reason = std::move(by_reason);
+  auto& unmatched = m.unmatched_list.emplace();
+  for (const auto& u : p.unmatched) {
+    unmatched.push_back({u.rank, u.is_send ? "send" : "recv", u.comm_id, u.peer, u.tag, u.bytes, u.start,
+                         P2PUnmatchedReasonName(u.reason)});
+  }
+  auto& worst = m.worst_messages.emplace();
+  for (const auto& w : p.worst) {
+    worst.push_back(
+        {w.comm_id, w.src, w.dst, w.tag, w.bytes, w.send_start, w.recv_start, w.late_sender_ns, w.late_receiver_ns});
+  }
+  return m;
+}
+
+ReportModel::Rank RankOf(const RankWaitMetrics& m, const RankInfo& info) {
+  ReportModel::Rank r;
+  r.rank = m.rank;
+  r.host = m.host;
+  r.pid = info.pid;
+  r.comm_time_ns = m.comm_time_ns;
+  r.wait_time_ns = m.wait_time_ns;
+  r.wait_share = m.wait_share;
+  r.times_last = m.times_last;
+  r.delay_caused_ns = m.delay_caused_ns;
+  r.wait_imposed_ns = m.wait_imposed_ns;
+  r.instances = m.instances;
+  r.transfer_time_ns = m.transfer_time_ns;
+  return r;
+}
+
+void AddOverlap(const RankOverlap& o, ReportModel::Rank& r) {
+  r.overlap = o.overlap;
+  r.exposed_comm_ns = o.exposed_comm_ns;
+  r.overlap_basis = OverlapBasisName(o.basis);
+  r.comm_union_ns = o.comm_ns;
+  r.breakdown = BreakdownOf(o.breakdown);
+  r.incomplete_events = o.incomplete_events;
+  auto& devices = r.devices.emplace();
+  for (const auto& d : o.devices) {
+    devices.push_back({d.device, d.comm_ns, d.overlap, d.exposed_comm_ns, BreakdownOf(d.breakdown)});
+  }
+}
+
+ReportModel::RankP2p RankP2pOf(const P2PRankStats& p) {
+  return {p.sent,
+          p.received,
+          p.bytes_sent,
+          p.bytes_received,
+          p.p2p_time_ns,
+          p.late_sender_wait_ns,
+          p.late_receiver_wait_ns,
+          p.unmatched_sends,
+          p.unmatched_recvs};
+}
+
+ReportModel::Lateness LatenessOf(const WaitReport& rep) {
+  const LatenessMap& lm = rep.lateness;
+  ReportModel::Lateness l;
+  l.start_ns = lm.start_ns;
+  l.bin_ns = lm.bin_ns;
+  l.bins = lm.bins;
+  auto& ranks = l.ranks.emplace();
+  for (size_t i = 0; i < rep.ranks.size() && lm.bins > 0; ++i) {
+    ReportModel::LatenessRank lr;
+    lr.rank = rep.ranks[i].rank;
+    auto& mean = lr.mean_lateness_ns.emplace();
+    for (double v : lm.mean_lateness_ns[i]) {
+      mean.push_back(std::isnan(v) ? Opt<double>() : Opt<double>(v));  // NaN: no instance in the bin
+    }
+    auto& last = lr.times_last.emplace();
+    for (uint64_t n : lm.times_last[i]) {
+      last.push_back(static_cast<int64_t>(n));
+    }
+    ranks.push_back(std::move(lr));
+  }
+  return l;
+}
+
+}  // namespace
+
+ReportModel BuildReportModel(const JobReport& report) {
+  const ProfileInfo& info = report.info;
+  const WaitReport& rep = report.wait;
+  ReportModel m;
+  m.schema = kReportSchemaName;
+  m.schema_version = kReportSchemaVersion;
+  m.path = info.path;
+  m.job_id = info.job_id;
+  m.world_size = static_cast<int64_t>(info.world_size);
+
+  ReportModel::Instances& in = m.instances.emplace();
+  in.matched = rep.matched;
+  in.incomplete = rep.incomplete;
+  auto& incomplete = in.incomplete_list.emplace();
+  for (const auto& ii : rep.incomplete_list) {
+    incomplete.push_back({ii.comm_id, ii.seq, schema::CollectiveOpName(ii.op), ii.comm_size,
+                          std::vector<int64_t>(ii.ranks_present.begin(), ii.ranks_present.end())});
+  }
+  m.skew_threshold_ns = rep.skew_threshold_ns;
+
+  auto& ranks = m.ranks.emplace();
+  for (size_t i = 0; i < rep.ranks.size(); ++i) {
+    ReportModel::Rank r = RankOf(rep.ranks[i], info.ranks[i]);
+    if (i < report.overlap.size()) {
+      AddOverlap(report.overlap[i], r);
+    }
+    if (i < report.p2p.ranks.size()) {
+      r.p2p = RankP2pOf(report.p2p.ranks[i]);
+    }
+    ranks.push_back(std::move(r));
+  }
+
+  auto& collectives = m.collectives.emplace();
+  for (const auto& t : rep.types) {
+    collectives.push_back({schema::CollectiveOpName(t.op), t.count, t.bytes, t.mean_duration_ns, t.mean_wait_ns,
+                           t.mean_transfer_ns, t.skew_p50_ns, t.skew_p99_ns, t.algbw_gbps, t.busbw_gbps});
+  }
+  auto& worst = m.worst_instances.emplace();
+  for (const auto& w : rep.worst) {
+    worst.push_back({w.comm_id, w.seq, schema::CollectiveOpName(w.op), w.bytes, w.start_ns, w.skew_ns, w.last_rank,
+                     w.delay_caused_ns, w.total_wait_ns});
+  }
+  m.p2p = P2pOf(report.p2p);
+
+  auto& stragglers = m.stragglers.emplace();
+  if (rep.verdict.found) {
+    const StragglerVerdict& v = rep.verdict;
+    stragglers.push_back({v.rank, v.host, v.share_last, v.p_chance, v.delay_caused_ns, v.persistent, v.cause});
+  }
+  m.lateness = LatenessOf(rep);
+
+  ReportModel::Clock& clock = m.clock.emplace();
+  clock.violations = report.clock.violations;
+  clock.instances_checked = report.clock.instances_checked;
+  auto& clock_ranks = clock.ranks.emplace();
+  for (const auto& r : info.ranks) {
+    clock_ranks.push_back({r.rank, r.clock_offset_ns, r.clock_drift_ppm, r.clock_error_bound_ns, r.clock_method});
+  }
+
+  auto& memory = m.memory.emplace();
+  for (const MemorySeries& s : report.memory) {
+    memory.push_back({s.rank, s.device, schema::MemoryKindName(s.memory_kind), s.peak_bytes, s.peak_time_ns,
+                      s.final_bytes, s.allocs, s.frees, s.unmatched_frees, s.points.size()});
+  }
+  return m;
+}
+
+}  // namespace commprof

@@ -1,0 +1,367 @@
+// The typed report model: what `commprof report` shows, built once per analysis run from the
+// JobReport and rendered as text, JSON and HTML (docs/report-json.md documents every key).
+//
+// Each struct lists its JSON keys once, in its Fields() (key, member, flags), in the order the JSON
+// document has them. report_json.cc walks these lists to write the JSON and to read it back with
+// validation, so the schema is written in exactly one place. Every member is optional: a report
+// built by BuildReportModel() fills them all (as the JSON always had them), while a report read
+// from JSON may lack any key that is not kRequired (an older report, or a hand-made one), and
+// the renderers show such a value as absent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/report/job_report.h"
+
+namespace commprof {
+
+template <typename T>
+using Opt = std::optional<T>;
+
+// Field flags. kRequired: reading fails when the key is absent or null. kInteger: the value must
+// be a JSON integer (identifiers, counts that name things); other numbers also accept a fraction.
+enum ReportFieldFlags : unsigned { kReportRequired = 1u, kReportInteger = 2u };
+
+// An object of named counts whose keys are data, not schema (p2p.unmatched_by_reason).
+using NamedCounts = std::vector<std::pair<std::string, uint64_t>>;
+
+struct ReportModel {
+  struct Incomplete {
+    Opt<uint64_t> comm_id, seq;
+    Opt<std::string> type;
+    Opt<uint64_t> comm_size;
+    Opt<std::vector<int64_t>> ranks_present;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("comm_id", s.comm_id, kReportInteger);
+      v("seq", s.seq, kReportInteger);
+      v("type", s.type);
+      v("comm_size", s.comm_size);
+      v("ranks_present", s.ranks_present, kReportInteger);
+    }
+  };
+  struct Instances {
+    Opt<uint64_t> matched, incomplete;
+    Opt<std::vector<Incomplete>> incomplete_list;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("matched", s.matched);
+      v("incomplete", s.incomplete);
+      v("incomplete_list", s.incomplete_list);
+    }
+  };
+  struct Breakdown {
+    Opt<int64_t> span_ns, compute_ns, exposed_comm_ns, memory_ns, idle_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("span_ns", s.span_ns);
+      v("compute_ns", s.compute_ns);
+      v("exposed_comm_ns", s.exposed_comm_ns);
+      v("memory_ns", s.memory_ns);
+      v("idle_ns", s.idle_ns);
+    }
+  };
+  struct Device {
+    Opt<uint64_t> device;
+    Opt<int64_t> comm_union_ns;
+    Opt<double> overlap;
+    Opt<int64_t> exposed_comm_ns;
+    Opt<Breakdown> breakdown;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("device", s.device, kReportInteger);
+      v("comm_union_ns", s.comm_union_ns);
+      v("overlap", s.overlap);
+      v("exposed_comm_ns", s.exposed_comm_ns);
+      v("breakdown", s.breakdown);
+    }
+  };
+  struct RankP2p {
+    Opt<uint64_t> sent, received, bytes_sent, bytes_received;
+    Opt<int64_t> p2p_time_ns, late_sender_wait_ns, late_receiver_wait_ns;
+    Opt<uint64_t> unmatched_sends, unmatched_recvs;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("sent", s.sent);
+      v("received", s.received);
+      v("bytes_sent", s.bytes_sent);
+      v("bytes_received", s.bytes_received);
+      v("p2p_time_ns", s.p2p_time_ns);
+      v("late_sender_wait_ns", s.late_sender_wait_ns);
+      v("late_receiver_wait_ns", s.late_receiver_wait_ns);
+      v("unmatched_sends", s.unmatched_sends);
+      v("unmatched_recvs", s.unmatched_recvs);
+    }
+  };
+  struct Rank {
+    Opt<int64_t> rank;
+    Opt<std::string> host;
+    Opt<int64_t> pid;
+    Opt<int64_t> comm_time_ns, wait_time_ns;
+    Opt<double> wait_share;
+    Opt<uint64_t> times_last;
+    Opt<int64_t> delay_caused_ns, wait_imposed_ns;
+    Opt<uint64_t> instances;
+    Opt<int64_t> transfer_time_ns;
+    // Overlap and breakdown (§6): present for the ranks the overlap pass measured.
+    Opt<double> overlap;
+    Opt<int64_t> exposed_comm_ns;
+    Opt<std::string> overlap_basis;
+    Opt<int64_t> comm_union_ns;
+    Opt<Breakdown> breakdown;
+    Opt<uint64_t> incomplete_events;
+    Opt<std::vector<Device>> devices;
+    Opt<RankP2p> p2p;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("host", s.host);
+      v("pid", s.pid, kReportInteger);
+      v("comm_time_ns", s.comm_time_ns);
+      v("wait_time_ns", s.wait_time_ns);
+      v("wait_share", s.wait_share);
+      v("times_last", s.times_last);
+      v("delay_caused_ns", s.delay_caused_ns);
+      v("wait_imposed_ns", s.wait_imposed_ns);
+      v("instances", s.instances);
+      v("transfer_time_ns", s.transfer_time_ns);
+      v("overlap", s.overlap);
+      v("exposed_comm_ns", s.exposed_comm_ns);
+      v("overlap_basis", s.overlap_basis);
+      v("comm_union_ns", s.comm_union_ns);
+      v("breakdown", s.breakdown);
+      v("incomplete_events", s.incomplete_events);
+      v("devices", s.devices);
+      v("p2p", s.p2p);
+    }
+  };
+  struct Collective {
+    Opt<std::string> type;
+    Opt<uint64_t> count, bytes;
+    Opt<double> mean_duration_ns, mean_wait_ns, mean_transfer_ns;
+    Opt<int64_t> skew_p50_ns, skew_p99_ns;
+    Opt<double> algbw_gbps, busbw_gbps;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("type", s.type);
+      v("count", s.count);
+      v("bytes", s.bytes);
+      v("mean_duration_ns", s.mean_duration_ns);
+      v("mean_wait_ns", s.mean_wait_ns);
+      v("mean_transfer_ns", s.mean_transfer_ns);
+      v("skew_p50_ns", s.skew_p50_ns);
+      v("skew_p99_ns", s.skew_p99_ns);
+      v("algbw_gbps", s.algbw_gbps);
+      v("busbw_gbps", s.busbw_gbps);
+    }
+  };
+  struct WorstInstance {
+    Opt<uint64_t> comm_id, seq;
+    Opt<std::string> type;
+    Opt<uint64_t> bytes;
+    Opt<int64_t> start_ns, skew_ns, last_rank, delay_caused_ns, total_wait_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("comm_id", s.comm_id, kReportInteger);
+      v("seq", s.seq, kReportInteger);
+      v("type", s.type);
+      v("bytes", s.bytes);
+      v("start_ns", s.start_ns);
+      v("skew_ns", s.skew_ns);
+      v("last_rank", s.last_rank, kReportInteger);
+      v("delay_caused_ns", s.delay_caused_ns);
+      v("total_wait_ns", s.total_wait_ns);
+    }
+  };
+  struct UnmatchedP2p {
+    Opt<int64_t> rank;
+    Opt<std::string> kind;
+    Opt<uint64_t> comm_id;
+    Opt<int64_t> peer;
+    Opt<uint64_t> tag, bytes;
+    Opt<int64_t> start_ns;
+    Opt<std::string> reason;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportInteger);
+      v("kind", s.kind);
+      v("comm_id", s.comm_id, kReportInteger);
+      v("peer", s.peer, kReportInteger);
+      v("tag", s.tag, kReportInteger);
+      v("bytes", s.bytes);
+      v("start_ns", s.start_ns);
+      v("reason", s.reason);
+    }
+  };
+  struct Message {
+    Opt<uint64_t> comm_id;
+    Opt<int64_t> src, dst;
+    Opt<uint64_t> tag, bytes;
+    Opt<int64_t> send_start_ns, recv_start_ns, late_sender_ns, late_receiver_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("comm_id", s.comm_id, kReportInteger);
+      v("src", s.src, kReportInteger);
+      v("dst", s.dst, kReportInteger);
+      v("tag", s.tag, kReportInteger);
+      v("bytes", s.bytes);
+      v("send_start_ns", s.send_start_ns);
+      v("recv_start_ns", s.recv_start_ns);
+      v("late_sender_ns", s.late_sender_ns);
+      v("late_receiver_ns", s.late_receiver_ns);
+    }
+  };
+  struct P2p {
+    Opt<uint64_t> sends, recvs, matched, unmatched_sends, unmatched_recvs, unmatched_sendrecv, proc_null, bytes;
+    Opt<int64_t> late_sender_wait_ns, late_receiver_wait_ns;
+    Opt<NamedCounts> unmatched_by_reason;
+    Opt<std::vector<UnmatchedP2p>> unmatched_list;
+    Opt<std::vector<Message>> worst_messages;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("sends", s.sends);
+      v("recvs", s.recvs);
+      v("matched", s.matched);
+      v("unmatched_sends", s.unmatched_sends);
+      v("unmatched_recvs", s.unmatched_recvs);
+      v("unmatched_sendrecv", s.unmatched_sendrecv);
+      v("proc_null", s.proc_null);
+      v("bytes", s.bytes);
+      v("late_sender_wait_ns", s.late_sender_wait_ns);
+      v("late_receiver_wait_ns", s.late_receiver_wait_ns);
+      v("unmatched_by_reason", s.unmatched_by_reason);
+      v("unmatched_list", s.unmatched_list);
+      v("worst_messages", s.worst_messages);
+    }
+  };
+  struct Straggler {
+    Opt<int64_t> rank;
+    Opt<std::string> host;
+    Opt<double> share_last, p_chance;
+    Opt<int64_t> delay_caused_ns;
+    Opt<bool> persistent;
+    Opt<std::string> cause;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("host", s.host);
+      v("share_last", s.share_last);
+      v("p_chance", s.p_chance);
+      v("delay_caused_ns", s.delay_caused_ns);
+      v("persistent", s.persistent);
+      v("cause", s.cause);
+    }
+  };
+  struct LatenessRank {
+    Opt<int64_t> rank;
+    Opt<std::vector<Opt<double>>> mean_lateness_ns;  // per bin; absent: no instance in the bin
+    Opt<std::vector<Opt<int64_t>>> times_last;       // per bin
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("mean_lateness_ns", s.mean_lateness_ns, kReportRequired);
+      v("times_last", s.times_last, kReportInteger);
+    }
+  };
+  struct Lateness {
+    Opt<int64_t> start_ns, bin_ns, bins;
+    Opt<std::vector<LatenessRank>> ranks;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("start_ns", s.start_ns);
+      v("bin_ns", s.bin_ns);
+      v("bins", s.bins, kReportRequired | kReportInteger);
+      v("ranks", s.ranks);
+    }
+  };
+  struct ClockRank {
+    Opt<int64_t> rank;
+    Opt<int64_t> clock_offset_ns;
+    Opt<double> clock_drift_ppm;
+    Opt<int64_t> clock_error_bound_ns;  // -1: unmeasured
+    Opt<std::string> clock_method;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("clock_offset_ns", s.clock_offset_ns);
+      v("clock_drift_ppm", s.clock_drift_ppm);
+      v("clock_error_bound_ns", s.clock_error_bound_ns);
+      v("clock_method", s.clock_method);
+    }
+  };
+  struct Clock {
+    Opt<uint64_t> violations, instances_checked;
+    Opt<std::vector<ClockRank>> ranks;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("violations", s.violations);
+      v("instances_checked", s.instances_checked);
+      v("ranks", s.ranks);
+    }
+  };
+  struct Memory {
+    Opt<int64_t> rank;
+    Opt<uint64_t> device;
+    Opt<std::string> memory_kind;
+    Opt<int64_t> peak_bytes, peak_time_ns, final_bytes;
+    Opt<uint64_t> allocs, frees, unmatched_frees, points;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportInteger);
+      v("device", s.device, kReportInteger);
+      v("memory_kind", s.memory_kind);
+      v("peak_bytes", s.peak_bytes);
+      v("peak_time_ns", s.peak_time_ns);
+      v("final_bytes", s.final_bytes);
+      v("allocs", s.allocs);
+      v("frees", s.frees);
+      v("unmatched_frees", s.unmatched_frees);
+      v("points", s.points);
+    }
+  };
+
+  Opt<std::string> schema;  // always "commprof-report"
+  Opt<int64_t> schema_version;
+  Opt<std::string> path, job_id;
+  Opt<int64_t> world_size;
+  Opt<Instances> instances;
+  Opt<int64_t> skew_threshold_ns;
+  Opt<std::vector<Rank>> ranks;
+  Opt<std::vector<Collective>> collectives;
+  Opt<std::vector<WorstInstance>> worst_instances;
+  Opt<P2p> p2p;
+  Opt<std::vector<Straggler>> stragglers;
+  Opt<Lateness> lateness;
+  Opt<Clock> clock;
+  Opt<std::vector<Memory>> memory;
+
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("schema", s.schema, kReportRequired);
+    v("schema_version", s.schema_version, kReportInteger);
+    v("path", s.path);
+    v("job_id", s.job_id);
+    v("world_size", s.world_size, kReportRequired | kReportInteger);
+    v("instances", s.instances);
+    v("skew_threshold_ns", s.skew_threshold_ns);
+    v("ranks", s.ranks, kReportRequired);
+    v("collectives", s.collectives);
+    v("worst_instances", s.worst_instances);
+    v("p2p", s.p2p);
+    v("stragglers", s.stragglers);
+    v("lateness", s.lateness);
+    v("clock", s.clock);
+    v("memory", s.memory);
+  }
+};
+
+inline constexpr const char* kReportSchemaName = "commprof-report";
+
+// The model of an analysed job: every key filled, exactly as the JSON report has always had them.
+ReportModel BuildReportModel(const JobReport& report);
+
+}  // namespace commprof

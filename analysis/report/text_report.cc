@@ -1,0 +1,248 @@
+// The terminal report (text_report.h), rendered from the report model.
+#include "analysis/report/text_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "analysis/report/job_report.h"
+
+namespace commprof {
+namespace {
+
+// A model built from an analysis has every value; a missing one prints as zero or empty.
+template <class T>
+T V(const Opt<T>& v) {
+  return v.value_or(T());
+}
+
+template <class T>
+const std::vector<T>& List(const Opt<std::vector<T>>& v) {
+  static const std::vector<T> kEmpty;
+  return v ? *v : kEmpty;
+}
+
+unsigned long long Ull(const Opt<uint64_t>& v) { return static_cast<unsigned long long>(V(v)); }
+
+std::string Ms(int64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
+std::string Bandwidth(double gbps) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", gbps);
+  return b;
+}
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+void Header(const ReportModel& m, std::ostream& os) {
+  const ReportModel::Instances in = V(m.instances);
+  os << "commprof report: " << V(m.path) << "\n";
+  os << "job " << V(m.job_id) << ", " << V(m.world_size) << " ranks, " << V(in.matched)
+     << " matched collective instances (" << V(in.incomplete) << " incomplete)\n";
+  const ReportModel::Clock clock = V(m.clock);
+  int64_t worst_bound = -1;
+  for (const auto& r : List(clock.ranks)) {
+    worst_bound = std::max(worst_bound, r.clock_error_bound_ns.value_or(-1));
+  }
+  os << "clock: largest error bound "
+     << (worst_bound < 0 ? std::string("unmeasured") : std::to_string(worst_bound) + " ns") << ", "
+     << V(clock.violations) << " clock-condition violation(s)\n"
+     << "       skews under " << V(m.skew_threshold_ns) << " ns are not attributed to a straggler\n\n";
+}
+
+void Collectives(const ReportModel& m, std::ostream& os) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-20s %6s %10s %9s %9s %9s %9s %9s %8s\n", "collective", "count", "bytes",
+                "dur (ms)", "wait (ms)", "xfer (ms)", "skew p50", "skew p99", "busbw");
+  os << line;
+  std::snprintf(line, sizeof line, "%-20s %6s %10s %9s %9s %9s %9s %9s %8s\n", "", "", "(mean)", "(mean)", "(mean)",
+                "(mean)", "(ms)", "(ms)", "(GB/s)");
+  os << line;
+  for (const auto& t : List(m.collectives)) {
+    std::snprintf(line, sizeof line, "%-20s %6llu %10llu %9s %9s %9s %9s %9s %8s\n", V(t.type).c_str(), Ull(t.count),
+                  Ull(t.bytes), Ms(static_cast<int64_t>(V(t.mean_duration_ns))).c_str(),
+                  Ms(static_cast<int64_t>(V(t.mean_wait_ns))).c_str(),
+                  Ms(static_cast<int64_t>(V(t.mean_transfer_ns))).c_str(), Ms(V(t.skew_p50_ns)).c_str(),
+                  Ms(V(t.skew_p99_ns)).c_str(), Bandwidth(V(t.busbw_gbps)).c_str());
+    os << line;
+  }
+  os << "\n";
+}
+
+void Ranks(const ReportModel& m, std::ostream& os) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-5s %-15s %13s %13s %7s %10s %15s %15s\n", "rank", "host", "comm (ms)",
+                "wait (ms)", "wait %", "times last", "delay caused", "wait imposed");
+  os << line;
+  for (const auto& r : List(m.ranks)) {
+    std::snprintf(line, sizeof line, "%-5u %-15.15s %13s %13s %6.1f%% %10llu %12s ms %12s ms\n",
+                  static_cast<unsigned>(V(r.rank)), V(r.host).c_str(), Ms(V(r.comm_time_ns)).c_str(),
+                  Ms(V(r.wait_time_ns)).c_str(), 100.0 * V(r.wait_share), Ull(r.times_last),
+                  Ms(V(r.delay_caused_ns)).c_str(), Ms(V(r.wait_imposed_ns)).c_str());
+    os << line;
+  }
+}
+
+void Worst(const ReportModel& m, int64_t run_start, std::ostream& os) {
+  const auto& worst = List(m.worst_instances);
+  if (worst.empty()) {
+    return;
+  }
+  char line[256];
+  os << "\nworst instances (largest total wait):\n";
+  std::snprintf(line, sizeof line, "%-20s %-18s %8s %10s %9s %5s %10s %10s\n", "collective", "communicator", "seq",
+                "at (ms)", "skew (ms)", "last", "delay (ms)", "waits (ms)");
+  os << line;
+  for (const auto& w : worst) {
+    char comm[32];
+    std::snprintf(comm, sizeof comm, "0x%llx", Ull(w.comm_id));
+    const int64_t last_rank = w.last_rank.value_or(-1);
+    std::string last = last_rank >= 0 ? std::to_string(last_rank) : "-";
+    std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", V(w.type).c_str(), comm, Ull(w.seq),
+                  Ms(V(w.start_ns) - run_start).c_str(), Ms(V(w.skew_ns)).c_str(), last.c_str(),
+                  Ms(V(w.delay_caused_ns)).c_str(), Ms(V(w.total_wait_ns)).c_str());
+    os << line;
+  }
+}
+
+void Incomplete(const ReportModel& m, std::ostream& os) {
+  const ReportModel::Instances in = V(m.instances);
+  const auto& list = List(in.incomplete_list);
+  if (list.empty()) {
+    return;
+  }
+  char line[256];
+  os << "\nincomplete instances (a member missing; not measured): " << V(in.incomplete) << "\n";
+  size_t shown = 0;
+  for (const auto& ii : list) {
+    if (shown++ == 5) {
+      os << "  ... (all listed in --format json)\n";
+      break;
+    }
+    const auto& ranks = List(ii.ranks_present);
+    std::string present;
+    for (int64_t r : ranks) {
+      present += (present.empty() ? "" : ",") + std::to_string(r);
+    }
+    std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", V(ii.type).c_str(),
+                  Ull(ii.comm_id), Ull(ii.seq), ranks.size(), static_cast<unsigned>(V(ii.comm_size)),
+                  present.substr(0, 40).c_str());
+    os << line;
+  }
+}
+
+void Overlap(const ReportModel& m, std::ostream& os) {
+  const auto& ranks = List(m.ranks);
+  if (std::none_of(ranks.begin(), ranks.end(), [](const auto& r) { return r.overlap_basis.has_value(); })) {
+    return;
+  }
+  char line[256];
+  os << "\noverlap of communication with computation, and where each rank's time went:\n";
+  std::snprintf(line, sizeof line, "%-5s %-15s %8s %13s %10s %10s %10s %10s\n", "rank", "basis", "overlap",
+                "exposed (ms)", "span (ms)", "compute %", "memory %", "idle %");
+  os << line;
+  for (const auto& r : ranks) {
+    if (!r.overlap_basis) {
+      continue;
+    }
+    const ReportModel::Breakdown b = V(r.breakdown);
+    const int64_t span = V(b.span_ns);
+    std::snprintf(line, sizeof line, "%-5u %-15s %7.1f%% %13s %10s %9.1f%% %9.1f%% %9.1f%%\n",
+                  static_cast<unsigned>(V(r.rank)), r.overlap_basis->c_str(), 100.0 * V(r.overlap),
+                  Ms(V(r.exposed_comm_ns)).c_str(), Ms(span).c_str(), Percent(V(b.compute_ns), span),
+                  Percent(V(b.memory_ns), span), Percent(V(b.idle_ns), span));
+    os << line;
+  }
+}
+
+void Memory(const ReportModel& m, int64_t run_start, std::ostream& os) {
+  const auto& memory = List(m.memory);
+  if (memory.empty()) {
+    return;
+  }
+  char line[256];
+  os << "\nmemory in use (from allocation and free records):\n";
+  std::snprintf(line, sizeof line, "%-5s %6s %-14s %14s %12s %14s %8s %8s\n", "rank", "device", "kind", "peak (MiB)",
+                "at (ms)", "at end (MiB)", "allocs", "frees");
+  os << line;
+  for (const auto& s : memory) {
+    std::snprintf(line, sizeof line, "%-5u %6u %-14s %14.1f %12s %14.1f %8llu %8llu\n",
+                  static_cast<unsigned>(V(s.rank)), static_cast<unsigned>(V(s.device)), V(s.memory_kind).c_str(),
+                  static_cast<double>(V(s.peak_bytes)) / (1 << 20), Ms(V(s.peak_time_ns) - run_start).c_str(),
+                  static_cast<double>(V(s.final_bytes)) / (1 << 20), Ull(s.allocs), Ull(s.frees));
+    os << line;
+  }
+}
+
+void PointToPoint(const ReportModel& m, std::ostream& os) {
+  const ReportModel::P2p p2p = V(m.p2p);
+  if (V(p2p.sends) + V(p2p.recvs) == 0) {
+    return;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "\npoint-to-point: %llu messages matched, %llu sends and %llu receives unmatched"
+                " (%llu of them Sendrecv)\n",
+                Ull(p2p.matched), Ull(p2p.unmatched_sends), Ull(p2p.unmatched_recvs), Ull(p2p.unmatched_sendrecv));
+  os << line;
+  std::snprintf(line, sizeof line, "%-5s %9s %9s %13s %18s %20s\n", "rank", "sent", "received", "p2p (ms)",
+                "late sender (ms)", "late receiver (ms)");
+  os << line;
+  for (const auto& r : List(m.ranks)) {
+    if (!r.p2p) {
+      continue;
+    }
+    const ReportModel::RankP2p& p = *r.p2p;
+    std::snprintf(line, sizeof line, "%-5u %9llu %9llu %13s %18s %20s\n", static_cast<unsigned>(V(r.rank)), Ull(p.sent),
+                  Ull(p.received), Ms(V(p.p2p_time_ns)).c_str(), Ms(V(p.late_sender_wait_ns)).c_str(),
+                  Ms(V(p.late_receiver_wait_ns)).c_str());
+    os << line;
+  }
+}
+
+void Verdict(const ReportModel& m, std::ostream& os) {
+  os << "\nverdict: ";
+  const auto& stragglers = List(m.stragglers);
+  if (stragglers.empty()) {
+    os << "no straggler: no rank was last in half or more of the matched instances,\n"
+          "  far more often than chance and by enough to matter (docs/metrics.md §4)\n";
+    return;
+  }
+  const ReportModel::Straggler& v = stragglers.front();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "rank %u on %s is the straggler\n"
+                "  last in %.0f%% of %llu instances (%s; by chance: p = %.1e)\n"
+                "  delay it alone caused: %s ms in all\n"
+                "  cause hint: %s\n",
+                static_cast<unsigned>(V(v.rank)), V(v.host).c_str(), 100.0 * V(v.share_last),
+                Ull(V(m.instances).matched), V(v.persistent) ? "persistent" : "transient", V(v.p_chance),
+                Ms(V(v.delay_caused_ns)).c_str(),
+                V(v.cause) == "compute" ? "longer compute before the collective" : "slow transfer");
+  os << line;
+}
+
+}  // namespace
+
+void WriteTextReport(const ReportModel& model, std::ostream& os) {
+  const int64_t run_start = V(V(model.lateness).start_ns);
+  Header(model, os);
+  Collectives(model, os);
+  Ranks(model, os);
+  Worst(model, run_start, os);
+  Incomplete(model, os);
+  Overlap(model, os);
+  Memory(model, run_start, os);
+  PointToPoint(model, os);
+  Verdict(model, os);
+}
+
+void WriteTextReport(const JobReport& report, std::ostream& os) { WriteTextReport(BuildReportModel(report), os); }
+
+}  // namespace commprof
