@@ -3,13 +3,17 @@
 // RankStream. A bad frame or a refused hello closes that connection only, with a logged reason.
 #pragma once
 
-// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20.
-#include <atomic>
+// Boost 1.74 asio/awaitable.hpp uses std::exchange without including <utility> under C++20:
+// <utility> first (clang-format's include sorting would move it after Asio).
+// clang-format off
+#include <utility>
 #include <boost/asio.hpp>
+// clang-format on
+
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"

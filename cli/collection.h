@@ -4,11 +4,16 @@
 // stored). One implementation so the two commands cannot drift apart.
 #pragma once
 
+// <utility> before Asio: boost 1.74's awaitable.hpp uses std::exchange without it (and
+// clang-format's include sorting would move it after).
+// clang-format off
+#include <utility>
 #include <boost/asio.hpp>
+// clang-format on
+
 #include <memory>
 #include <string>
 #include <thread>
-#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include "aggregator/hdf5/hdf5_writer.h"
 #include "aggregator/ingest.h"
