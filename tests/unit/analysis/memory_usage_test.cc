@@ -14,7 +14,7 @@
 #include "analysis/report/analysis_group.h"
 #include "analysis/report/job_report.h"
 #include "core/h5/h5_util.h"
-#include "tests/unit/support/test_support.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
