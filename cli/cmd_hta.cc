@@ -269,7 +269,9 @@ int RunHta(const Options& o) {
   const ProfileInfo& info = reader.value()->info();
   std::vector<uint32_t> ranks;
   for (const RankInfo& r : info.ranks) {
-    if (r.status != "missing") ranks.push_back(r.rank);
+    if (r.status != "missing") {
+      ranks.push_back(r.rank);
+    }
   }
   if (!wanted.empty()) {
     for (uint32_t w : wanted) {
@@ -299,7 +301,9 @@ int RunHta(const Options& o) {
     RankAnalyses a;
     a.gpu_records = trace->records.size();
     a.api_calls = trace->api_calls.size();
-    for (const ApiCall& c : trace->api_calls) a.launch_calls += c.launch ? 1 : 0;
+    for (const ApiCall& c : trace->api_calls) {
+      a.launch_calls += c.launch ? 1 : 0;
+    }
     a.breakdown = ComputeGpuBreakdown(trace.value(), kopts);
     a.idle = ComputeIdleBreakdown(trace.value(), {delay_ns});
     a.queue = ComputeQueueLength(trace.value());
@@ -312,7 +316,9 @@ int RunHta(const Options& o) {
       PrintRankText(a, delay_ns);
     }
   }
-  if (o.format == "json") std::cout << doc.dump(2) << "\n";
+  if (o.format == "json") {
+    std::cout << doc.dump(2) << "\n";
+  }
   return 0;
 }
 

@@ -29,12 +29,16 @@ RuntimeSink g_sink;
 // loaded it (init runs on a thread with the communicator's device current); 0 otherwise.
 uint16_t CurrentDevice() {
   void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (cuda == nullptr) return 0;
+  if (cuda == nullptr) {
+    return 0;
+  }
   using GetDevice = int (*)(int*);
   auto fn = reinterpret_cast<GetDevice>(::dlsym(cuda, "cuCtxGetDevice"));
   int dev = 0;
   uint16_t out = 0;
-  if (fn != nullptr && fn(&dev) == 0 && dev >= 0 && dev < 0xFFFF) out = static_cast<uint16_t>(dev);
+  if (fn != nullptr && fn(&dev) == 0 && dev >= 0 && dev < 0xFFFF) {
+    out = static_cast<uint16_t>(dev);
+  }
   ::dlclose(cuda);
   return out;
 }
@@ -44,18 +48,24 @@ PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
   // NCCL for no events at all and give it a NULL context (it tolerates one), so a plugin left in
   // NCCL_PROFILER_PLUGIN costs nothing outside commprof (or in a run without the nccl activity).
   if (commprof_internal_attach(commprof::kActivityNccl) == 0) {
-    if (mask != nullptr) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+    if (mask != nullptr) {
+      __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+    }
     return nullptr;
   }
   PluginOptions options = PluginOptionsFromEnv();
   // The mask is one process-global int shared by every communicator (reference §2a): atomic store.
-  if (mask != nullptr) __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);
+  if (mask != nullptr) {
+    __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);
+  }
   return CreateContext(version, info, &g_sink, options);
 }
 
 CpNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks, int rank,
                     CpNcclDebugLogger) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info{true, comm_id, name, nnodes, nranks, rank, CurrentDevice()};
   *context = Init(AbiVersion::kV5, info, mask);
   return kCpNcclSuccess;
@@ -63,14 +73,18 @@ CpNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* nam
 
 CpNcclResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nnodes, int nranks, int rank,
                     CpNcclDebugLogger) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info{true, comm_hash, name, nnodes, nranks, rank, CurrentDevice()};
   *context = Init(AbiVersion::kV4, info, mask);
   return kCpNcclSuccess;
 }
 
 CpNcclResult InitV2(void** context, int* mask) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info;
   info.device = CurrentDevice();
   *context = Init(AbiVersion::kV2, info, mask);
@@ -119,9 +133,13 @@ void FillCommon(EventDescr& e, const D& d) {
 }
 
 CpNcclResult StartV5(void* context, void** handle, CpNcclEventDescrV5* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   FillCommon(e, *d);
@@ -148,9 +166,13 @@ CpNcclResult StartV5(void* context, void** handle, CpNcclEventDescrV5* d) {
 }
 
 CpNcclResult StartV4(void* context, void** handle, CpNcclEventDescrV4* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;  // the v4 adapter does not clear it (reference §7)
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   FillCommon(e, *d);
@@ -159,9 +181,13 @@ CpNcclResult StartV4(void* context, void** handle, CpNcclEventDescrV4* d) {
 }
 
 CpNcclResult StartV2(void* context, void** handle, CpNcclEventDescrV2* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   e.parent = d->parentObj;
@@ -209,12 +235,10 @@ CpNcclResult Stop(void* handle) {
 CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* args) {
   // We read kernelCh.pTimer of state 22 and proxyStep.transSize of the ProxyStep states (8-12,
   // 20); GroupApi states pass NULL args (reference §2a).
-  if (args == nullptr) {
-    RecordEventState(handle, state, 0, false);
-  } else if (state == kCpNcclStateKernelChStop) {
+  if (args != nullptr && state == kCpNcclStateKernelChStop) {
     RecordEventState(handle, state, args->kernelCh.pTimer, true);
-  } else if ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
-             state == kCpNcclStateProxyStepSendPeerWait) {
+  } else if (args != nullptr && ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
+                                 state == kCpNcclStateProxyStepSendPeerWait)) {
     RecordEventState(handle, state, args->proxyStep.transSize, true);
   } else {
     RecordEventState(handle, state, 0, false);
