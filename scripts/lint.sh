@@ -110,7 +110,7 @@ EOF
   elif command -v run-clang-tidy >/dev/null; then
     # shellcheck disable=SC2086
     set +e +o pipefail
-    run-clang-tidy "${tidy_args[@]}" $file_res 2>&1 | grep -v -E "$quiet_out"
+    run-clang-tidy "${tidy_args[@]}" $file_res 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -v -E "$quiet_out"
     rc=${PIPESTATUS[0]}
     set -e -o pipefail
     [ "$rc" -eq 0 ] || tidy_status=1
