@@ -82,7 +82,6 @@ function(commprof_module name)
   set(internals commprof_${name}_internals_for_tests)
   add_library(${internals} INTERFACE)
   target_include_directories(${internals} INTERFACE "${root}/private")
-  set_property(GLOBAL APPEND PROPERTY COMMPROF_MODULES ${name})
 endfunction()
 
 # Fails the configure step when a target of the project has the source root itself as an include
