@@ -9,7 +9,9 @@ namespace commprof {
 Result<std::unique_ptr<Ingest>> Ingest::Start(const std::string& path, const JobMeta& meta,
                                               const WriterOptions& options, uint32_t flush_ms) {
   auto w = Hdf5Writer::Create(path, meta, options);
-  if (!w.ok()) return w.status();
+  if (!w.ok()) {
+    return w.status();
+  }
   std::unique_ptr<Ingest> in(new Ingest());
   in->writer_ = std::move(w.value());
   in->flush_ms_ = flush_ms;
@@ -72,7 +74,9 @@ void Ingest::Apply(Command& c) {
           }
           return s;
         }
-        if constexpr (std::is_same_v<T, ClockCmd>) return writer_->SetClock(cmd.rank, cmd.clock);
+        if constexpr (std::is_same_v<T, ClockCmd>) {
+          return writer_->SetClock(cmd.rank, cmd.clock);
+        }
         if constexpr (std::is_same_v<T, CloseCmd>) {
           return writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);
         }
@@ -81,7 +85,9 @@ void Ingest::Apply(Command& c) {
   if (!st.ok()) {
     COMMPROF_LOG_ERROR("writer: %s", st.message().c_str());
     std::lock_guard<std::mutex> lock(mu_);
-    if (first_error_.ok()) first_error_ = st;
+    if (first_error_.ok()) {
+      first_error_ = st;
+    }
   }
 }
 
@@ -97,30 +103,42 @@ void Ingest::Loop() {
       batch.swap(queue_);
       stopping = stop_;
     }
-    for (auto& c : batch) Apply(c);
+    for (auto& c : batch) {
+      Apply(c);
+    }
     if (std::chrono::steady_clock::now() >= next_flush) {
-      if (Status s = writer_->Flush(); !s.ok()) COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
+      if (Status s = writer_->Flush(); !s.ok()) {
+        COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
+      }
       next_flush = std::chrono::steady_clock::now() + period;
     }
     if (stopping) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty()) break;
+      if (queue_.empty()) {
+        break;
+      }
     }
   }
 }
 
 Status Ingest::Finish() {
-  if (finished_) return first_error_;
+  if (finished_) {
+    return first_error_;
+  }
   finished_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
   Status fin = writer_->Finalize();
   std::lock_guard<std::mutex> lock(mu_);
-  if (first_error_.ok() && !fin.ok()) first_error_ = fin;
+  if (first_error_.ok() && !fin.ok()) {
+    first_error_ = fin;
+  }
   return first_error_;
 }
 

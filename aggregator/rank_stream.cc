@@ -3,9 +3,13 @@
 namespace commprof {
 
 Status RankStream::OnHello(std::span<const uint8_t> payload) {
-  if (accepted_) return Corrupt("second hello on one stream");
+  if (accepted_) {
+    return Corrupt("second hello on one stream");
+  }
   auto h = wire::DecodeHello(payload);
-  if (!h.ok()) return h.status();
+  if (!h.ok()) {
+    return h.status();
+  }
   if (policy_.secret.has_value() && !wire::VerifyHelloProof(payload, *policy_.secret)) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) +
                            ", host " + h->host + ") has a wrong HMAC proof of the job secret");
@@ -26,19 +30,29 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
 }
 
 Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payload) {
-  if (type == wire::FrameType::kHello) return OnHello(payload);
-  if (!accepted_) return Unauthenticated(std::string("a ") + wire::FrameTypeName(type) + " frame before the hello");
-  if (bye_) return Corrupt(std::string("a ") + wire::FrameTypeName(type) + " frame after the bye");
+  if (type == wire::FrameType::kHello) {
+    return OnHello(payload);
+  }
+  if (!accepted_) {
+    return Unauthenticated(std::string("a ") + wire::FrameTypeName(type) + " frame before the hello");
+  }
+  if (bye_) {
+    return Corrupt(std::string("a ") + wire::FrameTypeName(type) + " frame after the bye");
+  }
   switch (type) {
     case wire::FrameType::kStrings: {
       auto s = wire::DecodeStrings(payload);
-      if (!s.ok()) return s.status();
+      if (!s.ok()) {
+        return s.status();
+      }
       ingest_.Strings(rank_, std::move(s.value()));
       return Status::Ok();
     }
     case wire::FrameType::kEvents: {
       auto e = wire::DecodeEvents(payload);
-      if (!e.ok()) return e.status();
+      if (!e.ok()) {
+        return e.status();
+      }
       if (e->batch_seq < next_batch_) {
         return Corrupt("events batch " + std::to_string(e->batch_seq) + " repeats or goes back (expected " +
                        std::to_string(next_batch_) + ")");
@@ -50,13 +64,17 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
     }
     case wire::FrameType::kClock: {
       auto c = wire::DecodeClock(payload);
-      if (!c.ok()) return c.status();
+      if (!c.ok()) {
+        return c.status();
+      }
       ingest_.Clock(rank_, std::move(c.value()));
       return Status::Ok();
     }
     case wire::FrameType::kBye: {
       auto b = wire::DecodeBye(payload);
-      if (!b.ok()) return b.status();
+      if (!b.ok()) {
+        return b.status();
+      }
       counters_ = std::move(b->counters);
       bye_ = true;
       End("bye");
@@ -68,7 +86,9 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
 }
 
 void RankStream::End(const std::string& reason, bool corrupt) {
-  if (ended_ || !accepted_) return;
+  if (ended_ || !accepted_) {
+    return;
+  }
   ended_ = true;
   RankEnd end = bye_ ? RankEnd::kComplete : (corrupt ? RankEnd::kCorrupt : RankEnd::kDisconnected);
   ingest_.CloseRank(rank_, end, counters_, batches_lost_, reason);

@@ -27,7 +27,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // A peer must introduce itself promptly; a silent connection is closed.
     hello_timer_.expires_after(std::chrono::seconds(10));
     hello_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec && !self->stream_.accepted()) self->Drop("no hello within 10 s");
+      if (!ec && !self->stream_.accepted()) {
+        self->Drop("no hello within 10 s");
+      }
     });
     ReadHeader();
   }
@@ -36,9 +38,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadHeader() {
     asio::async_read(socket_, asio::buffer(header_),
                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                       if (ec) return self->Finish(ec == asio::error::eof ? "connection closed" : ec.message());
+                       if (ec) {
+                         return self->Finish(ec == asio::error::eof ? "connection closed" : ec.message());
+                       }
                        auto h = wire::DecodeHeader(self->header_);
-                       if (!h.ok()) return self->Drop(h.status().message());
+                       if (!h.ok()) {
+                         return self->Drop(h.status().message());
+                       }
                        self->current_ = h.value();
                        self->payload_.resize(h->payload_len);
                        self->ReadPayload();
@@ -48,17 +54,23 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadPayload() {
     asio::async_read(socket_, asio::buffer(payload_),
                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                       if (ec) return self->Finish("truncated frame: " + ec.message());
+                       if (ec) {
+                         return self->Finish("truncated frame: " + ec.message());
+                       }
                        self->Handle();
                      });
   }
 
   void Handle() {
-    if (current_.type == wire::FrameType::kClockPing) return AnswerPing();
+    if (current_.type == wire::FrameType::kClockPing) {
+      return AnswerPing();
+    }
     bool was_accepted = stream_.accepted();
     Status st = stream_.OnFrame(current_.type, payload_);
     if (!st.ok()) {
-      if (!was_accepted && current_.type == wire::FrameType::kHello) return Refuse(st.message());
+      if (!was_accepted && current_.type == wire::FrameType::kHello) {
+        return Refuse(st.message());
+      }
       return Drop(st.message());
     }
     if (!was_accepted && stream_.accepted()) {
@@ -81,13 +93,19 @@ class Session : public std::enable_shared_from_this<Session> {
   void AnswerPing() {
     uint64_t now = SteadyNowNs();
     auto ping = wire::DecodeClockPing(payload_);
-    if (!stream_.accepted()) return Drop("clock-ping before the hello");
-    if (!ping.ok()) return Drop(ping.status().message());
+    if (!stream_.accepted()) {
+      return Drop("clock-ping before the hello");
+    }
+    if (!ping.ok()) {
+      return Drop(ping.status().message());
+    }
     out_.clear();
     wire::AppendClockPong(out_, wire::ClockPong{ping.value(), now});
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                        if (ec) return self->Finish("cannot send clock-pong: " + ec.message());
+                        if (ec) {
+                          return self->Finish("cannot send clock-pong: " + ec.message());
+                        }
                         self->ReadHeader();
                       });
   }
@@ -97,8 +115,12 @@ class Session : public std::enable_shared_from_this<Session> {
     wire::AppendHelloAck(out_, ack);
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this(), close_after](const boost::system::error_code& ec, size_t) {
-                        if (close_after) return self->Close();
-                        if (ec) return self->Finish("cannot send hello-ack: " + ec.message());
+                        if (close_after) {
+                          return self->Close();
+                        }
+                        if (ec) {
+                          return self->Finish("cannot send hello-ack: " + ec.message());
+                        }
                         self->ReadHeader();
                       });
   }
@@ -121,7 +143,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Finish(const std::string& reason, bool corrupt = false) {
-    if (finished_) return;
+    if (finished_) {
+      return;
+    }
     finished_ = true;
     if (stream_.accepted()) {
       if (!stream_.said_bye()) {
@@ -167,13 +191,23 @@ Result<std::unique_ptr<Server>> Server::Listen(asio::io_context& io, Ingest& ing
   std::unique_ptr<Server> s(new Server(io, ingest, std::move(policy)));
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
-  if (ec) return InvalidArgument("listen address '" + host + "' is not an IP address: " + ec.message());
+  if (ec) {
+    return InvalidArgument("listen address '" + host + "' is not an IP address: " + ec.message());
+  }
   tcp::endpoint ep(addr, port);
   s->acceptor_.open(ep.protocol(), ec);
-  if (!ec) s->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) s->acceptor_.bind(ep, ec);
-  if (!ec) s->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Unavailable("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  if (!ec) {
+    s->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  }
+  if (!ec) {
+    s->acceptor_.bind(ep, ec);
+  }
+  if (!ec) {
+    s->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  }
+  if (ec) {
+    return Unavailable("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  }
   s->Accept();
   return s;
 }
@@ -191,7 +225,9 @@ void Server::Close() {
 
 void Server::Accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
+      return;
+    }
     if (!ec) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);

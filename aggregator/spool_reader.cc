@@ -11,21 +11,31 @@ namespace {
 struct File {
   std::FILE* f;
   ~File() {
-    if (f != nullptr) std::fclose(f);
+    if (f != nullptr) {
+      std::fclose(f);
+    }
   }
 };
 }  // namespace
 
 Result<wire::Hello> ReadSpoolHello(const std::string& path) {
   File file{std::fopen(path.c_str(), "rbe")};
-  if (file.f == nullptr) return IoError(path + ": " + std::strerror(errno));
+  if (file.f == nullptr) {
+    return IoError(path + ": " + std::strerror(errno));
+  }
   wire::FrameHeader h;
   std::vector<uint8_t> payload;
   auto got = wire::ReadFrame(file.f, h, payload);
-  if (!got.ok()) return Corrupt(path + ": " + got.status().message());
-  if (!got.value() || h.type != wire::FrameType::kHello) return Corrupt(path + ": does not start with a hello frame");
+  if (!got.ok()) {
+    return Corrupt(path + ": " + got.status().message());
+  }
+  if (!got.value() || h.type != wire::FrameType::kHello) {
+    return Corrupt(path + ": does not start with a hello frame");
+  }
   auto hello = wire::DecodeHello(payload);
-  if (!hello.ok()) return Corrupt(path + ": " + hello.status().message());
+  if (!hello.ok()) {
+    return Corrupt(path + ": " + hello.status().message());
+  }
   return hello;
 }
 
@@ -48,14 +58,18 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
       out.status = Status(got.status().code(), path + ": " + got.status().message());
       break;
     }
-    if (!got.value()) break;
+    if (!got.value()) {
+      break;
+    }
     Status st = stream.OnFrame(h.type, payload);
     if (!st.ok()) {
       out.status = Corrupt(path + ": " + std::string(wire::FrameTypeName(h.type)) + " frame at byte " +
                            std::to_string(offset) + ": " + st.message());
       break;
     }
-    if (stream.said_bye()) break;
+    if (stream.said_bye()) {
+      break;
+    }
   }
   out.accepted = stream.accepted();
   out.rank = stream.rank();

@@ -50,12 +50,18 @@ void OnSignal(int sig) { g_signal.store(sig); }
 // HOST:PORT, HOST being an IP literal; the port may be 0 (any free one).
 bool SplitHostPort(const std::string& text, std::string& host, uint16_t& port) {
   size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
+  if (colon == std::string::npos || colon == 0) {
+    return false;
+  }
   host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   char* end = nullptr;
   unsigned long p = std::strtoul(text.c_str() + colon + 1, &end, 10);
-  if (colon + 1 == text.size() || *end != '\0' || p > 65535) return false;
+  if (colon + 1 == text.size() || *end != '\0' || p > 65535) {
+    return false;
+  }
   port = static_cast<uint16_t>(p);
   return true;
 }
@@ -67,7 +73,9 @@ bool LoadSecret(const Options& o, std::string& secret, std::string& error) {
     std::ifstream in(o.secret_file);
     if (in) {
       std::getline(in, secret);
-      while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ')) secret.pop_back();
+      while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ')) {
+        secret.pop_back();
+      }
       if (secret.empty()) {
         error = o.secret_file + ": the secret file is empty";
         return false;
@@ -83,7 +91,9 @@ bool LoadSecret(const Options& o, std::string& secret, std::string& error) {
     std::string line = secret + "\n";
     bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
     ::close(fd);
-    if (!ok) error = o.secret_file + ": cannot write the secret file";
+    if (!ok) {
+      error = o.secret_file + ": cannot write the secret file";
+    }
     return ok;
   }
   if (const char* env = std::getenv("COMMPROF_SECRET"); env != nullptr && *env != '\0') {
@@ -99,7 +109,9 @@ bool WriteAddressFile(const std::string& path, const std::string& address) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!(out << address << "\n")) return false;
+    if (!(out << address << "\n")) {
+      return false;
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -123,9 +135,15 @@ int Aggregate(Options o) {
     std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
     return 2;
   }
-  if (o.job_id.empty()) o.job_id = DefaultJobId();
-  if (o.output.empty()) o.output = "commprof-" + o.job_id + ".h5";
-  if (o.spool_dir.empty()) o.spool_dir = o.output + ".spool";
+  if (o.job_id.empty()) {
+    o.job_id = DefaultJobId();
+  }
+  if (o.output.empty()) {
+    o.output = "commprof-" + o.job_id + ".h5";
+  }
+  if (o.spool_dir.empty()) {
+    o.spool_dir = o.output + ".spool";
+  }
   o.spool_dir = fs::absolute(o.spool_dir).string();
 
   CollectionOptions copts;
@@ -145,7 +163,9 @@ int Aggregate(Options o) {
   }
   Collection& c = *collection.value();
   std::string advertise = o.advertise;
-  if (advertise.empty()) advertise = host == "0.0.0.0" ? boost::asio::ip::host_name() : host;
+  if (advertise.empty()) {
+    advertise = host == "0.0.0.0" ? boost::asio::ip::host_name() : host;
+  }
   const std::string address = advertise + ":" + std::to_string(c.port());
   if (!o.address_file.empty() && !WriteAddressFile(o.address_file, address)) {
     std::fprintf(stderr, "commprof aggregate: cannot write the address file %s\n", o.address_file.c_str());
@@ -169,7 +189,9 @@ int Aggregate(Options o) {
       std::fprintf(stderr, "commprof aggregate: %u of %u rank(s) done\n", byes, o.expect);
       shown = byes;
     }
-    if (byes >= o.expect) break;
+    if (byes >= o.expect) {
+      break;
+    }
     if (g_signal.load() != 0) {
       why = g_signal.load() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
       break;
@@ -192,7 +214,9 @@ int Aggregate(Options o) {
     std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
   }
-  if (!sum.status.ok()) return 1;
+  if (!sum.status.ok()) {
+    return 1;
+  }
   return why == nullptr ? 0 : 3;
 }
 

@@ -302,7 +302,9 @@ int RunHta(const Options& o) {
     RankAnalyses a;
     a.gpu_records = trace->records.size();
     a.api_calls = trace->api_calls.size();
-    for (const ApiCall& c : trace->api_calls) a.launch_calls += c.launch ? 1 : 0;
+    for (const ApiCall& c : trace->api_calls) {
+      a.launch_calls += c.launch ? 1 : 0;
+    }
     a.breakdown = ComputeGpuBreakdown(trace.value(), kopts);
     a.idle = ComputeIdleBreakdown(trace.value(), {delay_ns});
     a.queue = ComputeQueueLength(trace.value());
@@ -315,7 +317,9 @@ int RunHta(const Options& o) {
       PrintRankText(a, delay_ns);
     }
   }
-  if (o.format == "json") std::cout << doc.dump(2) << "\n";
+  if (o.format == "json") {
+    std::cout << doc.dump(2) << "\n";
+  }
   return 0;
 }
 

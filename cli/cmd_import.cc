@@ -33,7 +33,9 @@ int RunImportKineto(const Options& o) {
   if (bar) {
     opts.progress = [&](uint64_t done, uint64_t total) {
       int percent = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-      if (percent == last_percent) return;
+      if (percent == last_percent) {
+        return;
+      }
       last_percent = percent;
       std::fprintf(stderr, "\rcommprof import kineto: [%-40.*s] %3d%%", percent * 40 / 100,
                    "########################################", percent);
@@ -41,28 +43,44 @@ int RunImportKineto(const Options& o) {
     };
   }
   auto job = kineto::ImportKineto(opts);
-  if (bar) std::fprintf(stderr, "\n");
+  if (bar) {
+    std::fprintf(stderr, "\n");
+  }
   if (!job.ok()) {
     std::fprintf(stderr, "commprof import kineto: %s\n", job.status().message().c_str());
     return job.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  for (const auto& e : job->errors) std::fprintf(stderr, "commprof import kineto: error: %s\n", e.c_str());
-  for (const auto& w : job->warnings) std::fprintf(stderr, "commprof import kineto: warning: %s\n", w.c_str());
+  for (const auto& e : job->errors) {
+    std::fprintf(stderr, "commprof import kineto: error: %s\n", e.c_str());
+  }
+  for (const auto& w : job->warnings) {
+    std::fprintf(stderr, "commprof import kineto: warning: %s\n", w.c_str());
+  }
   if (!o.quiet) {
-    for (const auto& n : job->notes) std::fprintf(stderr, "commprof import kineto: %s\n", n.c_str());
+    for (const auto& n : job->notes) {
+      std::fprintf(stderr, "commprof import kineto: %s\n", n.c_str());
+    }
   }
   // The alignment estimate is a result, printed even with --quiet.
-  for (const auto& a : job->alignment) std::fprintf(stderr, "commprof import kineto: %s\n", a.c_str());
+  for (const auto& a : job->alignment) {
+    std::fprintf(stderr, "commprof import kineto: %s\n", a.c_str());
+  }
   std::string command_line = "commprof import kineto";
-  for (const auto& in : o.inputs) command_line += " " + in;
-  if (o.align != "none") command_line += " --align " + o.align;
+  for (const auto& in : o.inputs) {
+    command_line += " " + in;
+  }
+  if (o.align != "none") {
+    command_line += " --align " + o.align;
+  }
   Status st = WriteImportedJob(job.value(), o.output, command_line);
   if (!st.ok()) {
     std::fprintf(stderr, "commprof import kineto: %s\n", st.message().c_str());
     return 1;
   }
   uint64_t records = 0;
-  for (const auto& r : job->ranks) records += r.trace.events.size();
+  for (const auto& r : job->ranks) {
+    records += r.trace.events.size();
+  }
   std::fprintf(stderr,
                "commprof import kineto: wrote %s (%zu of %u ranks, %llu records; %llu collective instances, %llu "
                "complete on every member)\n",

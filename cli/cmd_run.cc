@@ -49,12 +49,18 @@ pid_t g_child = -1;
 std::vector<std::string> g_after_dash_dash;
 
 void ForwardSignal(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
+  if (g_child > 0) {
+    ::kill(g_child, sig);
+  }
 }
 
 std::string FindLibrary(const Options& o) {
-  if (!o.library.empty()) return fs::absolute(o.library).string();
-  if (const char* env = std::getenv("COMMPROF_LIBRARY")) return env;
+  if (!o.library.empty()) {
+    return fs::absolute(o.library).string();
+  }
+  if (const char* env = std::getenv("COMMPROF_LIBRARY")) {
+    return env;
+  }
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
@@ -64,7 +70,9 @@ std::string FindLibrary(const Options& o) {
   }
   candidates.emplace_back(COMMPROF_BUILD_LIBRARY);
   for (const auto& c : candidates) {
-    if (fs::exists(c, ec)) return fs::canonical(c, ec).string();
+    if (fs::exists(c, ec)) {
+      return fs::canonical(c, ec).string();
+    }
   }
   return {};
 }
@@ -72,9 +80,13 @@ std::string FindLibrary(const Options& o) {
 // Async-signal-safe (it runs between fork and exec in a multi-threaded process).
 void CloseDescriptorsAbove2() {
 #ifdef SYS_close_range
-  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
+    return;
+  }
 #endif
-  for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+  for (int fd = 3; fd < 65536; ++fd) {
+    ::close(fd);
+  }
 }
 
 bool IsOpenMpiLauncher(const std::string& arg0) {
@@ -85,7 +97,9 @@ bool IsOpenMpiLauncher(const std::string& arg0) {
 std::string JoinCommand(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) {
-    if (!s.empty()) s += ' ';
+    if (!s.empty()) {
+      s += ' ';
+    }
     bool plain = !a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos;
     s += plain ? a : "'" + a + "'";
   }
@@ -98,7 +112,9 @@ std::string FindNcclPlugin(const std::string& library) {
   std::error_code ec;
   fs::path dir = fs::path(library).parent_path();
   for (const fs::path& c : {dir / "libnccl-profiler-commprof.so", dir / "../nccl_hooks/libnccl-profiler-commprof.so"}) {
-    if (fs::exists(c, ec)) return fs::canonical(c, ec).string();
+    if (fs::exists(c, ec)) {
+      return fs::canonical(c, ec).string();
+    }
   }
   return {};
 }
@@ -118,8 +134,12 @@ int RunJob(Options o) {
     return 1;
   }
   std::string job_id = DefaultJobId();
-  if (o.output.empty()) o.output = "commprof-" + job_id + ".h5";
-  if (o.spool_dir.empty()) o.spool_dir = o.output + ".spool";
+  if (o.output.empty()) {
+    o.output = "commprof-" + job_id + ".h5";
+  }
+  if (o.spool_dir.empty()) {
+    o.spool_dir = o.output + ".spool";
+  }
   o.spool_dir = fs::absolute(o.spool_dir).string();
   std::string secret = RandomHex(32);
 
@@ -138,7 +158,9 @@ int RunJob(Options o) {
     return 1;
   }
   std::string advertise = o.advertise;
-  if (advertise.empty()) advertise = o.listen == "0.0.0.0" ? boost::asio::ip::host_name() : o.listen;
+  if (advertise.empty()) {
+    advertise = o.listen == "0.0.0.0" ? boost::asio::ip::host_name() : o.listen;
+  }
   std::string address = advertise + ":" + std::to_string(collection.value()->port());
 
   // The variables every rank needs; the user's own COMMPROF_* settings travel with them.
@@ -154,8 +176,12 @@ int RunJob(Options o) {
     std::string name = kv.substr(0, eq);
     if (name.rfind("COMMPROF_", 0) == 0 && name != "COMMPROF_LIBRARY") {
       bool ours = false;
-      for (const auto& v : vars) ours = ours || v.first == name;
-      if (!ours) vars.emplace_back(name, kv.substr(eq + 1));
+      for (const auto& v : vars) {
+        ours = ours || v.first == name;
+      }
+      if (!ours) {
+        vars.emplace_back(name, kv.substr(eq + 1));
+      }
     }
   }
   // The loaders of the GPU-side sources: NCCL loads our profiler plugin by absolute path, NVTX and
@@ -177,7 +203,9 @@ int RunJob(Options o) {
   injection("NVTX_INJECTION64_PATH", kActivityNvtx, library);
   injection("CUDA_INJECTION64_PATH", kActivityCuda | kActivityMemory, library);
   std::string preload = library;
-  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
+  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
+    preload += std::string(":") + old;
+  }
 
   std::vector<std::string> argv;
   argv.push_back(o.command[0]);
@@ -204,10 +232,17 @@ int RunJob(Options o) {
     // The job must not inherit our descriptors: an inherited HDF5 file handle would keep the
     // output locked against readers for as long as any job process lives.
     CloseDescriptorsAbove2();
-    for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
-    if (!openmpi) ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    for (const auto& [k, v] : vars) {
+      ::setenv(k.c_str(), v.c_str(), 1);
+    }
+    if (!openmpi) {
+      ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    }
     std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.reserve(argv.size() + 1);
+    for (auto& a : argv) {
+      cargv.push_back(a.data());
+    }
     cargv.push_back(nullptr);
     ::execvp(cargv[0], cargv.data());
     std::fprintf(stderr, "commprof run: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
@@ -234,7 +269,9 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
   }
-  if (!st.ok() && job_rc == 0) return 1;
+  if (!st.ok() && job_rc == 0) {
+    return 1;
+  }
   return job_rc;
 }
 
@@ -289,7 +326,9 @@ Runner AddRunCommand(CLI::App& app) {
     opts.command = sub->remaining();
     if (!g_after_dash_dash.empty()) {
       // "--" inside the job's own arguments (commprof run mpirun -np 2 -- ./app) stays there.
-      if (!opts.command.empty()) opts.command.push_back("--");
+      if (!opts.command.empty()) {
+        opts.command.push_back("--");
+      }
       opts.command.insert(opts.command.end(), g_after_dash_dash.begin(), g_after_dash_dash.end());
     }
     return RunJob(std::move(opts));

@@ -29,7 +29,9 @@ std::string RandomHex(size_t bytes) {
       b = static_cast<unsigned char>(seed >> 56);
     }
   }
-  if (fd >= 0) ::close(fd);
+  if (fd >= 0) {
+    ::close(fd);
+  }
   static const char* kHex = "0123456789abcdef";
   for (unsigned char b : buf) {
     out.push_back(kHex[b >> 4]);
@@ -39,7 +41,9 @@ std::string RandomHex(size_t bytes) {
 }
 
 std::string DefaultJobId() {
-  if (const char* j = std::getenv("SLURM_JOB_ID")) return j;
+  if (const char* j = std::getenv("SLURM_JOB_ID")) {
+    return j;
+  }
   time_t now = ::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
@@ -52,11 +56,15 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   std::unique_ptr<Collection> c(new Collection());
   c->options_ = options;
   auto ingest = Ingest::Start(options.output, options.meta, WriterOptions{options.deflate}, options.flush_ms);
-  if (!ingest.ok()) return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
+  if (!ingest.ok()) {
+    return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
+  }
   c->ingest_ = std::move(ingest.value());
   StreamPolicy policy{options.secret, options.meta.job_id};
   auto server = Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port);
-  if (!server.ok()) return Status(server.status().code(), std::string(command) + ": " + server.status().message());
+  if (!server.ok()) {
+    return Status(server.status().code(), std::string(command) + ": " + server.status().message());
+  }
   c->server_ = std::move(server.value());
   c->guard_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       boost::asio::make_work_guard(c->io_));
@@ -65,12 +73,16 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
 }
 
 Collection::~Collection() {
-  if (!finished_) (void)Finish(0.0, "", false);
+  if (!finished_) {
+    (void)Finish(0.0, "", false);
+  }
 }
 
 CollectionSummary Collection::Finish(double grace_s, const std::string& spool_dir, bool analyze) {
   CollectionSummary sum;
-  if (finished_) return sum;
+  if (finished_) {
+    return sum;
+  }
   finished_ = true;
   // Give connected ranks a moment to deliver their last frames.
   const ServerStats& live = server_->stats();
@@ -95,7 +107,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
     StreamPolicy policy{options_.secret, options_.meta.job_id};
     for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
-      if (entry.path().extension() != ".cpspool") continue;
+      if (entry.path().extension() != ".cpspool") {
+        continue;
+      }
       SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy);
       if (r.accepted) {
         std::fprintf(stderr, "commprof: merged spool of rank %u from %s\n", r.rank, entry.path().c_str());
@@ -113,7 +127,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     std::fprintf(stderr, "commprof: writing %s: %s\n", options_.output.c_str(), sum.status.message().c_str());
   }
   // The analysis is part of the file (its /analysis group); failing it does not fail collection.
-  if (sum.status.ok() && analyze) (void)StoreAnalysis(options_.output, "commprof");
+  if (sum.status.ok() && analyze) {
+    (void)StoreAnalysis(options_.output, "commprof");
+  }
   return sum;
 }
 

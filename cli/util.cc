@@ -16,7 +16,9 @@ bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out) {
   std::set<uint32_t> ranks;
   size_t pos = 0;
   auto number = [](const std::string& s, uint32_t& v) {
-    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
     v = static_cast<uint32_t>(std::stoul(s));
     return true;
   };
@@ -26,14 +28,20 @@ bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out) {
     const size_t dash = item.find('-');
     uint32_t lo = 0, hi = 0;
     if (dash == std::string::npos) {
-      if (!number(item, lo)) return false;
+      if (!number(item, lo)) {
+        return false;
+      }
       hi = lo;
     } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo ||
                hi - lo > 1000000) {
       return false;
     }
-    for (uint32_t r = lo; r <= hi; ++r) ranks.insert(r);
-    if (comma == std::string::npos) break;
+    for (uint32_t r = lo; r <= hi; ++r) {
+      ranks.insert(r);
+    }
+    if (comma == std::string::npos) {
+      break;
+    }
     pos = comma + 1;
   }
   out.assign(ranks.begin(), ranks.end());

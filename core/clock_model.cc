@@ -13,7 +13,9 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
   int64_t lo = INT64_MIN, hi = INT64_MAX;
   for (const auto& s : samples) {
     int64_t rtt = static_cast<int64_t>(s.local_recv_ns - s.local_send_ns);
-    if (rtt < 0) continue;
+    if (rtt < 0) {
+      continue;
+    }
     auto ref = static_cast<int64_t>(s.reference_ns);
     lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns));
     hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns));
@@ -51,32 +53,50 @@ int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
 }  // namespace
 
 int64_t ClockModel::Offset(int64_t t) const {
-  if (points_.empty()) return 0;
-  if (points_.size() == 1) return points_[0].offset_ns;
+  if (points_.empty()) {
+    return 0;
+  }
+  if (points_.size() == 1) {
+    return points_[0].offset_ns;
+  }
   // Segment containing t; before the first / after the last, extend the end segments.
   auto it = std::upper_bound(points_.begin(), points_.end(), t,
                              [](int64_t v, const ClockPoint& p) { return v < p.local_ns; });
   size_t hi = static_cast<size_t>(it - points_.begin());
-  if (hi == 0) hi = 1;
-  if (hi >= points_.size()) hi = points_.size() - 1;
+  if (hi == 0) {
+    hi = 1;
+  }
+  if (hi >= points_.size()) {
+    hi = points_.size() - 1;
+  }
   const ClockPoint& a = points_[hi - 1];
   const ClockPoint& b = points_[hi];
-  if (a.local_ns == b.local_ns) return a.offset_ns;
+  if (a.local_ns == b.local_ns) {
+    return a.offset_ns;
+  }
   return Interpolate(a, b, t);
 }
 
 double ClockModel::DriftPpm() const {
-  if (points_.size() < 2) return 0.0;
+  if (points_.size() < 2) {
+    return 0.0;
+  }
   const ClockPoint& a = points_.front();
   const ClockPoint& b = points_.back();
-  if (a.local_ns == b.local_ns) return 0.0;
+  if (a.local_ns == b.local_ns) {
+    return 0.0;
+  }
   return 1e6 * static_cast<double>(b.offset_ns - a.offset_ns) / static_cast<double>(b.local_ns - a.local_ns);
 }
 
 int64_t ClockModel::ErrorBoundNs() const {
-  if (points_.empty()) return -1;
+  if (points_.empty()) {
+    return -1;
+  }
   int64_t half = 0;
-  for (const auto& p : points_) half = std::max(half, p.half_rtt_ns);
+  for (const auto& p : points_) {
+    half = std::max(half, p.half_rtt_ns);
+  }
   int64_t residual = 0;
   if (points_.size() > 2 && points_.front().local_ns != points_.back().local_ns) {
     for (const auto& p : points_) {

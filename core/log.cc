@@ -11,10 +11,18 @@ namespace {
 
 LogLevel LevelFromEnv() {
   const char* v = std::getenv("COMMPROF_LOG");
-  if (v == nullptr) return LogLevel::kWarn;
-  if (std::strcmp(v, "error") == 0) return LogLevel::kError;
-  if (std::strcmp(v, "info") == 0) return LogLevel::kInfo;
-  if (std::strcmp(v, "debug") == 0) return LogLevel::kDebug;
+  if (v == nullptr) {
+    return LogLevel::kWarn;
+  }
+  if (std::strcmp(v, "error") == 0) {
+    return LogLevel::kError;
+  }
+  if (std::strcmp(v, "info") == 0) {
+    return LogLevel::kInfo;
+  }
+  if (std::strcmp(v, "debug") == 0) {
+    return LogLevel::kDebug;
+  }
   return LogLevel::kWarn;
 }
 
@@ -37,7 +45,9 @@ void SetLogPrefix(const char* prefix) {
 }
 
 void Log(LogLevel level, const char* fmt, ...) {
-  if (static_cast<int>(level) > LevelStore().load(std::memory_order_relaxed)) return;
+  if (static_cast<int>(level) > LevelStore().load(std::memory_order_relaxed)) {
+    return;
+  }
   static const char* kNames[] = {"error", "warning", "info", "debug"};
   char line[1024];
   va_list ap;

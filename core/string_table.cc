@@ -12,7 +12,9 @@ StringTable::StringTable() {
 uint32_t StringTable::Intern(std::string_view text) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_.find(text);
-  if (it != ids_.end()) return it->second;
+  if (it != ids_.end()) {
+    return it->second;
+  }
   if (storage_.size() >= kMaxStrings) {
     ++overflow_;
     return kOverflowId;
@@ -26,7 +28,9 @@ uint32_t StringTable::Intern(std::string_view text) {
 std::vector<std::string_view> StringTable::Since(uint32_t first_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string_view> out;
-  for (size_t i = first_id; i < storage_.size(); ++i) out.emplace_back(storage_[i]);
+  for (size_t i = first_id; i < storage_.size(); ++i) {
+    out.emplace_back(storage_[i]);
+  }
   return out;
 }
 
@@ -48,10 +52,14 @@ uint64_t StringTable::overflow_count() const {
 uint32_t StringCache::Intern(StringTable& table, std::string_view text) {
   uint64_t h = HashText(text);
   Slot& slot = slots_[h & 255];
-  if (slot.table == &table && slot.hash == h && slot.text == text) return slot.id;
+  if (slot.table == &table && slot.hash == h && slot.text == text) {
+    return slot.id;
+  }
   uint32_t id = table.Intern(text);
-  if (id == StringTable::kOverflowId) return id;  // not cached: overflow must be counted each time
-  slot = Slot{&table, h, table.View(id), id};     // the stored copy: stable for the table's life
+  if (id == StringTable::kOverflowId) {
+    return id;  // not cached: overflow must be counted each time
+  }
+  slot = Slot{&table, h, table.View(id), id};  // the stored copy: stable for the table's life
   return id;
 }
 

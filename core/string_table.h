@@ -43,7 +43,9 @@ class StringTable {
 // FNV-1a: short names, no setup cost.
 inline uint64_t HashText(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  for (unsigned char c : s) {
+    h = (h ^ c) * 1099511628211ull;
+  }
   return h;
 }
 

@@ -16,13 +16,19 @@ void PutU16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v >> 8));
 }
 void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 4; ++i) {
+    out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
 }
 void PutU64(std::vector<uint8_t>& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 8; ++i) {
+    out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
 }
 void PutStr(std::vector<uint8_t>& out, std::string_view s) {
-  if (s.size() > kMaxStringLen) s = s.substr(0, kMaxStringLen);
+  if (s.size() > kMaxStringLen) {
+    s = s.substr(0, kMaxStringLen);
+  }
   PutU32(out, static_cast<uint32_t>(s.size()));
   out.insert(out.end(), s.begin(), s.end());
 }
@@ -38,7 +44,9 @@ size_t BeginFrame(std::vector<uint8_t>& out, FrameType type) {
 }
 void EndFrame(std::vector<uint8_t>& out, size_t payload_start) {
   uint32_t len = static_cast<uint32_t>(out.size() - payload_start);
-  for (int i = 0; i < 4; ++i) out[payload_start - 8 + i] = static_cast<uint8_t>(len >> (8 * i));
+  for (int i = 0; i < 4; ++i) {
+    out[payload_start - 8 + i] = static_cast<uint8_t>(len >> (8 * i));
+  }
 }
 
 // Bounds-checked cursor over a payload. Every getter fails (and stays failed) rather than read
@@ -50,61 +58,93 @@ class Cursor {
   bool U8(uint8_t& v, const char* field) { return Raw(&v, 1, field); }
   bool U32(uint32_t& v, const char* field) {
     uint8_t t[4] = {};
-    if (!Raw(t, 4, field)) return false;
+    if (!Raw(t, 4, field)) {
+      return false;
+    }
     v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(t[i]) << (8 * i);
+    for (int i = 0; i < 4; ++i) {
+      v |= static_cast<uint32_t>(t[i]) << (8 * i);
+    }
     return true;
   }
   bool U64(uint64_t& v, const char* field) {
     uint8_t t[8] = {};
-    if (!Raw(t, 8, field)) return false;
+    if (!Raw(t, 8, field)) {
+      return false;
+    }
     v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(t[i]) << (8 * i);
+    for (int i = 0; i < 8; ++i) {
+      v |= static_cast<uint64_t>(t[i]) << (8 * i);
+    }
     return true;
   }
   bool I64(int64_t& v, const char* field) {
     uint64_t u;
-    if (!U64(u, field)) return false;
+    if (!U64(u, field)) {
+      return false;
+    }
     v = static_cast<int64_t>(u);
     return true;
   }
   bool F64(double& v, const char* field) {
     uint64_t u;
-    if (!U64(u, field)) return false;
+    if (!U64(u, field)) {
+      return false;
+    }
     std::memcpy(&v, &u, sizeof v);
     return true;
   }
   bool Str(std::string& s, const char* field) {
     uint32_t n;
-    if (!U32(n, field)) return false;
-    if (n > kMaxStringLen) return Fail(field, "string longer than the 4096-byte limit");
-    if (n > Remaining()) return Fail(field, "string runs past the end of the frame");
+    if (!U32(n, field)) {
+      return false;
+    }
+    if (n > kMaxStringLen) {
+      return Fail(field, "string longer than the 4096-byte limit");
+    }
+    if (n > Remaining()) {
+      return Fail(field, "string runs past the end of the frame");
+    }
     s.assign(reinterpret_cast<const char*>(b_.data() + pos_), n);
     pos_ += n;
     return true;
   }
   bool Raw(void* dst, size_t n, const char* field) {
-    if (!err_.empty()) return false;
-    if (n > Remaining()) return Fail(field, "truncated");
-    if (n == 0) return true;  // dst may be null (an empty vector's data()): memcpy must not see it
+    if (!err_.empty()) {
+      return false;
+    }
+    if (n > Remaining()) {
+      return Fail(field, "truncated");
+    }
+    if (n == 0) {
+      return true;  // dst may be null (an empty vector's data()): memcpy must not see it
+    }
     std::memcpy(dst, b_.data() + pos_, n);
     pos_ += n;
     return true;
   }
   // A count of items of `item_size` bytes must fit in what is left: stops absurd allocations.
   bool CheckCount(uint64_t count, size_t item_size, const char* field) {
-    if (!err_.empty()) return false;
-    if (count > Remaining() / item_size) return Fail(field, "count exceeds the frame's remaining bytes");
+    if (!err_.empty()) {
+      return false;
+    }
+    if (count > Remaining() / item_size) {
+      return Fail(field, "count exceeds the frame's remaining bytes");
+    }
     return true;
   }
   bool Fail(const char* field, const char* why) {
-    if (err_.empty()) err_ = std::string(frame_) + " frame, field '" + field + "': " + why;
+    if (err_.empty()) {
+      err_ = std::string(frame_) + " frame, field '" + field + "': " + why;
+    }
     return false;
   }
   size_t Remaining() const { return b_.size() - pos_; }
   size_t pos() const { return pos_; }
   Status Finish() {
-    if (err_.empty() && Remaining() != 0) Fail("(end)", "trailing bytes after the last field");
+    if (err_.empty() && Remaining() != 0) {
+      Fail("(end)", "trailing bytes after the last field");
+    }
     return err_.empty() ? Status::Ok() : Corrupt(err_);
   }
 
@@ -153,7 +193,9 @@ void AppendStrings(std::vector<uint8_t>& out, uint32_t first_id, std::span<const
   size_t start = BeginFrame(out, FrameType::kStrings);
   PutU32(out, first_id);
   PutU32(out, static_cast<uint32_t>(strings.size()));
-  for (auto s : strings) PutStr(out, s);
+  for (auto s : strings) {
+    PutStr(out, s);
+  }
   EndFrame(out, start);
 }
 
@@ -230,7 +272,9 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
       !c.U32(reserved, "reserved")) {
     return c.Finish();
   }
-  if (magic != kMagic) return Corrupt("header: bad magic (not a commprof frame)");
+  if (magic != kMagic) {
+    return Corrupt("header: bad magic (not a commprof frame)");
+  }
   uint16_t version = static_cast<uint16_t>(v[0] | (v[1] << 8));
   if (version != kVersion) {
     return Corrupt("header: unsupported protocol version " + std::to_string(version) + " (this build speaks " +
@@ -244,7 +288,9 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
     return Corrupt("header: payload length " + std::to_string(len) + " exceeds the limit of " +
                    std::to_string(kMaxPayload));
   }
-  if (reserved != 0) return Corrupt("header: reserved field is not zero");
+  if (reserved != 0) {
+    return Corrupt("header: reserved field is not zero");
+  }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return FrameHeader{static_cast<FrameType>(type), len};
 }
@@ -266,7 +312,9 @@ Result<Hello> DecodeHello(std::span<const uint8_t> payload) {
 }
 
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret) {
-  if (hello_payload.size() < kProofSize) return false;
+  if (hello_payload.size() < kProofSize) {
+    return false;
+  }
   size_t body = hello_payload.size() - kProofSize;
   auto expect = HmacSha256(secret, hello_payload.first(body));
   return CRYPTO_memcmp(expect.data(), hello_payload.data() + body, kProofSize) == 0;
@@ -276,7 +324,9 @@ Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> payload) {
   Cursor c(payload, "hello-ack");
   HelloAck a;
   uint8_t accepted = 0;
-  if (c.U8(accepted, "accepted")) c.Str(a.reason, "reason");
+  if (c.U8(accepted, "accepted")) {
+    c.Str(a.reason, "reason");
+  }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   a.accepted = accepted != 0;
   return a;
@@ -289,7 +339,9 @@ Result<Strings> DecodeStrings(std::span<const uint8_t> payload) {
   if (c.U32(s.first_id, "first_id") && c.U32(count, "count") && c.CheckCount(count, 4, "count")) {
     s.strings.resize(count);
     for (uint32_t i = 0; i < count; ++i) {
-      if (!c.Str(s.strings[i], "string")) break;
+      if (!c.Str(s.strings[i], "string")) {
+        break;
+      }
     }
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
@@ -354,7 +406,9 @@ Result<Bye> DecodeBye(std::span<const uint8_t> payload) {
   if (c.U32(n, "counter_count") && c.CheckCount(n, 12, "counter_count")) {
     b.counters.resize(n);
     for (auto& [name, value] : b.counters) {
-      if (!c.Str(name, "counter_name") || !c.U64(value, "counter_value")) break;
+      if (!c.Str(name, "counter_name") || !c.U64(value, "counter_value")) {
+        break;
+      }
     }
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
@@ -385,7 +439,9 @@ Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload) {
 Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload) {
   Cursor c(payload, "clock-pong");
   ClockPong p;
-  if (c.U64(p.local_send_ns, "local_send_ns")) c.U64(p.reference_ns, "reference_ns");
+  if (c.U64(p.local_send_ns, "local_send_ns")) {
+    c.U64(p.reference_ns, "reference_ns");
+  }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return p;
 }
@@ -394,12 +450,18 @@ Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t
   long offset = std::ftell(file);
   uint8_t raw[kHeaderSize];
   size_t got = std::fread(raw, 1, kHeaderSize, file);
-  if (got == 0 && std::feof(file)) return false;
+  if (got == 0 && std::feof(file)) {
+    return false;
+  }
   // Truncation is an I/O-level end (a writer killed mid-frame), reported as kIoError; a frame that
   // is whole but wrong is kCorrupt.
-  if (got != kHeaderSize) return IoError("truncated frame header at byte " + std::to_string(offset));
+  if (got != kHeaderSize) {
+    return IoError("truncated frame header at byte " + std::to_string(offset));
+  }
   auto h = DecodeHeader(raw);
-  if (!h.ok()) return Corrupt(h.status().message() + " at byte " + std::to_string(offset));
+  if (!h.ok()) {
+    return Corrupt(h.status().message() + " at byte " + std::to_string(offset));
+  }
   header = h.value();
   payload.resize(header.payload_len);
   if (std::fread(payload.data(), 1, payload.size(), file) != payload.size()) {

@@ -29,12 +29,16 @@ RuntimeSink g_sink;
 // loaded it (init runs on a thread with the communicator's device current); 0 otherwise.
 uint16_t CurrentDevice() {
   void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (cuda == nullptr) return 0;
+  if (cuda == nullptr) {
+    return 0;
+  }
   using GetDevice = int (*)(int*);
   auto fn = reinterpret_cast<GetDevice>(::dlsym(cuda, "cuCtxGetDevice"));
   int dev = 0;
   uint16_t out = 0;
-  if (fn != nullptr && fn(&dev) == 0 && dev >= 0 && dev < 0xFFFF) out = static_cast<uint16_t>(dev);
+  if (fn != nullptr && fn(&dev) == 0 && dev >= 0 && dev < 0xFFFF) {
+    out = static_cast<uint16_t>(dev);
+  }
   ::dlclose(cuda);
   return out;
 }
@@ -44,7 +48,9 @@ PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
   // NCCL for no events at all and give it a NULL context (it tolerates one), so a plugin left in
   // NCCL_PROFILER_PLUGIN costs nothing outside commprof (or in a run without the nccl activity).
   if (commprof_internal_attach(commprof::kActivityNccl) == 0) {
-    if (mask != nullptr) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+    if (mask != nullptr) {
+      __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+    }
     return nullptr;
   }
   PluginOptions options = PluginOptionsFromEnv();
@@ -55,7 +61,9 @@ PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
 
 CpNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks, int rank,
                     CpNcclDebugLogger) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info{true, comm_id, name, nnodes, nranks, rank, CurrentDevice()};
   *context = Init(AbiVersion::kV5, info, mask);
   return kCpNcclSuccess;
@@ -63,14 +71,18 @@ CpNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* nam
 
 CpNcclResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nnodes, int nranks, int rank,
                     CpNcclDebugLogger) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info{true, comm_hash, name, nnodes, nranks, rank, CurrentDevice()};
   *context = Init(AbiVersion::kV4, info, mask);
   return kCpNcclSuccess;
 }
 
 CpNcclResult InitV2(void** context, int* mask) {
-  if (context == nullptr) return kCpNcclSuccess;
+  if (context == nullptr) {
+    return kCpNcclSuccess;
+  }
   CommInfo info;
   info.device = CurrentDevice();
   *context = Init(AbiVersion::kV2, info, mask);
@@ -119,9 +131,13 @@ void FillCommon(EventDescr& e, const D& d) {
 }
 
 CpNcclResult StartV5(void* context, void** handle, CpNcclEventDescrV5* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   FillCommon(e, *d);
@@ -159,9 +175,13 @@ CpNcclResult StartV4(void* context, void** handle, CpNcclEventDescrV4* d) {
 }
 
 CpNcclResult StartV2(void* context, void** handle, CpNcclEventDescrV2* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   e.parent = d->parentObj;
@@ -213,8 +233,8 @@ CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* ar
     RecordEventState(handle, state, 0, false);
   } else if (state == kCpNcclStateKernelChStop) {
     RecordEventState(handle, state, args->kernelCh.pTimer, true);
-  } else if ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
-             state == kCpNcclStateProxyStepSendPeerWait) {
+  } else if (args != nullptr && ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
+                                 state == kCpNcclStateProxyStepSendPeerWait)) {
     RecordEventState(handle, state, args->proxyStep.transSize, true);
   } else {
     RecordEventState(handle, state, 0, false);

@@ -57,21 +57,30 @@ constexpr TypeInfo kTypes[] = {
 constexpr size_t Len(const char* s) { return std::char_traits<char>::length(s); }
 constexpr auto kOpLens = [] {
   std::array<size_t, kNumOps> a{};
-  for (size_t i = 0; i < kNumOps; ++i) a[i] = Len(kOps[i].name);
+  for (size_t i = 0; i < kNumOps; ++i) {
+    a[i] = Len(kOps[i].name);
+  }
   return a;
 }();
 constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 constexpr auto kTypeLens = [] {
   std::array<size_t, kNumTypes> a{};
-  for (size_t i = 0; i < kNumTypes; ++i) a[i] = Len(kTypes[i].name);
+  for (size_t i = 0; i < kNumTypes; ++i) {
+    a[i] = Len(kTypes[i].name);
+  }
   return a;
 }();
 
 int OpIndex(const char* func) {
-  if (func == nullptr) return -1;
+  if (func == nullptr) {
+    return -1;
+  }
   const size_t n = std::strlen(func);
-  for (size_t i = 0; i < kNumOps; ++i)
-    if (kOpLens[i] == n && std::memcmp(func, kOps[i].name, n) == 0) return static_cast<int>(i);
+  for (size_t i = 0; i < kNumOps; ++i) {
+    if (kOpLens[i] == n && std::memcmp(func, kOps[i].name, n) == 0) {
+      return static_cast<int>(i);
+    }
+  }
   return -1;
 }
 uint8_t OpCodeOf(int op_index) { return op_index >= 0 ? kOps[op_index].code : static_cast<uint8_t>(COMMPROF_OP_NONE); }
@@ -82,10 +91,15 @@ struct TypeLookup {
   uint32_t size;
 };
 TypeLookup LookupType(const char* datatype) {
-  if (datatype == nullptr) return {COMMPROF_DT_NONE, 1};
+  if (datatype == nullptr) {
+    return {COMMPROF_DT_NONE, 1};
+  }
   const size_t n = std::strlen(datatype);
-  for (size_t i = 0; i < kNumTypes; ++i)
-    if (kTypeLens[i] == n && std::memcmp(datatype, kTypes[i].name, n) == 0) return {kTypes[i].code, kTypes[i].size};
+  for (size_t i = 0; i < kNumTypes; ++i) {
+    if (kTypeLens[i] == n && std::memcmp(datatype, kTypes[i].name, n) == 0) {
+      return {kTypes[i].code, kTypes[i].size};
+    }
+  }
   return {COMMPROF_DT_OTHER, 1};
 }
 
@@ -259,7 +273,9 @@ class PluginContext {
     for (;;) {
       s->next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
       uint64_t nh = (((h >> 32) + 1) << 32) | idx1;
-      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) return;
+      if (head.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) {
+        return;
+      }
     }
   }
   void Count(Counter c) { counters_[c].fetch_add(1, std::memory_order_relaxed); }
@@ -284,27 +300,38 @@ class PluginContext {
     return e;
   }
   uint32_t NameOf(int op_index, bool api, const char* func) {
-    if (op_index >= 0) return api ? api_name_[op_index] : op_name_[op_index];
+    if (op_index >= 0) {
+      return api ? api_name_[op_index] : op_name_[op_index];
+    }
     return func != nullptr ? sink_->Intern(func) : unknown_name_;
   }
   uint64_t CommOf(const EventDescr& d) {
-    if (version_ != AbiVersion::kV2) return info_.comm_hash;
+    if (version_ != AbiVersion::kV2) {
+      return info_.comm_hash;
+    }
     // v2: the hash rides on each Coll/P2p descriptor (0 under the 2.28 adapter).
-    if (d.comm_hash != 0) comm_id_.store(d.comm_hash, std::memory_order_relaxed);
+    if (d.comm_hash != 0) {
+      comm_id_.store(d.comm_hash, std::memory_order_relaxed);
+    }
     return comm_id_.load(std::memory_order_relaxed);
   }
   // Takes a reference on a live Coll/P2p parent, or fails (stale/recycled/NULL parent).
   bool RefParent(Slot* p) {
-    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0)
+    if (p == nullptr || !p->live.load(std::memory_order_acquire) || (p->type & (kCpNcclColl | kCpNcclP2p)) == 0) {
       return false;
+    }
     uint64_t cur = p->refs.load(std::memory_order_relaxed);
     while (static_cast<uint32_t>(cur) > 0) {
-      if (p->refs.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
+      if (p->refs.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) {
+        return true;
+      }
     }
     return false;
   }
   void Unref(Slot* p) {
-    if (static_cast<uint32_t>(p->refs.fetch_sub(1, std::memory_order_acq_rel)) == 1) Complete(p, false);
+    if (static_cast<uint32_t>(p->refs.fetch_sub(1, std::memory_order_acq_rel)) == 1) {
+      Complete(p, false);
+    }
   }
   // A kernel channel of `p` stopped (or found no slot): count it and, if it is one of the first
   // nChannels of a collective timed by its kernel channels, drop its reference; one CAS.
@@ -314,7 +341,9 @@ class PluginContext {
     for (;;) {
       const bool holds = (cur >> 32) < p->n_channels && p->kernel_timing;
       if (p->refs.compare_exchange_weak(cur, cur + kOneDone - (holds ? 1 : 0), std::memory_order_acq_rel)) {
-        if (holds && static_cast<uint32_t>(cur) == 1) Complete(p, false);
+        if (holds && static_cast<uint32_t>(cur) == 1) {
+          Complete(p, false);
+        }
         return;
       }
     }
@@ -341,11 +370,15 @@ class PluginContext {
 void PluginContext::Start(void** handle, const EventDescr& d) {
   *handle = nullptr;
   const uint64_t t = d.type;
-  if ((t & mask_) == 0) return;
+  if ((t & mask_) == 0) {
+    return;
+  }
   const uint64_t now = sink_->Now();
   if (t == kCpNcclGroupApi || t == kCpNcclKernelLaunch) {
     Slot* s = Acquire(t);
-    if (s == nullptr) return;
+    if (s == nullptr) {
+      return;
+    }
     s->host_start = now;
     s->comm_id = info_.comm_hash;
     s->op = COMMPROF_OP_NONE;
@@ -357,7 +390,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     *handle = s;
   } else if (t == kCpNcclCollApi || t == kCpNcclP2pApi) {
     Slot* s = Acquire(t);
-    if (s == nullptr) return;
+    if (s == nullptr) {
+      return;
+    }
     const int oi = OpIndex(d.func);
     const TypeLookup type = LookupType(d.datatype);
     s->host_start = now;
@@ -371,7 +406,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     *handle = s;
   } else if (t == kCpNcclColl || t == kCpNcclP2p) {
     Slot* s = Acquire(t);
-    if (s == nullptr) return;
+    if (s == nullptr) {
+      return;
+    }
     const int oi = OpIndex(d.func);
     const TypeLookup type = LookupType(d.datatype);
     s->host_start = now;
@@ -452,7 +489,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     AtomicMin(p->proxy_first, now);
     // The first proxy op of a collective without kernel timing drops the reference that waited
     // for it (ours, just taken, keeps the parent alive).
-    if (!p->kernel_timing && !p->proxy_seen.exchange(true, std::memory_order_acq_rel)) Unref(p);
+    if (!p->kernel_timing && !p->proxy_seen.exchange(true, std::memory_order_acq_rel)) {
+      Unref(p);
+    }
     *handle = s;
   } else if (t == kCpNcclProxyStep) {
     // Asked for only with COMMPROF_NCCL_DETAIL=proxy. The step copies what its record needs from
@@ -463,7 +502,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
       return;
     }
     Slot* s = Acquire(t);
-    if (s == nullptr) return;
+    if (s == nullptr) {
+      return;
+    }
     s->parent = op;
     s->parent_gen = op->gen.load(std::memory_order_acquire);
     s->host_start = now;
@@ -481,7 +522,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
 }
 
 void PluginContext::State(Slot* s, int state, uint64_t value, bool has_value) {
-  if (!has_value) return;
+  if (!has_value) {
+    return;
+  }
   if (s->type == kCpNcclKernelCh && state == kCpNcclStateKernelChStop) {
     // State 22 comes immediately before the stop (docs/nccl-plugin.md §3): the stop pairs the value with its
     // own host reading, which is later still, so the pair stays "late, never early".
@@ -610,7 +653,9 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
   e.datatype = p->dtype;
   e.correlation = p->n_channels;
   e.reduce_op = p->algo_proto;
-  if (unfinished) e.flags = COMMPROF_FLAG_INCOMPLETE;
+  if (unfinished) {
+    e.flags = COMMPROF_FLAG_INCOMPLETE;
+  }
   sink_->Record(e);
   Release(p);
 }
@@ -618,7 +663,9 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
 void PluginContext::Finalize() {
   // NCCL has stopped its proxy thread by now (commFree): what is still pending never completes.
   for (Slot& s : slots_) {
-    if (!s.live.load(std::memory_order_acquire)) continue;
+    if (!s.live.load(std::memory_order_acquire)) {
+      continue;
+    }
     if ((s.type & (kCpNcclColl | kCpNcclP2p)) != 0) {
       Count(kUnfinished);
       Complete(&s, true);
@@ -628,24 +675,31 @@ void PluginContext::Finalize() {
                                        std::memory_order_relaxed);
   for (int c = 0; c < kCounterCount; ++c) {
     uint64_t v = counters_[c].load(std::memory_order_relaxed);
-    if (v != 0) sink_->AddCounter(kCounterNames[c], v);
+    if (v != 0) {
+      sink_->AddCounter(kCounterNames[c], v);
+    }
   }
   clock_.Flush();  // the pairs still queued
   sink_->AddCounter("nccl_calibration_pairs", clock_.pairs_seen());
   sink_->AddCounter("nccl_calibration_outliers", clock_.outliers_rejected());
-  if (clock_.samples_dropped() != 0) sink_->AddCounter("nccl_calibration_dropped", clock_.samples_dropped());
+  if (clock_.samples_dropped() != 0) {
+    sink_->AddCounter("nccl_calibration_dropped", clock_.samples_dropped());
+  }
 }
 
 // ------------------------------------------------------------------ free functions
 
 PluginOptions PluginOptionsFromEnv() {
   PluginOptions o;
-  if (const char* d = std::getenv("COMMPROF_NCCL_DETAIL"); d != nullptr && std::strcmp(d, "proxy") == 0)
+  if (const char* d = std::getenv("COMMPROF_NCCL_DETAIL"); d != nullptr && std::strcmp(d, "proxy") == 0) {
     o.proxy_detail = true;
+  }
   if (const char* n = std::getenv("COMMPROF_NCCL_EVENTS"); n != nullptr) {
     char* end = nullptr;
     unsigned long v = std::strtoul(n, &end, 10);
-    if (end != n && *end == '\0' && v >= 64 && v <= (1ul << 24)) o.pool_events = static_cast<uint32_t>(v);
+    if (end != n && *end == '\0' && v >= 64 && v <= (1ul << 24)) {
+      o.pool_events = static_cast<uint32_t>(v);
+    }
   }
   return o;
 }
@@ -664,32 +718,48 @@ int ActivationMask(AbiVersion version, const PluginOptions& options) {
       m = kCpNcclColl | kCpNcclP2p | kCpNcclProxyOp;  // no KernelCh before v3: proxy ops time completion
       break;
   }
-  if (options.proxy_detail) m |= kCpNcclProxyOp | kCpNcclProxyStep;
+  if (options.proxy_detail) {
+    m |= kCpNcclProxyOp | kCpNcclProxyStep;
+  }
   return static_cast<int>(m);
 }
 
 PluginContext* CreateContext(AbiVersion version, const CommInfo& info, RecordSink* sink, const PluginOptions& options) {
-  if (sink == nullptr) return nullptr;
+  if (sink == nullptr) {
+    return nullptr;
+  }
   g_pid.store(static_cast<int>(::getpid()), std::memory_order_relaxed);
   return new (std::nothrow) PluginContext(version, info, sink, options);
 }
 
 bool ForeignProxyEvent(const EventDescr& d) {
   // A foreign op got a NULL handle from us, so its steps arrive with a NULL parent.
-  if (d.type == kCpNcclProxyStep) return d.parent == nullptr;
-  if (d.type != kCpNcclProxyOp) return false;
+  if (d.type == kCpNcclProxyStep) {
+    return d.parent == nullptr;
+  }
+  if (d.type != kCpNcclProxyOp) {
+    return false;
+  }
   int pid = g_pid.load(std::memory_order_relaxed);
-  if (pid == 0) pid = static_cast<int>(::getpid());
-  if (d.pid == pid) return false;
+  if (pid == 0) {
+    pid = static_cast<int>(::getpid());
+  }
+  if (d.pid == pid) {
+    return false;
+  }
   g_foreign_proxy_events.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 void StartEvent(PluginContext* ctx, void** handle, const EventDescr& d) {
-  if (handle == nullptr) return;
+  if (handle == nullptr) {
+    return;
+  }
   *handle = nullptr;
   // PXN: the context may be another process's pointer; decide from the descriptor alone.
-  if (ctx != nullptr && !ForeignProxyEvent(d)) ctx->Start(handle, d);
+  if (ctx != nullptr && !ForeignProxyEvent(d)) {
+    ctx->Start(handle, d);
+  }
 }
 
 void StopEvent(void* handle) {
@@ -707,7 +777,9 @@ void RecordEventState(void* handle, int state, uint64_t value, bool has_value) {
 }
 
 void FinalizeContext(PluginContext* ctx) {
-  if (ctx == nullptr) return;
+  if (ctx == nullptr) {
+    return;
+  }
   ctx->Finalize();
   delete ctx;
 }
@@ -721,9 +793,14 @@ uint8_t AlgoProtoCode(const char* algo, const char* proto) {
                                            "NVLS_TREE", "PAT"};
   static constexpr const char* kProtos[] = {"LL", "LL128", "SIMPLE"};
   auto code = [](const char* name, const auto& names) -> uint8_t {
-    if (name == nullptr) return 0;
-    for (size_t i = 0; i < std::size(names); ++i)
-      if (std::strcmp(name, names[i]) == 0) return static_cast<uint8_t>(i + 1);
+    if (name == nullptr) {
+      return 0;
+    }
+    for (size_t i = 0; i < std::size(names); ++i) {
+      if (std::strcmp(name, names[i]) == 0) {
+        return static_cast<uint8_t>(i + 1);
+      }
+    }
     return 15;
   };
   return static_cast<uint8_t>(code(algo, kAlgos) | (code(proto, kProtos) << 4));

@@ -14,8 +14,12 @@ namespace commprof::kineto {
 namespace fs = std::filesystem;
 
 Result<Align> ParseAlign(const std::string& text) {
-  if (text == "none") return Align::kNone;
-  if (text == "collective-ends") return Align::kCollectiveEnds;
+  if (text == "none") {
+    return Align::kNone;
+  }
+  if (text == "collective-ends") {
+    return Align::kCollectiveEnds;
+  }
   return InvalidArgument("--align: '" + text + "' is neither 'none' nor 'collective-ends'");
 }
 
@@ -26,10 +30,14 @@ std::string ImportedClockMethod(Align align) { return std::string("imported (--a
 std::optional<uint32_t> RankFromFileName(const std::string& file_name) {
   static const std::regex kRank(R"((?:rank|worker)[-_]?(\d+))", std::regex::icase);
   std::smatch m;
-  if (!std::regex_search(file_name, m, kRank)) return std::nullopt;
+  if (!std::regex_search(file_name, m, kRank)) {
+    return std::nullopt;
+  }
   try {
     unsigned long v = std::stoul(m[1].str());
-    if (v > UINT32_MAX) return std::nullopt;
+    if (v > UINT32_MAX) {
+      return std::nullopt;
+    }
     return static_cast<uint32_t>(v);
   } catch (...) {
     return std::nullopt;
@@ -51,10 +59,16 @@ std::string Ranges(const std::vector<uint32_t>& v) {
   std::string out;
   for (size_t i = 0; i < v.size();) {
     size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    if (!out.empty()) out += ",";
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) {
+      ++j;
+    }
+    if (!out.empty()) {
+      out += ",";
+    }
     out += std::to_string(v[i]);
-    if (j > i) out += "-" + std::to_string(v[j]);
+    if (j > i) {
+      out += "-" + std::to_string(v[j]);
+    }
     i = j + 1;
   }
   return out;
@@ -66,7 +80,9 @@ bool IsPointToPoint(uint8_t op) { return op == COMMPROF_OP_SEND || op == COMMPRO
 std::map<uint64_t, std::pair<std::string, std::vector<uint32_t>>> Groups(const std::vector<ImportedRank>& ranks) {
   std::map<uint64_t, std::pair<std::string, std::vector<uint32_t>>> out;
   for (const auto& r : ranks) {
-    for (const auto& g : r.trace.groups) out.emplace(ProcessGroupId(g.name), std::make_pair(g.name, g.ranks));
+    for (const auto& g : r.trace.groups) {
+      out.emplace(ProcessGroupId(g.name), std::make_pair(g.name, g.ranks));
+    }
   }
   return out;
 }
@@ -76,7 +92,9 @@ void AddMembership(ImportedRank& r) {
   const uint64_t at = r.trace.events.empty() ? 0 : r.trace.events.front().start_ns;
   for (const auto& g : r.trace.groups) {
     auto it = std::find(g.ranks.begin(), g.ranks.end(), r.rank);
-    if (it == g.ranks.end()) continue;
+    if (it == g.ranks.end()) {
+      continue;
+    }
     commprof_event e{};
     e.kind = COMMPROF_KIND_MPI_COMM;
     e.subtype = COMMPROF_OP_NCCL_COMM_INIT;
@@ -101,7 +119,9 @@ void MatchAndAlign(ImportedJob& job) {
   std::map<std::pair<uint64_t, uint8_t>, std::map<uint32_t, uint64_t>> counts;
   for (const auto& r : job.ranks) {
     for (const auto& e : r.trace.events) {
-      if (e.kind != COMMPROF_KIND_NCCL_COLLECTIVE || IsPointToPoint(e.subtype)) continue;
+      if (e.kind != COMMPROF_KIND_NCCL_COLLECTIVE || IsPointToPoint(e.subtype)) {
+        continue;
+      }
       ends[{e.comm_id, e.subtype, e.seq}].push_back({r.rank, static_cast<int64_t>(e.end_ns)});
       ++counts[{e.comm_id, e.subtype}][r.rank];
     }
@@ -116,7 +136,9 @@ void MatchAndAlign(ImportedJob& job) {
   };
   for (const auto& [key, list] : ends) {
     ++job.matching.instances;
-    if (list.size() == size_of(std::get<0>(key))) ++job.matching.complete;
+    if (list.size() == size_of(std::get<0>(key))) {
+      ++job.matching.complete;
+    }
   }
   for (const auto& [key, per_rank] : counts) {
     // Members that recorded none count as 0 when the group's members are known.
@@ -126,34 +148,48 @@ void MatchAndAlign(ImportedJob& job) {
       for (uint32_t m : g->second.second) {
         bool imported =
             std::any_of(job.ranks.begin(), job.ranks.end(), [&](const ImportedRank& r) { return r.rank == m; });
-        if (imported) c.emplace(m, 0);
+        if (imported) {
+          c.emplace(m, 0);
+        }
       }
     } else {
-      for (const auto& r : job.ranks) c.emplace(r.rank, 0);
+      for (const auto& r : job.ranks) {
+        c.emplace(r.rank, 0);
+      }
     }
     uint64_t lo = UINT64_MAX, hi = 0;
     for (const auto& [rank, n] : c) {
       lo = std::min(lo, n);
       hi = std::max(hi, n);
     }
-    if (lo == hi) continue;
+    if (lo == hi) {
+      continue;
+    }
     ++job.matching.count_mismatches;
     std::string detail;
-    for (const auto& [rank, n] : c)
+    for (const auto& [rank, n] : c) {
       detail += (detail.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + ": " + std::to_string(n));
     job.warnings.push_back(name_of(key.first) + ", " + schema::CanonicalOpName(key.second) +
                            ": the ranks recorded different counts (" + detail +
                            "); the instances past the shortest are incomplete");
   }
-  if (job.ranks.size() < 2) return;
-  if (job.align == Align::kNone) return;
+  if (job.ranks.size() < 2) {
+    return;
+  }
+  if (job.align == Align::kNone) {
+    return;
+  }
   const uint32_t ref = job.ranks.front().rank;
   std::map<uint32_t, std::vector<int64_t>> diffs;
   for (const auto& [key, list] : ends) {
     auto r0 = std::find_if(list.begin(), list.end(), [&](const auto& p) { return p.first == ref; });
-    if (r0 == list.end()) continue;
+    if (r0 == list.end()) {
+      continue;
+    }
     for (const auto& [rank, end] : list) {
-      if (rank != ref) diffs[rank].push_back(r0->second - end);
+      if (rank != ref) {
+        diffs[rank].push_back(r0->second - end);
+      }
     }
   }
   for (auto& r : job.ranks) {
@@ -188,8 +224,9 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     if (fs::is_directory(in, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::directory_iterator(in, ec)) {
-        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string()))
+        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string())) {
           found.push_back(entry.path().string());
+        }
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
@@ -199,7 +236,9 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
       return InvalidArgument(in + ": no such file or directory");
     }
   }
-  if (files.empty()) return InvalidArgument("no trace files (*.json, *.json.gz) in the inputs");
+  if (files.empty()) {
+    return InvalidArgument("no trace files (*.json, *.json.gz) in the inputs");
+  }
   uint64_t total = 0;
   for (const auto& f : files) {
     std::error_code ec;
@@ -214,11 +253,15 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
     std::error_code ec;
     const uint64_t size = fs::file_size(path, ec);
     auto progress = [&](uint64_t n) {
-      if (options.progress) options.progress(done_before + std::min(n, size), total);
+      if (options.progress) {
+        options.progress(done_before + std::min(n, size), total);
+      }
     };
     auto trace = ReadKinetoTrace(path, progress);
     done_before += size;
-    if (options.progress) options.progress(done_before, total);
+    if (options.progress) {
+      options.progress(done_before, total);
+    }
     if (!trace.ok()) {
       job.errors.push_back(trace.status().message() + " (file skipped)");
       continue;
@@ -240,7 +283,9 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
       continue;
     }
     owner[*rank] = path;
-    for (const auto& p : t.problems) job.errors.push_back(p);
+    for (const auto& p : t.problems) {
+      job.errors.push_back(p);
+    }
     if (t.counts.rejected > t.problems.size()) {
       job.errors.push_back(path + ": " + std::to_string(t.counts.rejected - t.problems.size()) +
                            " more events refused");
@@ -250,8 +295,12 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
                            " events before it are kept");
     }
     for (const auto& [cat, n] : t.unknown_categories) {
-      job.warnings.push_back(path + ": " + std::to_string(n) + " events of unknown category '" + cat +
-                             "' kept as kind other");
+      std::string warning = path + ": ";
+      warning += std::to_string(n);
+      warning += " events of unknown category '";
+      warning += cat;
+      warning += "' kept as kind other";
+      job.warnings.push_back(std::move(warning));
     }
     job.world_size = std::max({job.world_size, t.world_size, *rank + 1});
     ImportedRank r;
@@ -269,8 +318,12 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
   // Gaps: every rank below the world size that no file holds.
   std::vector<uint32_t> missing;
   for (uint32_t r = 0, i = 0; r < job.world_size; ++r) {
-    while (i < job.ranks.size() && job.ranks[i].rank < r) ++i;
-    if (i == job.ranks.size() || job.ranks[i].rank != r) missing.push_back(r);
+    while (i < job.ranks.size() && job.ranks[i].rank < r) {
+      ++i;
+    }
+    if (i == job.ranks.size() || job.ranks[i].rank != r) {
+      missing.push_back(r);
+    }
   }
   if (!missing.empty()) {
     job.warnings.push_back("no trace file for rank(s) " + Ranges(missing) + " (" + std::to_string(missing.size()) +
@@ -280,9 +333,13 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
   // One time base: the earliest absolute time of any record.
   int64_t base = INT64_MAX;
   for (const auto& r : job.ranks) {
-    if (r.trace.min_ns != INT64_MAX) base = std::min(base, r.trace.min_ns + r.trace.base_ns.value_or(0));
+    if (r.trace.min_ns != INT64_MAX) {
+      base = std::min(base, r.trace.min_ns + r.trace.base_ns.value_or(0));
+    }
   }
-  if (base == INT64_MAX) base = 0;
+  if (base == INT64_MAX) {
+    base = 0;
+  }
   job.start_epoch_ns = static_cast<uint64_t>(std::max<int64_t>(base, 0));
   for (auto& r : job.ranks) {
     const int64_t shift = r.trace.base_ns.value_or(0) - base;

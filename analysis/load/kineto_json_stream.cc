@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -101,20 +102,30 @@ __attribute__((target("pclmul,sse4.1"))) uint32_t Crc32Clmul(const unsigned char
 class Input {
  public:
   ~Input() {
-    if (inflating_) inflateEnd(&zs_);
-    if (file_ != nullptr) std::fclose(file_);
+    if (inflating_) {
+      inflateEnd(&zs_);
+    }
+    if (file_ != nullptr) {
+      std::fclose(file_);
+    }
   }
   bool Open(const std::string& path) {
     path_ = path;
     file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) return false;
+    if (file_ == nullptr) {
+      return false;
+    }
     in_.reset(new unsigned char[kInput]);
-    if (!FillInput()) return true;  // empty (or unreadable: error() says which)
+    if (!FillInput()) {
+      return true;  // empty (or unreadable: error() says which)
+    }
     gzip_ = in_len_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
     if (gzip_) {
       zs_.next_in = in_.get();
       zs_.avail_in = static_cast<uInt>(in_len_);
-      if (inflateInit2(&zs_, 15 + 16) != Z_OK) return Fail("out of memory");
+      if (inflateInit2(&zs_, 15 + 16) != Z_OK) {
+        return Fail("out of memory");
+      }
       inflating_ = true;
 #if ZLIB_VERNUM >= 0x1290
       inflateValidate(&zs_, 0);  // checked below, with the faster CRC
@@ -125,7 +136,9 @@ class Input {
   }
   // Up to `cap` bytes into `out`: the count, 0 at the end of the data, -1 on an error.
   long Read(unsigned char* out, size_t cap) {
-    if (!error_.empty()) return -1;
+    if (!error_.empty()) {
+      return -1;
+    }
     if (!gzip_) {
       if (in_pos_ < in_len_) {
         const size_t n = std::min(cap, in_len_ - in_pos_);
@@ -133,7 +146,9 @@ class Input {
         in_pos_ += n;
         return static_cast<long>(n);
       }
-      if (eof_) return 0;
+      if (eof_) {
+        return 0;
+      }
       const size_t n = std::fread(out, 1, cap, file_);
       file_bytes_ += n;
       if (n < cap) {
@@ -148,7 +163,9 @@ class Input {
     size_t got = 0;
     while (got < cap && !done_) {
       if (zs_.avail_in == 0 && !FillInput()) {
-        if (!error_.empty()) break;
+        if (!error_.empty()) {
+          break;
+        }
         Fail("unexpected end of file");
         break;
       }
@@ -156,10 +173,14 @@ class Input {
       zs_.avail_out = static_cast<uInt>(cap - got);
       const int ret = inflate(&zs_, Z_NO_FLUSH);
       const size_t produced = static_cast<size_t>(zs_.next_out - (out + got));
-      if (own_check_ && produced > 0) crc_ = Crc32(crc_, out + got, produced);
+      if (own_check_ && produced > 0) {
+        crc_ = Crc32(crc_, out + got, produced);
+      }
       got += produced;
       if (ret == Z_STREAM_END) {
-        if (!MemberEnd()) break;
+        if (!MemberEnd()) {
+          break;
+        }
       } else if (ret == Z_NEED_DICT || ret == Z_DATA_ERROR) {
         Fail(zs_.msg != nullptr ? zs_.msg : "compressed data error");
         break;
@@ -168,7 +189,9 @@ class Input {
         break;
       }
     }
-    if (got > 0) return static_cast<long>(got);
+    if (got > 0) {
+      return static_cast<long>(got);
+    }
     return error_.empty() ? 0 : -1;
   }
   uint64_t compressed_bytes_read() const { return file_bytes_; }
@@ -192,13 +215,17 @@ class Input {
   static constexpr size_t kInput = 1u << 20;
 
   bool Fail(const char* what) {
-    if (error_.empty()) error_ = path_ + ": " + what;
+    if (error_.empty()) {
+      error_ = path_ + ": " + what;
+    }
     return false;
   }
   // Refills the input buffer once it is used up; false at the end of the file (or on an error).
   // The last 8 bytes of the old input are kept: a gzip trailer may straddle the two.
   bool FillInput() {
-    if (eof_) return false;
+    if (eof_) {
+      return false;
+    }
     const size_t keep = std::min<size_t>(in_len_, 8);
     std::memmove(last_ + 8 - keep, in_.get() + in_len_ - keep, keep);
     in_len_ = std::fread(in_.get(), 1, kInput, file_);
@@ -206,7 +233,9 @@ class Input {
     file_bytes_ += in_len_;
     if (in_len_ < kInput) {
       eof_ = true;
-      if (std::ferror(file_)) return Fail("read error");
+      if (std::ferror(file_)) {
+        return Fail("read error");
+      }
     }
     zs_.next_in = in_.get();
     zs_.avail_in = static_cast<uInt>(in_len_);
@@ -223,8 +252,12 @@ class Input {
       }
       const uint32_t want_crc = t[0] | t[1] << 8 | t[2] << 16 | static_cast<uint32_t>(t[3]) << 24;
       const uint32_t want_len = t[4] | t[5] << 8 | t[6] << 16 | static_cast<uint32_t>(t[7]) << 24;
-      if (want_crc != crc_) return Fail("incorrect data check");
-      if (want_len != static_cast<uint32_t>(zs_.total_out)) return Fail("incorrect length check");
+      if (want_crc != crc_) {
+        return Fail("incorrect data check");
+      }
+      if (want_len != static_cast<uint32_t>(zs_.total_out)) {
+        return Fail("incorrect length check");
+      }
     }
     // Another member needs its two magic bytes in view.
     if (zs_.avail_in < 2 && !eof_) {
@@ -234,7 +267,9 @@ class Input {
         // Re-read with the one pending byte first.
         const size_t n = std::fread(in_.get() + 1, 1, kInput - 1, file_);
         file_bytes_ += n;
-        if (n < kInput - 1) eof_ = true;
+        if (n < kInput - 1) {
+          eof_ = true;
+        }
         in_[0] = carry;
         in_len_ = n + 1;
         zs_.next_in = in_.get();
@@ -242,7 +277,9 @@ class Input {
       } else {
         FillInput();
       }
-      if (!error_.empty()) return false;
+      if (!error_.empty()) {
+        return false;
+      }
     }
     if (zs_.avail_in >= 2 && zs_.next_in[0] == 0x1f && zs_.next_in[1] == 0x8b) {
       inflateReset(&zs_);
@@ -275,19 +312,27 @@ class ByteSource {
 
   // Next byte without consuming it; -1 at the end of the data (or a read error, see error()).
   int Peek() {
-    if (pos_ == len_ && !Refill()) return -1;
+    if (pos_ == len_ && !Refill()) {
+      return -1;
+    }
     return static_cast<unsigned char>(buf_[pos_]);
   }
   int Get() {
     int c = Peek();
-    if (c >= 0) ++pos_;
+    if (c >= 0) {
+      ++pos_;
+    }
     return c;
   }
   void SkipSpace() {
     for (;;) {
-      if (pos_ == len_ && !Refill()) return;
+      if (pos_ == len_ && !Refill()) {
+        return;
+      }
       char c = buf_[pos_];
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+        return;
+      }
       ++pos_;
     }
   }
@@ -299,7 +344,9 @@ class ByteSource {
   bool SkipComposite() {
     ScanState st;
     for (;;) {
-      if (pos_ == len_ && !Refill()) return false;
+      if (pos_ == len_ && !Refill()) {
+        return false;
+      }
       const unsigned char* base = reinterpret_cast<const unsigned char*>(buf_.data());
       size_t at = pos_;
       while (at < len_) {
@@ -322,22 +369,36 @@ class ByteSource {
     bool escaped = false;
     for (;;) {
       int c = Get();
-      if (c < 0) return false;
-      if (!escaped && c == '"') return true;
+      if (c < 0) {
+        return false;
+      }
+      if (!escaped && c == '"') {
+        return true;
+      }
       escaped = !escaped && c == '\\';
-      if (out != nullptr) out->push_back(static_cast<char>(c));
+      if (out != nullptr) {
+        out->push_back(static_cast<char>(c));
+      }
     }
   }
   // Consumes any JSON value; false when the data ends inside it.
   bool SkipValue() {
     int c = Peek();
-    if (c == '{' || c == '[') return SkipComposite();
-    if (c == '"') return SkipString(nullptr);
+    if (c == '{' || c == '[') {
+      return SkipComposite();
+    }
+    if (c == '"') {
+      return SkipString(nullptr);
+    }
     bool any = false;
     for (;;) {
       c = Peek();
-      if (c < 0) return any;
-      if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') return any;
+      if (c < 0) {
+        return any;
+      }
+      if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        return any;
+      }
       any = true;
       ++pos_;
     }
@@ -352,7 +413,9 @@ class ByteSource {
   std::string_view EndCapture() {
     std::string& into = *capture_;
     capture_ = nullptr;
-    if (into.empty()) return std::string_view(buf_.data() + capture_from_, pos_ - capture_from_);
+    if (into.empty()) {
+      return std::string_view(buf_.data() + capture_from_, pos_ - capture_from_);
+    }
     into.append(buf_.data() + capture_from_, pos_ - capture_from_);
     const size_t n = into.size();
     into.append(kJsonPadding, ' ');
@@ -370,12 +433,13 @@ class ByteSource {
   // One byte of the composite scan; true when it closes the outermost bracket.
   static bool ScanByte(unsigned char ch, ScanState& st) {
     if (st.in_string) {
-      if (st.escaped)
+      if (st.escaped) {
         st.escaped = false;
-      else if (ch == '\\')
+      } else if (ch == '\\') {
         st.escaped = true;
-      else if (ch == '"')
+      } else if (ch == '"') {
         st.in_string = false;
+      }
       return false;
     }
     if (ch == '"') {
@@ -383,7 +447,9 @@ class ByteSource {
     } else if (ch == '{' || ch == '[') {
       ++st.depth;
     } else if (ch == '}' || ch == ']') {
-      if (--st.depth == 0) return true;
+      if (--st.depth == 0) {
+        return true;
+      }
     }
     return false;
   }
@@ -398,7 +464,7 @@ class ByteSource {
     const __m128i ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}');
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + static_cast<ptrdiff_t>(16) * k));
       // '[' | 0x20 == '{' and ']' | 0x20 == '}'; no other byte maps onto them.
       const __m128i folded = _mm_or_si128(v, lower);
       const int shift = 16 * k;
@@ -418,7 +484,9 @@ class ByteSource {
       in_string ^= in_string << 8;
       in_string ^= in_string << 16;
       in_string ^= in_string << 32;
-      if (st.in_string) in_string = ~in_string;
+      if (st.in_string) {
+        in_string = ~in_string;
+      }
       open &= valid & ~in_string;
       close &= valid & ~in_string;
       st.in_string = (in_string >> 63) != 0;
@@ -452,14 +520,20 @@ class ByteSource {
     }
     consumed_ += len_;
     pos_ = len_ = 0;
-    if (!read_error_.empty()) return false;
+    if (!read_error_.empty()) {
+      return false;
+    }
     const long n = input_.Read(reinterpret_cast<unsigned char*>(buf_.data()), kChunk);
     if (n <= 0) {
-      if (n < 0) read_error_ = input_.error().empty() ? "read error" : input_.error();
+      if (n < 0) {
+        read_error_ = input_.error().empty() ? "read error" : input_.error();
+      }
       return false;
     }
     len_ = static_cast<size_t>(n);
-    if (cb_.progress) cb_.progress(input_.compressed_bytes_read());
+    if (cb_.progress) {
+      cb_.progress(input_.compressed_bytes_read());
+    }
     return true;
   }
 
@@ -481,7 +555,9 @@ class Walker {
     src_.SkipSpace();
     int c = src_.Get();
     if (c != '{') {
-      if (c < 0) return Fail("the file is empty");
+      if (c < 0) {
+        return Fail("the file is empty");
+      }
       return Fail("the top-level value is not an object (a Kineto trace is {\"traceEvents\": [...], ...})");
     }
     bool saw_events = false;
@@ -491,11 +567,17 @@ class Walker {
     } else {
       for (;;) {
         src_.SkipSpace();
-        if (src_.Peek() != '"') return Unexpected("a member name");
+        if (src_.Peek() != '"') {
+          return Unexpected("a member name");
+        }
         std::string key;
-        if (!src_.SkipString(&key)) return Truncated("in a member name");
+        if (!src_.SkipString(&key)) {
+          return Truncated("in a member name");
+        }
         src_.SkipSpace();
-        if (src_.Get() != ':') return Unexpected("':' after member \"" + key + "\"");
+        if (src_.Get() != ':') {
+          return Unexpected("':' after member \"" + key + "\"");
+        }
         src_.SkipSpace();
         if (key == "traceEvents") {
           saw_events = true;
@@ -504,27 +586,45 @@ class Walker {
           src_.BeginCapture(value_);
           bool ok = src_.SkipValue();
           std::string_view value = src_.EndCapture();
-          if (!ok) return Truncated("in the value of \"" + key + "\"");
-          if (cb_.member) COMMPROF_RETURN_IF_ERROR(cb_.member(key, value));
+          if (!ok) {
+            return Truncated("in the value of \"" + key + "\"");
+          }
+          if (cb_.member) {
+            COMMPROF_RETURN_IF_ERROR(cb_.member(key, value));
+          }
         }
         src_.SkipSpace();
         c = src_.Get();
-        if (c == ',') continue;
-        if (c == '}') break;
-        if (c < 0) return Truncated("after member \"" + key + "\"");
+        if (c == ',') {
+          continue;
+        }
+        if (c == '}') {
+          break;
+        }
+        if (c < 0) {
+          return Truncated("after member \"" + key + "\"");
+        }
         return Unexpected("',' or '}' after member \"" + key + "\"");
       }
     }
     src_.SkipSpace();
-    if (src_.Peek() >= 0) return Fail("unexpected data after the top-level object");
-    if (!src_.read_error().empty()) return Truncated("");
-    if (!saw_events) return Fail("no \"traceEvents\" member");
+    if (src_.Peek() >= 0) {
+      return Fail("unexpected data after the top-level object");
+    }
+    if (!src_.read_error().empty()) {
+      return Truncated("");
+    }
+    if (!saw_events) {
+      return Fail("no \"traceEvents\" member");
+    }
     return Status::Ok();
   }
 
  private:
   Status ReadEvents() {
-    if (src_.Get() != '[') return Fail("\"traceEvents\" is not an array");
+    if (src_.Get() != '[') {
+      return Fail("\"traceEvents\" is not an array");
+    }
     src_.SkipSpace();
     if (src_.Peek() == ']') {
       src_.Get();
@@ -533,18 +633,32 @@ class Walker {
     for (uint64_t index = 0;; ++index) {
       src_.SkipSpace();
       int c = src_.Peek();
-      if (c < 0) return Truncated("before traceEvents[" + std::to_string(index) + "]");
-      if (c != '{') return Fail("traceEvents[" + std::to_string(index) + "] is not an object");
+      if (c < 0) {
+        return Truncated("before traceEvents[" + std::to_string(index) + "]");
+      }
+      if (c != '{') {
+        return Fail("traceEvents[" + std::to_string(index) + "] is not an object");
+      }
       src_.BeginCapture(event_);
       bool ok = src_.SkipComposite();
       std::string_view event = src_.EndCapture();
-      if (!ok) return Truncated("inside traceEvents[" + std::to_string(index) + "]");
-      if (cb_.event) COMMPROF_RETURN_IF_ERROR(cb_.event(index, event));
+      if (!ok) {
+        return Truncated("inside traceEvents[" + std::to_string(index) + "]");
+      }
+      if (cb_.event) {
+        COMMPROF_RETURN_IF_ERROR(cb_.event(index, event));
+      }
       src_.SkipSpace();
       c = src_.Get();
-      if (c == ',') continue;
-      if (c == ']') return Status::Ok();
-      if (c < 0) return Truncated("after traceEvents[" + std::to_string(index) + "]");
+      if (c == ',') {
+        continue;
+      }
+      if (c == ']') {
+        return Status::Ok();
+      }
+      if (c < 0) {
+        return Truncated("after traceEvents[" + std::to_string(index) + "]");
+      }
       return Unexpected("',' or ']' after traceEvents[" + std::to_string(index) + "]");
     }
   }
@@ -579,7 +693,9 @@ uint32_t GzipCrc32(uint32_t crc, const unsigned char* data, size_t size) { retur
 
 Status ReadKinetoJson(const std::string& path, const JsonStreamCallbacks& callbacks) {
   Input input;
-  if (!input.Open(path)) return IoError(path + ": cannot open");
+  if (!input.Open(path)) {
+    return IoError(path + ": cannot open");
+  }
   ByteSource src(input, callbacks);
   Walker walker(path, src, callbacks);
   Status st = walker.Run();

@@ -25,7 +25,9 @@ bool ParseMicrosWithExponent(std::string_view s, int64_t& ns) {
   std::string copy(s);
   char* end = nullptr;
   double us = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size() || !std::isfinite(us) || std::fabs(us) > 9.2e15) return false;
+  if (end != copy.c_str() + copy.size() || !std::isfinite(us) || std::fabs(us) > 9.2e15) {
+    return false;
+  }
   ns = std::llround(us * 1000.0);
   return true;
 }
@@ -33,9 +35,12 @@ bool ParseMicrosWithExponent(std::string_view s, int64_t& ns) {
 }  // namespace
 
 bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
     s.remove_suffix(1);
-  if (s.empty()) return false;
+  }
+  if (s.empty()) {
+    return false;
+  }
   // Plain decimal text first; text holding an exponent always fails it and goes to the double.
   auto with_exponent = [&] {
     return s.find_first_of("eE") != std::string_view::npos && ParseMicrosWithExponent(s, ns);
@@ -49,28 +54,43 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
   int64_t whole = 0;
   size_t digits = 0;
   for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) {
-    if (whole > (INT64_MAX / 1000 - 9) / 10) return with_exponent();
+    if (whole > (INT64_MAX / 1000 - 9) / 10) {
+      return with_exponent();
+    }
     whole = whole * 10 + (s[i] - '0');
   }
-  if (digits == 0) return with_exponent();
+  if (digits == 0) {
+    return with_exponent();
+  }
   int64_t frac = 0;
   if (i < s.size() && s[i] == '.') {
     ++i;
     size_t fd = 0;
     int round_digit = 0;
     for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++fd) {
-      if (fd < 3)
+      if (fd < 3) {
         frac = frac * 10 + (s[i] - '0');
-      else if (fd == 3)
+      } else if (fd == 3) {
         round_digit = s[i] - '0';
+      }
     }
-    if (fd == 0) return with_exponent();
-    for (size_t k = fd; k < 3; ++k) frac *= 10;
-    if (round_digit >= 5) ++frac;
+    if (fd == 0) {
+      return with_exponent();
+    }
+    for (size_t k = fd; k < 3; ++k) {
+      frac *= 10;
+    }
+    if (round_digit >= 5) {
+      ++frac;
+    }
   }
-  if (i != s.size()) return with_exponent();
+  if (i != s.size()) {
+    return with_exponent();
+  }
   ns = whole * 1000 + frac;
-  if (negative) ns = -ns;
+  if (negative) {
+    ns = -ns;
+  }
   return true;
 }
 
@@ -78,12 +98,17 @@ namespace {
 
 // Integer text, or a float written for an integer field ("64.0", truncated toward zero).
 bool ParseInt(std::string_view s, int64_t& out) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
     s.remove_suffix(1);
+  }
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  if (ec == std::errc() && end == s.data() + s.size()) return true;
+  if (ec == std::errc() && end == s.data() + s.size()) {
+    return true;
+  }
   int64_t ns = 0;
-  if (!ParseMicrosToNs(s, ns)) return false;
+  if (!ParseMicrosToNs(s, ns)) {
+    return false;
+  }
   out = ns / 1000;
   return true;
 }
@@ -101,17 +126,31 @@ struct CollMeta {
 
   // Takes every field this one lacks from `o` (a lower-priority source).
   void FillFrom(const CollMeta& o) {
-    if (op == COMMPROF_OP_NONE) op = o.op;
+    if (op == COMMPROF_OP_NONE) {
+      op = o.op;
+    }
     if (!has_pg && o.has_pg) {
       pg = o.pg;
       has_pg = true;
     }
-    if (in_nelems < 0) in_nelems = o.in_nelems;
-    if (out_nelems < 0) out_nelems = o.out_nelems;
-    if (dtype.size == 0) dtype = o.dtype;
-    if (seq < 0) seq = o.seq;
-    if (peer < 0) peer = o.peer;
-    if (pg_ranks.empty()) pg_ranks = o.pg_ranks;
+    if (in_nelems < 0) {
+      in_nelems = o.in_nelems;
+    }
+    if (out_nelems < 0) {
+      out_nelems = o.out_nelems;
+    }
+    if (dtype.size == 0) {
+      dtype = o.dtype;
+    }
+    if (seq < 0) {
+      seq = o.seq;
+    }
+    if (peer < 0) {
+      peer = o.peer;
+    }
+    if (pg_ranks.empty()) {
+      pg_ranks = o.pg_ranks;
+    }
   }
   bool any() const { return op != COMMPROF_OP_NONE || has_pg || in_nelems >= 0 || seq >= 0; }
 };
@@ -175,7 +214,9 @@ uint64_t HashName(std::string_view s) {
 class InternTable {
  public:
   uint32_t Intern(std::string_view s, std::vector<std::string>& strings) {
-    if ((strings.size() + 1) * 2 > slots_.size()) Grow(strings);
+    if ((strings.size() + 1) * 2 > slots_.size()) {
+      Grow(strings);
+    }
     const uint64_t h = HashName(s);
     const uint32_t tag = static_cast<uint32_t>(h >> 32);
     for (size_t i = static_cast<size_t>(h) & mask_;; i = (i + 1) & mask_) {
@@ -185,7 +226,9 @@ class InternTable {
         strings.emplace_back(s);
         return slot.id;
       }
-      if (slot.tag == tag && strings[slot.id] == s) return slot.id;
+      if (slot.tag == tag && strings[slot.id] == s) {
+        return slot.id;
+      }
     }
   }
 
@@ -201,9 +244,13 @@ class InternTable {
     slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
     mask_ = slots_.size() - 1;
     for (const Slot& o : old) {
-      if (o.id == kEmpty) continue;
+      if (o.id == kEmpty) {
+        continue;
+      }
       size_t i = static_cast<size_t>(HashName(strings[o.id])) & mask_;
-      while (slots_[i].id != kEmpty) i = (i + 1) & mask_;
+      while (slots_[i].id != kEmpty) {
+        i = (i + 1) & mask_;
+      }
       slots_[i] = o;
     }
   }
@@ -236,7 +283,9 @@ class TraceBuilder {
     ++t_.counts.events_read;
     simdjson::padded_string_view text(raw.data(), raw.size(), raw.size() + kJsonPadding);
     std::string why;
-    if (!MapEvent(text, why)) Reject(index, why);
+    if (!MapEvent(text, why)) {
+      Reject(index, why);
+    }
     return Status::Ok();
   }
 
@@ -307,7 +356,9 @@ class TraceBuilder {
   static bool Key(od::field& field, std::string_view& key) {
     const char* begin = field.key().raw();
     const char* p = begin;
-    while (*p != '"' && *p != '\\') ++p;
+    while (*p != '"' && *p != '\\') {
+      ++p;
+    }
     if (*p == '"') {
       key = std::string_view(begin, static_cast<size_t>(p - begin));
       return true;
@@ -317,7 +368,9 @@ class TraceBuilder {
   // pid/tid: numbers for real processes, strings for the profiler's own rows ("Spans", "").
   static bool IdOrName(od::value v, int64_t& out) {
     od::json_type type;
-    if (v.type().get(type) || type != od::json_type::number) return false;
+    if (v.type().get(type) || type != od::json_type::number) {
+      return false;
+    }
     return ParseInt(v.raw_json_token(), out);
   }
 
@@ -335,7 +388,9 @@ class TraceBuilder {
       }
       f.meta.has_pg = true;
     } else if (TextIs(key, "Process Group Ranks")) {
-      if (v.get_string().get(s) == simdjson::SUCCESS) f.meta.pg_ranks = std::string(s);
+      if (v.get_string().get(s) == simdjson::SUCCESS) {
+        f.meta.pg_ranks = std::string(s);
+      }
     }
   }
 
@@ -353,48 +408,64 @@ class TraceBuilder {
       // Dispatch on the length first: most args (grid, block, queued, ...) match no name here.
       switch (key.size()) {
         case 3:
-          if (TextIs(key, "Seq")) ok = Number(v, key, f.meta.seq, why);
+          if (TextIs(key, "Seq")) {
+            ok = Number(v, key, f.meta.seq, why);
+          }
           break;
         case 5:
-          if (TextIs(key, "bytes"))
+          if (TextIs(key, "bytes")) {
             ok = Number(v, key, f.bytes, why);
-          else if (TextIs(key, "Bytes"))
+          } else if (TextIs(key, "Bytes")) {
             ok = f.has_mem_bytes = Number(v, key, f.mem_bytes, why);
-          else if (TextIs(key, "dtype")) {
+          } else if (TextIs(key, "dtype")) {
             ok = String(v, key, s, why);
-            if (ok) f.meta.dtype = DtypeFromName(s);
+            if (ok) {
+              f.meta.dtype = DtypeFromName(s);
+            }
           }
           break;
         case 6:
-          if (TextIs(key, "stream"))
+          if (TextIs(key, "stream")) {
             (void)IdOrName(v, f.stream);  // HTA: a non-numeric stream is no stream
-          else if (TextIs(key, "device"))
+          } else if (TextIs(key, "device")) {
             ok = Number(v, key, f.device, why);
+          }
           break;
         case 8:
-          if (TextIs(key, "Dst Rank") || TextIs(key, "Src Rank")) ok = Number(v, key, f.meta.peer, why);
+          if (TextIs(key, "Dst Rank") || TextIs(key, "Src Rank")) {
+            ok = Number(v, key, f.meta.peer, why);
+          }
           break;
         case 9:
-          if (TextIs(key, "Device Id")) ok = Number(v, key, f.device_id, why);
+          if (TextIs(key, "Device Id")) {
+            ok = Number(v, key, f.device_id, why);
+          }
           break;
         case 11:
-          if (TextIs(key, "correlation"))
+          if (TextIs(key, "correlation")) {
             ok = Number(v, key, f.correlation, why);
-          else if (TextIs(key, "External id"))
+          } else if (TextIs(key, "External id")) {
             ok = Number(v, key, f.external_id, why);
-          else if (TextIs(key, "Device Type"))
+          } else if (TextIs(key, "Device Type")) {
             ok = Number(v, key, f.device_type, why);
+          }
           break;
         case 13:
-          if (TextIs(key, "In msg nelems")) ok = Number(v, key, f.meta.in_nelems, why);
+          if (TextIs(key, "In msg nelems")) {
+            ok = Number(v, key, f.meta.in_nelems, why);
+          }
           break;
         case 14:
-          if (TextIs(key, "Out msg nelems")) ok = Number(v, key, f.meta.out_nelems, why);
+          if (TextIs(key, "Out msg nelems")) {
+            ok = Number(v, key, f.meta.out_nelems, why);
+          }
           break;
         case 15:
           if (TextIs(key, "Collective name")) {
             ok = String(v, key, s, why);
-            if (ok) f.meta.op = OpFromCollectiveName(s);
+            if (ok) {
+              f.meta.op = OpFromCollectiveName(s);
+            }
           }
           break;
         case 16:
@@ -406,7 +477,7 @@ class TraceBuilder {
           break;
       }
       if (!ok) {
-        why = "args: " + why;
+        why.insert(0, "args: ");
         return false;
       }
     }
@@ -432,20 +503,22 @@ class TraceBuilder {
       bool ok = true;
       switch (key.size()) {
         case 2:
-          if (TextIs(key, "ph"))
+          if (TextIs(key, "ph")) {
             ok = f.has_ph = String(v, key, f.ph, why);
-          else if (TextIs(key, "ts"))
+          } else if (TextIs(key, "ts")) {
             ok = f.has_ts = Micros(v, key, f.ts, why);
+          }
           break;
         case 3:
-          if (TextIs(key, "cat"))
+          if (TextIs(key, "cat")) {
             ok = f.has_cat = String(v, key, f.cat, why);
-          else if (TextIs(key, "dur"))
+          } else if (TextIs(key, "dur")) {
             ok = f.has_dur = Micros(v, key, f.dur, why);
-          else if (TextIs(key, "pid"))
+          } else if (TextIs(key, "pid")) {
             (void)IdOrName(v, f.pid);
-          else if (TextIs(key, "tid"))
+          } else if (TextIs(key, "tid")) {
             (void)IdOrName(v, f.tid);
+          }
           break;
         case 4:
           if (TextIs(key, "name")) {
@@ -462,7 +535,9 @@ class TraceBuilder {
         default:
           break;
       }
-      if (!ok) return false;
+      if (!ok) {
+        return false;
+      }
     }
     if (!f.has_ph) {
       why = "missing field 'ph'";
@@ -525,7 +600,9 @@ class TraceBuilder {
         // The caching allocator's "[memory]" instants: Bytes > 0 allocates, < 0 frees.
         e.kind = f.mem_bytes >= 0 ? COMMPROF_KIND_MEM_ALLOC : COMMPROF_KIND_MEM_FREE;
         e.bytes = static_cast<uint64_t>(f.mem_bytes >= 0 ? f.mem_bytes : -f.mem_bytes);
-        if (f.device_type == 1 && f.device_id >= 0) e.device = static_cast<uint16_t>(f.device_id);
+        if (f.device_type == 1 && f.device_id >= 0) {
+          e.device = static_cast<uint16_t>(f.device_id);
+        }
       } else {
         e.kind = COMMPROF_KIND_IMPORTED_OTHER;
         e.seq = Intern(f.has_cat ? f.cat : std::string_view("instant"));
@@ -611,11 +688,15 @@ class TraceBuilder {
     od::document doc;
     od::object obj;
     const std::string where = t_.path + ": distributedInfo";
-    if (parser.iterate(text).get(doc) || doc.get_object().get(obj)) return Corrupt(where + " is not an object");
+    if (parser.iterate(text).get(doc) || doc.get_object().get(obj)) {
+      return Corrupt(where + " is not an object");
+    }
     for (auto field_r : obj) {
       od::field field;
       std::string_view key;
-      if (std::move(field_r).get(field) || field.unescaped_key().get(key)) return Corrupt(where + " is not valid JSON");
+      if (std::move(field_r).get(field) || field.unescaped_key().get(key)) {
+        return Corrupt(where + " is not valid JSON");
+      }
       od::value v = field.value();
       std::string why;
       if (TextIs(key, "rank") || TextIs(key, "world_size")) {
@@ -623,40 +704,50 @@ class TraceBuilder {
         if (!Number(v, key, n, why) || n < 0 || n > UINT32_MAX) {
           return Corrupt(where + "." + std::string(key) + " is not a non-negative integer");
         }
-        if (TextIs(key, "rank"))
+        if (TextIs(key, "rank")) {
           t_.rank = static_cast<uint32_t>(n);
-        else
+        } else {
           t_.world_size = static_cast<uint32_t>(n);
+        }
       } else if (TextIs(key, "pg_config")) {
         od::array groups;
-        if (v.get_array().get(groups)) return Corrupt(where + ".pg_config is not an array");
+        if (v.get_array().get(groups)) {
+          return Corrupt(where + ".pg_config is not an array");
+        }
         for (auto g_r : groups) {
           od::object g;
-          if (std::move(g_r).get_object().get(g))
+          if (g_r.get_object().get(g)) {
             return Corrupt(where + ".pg_config has an element that is not an object");
+          }
           ProcessGroup pg;
           for (auto gf_r : g) {
             od::field gf;
             std::string_view gk, s;
-            if (std::move(gf_r).get(gf) || gf.unescaped_key().get(gk))
+            if (std::move(gf_r).get(gf) || gf.unescaped_key().get(gk)) {
               return Corrupt(where + ".pg_config is not valid JSON");
+            }
             od::value gv = gf.value();
-            if (TextIs(gk, "pg_name") && !gv.get_string().get(s))
+            if (TextIs(gk, "pg_name") && !gv.get_string().get(s)) {
               pg.name = std::string(s);
-            else if ((TextIs(gk, "pg_desc") || TextIs(gk, "uid")) && pg.desc.empty() && !gv.get_string().get(s))
+            } else if ((TextIs(gk, "pg_desc") || TextIs(gk, "uid")) && pg.desc.empty() && !gv.get_string().get(s)) {
               pg.desc = std::string(s);
-            else if (TextIs(gk, "ranks")) {
+            } else if (TextIs(gk, "ranks")) {
               od::array ranks;
-              if (gv.get_array().get(ranks)) return Corrupt(where + ".pg_config[].ranks is not an array");
+              if (gv.get_array().get(ranks)) {
+                return Corrupt(where + ".pg_config[].ranks is not an array");
+              }
               for (auto r_r : ranks) {
                 int64_t r = 0;
-                if (std::move(r_r).get_int64().get(r) || r < 0)
+                if (r_r.get_int64().get(r) || r < 0) {
                   return Corrupt(where + ".pg_config[].ranks holds a non-rank");
+                }
                 pg.ranks.push_back(static_cast<uint32_t>(r));
               }
             }
           }
-          if (!pg.name.empty()) t_.groups.push_back(std::move(pg));
+          if (!pg.name.empty()) {
+            t_.groups.push_back(std::move(pg));
+          }
         }
       }
     }
@@ -676,20 +767,27 @@ void TraceBuilder::Finish() {
   std::unordered_map<uint32_t, std::pair<uint32_t, int64_t>> launch;  // correlation -> (thread, start)
   for (const auto& ck : comm_kernels_) {
     uint32_t corr = t_.events[ck.event_index].correlation;
-    if (corr != 0) launch.emplace(corr, std::pair<uint32_t, int64_t>{0, INT64_MIN});
+    if (corr != 0) {
+      launch.emplace(corr, std::pair<uint32_t, int64_t>{0, INT64_MIN});
+    }
   }
   for (const auto& e : t_.events) {
-    if (e.kind != COMMPROF_KIND_CUDA_API || e.correlation == 0) continue;
+    if (e.kind != COMMPROF_KIND_CUDA_API || e.correlation == 0) {
+      continue;
+    }
     auto it = launch.find(e.correlation);
-    if (it != launch.end()) it->second = {e.thread_id, static_cast<int64_t>(e.start_ns)};
+    if (it != launch.end()) {
+      it->second = {e.thread_id, static_cast<int64_t>(e.start_ns)};
+    }
   }
   std::sort(spans_.begin(), spans_.end(), [](const CpuCommSpan& a, const CpuCommSpan& b) {
     return std::tie(a.tid, a.start) < std::tie(b.tid, b.start);
   });
   std::unordered_map<int64_t, size_t> rpc_by_external_id;
   for (size_t i = 0; i < spans_.size(); ++i) {
-    if (spans_[i].record_param_comms && spans_[i].external_id >= 0)
+    if (spans_[i].record_param_comms && spans_[i].external_id >= 0) {
       rpc_by_external_id.emplace(spans_[i].external_id, i);
+    }
   }
 
   std::sort(comm_kernels_.begin(), comm_kernels_.end(), [&](const CommKernel& a, const CommKernel& b) {
@@ -724,16 +822,24 @@ void TraceBuilder::Finish() {
       int looked = 0;
       for (auto it = last; it != first && looked < kMaxNesting; ++looked) {
         --it;
-        if (it->end >= at) m.FillFrom(it->meta);
+        if (it->end >= at) {
+          m.FillFrom(it->meta);
+        }
       }
     }
     const bool described = m.any();
-    if (m.op == COMMPROF_OP_NONE) m.op = OpFromKernelName(t_.strings[k.name_id]);
-    if (!described) ++t_.counts.comm_kernels_without_metadata;
+    if (m.op == COMMPROF_OP_NONE) {
+      m.op = OpFromKernelName(t_.strings[k.name_id]);
+    }
+    if (!described) {
+      ++t_.counts.comm_kernels_without_metadata;
+    }
     if (m.has_pg && !m.pg_ranks.empty()) {
       bool known =
           std::any_of(t_.groups.begin(), t_.groups.end(), [&](const ProcessGroup& g) { return g.name == m.pg; });
-      if (!known) t_.groups.push_back({m.pg, "", ParseRankList(m.pg_ranks)});
+      if (!known) {
+        t_.groups.push_back({m.pg, "", ParseRankList(m.pg_ranks)});
+      }
     }
     const uint64_t comm = ProcessGroupId(m.has_pg ? m.pg : std::string_view(kUnknownProcessGroup));
     const bool p2p = m.op == COMMPROF_OP_SEND || m.op == COMMPROF_OP_RECV;
@@ -767,20 +873,23 @@ void SortByStart(std::vector<commprof_event>& events) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < n; ++i) {
     const int64_t s = start(i);
-    if (i > 0 && s < start(i - 1)) sorted = false;
+    if (i > 0 && s < start(i - 1)) {
+      sorted = false;
+    }
     lo = std::min(lo, s);
     hi = std::max(hi, s);
   }
   if (sorted || n > UINT32_MAX) {
-    if (!sorted)
+    if (!sorted) {
       std::stable_sort(events.begin(), events.end(), [](const commprof_event& a, const commprof_event& b) {
         return static_cast<int64_t>(a.start_ns) < static_cast<int64_t>(b.start_ns);
       });
+    }
     events.shrink_to_fit();
     return;
   }
   std::vector<uint32_t> order(n);
-  const int index_bits = std::bit_width(static_cast<uint64_t>(n));
+  const int index_bits = static_cast<int>(std::bit_width(static_cast<uint64_t>(n)));
   const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
   if (std::bit_width(span) + index_bits <= 64) {
     std::vector<uint64_t> keys(n);
@@ -789,14 +898,20 @@ void SortByStart(std::vector<commprof_event>& events) {
     }
     std::sort(keys.begin(), keys.end());
     const uint64_t index_mask = (uint64_t{1} << index_bits) - 1;
-    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i] & index_mask);
+    for (size_t i = 0; i < n; ++i) {
+      order[i] = static_cast<uint32_t>(keys[i] & index_mask);
+    }
   } else {
-    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < n; ++i) {
+      order[i] = static_cast<uint32_t>(i);
+    }
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return start(a) < start(b); });
   }
   std::vector<commprof_event> out;
   out.reserve(n);
-  for (uint32_t i : order) out.push_back(events[i]);
+  for (uint32_t i : order) {
+    out.push_back(events[i]);
+  }
   events = std::move(out);
 }
 
@@ -806,14 +921,20 @@ void SortByStart(std::vector<commprof_event>& events) {
 size_t EstimateRecords(const std::string& path) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec || size < 18) return 0;
+  if (ec || size < 18) {
+    return 0;
+  }
   uint64_t text = size;
   std::ifstream in(path, std::ios::binary);
   unsigned char magic[2] = {0, 0};
-  if (!in.read(reinterpret_cast<char*>(magic), 2)) return 0;
+  if (!in.read(reinterpret_cast<char*>(magic), 2)) {
+    return 0;
+  }
   if (magic[0] == 0x1f && magic[1] == 0x8b) {
     unsigned char isize[4] = {0, 0, 0, 0};
-    if (!in.seekg(-4, std::ios::end) || !in.read(reinterpret_cast<char*>(isize), 4)) return 0;
+    if (!in.seekg(-4, std::ios::end) || !in.read(reinterpret_cast<char*>(isize), 4)) {
+      return 0;
+    }
     const uint64_t trailer = isize[0] | isize[1] << 8 | isize[2] << 16 | static_cast<uint64_t>(isize[3]) << 24;
     // A trailer below the compressed size has wrapped (or is one member of several): guess.
     text = trailer >= size ? trailer : size * 8;
@@ -835,7 +956,9 @@ Result<RankTrace> ReadKinetoTrace(const std::string& path, const std::function<v
   Status st = ReadKinetoJson(path, cb);
   if (!st.ok()) {
     // Nothing read at all (not a trace, cannot open): the file is refused as a whole.
-    if (t.counts.events_read == 0) return st;
+    if (t.counts.events_read == 0) {
+      return st;
+    }
     t.read_status = st;
   }
   builder.Finish();

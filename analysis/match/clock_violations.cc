@@ -12,7 +12,9 @@ bool Violates(const CollectiveInstance& in) {
   auto max_start_where = [&](auto pred) {
     int64_t m = INT64_MIN;
     for (const auto& x : a) {
-      if (pred(x)) m = std::max(m, x.start);
+      if (pred(x)) {
+        m = std::max(m, x.start);
+      }
     }
     return m;
   };
@@ -21,9 +23,13 @@ bool Violates(const CollectiveInstance& in) {
     case COMMPROF_OP_SCATTER:
     case COMMPROF_OP_SCATTERV: {
       int64_t root_start = max_start_where([&](const Arrival& x) { return x.local_rank == in.root; });
-      if (root_start == INT64_MIN) return false;  // the root's record is missing
+      if (root_start == INT64_MIN) {
+        return false;  // the root's record is missing
+      }
       for (const auto& x : a) {
-        if (x.local_rank != in.root && x.end < root_start) return true;
+        if (x.local_rank != in.root && x.end < root_start) {
+          return true;
+        }
       }
       return false;
     }
@@ -32,19 +38,25 @@ bool Violates(const CollectiveInstance& in) {
     case COMMPROF_OP_GATHERV: {
       int64_t last = max_start_where([](const Arrival&) { return true; });
       for (const auto& x : a) {
-        if (x.local_rank == in.root && x.end < last) return true;
+        if (x.local_rank == in.root && x.end < last) {
+          return true;
+        }
       }
       return false;
     }
     case COMMPROF_OP_SCAN:
       for (const auto& x : a) {
-        if (x.end < max_start_where([&](const Arrival& y) { return y.local_rank <= x.local_rank; })) return true;
+        if (x.end < max_start_where([&](const Arrival& y) { return y.local_rank <= x.local_rank; })) {
+          return true;
+        }
       }
       return false;
     default: {
       int64_t last = max_start_where([](const Arrival&) { return true; });
       for (const auto& x : a) {
-        if (x.end < last) return true;
+        if (x.end < last) {
+          return true;
+        }
       }
       return false;
     }
@@ -56,16 +68,22 @@ bool Violates(const CollectiveInstance& in) {
 ClockViolations CountClockViolations(const std::vector<CollectiveInstance>& instances) {
   ClockViolations out;
   for (const auto& in : instances) {
-    if (in.arrivals.size() < 2) continue;
+    if (in.arrivals.size() < 2) {
+      continue;
+    }
     ++out.instances_checked;
-    if (Violates(in)) ++out.violations;
+    if (Violates(in)) {
+      ++out.violations;
+    }
   }
   return out;
 }
 
 Result<ClockViolations> CountClockViolations(const ProfileReader& reader, bool aligned) {
   auto instances = LoadCollectiveInstances(reader, aligned);
-  if (!instances.ok()) return instances.status();
+  if (!instances.ok()) {
+    return instances.status();
+  }
   return CountClockViolations(instances.value());
 }
 

@@ -10,8 +10,12 @@
 
 namespace commprof {
 bool IsMatchableCollective(const commprof_event& e) {
-  if (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) return false;
-  if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE) return true;
+  if (e.flags & (COMMPROF_FLAG_NONBLOCKING | COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) {
+    return false;
+  }
+  if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE) {
+    return true;
+  }
   return e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
 }
 
@@ -20,7 +24,9 @@ CollectiveKey KeyOf(const commprof_event& e) {
 }
 
 bool IsNvtxNcclCollective(const commprof_event& e) {
-  if (e.kind != COMMPROF_KIND_NCCL_API || (e.flags & COMMPROF_FLAG_FROM_NVTX) == 0) return false;
+  if (e.kind != COMMPROF_KIND_NCCL_API || (e.flags & COMMPROF_FLAG_FROM_NVTX) == 0) {
+    return false;
+  }
   return e.subtype != COMMPROF_OP_NONE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
 }
 
@@ -72,19 +78,27 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
         const uint64_t at = row++;
-        if (!bad.ok()) return;
+        if (!bad.ok()) {
+          return;
+        }
         if (e.end_ns < e.start_ns) {
           bad = Corrupt(where(at) + schema::KindName(e.kind) + " ends before it starts (end_ns " +
                         std::to_string(e.end_ns) + " < start_ns " + std::to_string(e.start_ns) + ")");
           return;
         }
-        if (members.Add(e, r.rank)) continue;
-        if (e.kind == COMMPROF_KIND_NCCL_COLLECTIVE) plugin_comms.insert(e.comm_id);
+        if (members.Add(e, r.rank)) {
+          continue;
+        }
+        if (e.kind == COMMPROF_KIND_NCCL_COLLECTIVE) {
+          plugin_comms.insert(e.comm_id);
+        }
         if (IsNvtxNcclCollective(e)) {
           nvtx_calls.emplace_back(e, at);
           continue;
         }
-        if (!IsMatchableCollective(e)) continue;
+        if (!IsMatchableCollective(e)) {
+          continue;
+        }
         add(e, KeyOf(e), e.kind == COMMPROF_KIND_NCCL_COLLECTIVE, at);
       }
     });
@@ -97,7 +111,9 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
                      [](const auto& a, const auto& b) { return a.first.start_ns < b.first.start_ns; });
     std::unordered_map<CollectiveKey, uint64_t, CollectiveKeyHash> next_seq;  // (comm, 0, type) -> count
     for (const auto& [e, at] : nvtx_calls) {
-      if (plugin_comms.contains(e.comm_id)) continue;
+      if (plugin_comms.contains(e.comm_id)) {
+        continue;
+      }
       const uint32_t type = 0x100u + e.subtype;
       uint64_t& n = next_seq[CollectiveKey{e.comm_id, 0, type}];
       add(e, CollectiveKey{e.comm_id, n++, type}, true, at);
@@ -111,11 +127,15 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     // A v2 NCCL plugin (NCCL 2.24/2.25) is told nothing about the communicator: without its init
     // record, an NCCL communicator is taken to span the job (docs/metrics.md §1).
     const bool assume_world = in.nccl && in.comm_size == 0;
-    if (assume_world) in.comm_size = static_cast<uint32_t>(reader.info().world_size);
+    if (assume_world) {
+      in.comm_size = static_cast<uint32_t>(reader.info().world_size);
+    }
     for (auto& a : in.arrivals) {
       a.local_rank =
           assume_world ? static_cast<int32_t>(a.world_rank) : members.LocalRank(in.comm_id, a.world_rank).value_or(-1);
-      if (in.root >= 0 && a.local_rank == in.root) in.bytes = a.bytes;  // the root holds the whole buffer
+      if (in.root >= 0 && a.local_rank == in.root) {
+        in.bytes = a.bytes;  // the root holds the whole buffer
+      }
     }
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.world_rank < b.world_rank; });
@@ -125,16 +145,22 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   std::vector<std::pair<int64_t, size_t>> order(out.size());
   for (size_t i = 0; i < out.size(); ++i) {
     int64_t m = INT64_MAX;
-    for (const auto& a : out[i].arrivals) m = std::min(m, a.start);
+    for (const auto& a : out[i].arrivals) {
+      m = std::min(m, a.start);
+    }
     order[i] = {m, i};
   }
   std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
-    if (x.first != y.first) return x.first < y.first;
+    if (x.first != y.first) {
+      return x.first < y.first;
+    }
     return std::tie(out[x.second].comm_id, out[x.second].seq) < std::tie(out[y.second].comm_id, out[y.second].seq);
   });
   std::vector<CollectiveInstance> sorted;
   sorted.reserve(out.size());
-  for (const auto& [start, i] : order) sorted.push_back(std::move(out[i]));
+  for (const auto& [start, i] : order) {
+    sorted.push_back(std::move(out[i]));
+  }
   out.swap(sorted);
   return out;
 }

@@ -10,7 +10,9 @@
 namespace commprof {
 
 double Pctg(double num, double den) {
-  if (den == 0.0) return 0.0;
+  if (den == 0.0) {
+    return 0.0;
+  }
   return std::round(100.0 * num / den * 100.0) / 100.0;
 }
 
@@ -19,8 +21,12 @@ std::string KernelTypeMaskName(uint32_t mask) {
   static constexpr std::array<const char*, 3> kNames = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
   std::string out;
   for (size_t bit = 0; bit < kNames.size(); ++bit) {
-    if ((mask & (1u << bit)) == 0) continue;
-    if (!out.empty()) out += " overlapping ";
+    if ((mask & (1u << bit)) == 0) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += " overlapping ";
+    }
     out += kNames[bit];
   }
   return out;
@@ -52,7 +58,9 @@ struct DurationStats {
     m2 += delta * (static_cast<double>(d) - mean);
   }
   void Merge(const DurationStats& o) {
-    if (o.count == 0) return;
+    if (o.count == 0) {
+      return;
+    }
     if (count == 0) {
       *this = o;
       return;
@@ -82,7 +90,9 @@ struct DurationStats {
 KernelTypeTop TopKernels(const RankGpuTrace& trace, GpuKernelType type, const KernelBreakdownOptions& options) {
   std::unordered_map<uint32_t, DurationStats> by_name;
   for (const GpuRecord& r : trace.records) {
-    if (r.type == type) by_name[r.name_id].Add(r.duration());
+    if (r.type == type) {
+      by_name[r.name_id].Add(r.duration());
+    }
   }
   struct Named {
     std::string name;
@@ -118,14 +128,18 @@ KernelTypeTop TopKernels(const RankGpuTrace& trace, GpuKernelType type, const Ke
       others.Merge(names[i].stats);
     }
   }
-  if (others.count > 0) top.kernels.push_back(others.ToKernelStats("others"));
+  if (others.count > 0) {
+    top.kernels.push_back(others.ToKernelStats("others"));
+  }
   return top;
 }
 
 IntervalSet UnionOf(const RankGpuTrace& trace, bool (*keep)(const GpuRecord&)) {
   std::vector<Interval> v;
   for (const GpuRecord& r : trace.records) {
-    if (keep(r)) v.push_back({r.start, r.end});
+    if (keep(r)) {
+      v.push_back({r.start, r.end});
+    }
   }
   return IntervalSet::FromIntervals(std::move(v));
 }
@@ -146,7 +160,9 @@ void SpanOf(const RankGpuTrace& trace, int64_t* begin, int64_t* end) {
 GpuBreakdown ComputeGpuBreakdown(const RankGpuTrace& trace, const KernelBreakdownOptions& options) {
   GpuBreakdown out;
   out.gpu_records = trace.records.size();
-  if (trace.records.empty()) return out;
+  if (trace.records.empty()) {
+    return out;
+  }
 
   const IntervalSet compute = UnionOf(trace, [](const GpuRecord& r) { return r.type == GpuKernelType::kComputation; });
   const IntervalSet comm = UnionOf(trace, [](const GpuRecord& r) { return r.type == GpuKernelType::kCommunication; });
@@ -180,15 +196,21 @@ GpuBreakdown ComputeGpuBreakdown(const RankGpuTrace& trace, const KernelBreakdow
   const std::array<const IntervalSet*, 3> sets = {&compute, &comm, &memory};
   Sweep(sets, [&](Interval piece, uint32_t mask) { by_mask[mask] += piece.length(); });
   int64_t mask_total = 0;
-  for (int64_t v : by_mask) mask_total += v;
+  for (int64_t v : by_mask) {
+    mask_total += v;
+  }
   for (uint32_t mask = 1; mask < by_mask.size(); ++mask) {
-    if (by_mask[mask] == 0) continue;
+    if (by_mask[mask] == 0) {
+      continue;
+    }
     kb.by_mask.push_back({mask, KernelTypeMaskName(mask), by_mask[mask],
                           Pctg(static_cast<double>(by_mask[mask]), static_cast<double>(mask_total))});
   }
   for (GpuKernelType type : {GpuKernelType::kComputation, GpuKernelType::kCommunication, GpuKernelType::kMemory}) {
     KernelTypeTop top = TopKernels(trace, type, options);
-    if (top.distinct_names > 0) kb.top.push_back(std::move(top));
+    if (top.distinct_names > 0) {
+      kb.top.push_back(std::move(top));
+    }
   }
   return out;
 }

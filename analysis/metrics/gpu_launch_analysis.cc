@@ -20,13 +20,19 @@ class CallsByCorrelation {
     by_corr_.reserve(calls.size());
     for (const ApiCall& c : calls) {
       auto [it, inserted] = by_corr_.try_emplace(c.correlation, &c);
-      if (inserted) continue;
+      if (inserted) {
+        continue;
+      }
       const ApiCall* have = it->second;
-      if ((c.launch && !have->launch) || (c.launch == have->launch && c.start < have->start)) it->second = &c;
+      if ((c.launch && !have->launch) || (c.launch == have->launch && c.start < have->start)) {
+        it->second = &c;
+      }
     }
   }
   const ApiCall* Find(uint32_t correlation) const {
-    if (correlation == 0) return nullptr;
+    if (correlation == 0) {
+      return nullptr;
+    }
     auto it = by_corr_.find(correlation);
     return it == by_corr_.end() ? nullptr : it->second;
   }
@@ -45,7 +51,9 @@ bool IsKernelLike(const GpuRecord& r) { return r.type != GpuKernelType::kOther; 
 std::map<StreamKey, std::vector<const GpuRecord*>> KernelLikeByStream(const RankGpuTrace& trace) {
   std::map<StreamKey, std::vector<const GpuRecord*>> out;
   for (const GpuRecord& r : trace.records) {
-    if (IsKernelLike(r)) out[{r.device, r.stream}].push_back(&r);
+    if (IsKernelLike(r)) {
+      out[{r.device, r.stream}].push_back(&r);
+    }
   }
   for (auto& [key, v] : out) {
     std::sort(v.begin(), v.end(), [](const GpuRecord* a, const GpuRecord* b) {
@@ -58,10 +66,14 @@ std::map<StreamKey, std::vector<const GpuRecord*>> KernelLikeByStream(const Rank
 DurationSummary Summarize(std::vector<int64_t> values) {
   DurationSummary s;
   s.count = values.size();
-  if (values.empty()) return s;
+  if (values.empty()) {
+    return s;
+  }
   std::sort(values.begin(), values.end());
   double sum = 0.0;
-  for (int64_t v : values) sum += static_cast<double>(v);
+  for (int64_t v : values) {
+    sum += static_cast<double>(v);
+  }
   s.mean = sum / static_cast<double>(values.size());
   s.p50 = Quantile(values, 0.5);
   s.p95 = Quantile(values, 0.95);
@@ -72,7 +84,9 @@ DurationSummary Summarize(std::vector<int64_t> values) {
 }  // namespace
 
 double Quantile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0.0;
+  if (sorted.empty()) {
+    return 0.0;
+  }
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
@@ -125,9 +139,13 @@ std::vector<StreamQueueLength> ComputeQueueLength(const RankGpuTrace& trace) {
   // Per stream, the +1 (launch call start) and -1 (GPU record start) steps of every matched pair.
   std::map<StreamKey, std::vector<std::pair<int64_t, int>>> steps;
   for (const GpuRecord& r : trace.records) {
-    if (!IsKernelLike(r)) continue;
+    if (!IsKernelLike(r)) {
+      continue;
+    }
     const ApiCall* call = calls.FindLaunch(r.correlation);
-    if (call == nullptr) continue;  // unmatched records and launches leave the queue alone
+    if (call == nullptr) {
+      continue;  // unmatched records and launches leave the queue alone
+    }
     auto& v = steps[{r.device, r.stream}];
     v.emplace_back(call->start, +1);
     v.emplace_back(r.start, -1);
@@ -147,11 +165,15 @@ std::vector<StreamQueueLength> ComputeQueueLength(const RankGpuTrace& trace) {
     for (size_t i = 0; i < v.size(); ++i) {
       q += v[i].second;
       samples.push_back(q);
-      if (q >= kCudaMaxLaunchQueuePerStream && i + 1 < v.size()) s.blocked_ns += v[i + 1].first - v[i].first;
+      if (q >= kCudaMaxLaunchQueuePerStream && i + 1 < v.size()) {
+        s.blocked_ns += v[i + 1].first - v[i].first;
+      }
     }
     s.count = samples.size();
     double sum = 0.0;
-    for (int64_t x : samples) sum += static_cast<double>(x);
+    for (int64_t x : samples) {
+      sum += static_cast<double>(x);
+    }
     s.mean = sum / static_cast<double>(samples.size());
     std::sort(samples.begin(), samples.end());
     s.min = static_cast<double>(samples.front());
@@ -171,9 +193,13 @@ LaunchStats ComputeLaunchStats(const RankGpuTrace& trace) {
   std::vector<int64_t> cpu, gpu, delay;
   std::vector<bool> used(trace.api_calls.size(), false);  // by index into api_calls
   for (const GpuRecord& r : trace.records) {
-    if (!IsKernelLike(r)) continue;
+    if (!IsKernelLike(r)) {
+      continue;
+    }
     const ApiCall* call = calls.FindLaunch(r.correlation);
-    if (call == nullptr) continue;
+    if (call == nullptr) {
+      continue;
+    }
     used[static_cast<size_t>(call - trace.api_calls.data())] = true;
     const int64_t c = call->end - call->start;
     const int64_t g = r.duration();
@@ -181,12 +207,20 @@ LaunchStats ComputeLaunchStats(const RankGpuTrace& trace) {
     cpu.push_back(c);
     gpu.push_back(g);
     delay.push_back(d);
-    if (d > kLaunchDelayOutlierNs) ++st.launch_delay_outliers;
-    if (c > kRuntimeOutlierNs) ++st.cpu_duration_outliers;
-    if (g < c) ++st.short_kernels;
+    if (d > kLaunchDelayOutlierNs) {
+      ++st.launch_delay_outliers;
+    }
+    if (c > kRuntimeOutlierNs) {
+      ++st.cpu_duration_outliers;
+    }
+    if (g < c) {
+      ++st.short_kernels;
+    }
   }
   for (size_t i = 0; i < trace.api_calls.size(); ++i) {
-    if (trace.api_calls[i].launch && !used[i]) ++st.launches_without_gpu;
+    if (trace.api_calls[i].launch && !used[i]) {
+      ++st.launches_without_gpu;
+    }
   }
   st.pairs = cpu.size();
   st.cpu_duration = Summarize(std::move(cpu));

@@ -28,8 +28,12 @@ bool IsLaunchCallName(std::string_view name) {
   for (std::string_view base : kLaunchCalls) {
     // Exactly the base, or the base with a version/stream suffix ("cudaLaunchKernel_v7000",
     // "cudaMemcpyAsync_ptsz"); "cudaLaunchKernelExC" is its own entry, not a suffix.
-    if (name == base) return true;
-    if (name.size() > base.size() + 1 && name.starts_with(base) && name[base.size()] == '_') return true;
+    if (name == base) {
+      return true;
+    }
+    if (name.size() > base.size() + 1 && name.starts_with(base) && name[base.size()] == '_') {
+      return true;
+    }
   }
   return false;
 }
@@ -86,7 +90,9 @@ void RankGpuTraceBuilder::Add(std::span<const commprof_event> events) {
       bool launch = false;
       if (e.name_id < launch_name_.size()) {
         int8_t& known = launch_name_[e.name_id];
-        if (known < 0) known = IsLaunchCallName(trace_.strings[e.name_id]) ? 1 : 0;
+        if (known < 0) {
+          known = IsLaunchCallName(trace_.strings[e.name_id]) ? 1 : 0;
+        }
         launch = known == 1;
       }
       trace_.api_calls.push_back(ApiCall{start, end, e.correlation, launch});
@@ -96,14 +102,20 @@ void RankGpuTraceBuilder::Add(std::span<const commprof_event> events) {
 
 Result<RankGpuTrace> CollectRankGpuTrace(const ProfileReader& reader, uint32_t rank) {
   auto strings = reader.Strings(rank);
-  if (!strings.ok()) return strings.status();
+  if (!strings.ok()) {
+    return strings.status();
+  }
   bool imported = false;
   for (const RankInfo& r : reader.info().ranks) {
-    if (r.rank == rank) imported = r.clock_method.starts_with("imported");
+    if (r.rank == rank) {
+      imported = r.clock_method.starts_with("imported");
+    }
   }
   RankGpuTraceBuilder builder(rank, std::move(strings.value()), imported);
   Status st = reader.ForEachEventChunk(rank, [&](std::span<const commprof_event> chunk) { builder.Add(chunk); });
-  if (!st.ok()) return st;
+  if (!st.ok()) {
+    return st;
+  }
   return builder.Finish();
 }
 

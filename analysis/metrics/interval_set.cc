@@ -9,7 +9,9 @@ namespace {
 // Appends `iv` to a sorted list, merging it into the last interval when they overlap or touch,
 // so the list stays normalized whatever the caller's pieces look like at their seams.
 void Append(std::vector<Interval>& out, Interval iv) {
-  if (iv.end <= iv.begin) return;
+  if (iv.end <= iv.begin) {
+    return;
+  }
   if (!out.empty() && iv.begin <= out.back().end) {
     out.back().end = std::max(out.back().end, iv.end);
     return;
@@ -24,7 +26,9 @@ void ForEachIntersection(const std::vector<Interval>& a, const std::vector<Inter
   while (i < a.size() && j < b.size()) {
     int64_t lo = std::max(a[i].begin, b[j].begin);
     int64_t hi = std::min(a[i].end, b[j].end);
-    if (lo < hi) fn(Interval{lo, hi});
+    if (lo < hi) {
+      fn(Interval{lo, hi});
+    }
     // The one that ends first cannot meet anything further in the other list.
     if (a[i].end < b[j].end) {
       ++i;
@@ -41,7 +45,9 @@ IntervalSet IntervalSet::FromIntervals(std::vector<Interval> intervals) {
   // Merge in place (the write position never passes the read position): no second copy.
   size_t n = 0;
   for (const Interval& iv : intervals) {
-    if (iv.end <= iv.begin) continue;
+    if (iv.end <= iv.begin) {
+      continue;
+    }
     if (n > 0 && iv.begin <= intervals[n - 1].end) {
       intervals[n - 1].end = std::max(intervals[n - 1].end, iv.end);
     } else {
@@ -55,7 +61,9 @@ IntervalSet IntervalSet::FromIntervals(std::vector<Interval> intervals) {
 
 int64_t IntervalSet::Length() const {
   int64_t n = 0;
-  for (const Interval& iv : intervals_) n += iv.length();
+  for (const Interval& iv : intervals_) {
+    n += iv.length();
+  }
   return n;
 }
 
@@ -84,12 +92,16 @@ IntervalSet Difference(const IntervalSet& a, const IntervalSet& b) {
   size_t j = 0;
   for (Interval cur : a.intervals_) {
     // Skip what of b ends before this piece of a; b's intervals are sorted and disjoint.
-    while (j < y.size() && y[j].end <= cur.begin) ++j;
+    while (j < y.size() && y[j].end <= cur.begin) {
+      ++j;
+    }
     size_t k = j;
     while (k < y.size() && y[k].begin < cur.end) {
       Append(out, Interval{cur.begin, y[k].begin});
       cur.begin = std::max(cur.begin, y[k].end);
-      if (y[k].end > cur.end) break;  // it also covers the start of a's next interval: keep j there
+      if (y[k].end > cur.end) {
+        break;  // it also covers the start of a's next interval: keep j there
+      }
       ++k;
     }
     j = k;
@@ -115,7 +127,9 @@ void Sweep(std::span<const IntervalSet* const> sets, const std::function<void(In
   };
   std::vector<Edge> edges;
   size_t n = 0;
-  for (const IntervalSet* s : sets) n += s->intervals().size();
+  for (const IntervalSet* s : sets) {
+    n += s->intervals().size();
+  }
   edges.reserve(2 * n);
   for (size_t i = 0; i < sets.size(); ++i) {
     for (const Interval& iv : sets[i]->intervals()) {
@@ -138,7 +152,9 @@ void Sweep(std::span<const IntervalSet* const> sets, const std::function<void(In
         mask &= ~edges[e].bit;
       }
     }
-    if (mask == piece_mask) continue;  // membership unchanged: the open piece goes on
+    if (mask == piece_mask) {
+      continue;  // membership unchanged: the open piece goes on
+    }
     if (piece_mask != 0) {
       piece.end = at;
       fn(piece, piece_mask);

@@ -15,7 +15,7 @@
 #include "analysis/report/job_report.h"
 #include "core/h5/h5_util.h"
 #include "core/schema/enums.h"
-#include "tests/unit/support/test_support.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {

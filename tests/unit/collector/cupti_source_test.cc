@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -456,7 +457,8 @@ struct FakeGpuCupti {
   static inline CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   static inline CUpti_TimestampCallbackFunc clock = nullptr;
   static inline std::vector<std::pair<uint8_t*, size_t>> filled;  // buffers CUPTI holds, with valid bytes
-  static inline size_t dropped = 0;
+  // Atomic: CUPTI's count is thread-safe, and buffers complete on several threads at once.
+  static inline std::atomic<size_t> dropped = 0;
   static inline CUpti_ActivityKind fail_kind = CUPTI_ACTIVITY_KIND_INVALID;
   static inline int flushes = 0;
   static inline uint32_t last_flush_flag = 0;
@@ -528,8 +530,7 @@ struct FakeGpuCupti {
       return CUPTI_SUCCESS;
     };
     t.GetNumDroppedRecords = [](CUcontext, uint32_t, size_t* n) {
-      *n = dropped;
-      dropped = 0;  // reading resets the count
+      *n = dropped.exchange(0);  // reading resets the count
       return CUPTI_SUCCESS;
     };
     return t;
