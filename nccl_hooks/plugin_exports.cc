@@ -229,9 +229,7 @@ CpNcclResult Stop(void* handle) {
 CpNcclResult StateV5(void* handle, CpNcclEventState state, CpNcclStateArgsV5* args) {
   // We read kernelCh.pTimer of state 22 and proxyStep.transSize of the ProxyStep states (8-12,
   // 20); GroupApi states pass NULL args (docs/nccl-plugin.md §2a).
-  if (args == nullptr) {
-    RecordEventState(handle, state, 0, false);
-  } else if (state == kCpNcclStateKernelChStop) {
+  if (args != nullptr && state == kCpNcclStateKernelChStop) {
     RecordEventState(handle, state, args->kernelCh.pTimer, true);
   } else if (args != nullptr && ((state >= kCpNcclStateProxyStepFirst && state <= kCpNcclStateProxyStepLast) ||
                                  state == kCpNcclStateProxyStepSendPeerWait)) {

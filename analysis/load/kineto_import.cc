@@ -169,6 +169,7 @@ void MatchAndAlign(ImportedJob& job) {
     std::string detail;
     for (const auto& [rank, n] : c) {
       detail += (detail.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + ": " + std::to_string(n));
+    }
     job.warnings.push_back(name_of(key.first) + ", " + schema::CanonicalOpName(key.second) +
                            ": the ranks recorded different counts (" + detail +
                            "); the instances past the shortest are incomplete");
