@@ -64,8 +64,12 @@ void Ingest::Apply(Command& c) {
   Status st = std::visit(
       [this](auto& cmd) -> Status {
         using T = std::decay_t<decltype(cmd)>;
-        if constexpr (std::is_same_v<T, OpenCmd>) return writer_->OpenRank(cmd.rank);
-        if constexpr (std::is_same_v<T, StringsCmd>) return writer_->AppendStrings(cmd.rank, cmd.strings);
+        if constexpr (std::is_same_v<T, OpenCmd>) {
+          return writer_->OpenRank(cmd.rank);
+        }
+        if constexpr (std::is_same_v<T, StringsCmd>) {
+          return writer_->AppendStrings(cmd.rank, cmd.strings);
+        }
         if constexpr (std::is_same_v<T, EventsCmd>) {
           Status s = writer_->AppendEvents(cmd.rank, cmd.events);
           if (s.ok()) {

@@ -35,19 +35,25 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"wait_share",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : f.rep->ranks) m = std::max(m, r.wait_share);
+         for (const auto& r : f.rep->ranks) {
+           m = std::max(m, r.wait_share);
+         }
          return m;
        }},
       {"wait_time_ns",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : f.rep->ranks) m = std::max(m, static_cast<double>(r.wait_time_ns));
+         for (const auto& r : f.rep->ranks) {
+           m = std::max(m, static_cast<double>(r.wait_time_ns));
+         }
          return m;
        }},
       {"skew_p99_ns",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& t : f.rep->types) m = std::max(m, static_cast<double>(t.skew_p99_ns));
+         for (const auto& t : f.rep->types) {
+           m = std::max(m, static_cast<double>(t.skew_p99_ns));
+         }
          return m;
        }},
       {"straggler_share_last", [](const Figures& f) { return f.rep->verdict.found ? f.rep->verdict.share_last : 0.0; }},
@@ -56,13 +62,17 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"late_sender_wait_ns",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_sender_wait_ns));
+         for (const auto& r : f.p2p->ranks) {
+           m = std::max(m, static_cast<double>(r.late_sender_wait_ns));
+         }
          return m;
        }},
       {"late_receiver_wait_ns",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : f.p2p->ranks) m = std::max(m, static_cast<double>(r.late_receiver_wait_ns));
+         for (const auto& r : f.p2p->ranks) {
+           m = std::max(m, static_cast<double>(r.late_receiver_wait_ns));
+         }
          return m;
        }},
       {"p2p_unmatched",
@@ -70,7 +80,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"exposed_comm_ns",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : *f.overlap) m = std::max(m, static_cast<double>(r.exposed_comm_ns));
+         for (const auto& r : *f.overlap) {
+           m = std::max(m, static_cast<double>(r.exposed_comm_ns));
+         }
          return m;
        }},
       {"exposed_comm_share",
@@ -86,7 +98,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"dropped_events",
        [](const Figures& f) {
          double m = 0;
-         for (const auto& r : f.info->ranks) m = std::max(m, static_cast<double>(r.dropped_events));
+         for (const auto& r : f.info->ranks) {
+           m = std::max(m, static_cast<double>(r.dropped_events));
+         }
          return m;
        }},
   };
@@ -107,7 +121,9 @@ int RunCheck(const Options& o) {
     }
     if (Metrics().count(name) == 0) {
       std::string known;
-      for (const auto& [k, fn] : Metrics()) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& [k, fn] : Metrics()) {
+        known += (known.empty() ? "" : ", ") + k;
+      }
       std::fprintf(stderr, "commprof check: unknown metric '%s' (known: %s)\n", name.c_str(), known.c_str());
       return 2;
     }
@@ -130,7 +146,9 @@ int RunCheck(const Options& o) {
     bool ok = value <= limit;
     // %.15g: a value one above its threshold must not print the same as it (6 digits would).
     std::printf("%s %s = %.15g (max %.15g)\n", ok ? "ok  " : "FAIL", name.c_str(), value, limit);
-    if (!ok) ++failed;
+    if (!ok) {
+      ++failed;
+    }
   }
   return failed == 0 ? 0 : 1;
 }

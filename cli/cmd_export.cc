@@ -28,7 +28,9 @@ struct Options {
 
 std::string DefaultOutput(const std::string& input) {
   std::filesystem::path p(input);
-  if (p.extension() == ".h5") p.replace_extension();
+  if (p.extension() == ".h5") {
+    p.replace_extension();
+  }
   return p.string() + ".trace.json";
 }
 
@@ -50,7 +52,9 @@ int RunExport(const Options& o) {
   const ProfileInfo& info = reader.value()->info();
   for (uint32_t want : opts.ranks) {
     bool found = false;
-    for (const RankInfo& r : info.ranks) found = found || r.rank == want;
+    for (const RankInfo& r : info.ranks) {
+      found = found || r.rank == want;
+    }
     if (!found) {
       std::fprintf(stderr, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
                    static_cast<unsigned long long>(info.world_size));
@@ -85,7 +89,9 @@ int RunExport(const Options& o) {
   if (to_stdout) {
     st = WriteChromeTrace(*reader.value(), std::cout, opts, &stats);
     std::cout.flush();
-    if (st.ok() && !std::cout) st = IoError("<stdout>: write failed");
+    if (st.ok() && !std::cout) {
+      st = IoError("<stdout>: write failed");
+    }
   } else {
     const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
     std::ofstream f(target, std::ios::binary | std::ios::trunc);
@@ -95,14 +101,22 @@ int RunExport(const Options& o) {
     }
     st = WriteChromeTrace(*reader.value(), f, opts, &stats);
     f.close();
-    if (st.ok() && !f) st = IoError(display + ": write failed (disk full?)");
+    if (st.ok() && !f) {
+      st = IoError(display + ": write failed (disk full?)");
+    }
     if (replace && st.ok()) {
       std::filesystem::rename(target, output, ec);
-      if (ec) st = IoError(display + ": cannot rename " + target + " into place: " + ec.message());
+      if (ec) {
+        st = IoError(display + ": cannot rename " + target + " into place: " + ec.message());
+      }
     }
-    if (replace && !st.ok()) std::filesystem::remove(target, ec);
+    if (replace && !st.ok()) {
+      std::filesystem::remove(target, ec);
+    }
   }
-  if (tty) std::fprintf(stderr, "\n");
+  if (tty) {
+    std::fprintf(stderr, "\n");
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "commprof export: %s\n", st.message().c_str());
     return 1;

@@ -130,11 +130,15 @@ int RunInfo(const Options& o) {
     }
   }
   std::printf("  %-26s", "name");
-  for (const RankInfo& r : info.ranks) std::printf(" %9s", ("rank " + std::to_string(r.rank)).c_str());
+  for (const RankInfo& r : info.ranks) {
+    std::printf(" %9s", ("rank " + std::to_string(r.rank)).c_str());
+  }
   std::printf("\n");
   for (const auto& [name, row] : table) {
     std::printf("  %-26.26s", name.c_str());
-    for (uint64_t n : row) std::printf(" %9llu", static_cast<unsigned long long>(n));
+    for (uint64_t n : row) {
+      std::printf(" %9llu", static_cast<unsigned long long>(n));
+    }
     std::printf("\n");
   }
   return 0;

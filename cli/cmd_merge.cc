@@ -24,7 +24,9 @@ int RunMerge(const Options& o) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       for (const auto& entry : fs::directory_iterator(in, ec)) {
-        if (entry.path().extension() == ".cpspool") files.push_back(entry.path().string());
+        if (entry.path().extension() == ".cpspool") {
+          files.push_back(entry.path().string());
+        }
       }
     } else if (fs::exists(in, ec)) {
       files.push_back(in);
@@ -40,23 +42,33 @@ int RunMerge(const Options& o) {
   }
   JobMeta meta;
   meta.command_line = "commprof merge";
-  for (const auto& in : o.inputs) meta.command_line += " " + in;
+  for (const auto& in : o.inputs) {
+    meta.command_line += " " + in;
+  }
   meta.start_epoch_ns = UINT64_MAX;
   for (const auto& f : files) {
     auto h = ReadSpoolHello(f);
-    if (!h.ok()) continue;
-    if (meta.job_id.empty()) meta.job_id = h->job_id;
+    if (!h.ok()) {
+      continue;
+    }
+    if (meta.job_id.empty()) {
+      meta.job_id = h->job_id;
+    }
     meta.start_epoch_ns = std::min(meta.start_epoch_ns, h->start_utc_ns);
     meta.world_size = std::max(meta.world_size, h->world_size);
   }
-  if (meta.start_epoch_ns == UINT64_MAX) meta.start_epoch_ns = UtcNowNs();
+  if (meta.start_epoch_ns == UINT64_MAX) {
+    meta.start_epoch_ns = UtcNowNs();
+  }
   auto ingest = Ingest::Start(o.output, meta, WriterOptions{});
   if (!ingest.ok()) {
     std::fprintf(stderr, "commprof merge: %s\n", ingest.status().message().c_str());
     return 1;
   }
   StreamPolicy policy;
-  if (!o.secret.empty()) policy.secret = o.secret;
+  if (!o.secret.empty()) {
+    policy.secret = o.secret;
+  }
   int bad = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     SpoolResult r = IngestSpoolFile(*ingest.value(), files[i], policy);

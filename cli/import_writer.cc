@@ -14,7 +14,9 @@ Status WriteImportedJob(const kineto::ImportedJob& job, const std::string& path,
   meta.world_size = job.world_size;
   meta.start_epoch_ns = job.start_epoch_ns;
   auto writer = Hdf5Writer::Create(path, meta, WriterOptions{});
-  if (!writer.ok()) return writer.status();
+  if (!writer.ok()) {
+    return writer.status();
+  }
   Hdf5Writer& w = *writer.value();
   for (const auto& r : job.ranks) {
     const kineto::RankTrace& t = r.trace;
@@ -44,7 +46,9 @@ Status WriteImportedJob(const kineto::ImportedJob& job, const std::string& path,
     clock.anchor_local_ns = 0;
     clock.offset_ns = r.offset_ns;
     clock.error_bound_ns = r.spread_ns;
-    if (r.spread_ns >= 0) clock.points.push_back({0, r.offset_ns, r.spread_ns});
+    if (r.spread_ns >= 0) {
+      clock.points.push_back({0, r.offset_ns, r.spread_ns});
+    }
     COMMPROF_RETURN_IF_ERROR(w.SetClock(r.rank, clock));
     std::vector<std::pair<std::string, uint64_t>> counters = {
         {"kineto_events_read", t.counts.events_read},

@@ -35,7 +35,9 @@ uint32_t commprof_register_string(const char* name) {
 
 void commprof_range_push_id(uint32_t name_id) {
   Runtime* rt = CpuRt();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   commprof::ThreadState* t = rt->Thread();
   if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) {
     ++t->range_depth;  // keep push/pop balanced; the overflowing range itself is dropped
@@ -49,16 +51,24 @@ void commprof_range_push_id(uint32_t name_id) {
 
 void commprof_range_push(const char* name) {
   Runtime* rt = CpuRt();
-  if (rt != nullptr) commprof_range_push_id(rt->Intern(name));
+  if (rt != nullptr) {
+    commprof_range_push_id(rt->Intern(name));
+  }
 }
 
 void commprof_range_pop(void) {
   Runtime* rt = CpuRt();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   commprof::ThreadState* t = rt->Thread();
-  if (t->range_depth == 0) return;
+  if (t->range_depth == 0) {
+    return;
+  }
   --t->range_depth;
-  if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) return;
+  if (t->range_depth >= commprof::ThreadState::kMaxRangeDepth) {
+    return;
+  }
   commprof_event e = Instant(COMMPROF_KIND_USER_RANGE, t->range_start[t->range_depth]);
   e.end_ns = rt->Now();
   e.name_id = t->range_name[t->range_depth];
@@ -68,7 +78,9 @@ void commprof_range_pop(void) {
 
 void commprof_mark(const char* name) {
   Runtime* rt = CpuRt();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   commprof_event e = Instant(COMMPROF_KIND_USER_MARK, rt->Now());
   e.name_id = rt->Intern(name);
   rt->Record(e);
@@ -76,11 +88,15 @@ void commprof_mark(const char* name) {
 
 void commprof_step(uint64_t step) {
   Runtime* rt = Rt();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   // A step boundary is where users look at the GPU work of the step just ended: hand CUPTI's
   // completed buffers over now rather than when they fill up (no lock of ours is held here).
   rt->FlushGpuTracing();
-  if (!rt->Records(commprof::kActivityCpu)) return;
+  if (!rt->Records(commprof::kActivityCpu)) {
+    return;
+  }
   commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
   e.seq = step;
   e.name_id = rt->Intern("step");
@@ -88,15 +104,21 @@ void commprof_step(uint64_t step) {
 }
 
 void commprof_disable(void) {
-  if (Runtime* rt = Rt()) rt->SetEnabled(false);
+  if (Runtime* rt = Rt()) {
+    rt->SetEnabled(false);
+  }
 }
 
 void commprof_enable(void) {
-  if (Runtime* rt = Rt()) rt->SetEnabled(true);
+  if (Runtime* rt = Rt()) {
+    rt->SetEnabled(true);
+  }
 }
 
 void commprof_flush(void) {
-  if (Runtime* rt = Rt()) rt->RequestFlush();
+  if (Runtime* rt = Rt()) {
+    rt->RequestFlush();
+  }
 }
 
 }  // extern "C"
@@ -110,13 +132,19 @@ int commprof_internal_attach(uint32_t activity) {
   const bool on = rt != nullptr && rt->Records(activity);
   // The NCCL profiler plugin records NCCL's API calls from now on: NCCL's own NVTX ranges of the
   // same calls are dropped (docs/nvtx.md, dedupe).
-  if (on && (activity & commprof::kActivityNccl) != 0) commprof::ProcessNvtxTool().NoteNcclPluginAttached();
+  if (on && (activity & commprof::kActivityNccl) != 0) {
+    commprof::ProcessNvtxTool().NoteNcclPluginAttached();
+  }
   return on ? 1 : 0;
 }
 
 void commprof_internal_record(const commprof_event* e) {
-  if (e == nullptr) return;
-  if (Runtime* rt = commprof::ActiveRuntime()) rt->Record(*e);
+  if (e == nullptr) {
+    return;
+  }
+  if (Runtime* rt = commprof::ActiveRuntime()) {
+    rt->Record(*e);
+  }
 }
 
 uint32_t commprof_internal_intern(const char* text) {
@@ -130,8 +158,12 @@ uint64_t commprof_internal_now(void) {
 }
 
 void commprof_internal_add_counter(const char* name, uint64_t delta) {
-  if (name == nullptr) return;
-  if (Runtime* rt = commprof::ActiveRuntime()) rt->AddCounter(name, delta);
+  if (name == nullptr) {
+    return;
+  }
+  if (Runtime* rt = commprof::ActiveRuntime()) {
+    rt->AddCounter(name, delta);
+  }
 }
 
 }  // extern "C"

@@ -32,6 +32,8 @@ bool ProcessHasCuda() {
 // once per process (fork children, cuInit after cudaDeviceReset).
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   commprof::Runtime* rt = commprof::EnsureRuntime(-1, -1);
-  if (rt != nullptr) rt->StartGpuTracing();
+  if (rt != nullptr) {
+    rt->StartGpuTracing();
+  }
   return 1;
 }

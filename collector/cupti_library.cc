@@ -15,7 +15,9 @@ namespace {
 template <typename Fn>
 bool Resolve(void* handle, const char* symbol, Fn& out, std::string& error) {
   out = reinterpret_cast<Fn>(dlsym(handle, symbol));
-  if (out != nullptr) return true;
+  if (out != nullptr) {
+    return true;
+  }
   error = std::string("dlsym(") + symbol + ") failed in libcupti";
   return false;
 }
@@ -33,7 +35,9 @@ Loaded LoadOnce() {
   std::string first_error = handle == nullptr ? dlerror() : "";
   if (handle == nullptr && COMMPROF_CUPTI_LIBRARY_PATH[0] != '\0') {
     handle = dlopen(COMMPROF_CUPTI_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) first_error += std::string("; ") + dlerror();
+    if (handle == nullptr) {
+      first_error += std::string("; ") + dlerror();
+    }
   }
   if (handle == nullptr) {
     l.error = "dlopen(libcupti.so.13) failed: " + first_error;

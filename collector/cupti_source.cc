@@ -61,19 +61,25 @@ CuptiBufferPool::CuptiBufferPool(size_t buffer_bytes, uint32_t buffers)
       free_mask_(buffers_ == 64 ? ~uint64_t{0} : ((uint64_t{1} << buffers_) - 1)) {}
 
 CuptiBufferPool::~CuptiBufferPool() {
-  for (auto& s : slots_) std::free(s.load());
+  for (auto& s : slots_) {
+    std::free(s.load());
+  }
 }
 
 void CuptiBufferPool::Preallocate(uint32_t n) {
   for (uint32_t i = 0; i < n && i < buffers_; ++i) {
-    if (slots_[i].load() == nullptr) slots_[i].store(static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_)));
+    if (slots_[i].load() == nullptr) {
+      slots_[i].store(static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_)));
+    }
   }
 }
 
 uint8_t* CuptiBufferPool::Acquire() {
   uint64_t mask = free_mask_.load(std::memory_order_acquire);
   for (;;) {
-    if (mask == 0) return nullptr;
+    if (mask == 0) {
+      return nullptr;
+    }
     int slot = __builtin_ctzll(mask);
     if (free_mask_.compare_exchange_weak(mask, mask & ~(uint64_t{1} << slot), std::memory_order_acq_rel)) {
       uint8_t* b = slots_[slot].load(std::memory_order_acquire);
@@ -125,7 +131,9 @@ class CuptiSource::Context final : public TranslationContext {
     const char* name = nullptr;
     CUpti_CallbackDomain domain =
         api_kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-    if (lib_.GetCallbackName == nullptr || lib_.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) return nullptr;
+    if (lib_.GetCallbackName == nullptr || lib_.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) {
+      return nullptr;
+    }
     return name;
   }
 
@@ -142,7 +150,9 @@ CuptiSource::CuptiSource(Runtime& rt, const CuptiLibrary& lib, Options options)
       options_(options),
       pool_(options.buffer_bytes, options.buffers),
       context_(std::make_unique<Context>(rt, lib)) {
-  for (auto& t : translators_) t = std::make_unique<CuptiTranslator>(*context_);
+  for (auto& t : translators_) {
+    t = std::make_unique<CuptiTranslator>(*context_);
+  }
 }
 
 CuptiSource::~CuptiSource() {
@@ -151,16 +161,24 @@ CuptiSource::~CuptiSource() {
 }
 
 bool CuptiSource::Check(CUptiResult result, const char* call) {
-  if (result == CUPTI_SUCCESS) return true;
+  if (result == CUPTI_SUCCESS) {
+    return true;
+  }
   COMMPROF_LOG_WARN("GPU tracing unavailable: %s failed: %s; the job runs on without CUDA records", call,
                     CuptiResultText(lib_, result).c_str());
   rt_.SetCounter("gpu_tracing_unavailable", 1);
   // Undo what was switched on, so CUPTI stops filling buffers nobody will read.
-  for (int i = 0; i < enabled_count_; ++i) lib_.Disable(enabled_[i]);
+  for (int i = 0; i < enabled_count_; ++i) {
+    lib_.Disable(enabled_[i]);
+  }
   enabled_count_ = 0;
   if (launch_apis_on_) {
-    for (CUpti_CallbackId cbid : kRuntimeLaunches) lib_.EnableRuntimeApi(cbid, 0);
-    for (CUpti_CallbackId cbid : kDriverLaunches) lib_.EnableDriverApi(cbid, 0);
+    for (CUpti_CallbackId cbid : kRuntimeLaunches) {
+      lib_.EnableRuntimeApi(cbid, 0);
+    }
+    for (CUpti_CallbackId cbid : kDriverLaunches) {
+      lib_.EnableDriverApi(cbid, 0);
+    }
     launch_apis_on_ = false;
   }
   return false;
@@ -168,8 +186,12 @@ bool CuptiSource::Check(CUptiResult result, const char* call) {
 
 bool CuptiSource::EnableKind(CUpti_ActivityKind kind, const char* name) {
   std::string call = std::string("cuptiActivityEnable(") + name + ")";
-  if (!Check(lib_.Enable(kind), call.c_str())) return false;
-  if (enabled_count_ < static_cast<int>(sizeof enabled_ / sizeof enabled_[0])) enabled_[enabled_count_++] = kind;
+  if (!Check(lib_.Enable(kind), call.c_str())) {
+    return false;
+  }
+  if (enabled_count_ < static_cast<int>(sizeof enabled_ / sizeof enabled_[0])) {
+    enabled_[enabled_count_++] = kind;
+  }
   return true;
 }
 
@@ -189,8 +211,9 @@ bool CuptiSource::Start() {
     return false;
   }
   // The clock next: CUPTI stamps records with it from the moment a kind is enabled.
-  if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback"))
+  if (!Check(lib_.RegisterTimestampCallback(&CuptiSource::Clock), "cuptiActivityRegisterTimestampCallback")) {
     return false;
+  }
   pool_.Preallocate(2);
   if (!Check(lib_.RegisterCallbacks(&CuptiSource::OnBufferRequested, &CuptiSource::OnBufferCompleted),
              "cuptiActivityRegisterCallbacks")) {
@@ -213,32 +236,48 @@ bool CuptiSource::Start() {
       launch_apis_on_ = true;
       for (CUpti_CallbackId cbid : kRuntimeLaunches) {
         std::string call = "cuptiActivityEnableRuntimeApi(" + std::to_string(cbid) + ")";
-        if (!Check(lib_.EnableRuntimeApi(cbid, 1), call.c_str())) return false;
+        if (!Check(lib_.EnableRuntimeApi(cbid, 1), call.c_str())) {
+          return false;
+        }
       }
       for (CUpti_CallbackId cbid : kDriverLaunches) {
         std::string call = "cuptiActivityEnableDriverApi(" + std::to_string(cbid) + ")";
-        if (!Check(lib_.EnableDriverApi(cbid, 1), call.c_str())) return false;
+        if (!Check(lib_.EnableDriverApi(cbid, 1), call.c_str())) {
+          return false;
+        }
       }
     }
   }
-  if (options_.memory && !EnableKind(CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2")) return false;
+  if (options_.memory && !EnableKind(CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2")) {
+    return false;
+  }
   running_ = true;
   COMMPROF_LOG_INFO("GPU tracing on: CUPTI with %u buffers of %zu KiB", pool_.buffers(), pool_.buffer_bytes() >> 10);
   return true;
 }
 
 void CuptiSource::Flush() {
-  if (!running_ || stopped_.load(std::memory_order_acquire)) return;
+  if (!running_ || stopped_.load(std::memory_order_acquire)) {
+    return;
+  }
   lib_.FlushAll(0);  // completed buffers only; never waits for the GPU
 }
 
 void CuptiSource::Stop() {
-  if (stopped_.exchange(true)) return;
+  if (stopped_.exchange(true)) {
+    return;
+  }
   if (running_) {
-    for (int i = 0; i < enabled_count_; ++i) lib_.Disable(enabled_[i]);
+    for (int i = 0; i < enabled_count_; ++i) {
+      lib_.Disable(enabled_[i]);
+    }
     if (launch_apis_on_) {
-      for (CUpti_CallbackId cbid : kRuntimeLaunches) lib_.EnableRuntimeApi(cbid, 0);
-      for (CUpti_CallbackId cbid : kDriverLaunches) lib_.EnableDriverApi(cbid, 0);
+      for (CUpti_CallbackId cbid : kRuntimeLaunches) {
+        lib_.EnableRuntimeApi(cbid, 0);
+      }
+      for (CUpti_CallbackId cbid : kDriverLaunches) {
+        lib_.EnableDriverApi(cbid, 0);
+      }
     }
     // FORCED: also the buffers with records still in flight; this is the last chance.
     lib_.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -267,8 +306,12 @@ void CuptiSource::Complete(uint8_t* buffer, size_t valid_size) {
     int slot = 0;
     for (;; slot = (slot + 1) % kTranslators) {
       bool idle = false;
-      if (translator_busy_[slot].compare_exchange_weak(idle, true, std::memory_order_acquire)) break;
-      if (slot == kTranslators - 1) std::this_thread::yield();  // all busy: more completing threads than translators
+      if (translator_busy_[slot].compare_exchange_weak(idle, true, std::memory_order_acquire)) {
+        break;
+      }
+      if (slot == kTranslators - 1) {
+        std::this_thread::yield();  // all busy: more completing threads than translators
+      }
     }
     // One buffer holds tens of thousands of records, more than a thread ring drains between two
     // shipper periods: wake the shipper every few thousand so the ring empties while we fill it.
@@ -294,7 +337,9 @@ void CUPTIAPI CuptiSource::OnBufferRequested(uint8_t** buffer, size_t* size, siz
   CuptiSource* s = g_source.load(std::memory_order_acquire);
   uint8_t* b = s != nullptr ? s->pool_.Acquire() : nullptr;
   if (b == nullptr) {
-    if (s != nullptr) s->refused_.fetch_add(1, std::memory_order_relaxed);
+    if (s != nullptr) {
+      s->refused_.fetch_add(1, std::memory_order_relaxed);
+    }
     *buffer = nullptr;  // declined: CUPTI drops records and counts them
     *size = 0;
     return;
@@ -306,7 +351,9 @@ void CUPTIAPI CuptiSource::OnBufferRequested(uint8_t** buffer, size_t* size, siz
 void CUPTIAPI CuptiSource::OnBufferCompleted(CUcontext /*context*/, uint32_t /*stream_id*/, uint8_t* buffer,
                                              size_t /*size*/, size_t valid_size) {
   CuptiSource* s = g_source.load(std::memory_order_acquire);
-  if (s == nullptr || buffer == nullptr) return;
+  if (s == nullptr || buffer == nullptr) {
+    return;
+  }
   s->Complete(buffer, valid_size);
 }
 

@@ -41,7 +41,9 @@ commprof_event CopyEvent(const CopyRecord& r) {
   e.bytes = r.bytes;
   e.thread_id = r.streamId;
   e.correlation = r.correlationId;
-  if ((r.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) e.flags = COMMPROF_FLAG_NONBLOCKING;
+  if ((r.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) {
+    e.flags = COMMPROF_FLAG_NONBLOCKING;
+  }
   return e;
 }
 
@@ -73,19 +75,27 @@ const char* OverheadName(uint32_t kind) {
 }  // namespace
 
 bool IsNcclKernelName(const char* name) {
-  if (name == nullptr) return false;
+  if (name == nullptr) {
+    return false;
+  }
   const char* p = name;
   // Itanium mangling of a function at global scope, as NCCL declares its kernels: _Z<len><name>.
   if (p[0] == '_' && p[1] == 'Z') {
     p += 2;
-    if (*p < '0' || *p > '9') return false;
-    while (*p >= '0' && *p <= '9') ++p;
+    if (*p < '0' || *p > '9') {
+      return false;
+    }
+    while (*p >= '0' && *p <= '9') {
+      ++p;
+    }
   }
   return std::strncmp(p, "nccl", 4) == 0;
 }
 
 uint32_t CuptiTranslator::CachedName(const char* name) {
-  if (name == nullptr) name = "(unnamed kernel)";
+  if (name == nullptr) {
+    name = "(unnamed kernel)";
+  }
   auto h = reinterpret_cast<uintptr_t>(name);
   NameSlot& slot = names_[(h >> 3 ^ h >> 12) & 511u];
   if (slot.key != name) {
@@ -98,7 +108,9 @@ uint32_t CuptiTranslator::CachedName(const char* name) {
 uint32_t CuptiTranslator::ApiNameId(CUpti_ActivityKind kind, uint32_t cbid) {
   uint32_t* table = kind == CUPTI_ACTIVITY_KIND_RUNTIME ? runtime_names_ : driver_names_;
   uint32_t* cached = cbid < kApiSlots ? &table[cbid] : nullptr;
-  if (cached != nullptr && *cached != 0) return *cached;
+  if (cached != nullptr && *cached != 0) {
+    return *cached;
+  }
   // Once per function: the name without CUPTI's version suffix ("cudaLaunchKernel_v7000" ->
   // "cudaLaunchKernel"), as users know it from the CUDA documentation.
   const char* raw = context_.ApiName(kind, cbid);
@@ -115,7 +127,9 @@ uint32_t CuptiTranslator::ApiNameId(CUpti_ActivityKind kind, uint32_t cbid) {
     }
   }
   uint32_t id = context_.Intern(text);
-  if (cached != nullptr) *cached = id;
+  if (cached != nullptr) {
+    *cached = id;
+  }
   return id;
 }
 
@@ -172,7 +186,9 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
       out.thread_id = r->streamId;
       out.device = Device(r->deviceId);
       out.correlation = r->correlationId;
-      if ((r->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0) out.flags = COMMPROF_FLAG_NONBLOCKING;
+      if ((r->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0) {
+        out.flags = COMMPROF_FLAG_NONBLOCKING;
+      }
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
@@ -192,8 +208,12 @@ bool CuptiTranslator::Translate(const CUpti_Activity* record, commprof_event& ou
       out.device = Device(r->deviceId);
       out.thread_id = r->streamId;  // 0xFFFFFFFF unless the operation was stream-ordered
       out.correlation = r->correlationId;
-      if (r->name != nullptr) out.name_id = CachedName(r->name);  // CUPTI-owned, shared per symbol
-      if (r->isAsync != 0) out.flags = COMMPROF_FLAG_NONBLOCKING;
+      if (r->name != nullptr) {
+        out.name_id = CachedName(r->name);  // CUPTI-owned, shared per symbol
+      }
+      if (r->isAsync != 0) {
+        out.flags = COMMPROF_FLAG_NONBLOCKING;
+      }
       return true;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {

@@ -16,7 +16,27 @@ class EventRing {
   // capacity is rounded up to a power of two.
   static uint32_t RoundedCapacity(uint32_t capacity) {
     uint32_t c = 16;
-    while (c < capacity && c < (1u << 31)) c <<= 1;
+    while (c < capacity && c < (1u << 31)) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { c <<= 1; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     return c;
   }
 
@@ -47,8 +67,48 @@ class EventRing {
     uint64_t tail = tail_.load(std::memory_order_relaxed);
     uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t n = head - tail;
-    if (n > max) n = max;
-    for (uint64_t i = 0; i < n; ++i) out[i] = slots_[(tail + i) & mask_];
+    if (n > max) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { n = max; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { out[i] = slots_[(tail + i) & mask_]; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     tail_.store(tail + n, std::memory_order_release);
     return static_cast<uint32_t>(n);
   }

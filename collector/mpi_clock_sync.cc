@@ -26,7 +26,9 @@ void MpiClockSync::Start() {
 }
 
 void MpiClockSync::Finish() {
-  if (comm_ == MPI_COMM_NULL) return;
+  if (comm_ == MPI_COMM_NULL) {
+    return;
+  }
   next_seq_ = UINT64_MAX;
   Epoch(rounds_, UINT64_MAX);
   PMPI_Comm_free(&comm_);
@@ -56,7 +58,9 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
       s.local_recv_ns = rt_.Now();
     }
     ClockPoint p;
-    if (EstimateEpoch(epoch, p)) points_.push_back(p);
+    if (EstimateEpoch(epoch, p)) {
+      points_.push_back(p);
+    }
     epoch_samples_ = std::move(epoch);
   }
   // Rank 0 sizes the next interval in world collectives from the rate it has seen.

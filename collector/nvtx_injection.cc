@@ -39,8 +39,9 @@ void NameOsThreadW(uint32_t tid, const wchar_t* name) {
   // Thread names are short; wide ones are stored as their ASCII part.
   char buf[64];
   size_t n = 0;
-  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n)
+  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n) {
     buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
+  }
   buf[n] = '\0';
   ProcessNvtxTool().NameOsThread(tid, buf);
 }
@@ -61,7 +62,9 @@ const void* DomainRegisterStringA(const void* d, const char* s) {
 const void* DomainRegisterStringW(const void* d, const wchar_t* s) {
   char buf[256];
   size_t n = 0;
-  for (; s != nullptr && s[n] != 0 && n + 1 < sizeof(buf); ++n) buf[n] = s[n] < 0x80 ? static_cast<char>(s[n]) : '?';
+  for (; s != nullptr && s[n] != 0 && n + 1 < sizeof(buf); ++n) {
+    buf[n] = s[n] < 0x80 ? static_cast<char>(s[n]) : '?';
+  }
   buf[n] = '\0';
   return ProcessNvtxTool().RegisterString(D(d), buf);
 }
@@ -69,8 +72,9 @@ void* DomainCreateA(const char* name) { return ProcessNvtxTool().CreateDomain(na
 void* DomainCreateW(const wchar_t* name) {
   char buf[256];
   size_t n = 0;
-  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n)
+  for (; name != nullptr && name[n] != 0 && n + 1 < sizeof(buf); ++n) {
     buf[n] = name[n] < 0x80 ? static_cast<char>(name[n]) : '?';
+  }
   buf[n] = '\0';
   return ProcessNvtxTool().CreateDomain(buf);
 }
@@ -100,9 +104,13 @@ struct Handler {
 bool InstallModule(const na::ExportTableCallbacks* cb, int module, std::initializer_list<Handler> handlers) {
   na::FunctionTable table = nullptr;
   unsigned size = 0;
-  if (cb->GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) return false;
+  if (cb->GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) {
+    return false;
+  }
   for (const Handler& h : handlers) {
-    if (h.id < size && table[h.id] != nullptr) *table[h.id] = h.fn;
+    if (h.id < size && table[h.id] != nullptr) {
+      *table[h.id] = h.fn;
+    }
   }
   return true;
 }
@@ -112,7 +120,9 @@ bool InstallModule(const na::ExportTableCallbacks* cb, int module, std::initiali
 namespace commprof {
 
 int InstallNvtxHandlers(nvtx_abi::GetExportTableFunc get_export_table) {
-  if (get_export_table == nullptr) return 0;
+  if (get_export_table == nullptr) {
+    return 0;
+  }
   const auto* cb = static_cast<const na::ExportTableCallbacks*>(get_export_table(na::kEtidCallbacks));
   if (cb == nullptr || cb->struct_size < sizeof(na::ExportTableCallbacks) || cb->GetModuleFunctionTable == nullptr) {
     return 0;
@@ -165,7 +175,9 @@ int InstallNvtxPayloadExtension(nvtx_abi::ExtModuleInfo* info) {
     return 0;  // other extensions (memory, counters): not handled, NVTX disables them
   }
   na::ExtModuleSegment& seg = info->segments[0];
-  if (seg.function_slots == nullptr || seg.slot_count <= na::payload::kRangePopPayload) return 0;
+  if (seg.function_slots == nullptr || seg.slot_count <= na::payload::kRangePopPayload) {
+    return 0;
+  }
   seg.function_slots[na::payload::kSchemaRegister] = reinterpret_cast<intptr_t>(&SchemaRegister);
   seg.function_slots[na::payload::kEnumRegister] = reinterpret_cast<intptr_t>(&EnumRegister);
   seg.function_slots[na::payload::kRangePushPayload] = reinterpret_cast<intptr_t>(&RangePushPayload);

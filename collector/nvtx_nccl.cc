@@ -25,7 +25,9 @@ NcclApiFunction NcclFunctionFromName(std::string_view name) {
       {"ncclRecv", {COMMPROF_OP_RECV, NcclPayloadTail::kPeer}},
   };
   for (const auto& e : kFunctions) {
-    if (e.name == name) return e.fn;
+    if (e.name == name) {
+      return e.fn;
+    }
   }
   return {};
 }
@@ -56,7 +58,9 @@ bool DecodeNcclPayload(NcclApiFunction fn, const void* payload, size_t size, Ncc
   } else if (fn.tail == NcclPayloadTail::kRootThenRedOp) {
     need = kSecondInt + sizeof(int32_t);
   }
-  if (payload == nullptr || size < need) return false;
+  if (payload == nullptr || size < need) {
+    return false;
+  }
   const auto* p = static_cast<const unsigned char*>(payload);
   NcclCallFields f;
   uint64_t bytes = 0;
@@ -64,8 +68,12 @@ bool DecodeNcclPayload(NcclApiFunction fn, const void* payload, size_t size, Ncc
   std::memcpy(&f.comm_hash, p + kHash, sizeof(uint64_t));
   std::memcpy(&bytes, p + kBytes, sizeof(uint64_t));  // size_t: 8 bytes on every supported host
   f.bytes = bytes;
-  if (need > kFirstInt) std::memcpy(&first, p + kFirstInt, sizeof(int32_t));
-  if (need > kSecondInt) std::memcpy(&second, p + kSecondInt, sizeof(int32_t));
+  if (need > kFirstInt) {
+    std::memcpy(&first, p + kFirstInt, sizeof(int32_t));
+  }
+  if (need > kSecondInt) {
+    std::memcpy(&second, p + kSecondInt, sizeof(int32_t));
+  }
   switch (fn.tail) {
     case NcclPayloadTail::kNone:
       break;

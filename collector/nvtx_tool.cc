@@ -30,8 +30,9 @@ struct StackOwner {
 thread_local StackOwner t_stack_owner;
 
 NvtxThreadStack& Stack() {
-  if (t_stack != nullptr) [[likely]]
-    return *t_stack;
+  if (t_stack != nullptr) {
+    [[likely]] return *t_stack;
+  }
   t_stack_owner.stack = std::make_unique<NvtxThreadStack>();
   t_stack = t_stack_owner.stack.get();
   return *t_stack;
@@ -41,7 +42,8 @@ NvtxThreadStack& Stack() {
 const char* ToUtf8(const wchar_t* text, char (&buf)[256]) {
   size_t n = 0;
   for (const wchar_t* p = text; p != nullptr && *p != 0; ++p) {
-    auto c = static_cast<uint32_t>(*p);
+    // wchar_t is a 32-bit UTF-32 code unit on Linux, not a char: no sign-extension trap here.
+    auto c = static_cast<uint32_t>(*p);  // NOLINT(bugprone-signed-char-misuse)
     char tmp[4];
     size_t len;
     if (c < 0x80) {
@@ -66,7 +68,9 @@ const char* ToUtf8(const wchar_t* text, char (&buf)[256]) {
       tmp[0] = '?';
       len = 1;
     }
-    if (n + len >= sizeof(buf)) break;
+    if (n + len >= sizeof(buf)) {
+      break;
+    }
     std::memcpy(buf + n, tmp, len);
     n += len;
   }
@@ -133,17 +137,23 @@ uint64_t NvtxRangeTable::Start(const NvtxOpenRange& r) {
 }
 
 bool NvtxRangeTable::End(uint64_t id, NvtxOpenRange& out) {
-  if (id == 0 || id == kBusy) return false;
+  if (id == 0 || id == kBusy) {
+    return false;
+  }
   Slot& s = slots_[id % kSlots];
   if (s.id.load(std::memory_order_acquire) == id) {
     out = s.range;
     s.id.store(0, std::memory_order_release);
     return true;
   }
-  if (overflow_open_.load(std::memory_order_acquire) == 0) return false;
+  if (overflow_open_.load(std::memory_order_acquire) == 0) {
+    return false;
+  }
   std::lock_guard<std::mutex> lock(overflow_mu_);
   auto it = overflow_.find(id);
-  if (it == overflow_.end()) return false;
+  if (it == overflow_.end()) {
+    return false;
+  }
   out = it->second;
   overflow_.erase(it);
   overflow_open_.fetch_sub(1, std::memory_order_relaxed);
@@ -161,10 +171,16 @@ Runtime* NvtxTool::RecordingRuntime() {
   Runtime* rt = test_runtime_;
   if (!testing_) {
     rt = ActiveRuntime();
-    if (rt == nullptr) rt = EnsureRuntime(-1, -1);  // NVTX before MPI_Init: as the C API does
+    if (rt == nullptr) {
+      rt = EnsureRuntime(-1, -1);  // NVTX before MPI_Init: as the C API does
+    }
   }
-  if (rt == nullptr || !rt->Records(kActivityNvtx)) return nullptr;
-  if (counters_exported_to_.load(std::memory_order_relaxed) != rt) ExportCounters(rt);
+  if (rt == nullptr || !rt->Records(kActivityNvtx)) {
+    return nullptr;
+  }
+  if (counters_exported_to_.load(std::memory_order_relaxed) != rt) {
+    ExportCounters(rt);
+  }
   return rt;
 }
 
@@ -189,9 +205,13 @@ NvtxOpenRange NvtxTool::Open(Runtime* rt, const NvtxDomain* domain, uint32_t nam
 }
 
 void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, NvtxOpenRange& r) {
-  if (a == nullptr || a->size < kAttrMessageEnd) return;  // not a v2 (or later) attribute struct
+  if (a == nullptr || a->size < kAttrMessageEnd) {
+    return;  // not a v2 (or later) attribute struct
+  }
   r.category = a->category;
-  if (a->color_type == nvtx_abi::kColorArgb) r.color = a->color;
+  if (a->color_type == nvtx_abi::kColorArgb) {
+    r.color = a->color;
+  }
   ScalarPayload(a, r);
   const char* text = nullptr;
   char wide_buf[256];
@@ -205,18 +225,26 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
       break;
     case nvtx_abi::kMessageRegistered:
       registered = static_cast<const NvtxString*>(a->message.registered);
-      if (registered != nullptr) text = registered->text.c_str();
+      if (registered != nullptr) {
+        text = registered->text.c_str();
+      }
       break;
     default:
       break;
   }
-  if (rt != nullptr && text != nullptr) r.name_id = rt->Intern(text);
-  if (!r.nccl) return;
+  if (rt != nullptr && text != nullptr) {
+    r.name_id = rt->Intern(text);
+  }
+  if (!r.nccl) {
+    return;
+  }
   // NCCL's ranges: the call from the (registered) name, its fields from the extended payload.
   NcclApiFunction fn = registered != nullptr ? registered->nccl : NcclFunctionFromName(text != nullptr ? text : "");
   r.nccl_op = fn.op;
   if (a->payload_type == nvtx_abi::kPayloadExt && a->reserved0 >= 1 && a->payload.u64 != 0) {
-    const auto* data = reinterpret_cast<const nvtx_abi::PayloadData*>(a->payload.u64);
+    // NVTX hands the payload's address as a 64-bit integer field of the attributes.
+    const auto* data =
+        reinterpret_cast<const nvtx_abi::PayloadData*>(a->payload.u64);  // NOLINT(performance-no-int-to-ptr)
     if (data->schema_id >= nvtx_abi::kPayloadSchemaIdStaticStart) {
       (void)DecodeNcclPayload(fn, data->payload, data->size, r.nccl_fields);
     }
@@ -255,7 +283,9 @@ NvtxOpenRange* NvtxTool::Reserve(Runtime* rt, const NvtxDomain* domain, int& dep
 int NvtxTool::Push(const NvtxDomain* domain, const nvtx_abi::EventAttributes* attr) {
   Runtime* rt = RecordingRuntime();
   int depth;
-  if (NvtxOpenRange* r = Reserve(rt, domain, depth)) FromAttributes(rt, attr, *r);
+  if (NvtxOpenRange* r = Reserve(rt, domain, depth)) {
+    FromAttributes(rt, attr, *r);
+  }
   return depth;
 }
 
@@ -263,7 +293,9 @@ int NvtxTool::PushText(const char* text) {
   Runtime* rt = RecordingRuntime();
   int depth;
   NvtxOpenRange* r = Reserve(rt, nullptr, depth);
-  if (r != nullptr && rt != nullptr) r->name_id = rt->Intern(text);
+  if (r != nullptr && rt != nullptr) {
+    r->name_id = rt->Intern(text);
+  }
   return depth;
 }
 
@@ -296,7 +328,9 @@ int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_pay
     return s.size + s.overflow;
   }
   int i = s.size - 1;
-  while (i >= 0 && s.entries[i].domain != domain) --i;
+  while (i >= 0 && s.entries[i].domain != domain) {
+    --i;
+  }
   if (i < 0) {
     unbalanced_.fetch_add(1, std::memory_order_relaxed);
     return -1;
@@ -315,7 +349,9 @@ int NvtxTool::Pop(const NvtxDomain* domain, const nvtx_abi::PayloadData* pop_pay
     }
   }
   // Ranges of different domains may close out of order: close the gap.
-  for (int j = i; j + 1 < s.size; ++j) s.entries[j] = s.entries[j + 1];
+  for (int j = i; j + 1 < s.size; ++j) {
+    s.entries[j] = s.entries[j + 1];
+  }
   --s.size;
   return depth;
 }
@@ -363,14 +399,18 @@ uint64_t NvtxTool::Start(const NvtxDomain* domain, const nvtx_abi::EventAttribut
   Runtime* rt = RecordingRuntime();
   NvtxOpenRange r = Open(rt, domain, 0);
   FromAttributes(rt, attr, r);
-  if (rt != nullptr) r.thread_index = rt->Thread()->index;
+  if (rt != nullptr) {
+    r.thread_index = rt->Thread()->index;
+  }
   return ranges_.Start(r);
 }
 
 uint64_t NvtxTool::StartText(const char* text) {
   Runtime* rt = RecordingRuntime();
   NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(text) : 0);
-  if (rt != nullptr) r.thread_index = rt->Thread()->index;
+  if (rt != nullptr) {
+    r.thread_index = rt->Thread()->index;
+  }
   return ranges_.Start(r);
 }
 
@@ -378,7 +418,9 @@ uint64_t NvtxTool::StartWide(const wchar_t* text) {
   char buf[256];
   Runtime* rt = RecordingRuntime();
   NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(ToUtf8(text, buf)) : 0);
-  if (rt != nullptr) r.thread_index = rt->Thread()->index;
+  if (rt != nullptr) {
+    r.thread_index = rt->Thread()->index;
+  }
   return ranges_.Start(r);
 }
 
@@ -388,13 +430,19 @@ void NvtxTool::End(uint64_t id) {
     unbalanced_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (!r.recorded) return;
-  if (Runtime* rt = RecordingRuntime()) RecordRange(rt, r, rt->Now(), 1, true);
+  if (!r.recorded) {
+    return;
+  }
+  if (Runtime* rt = RecordingRuntime()) {
+    RecordRange(rt, r, rt->Now(), 1, true);
+  }
 }
 
 void NvtxTool::Mark(const NvtxDomain* domain, const nvtx_abi::EventAttributes* attr) {
   Runtime* rt = RecordingRuntime();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   NvtxOpenRange r = Open(rt, domain, 0);
   FromAttributes(rt, attr, r);
   commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, r.start_ns, r.start_ns);
@@ -409,7 +457,9 @@ void NvtxTool::Mark(const NvtxDomain* domain, const nvtx_abi::EventAttributes* a
 
 void NvtxTool::MarkText(const char* text) {
   Runtime* rt = RecordingRuntime();
-  if (rt == nullptr) return;
+  if (rt == nullptr) {
+    return;
+  }
   const uint64_t now = rt->Now();
   commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, now, now);
   e.name_id = rt->Intern(text);
@@ -425,7 +475,9 @@ void NvtxTool::MarkWide(const wchar_t* text) {
 NvtxDomain* NvtxTool::CreateDomain(std::string_view name) {
   std::lock_guard<std::mutex> lock(names_mu_);
   std::string key(name);
-  if (auto it = domain_by_name_.find(key); it != domain_by_name_.end()) return it->second;
+  if (auto it = domain_by_name_.find(key); it != domain_by_name_.end()) {
+    return it->second;
+  }
   NvtxDomain& d = domains_.emplace_back();
   d.name = key;
   d.nccl = name == "NCCL";
@@ -434,14 +486,19 @@ NvtxDomain* NvtxTool::CreateDomain(std::string_view name) {
 }
 
 NvtxString* NvtxTool::RegisterString(const NvtxDomain* domain, std::string_view text) {
-  std::string key(reinterpret_cast<const char*>(&domain), sizeof(domain));
+  // The key is the domain pointer's own bytes (domains are interned), then the text.
+  std::string key(reinterpret_cast<const char*>(&domain), sizeof(domain));  // NOLINT(bugprone-sizeof-expression)
   key.append(text);
   std::lock_guard<std::mutex> lock(names_mu_);
-  if (auto it = string_by_key_.find(key); it != string_by_key_.end()) return it->second;
+  if (auto it = string_by_key_.find(key); it != string_by_key_.end()) {
+    return it->second;
+  }
   NvtxString& s = strings_.emplace_back();
   s.text = std::string(text);
   s.domain = domain;
-  if (domain != nullptr && domain->nccl) s.nccl = NcclFunctionFromName(text);
+  if (domain != nullptr && domain->nccl) {
+    s.nccl = NcclFunctionFromName(text);
+  }
   string_by_key_.emplace(std::move(key), &s);
   return &s;
 }
@@ -449,7 +506,9 @@ NvtxString* NvtxTool::RegisterString(const NvtxDomain* domain, std::string_view 
 void NvtxTool::NameOsThread(uint32_t os_tid, const char* name) {
   threads_named_.fetch_add(1, std::memory_order_relaxed);
   Runtime* rt = RecordingRuntime();
-  if (rt == nullptr || name == nullptr) return;
+  if (rt == nullptr || name == nullptr) {
+    return;
+  }
   // Stored as a mark of subtype 1 on the calling thread: bytes = the OS thread id it names.
   const uint64_t now = rt->Now();
   commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, now, now);

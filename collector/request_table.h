@@ -18,13 +18,53 @@ class RequestTable {
  public:
   explicit RequestTable(uint32_t slots) {
     uint32_t c = 64;
-    while (c < slots) c <<= 1;
+    while (c < slots) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { c <<= 1; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     mask_ = c - 1;
     slots_ = std::make_unique<Slot[]>(c);
   }
 
   bool Insert(uintptr_t key, const commprof_event& e) {
-    if (key <= kBusy) return false;
+    if (key <= kBusy) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { return false; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     for (uint32_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = kEmpty;
@@ -40,7 +80,27 @@ class RequestTable {
 
   // Removes the entry for `key`; false when it was never tracked (not ours, or it overflowed).
   bool Take(uintptr_t key, commprof_event& out) {
-    if (key <= kBusy) return false;
+    if (key <= kBusy) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { return false; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     for (uint32_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = key;
@@ -61,7 +121,27 @@ class RequestTable {
     for (uint32_t i = 0; i <= mask_; ++i) {
       Slot& s = slots_[i];
       uintptr_t key = s.key.load(std::memory_order_acquire);
-      if (key <= kBusy) continue;
+      if (key <= kBusy) {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        {
+                          { continue; }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
       if (s.key.compare_exchange_strong(key, kBusy, std::memory_order_acquire)) {
         commprof_event e = s.event;
         s.key.store(kEmpty, std::memory_order_release);

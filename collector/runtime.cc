@@ -49,7 +49,9 @@ Runtime::Runtime(Config config, Identity identity, RuntimeSeams seams)
   uint64_t ring_bytes =
       static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
   rings_allowed_ = static_cast<uint32_t>((static_cast<uint64_t>(config_.memory_mb) << 20) / ring_bytes);
-  if (rings_allowed_ == 0) rings_allowed_ = 1;
+  if (rings_allowed_ == 0) {
+    rings_allowed_ = 1;
+  }
   clock_.method = "none";
   clock_.anchor_local_ns = start_.steady_ns;
 }
@@ -77,19 +79,25 @@ void Runtime::Shutdown() {
   std::call_once(shutdown_once_, [this] {
     // GPU records still in CUPTI's buffers go into the rings before the final drain. No lock of
     // ours is held here: CUPTI's buffer-complete callback records on this thread.
-    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) g->Stop();
+    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) {
+      g->Stop();
+    }
     // Non-blocking operations never seen to complete are kept, flagged, rather than lost.
     requests_.TakeAll([this](commprof_event e) {
       e.flags |= COMMPROF_FLAG_INCOMPLETE;
       dropped_requests_incomplete_.fetch_add(1, std::memory_order_relaxed);
       Record(e);
     });
-    if (shipper_) shipper_->Stop();
+    if (shipper_) {
+      shipper_->Stop();
+    }
   });
 }
 
 void Runtime::RequestFlush() {
-  if (shipper_) shipper_->Flush();
+  if (shipper_) {
+    shipper_->Flush();
+  }
 }
 
 ThreadState* Runtime::RegisterThread() {
@@ -113,14 +121,18 @@ ThreadState* Runtime::RegisterThread() {
 uint32_t Runtime::HostThreadIndex(uint32_t os_thread_id) const {
   std::lock_guard<std::mutex> lock(threads_mu_);
   for (const auto& t : threads_) {
-    if (t->os_tid == os_thread_id || t->pthread_low == os_thread_id) return t->index;
+    if (t->os_tid == os_thread_id || t->pthread_low == os_thread_id) {
+      return t->index;
+    }
   }
   return kForeignThread | (os_thread_id & ~kForeignThread);
 }
 
 void Runtime::StartGpuTracing() {
   int expected = 0;
-  if (!gpu_state_.compare_exchange_strong(expected, 1)) return;
+  if (!gpu_state_.compare_exchange_strong(expected, 1)) {
+    return;
+  }
   if (Records(kActivityCuda) || Records(kActivityMemory)) {
     gpu_owner_ = StartGpuTracer(*this);
     gpu_.store(gpu_owner_.get(), std::memory_order_release);
@@ -163,7 +175,9 @@ namespace {
 template <typename V>
 V& CounterSlot(std::vector<std::pair<std::string, V>>& counters, const std::string& name) {
   for (auto& [n, v] : counters) {
-    if (n == name) return v;
+    if (n == name) {
+      return v;
+    }
   }
   return counters.emplace_back(name, V{}).second;
 }
@@ -189,7 +203,9 @@ wire::Bye Runtime::Counters() const {
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (const auto& t : threads_) {
-      if (t->ring == nullptr) continue;
+      if (t->ring == nullptr) {
+        continue;
+      }
       recorded += t->ring->pushed();
       ring_full += t->ring->dropped();
     }
@@ -206,20 +222,26 @@ wire::Bye Runtime::Counters() const {
   };
   std::lock_guard<std::mutex> lock(clock_mu_);
   bye.counters.insert(bye.counters.end(), extra_counters_.begin(), extra_counters_.end());
-  for (const auto& [name, value] : exported_counters_) bye.counters.emplace_back(name, value->load());
+  for (const auto& [name, value] : exported_counters_) {
+    bye.counters.emplace_back(name, value->load());
+  }
   return bye;
 }
 
 int RankFromEnvironment() {
   for (const char* name : {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      return std::atoi(v);
+    }
   }
   return -1;
 }
 
 int WorldSizeFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      return std::atoi(v);
+    }
   }
   return -1;
 }
@@ -237,10 +259,14 @@ void RecordSlurmIdentity(Runtime& rt) {
                                                                   {"SLURM_NODEID", "slurm_nodeid"}};
   for (const auto& [env, counter] : kVars) {
     const char* v = std::getenv(env);
-    if (v == nullptr || *v == '\0') continue;
+    if (v == nullptr || *v == '\0') {
+      continue;
+    }
     char* end = nullptr;
     unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end == '\0') rt.SetCounter(counter, n);
+    if (*end == '\0') {
+      rt.SetCounter(counter, n);
+    }
   }
 }
 }  // namespace
@@ -252,20 +278,30 @@ Runtime* CreateRuntime(int mpi_rank, int mpi_size);
 }
 
 Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
-  if (Runtime* rt = ActiveRuntime()) return rt;
+  if (Runtime* rt = ActiveRuntime()) {
+    return rt;
+  }
   Runtime* rt = CreateRuntime(mpi_rank, mpi_size);
   // Outside the runtime lock and after the runtime is published: enabling CUPTI may initialize the
   // CUDA driver, whose injection call (InitializeInjection) comes back here on this thread.
-  if (rt != nullptr && ProcessHasCuda()) rt->StartGpuTracing();
+  if (rt != nullptr && ProcessHasCuda()) {
+    rt->StartGpuTracing();
+  }
   return rt;
 }
 
 namespace {
 Runtime* CreateRuntime(int mpi_rank, int mpi_size) {
-  if (Runtime* rt = ActiveRuntime()) return rt;
-  if (g_inert.load(std::memory_order_relaxed)) return nullptr;
+  if (Runtime* rt = ActiveRuntime()) {
+    return rt;
+  }
+  if (g_inert.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
   std::lock_guard<std::mutex> lock(g_runtime_mu);
-  if (Runtime* rt = g_runtime.load()) return rt;
+  if (Runtime* rt = g_runtime.load()) {
+    return rt;
+  }
   if (g_runtime_ended) {
     g_inert.store(true);
     return nullptr;

@@ -87,7 +87,27 @@ class Runtime {
 
   // Hot path: stamps the thread index and pushes into this thread's ring.
   void Record(commprof_event e) {
-    if (!enabled_.load(std::memory_order_relaxed)) return;
+    if (!enabled_.load(std::memory_order_relaxed)) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { return; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     ThreadState* t = Thread();
     e.thread_id = t->index;
     if (t->ring != nullptr) {
@@ -99,7 +119,27 @@ class Runtime {
   // The same for sources whose events are not about the calling thread (GPU records delivered on
   // CUPTI's thread carry the CUDA stream in thread_id): thread_id is kept as given.
   void RecordAsGiven(const commprof_event& e) {
-    if (!enabled_.load(std::memory_order_relaxed)) return;
+    if (!enabled_.load(std::memory_order_relaxed)) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { return; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     ThreadState* t = Thread();
     if (t->ring != nullptr) {
       t->ring->Push(e);
@@ -125,7 +165,27 @@ class Runtime {
   void StartGpuTracing();
   // Step boundaries: CUPTI's completed buffers become events now. Never call with a lock held.
   void FlushGpuTracing() {
-    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) g->Flush();
+    if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { g->Flush(); }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
   }
 
   uint32_t Intern(const char* text) { return Thread()->strings.Intern(strings_, text != nullptr ? text : "(null)"); }
@@ -143,7 +203,27 @@ class Runtime {
   MpiSource* AdoptMpiSource(std::unique_ptr<MpiSource> source);
 
   ThreadState* Thread() {
-    if (t_slot.owner_id == id_) return t_slot.state;
+    if (t_slot.owner_id == id_) {
+      {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        { return t_slot.state; }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
     return RegisterThread();
   }
 
@@ -176,8 +256,48 @@ class Runtime {
   void DrainAll(commprof_event* scratch, uint32_t scratch_len, Sink&& sink) {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& t : threads_) {
-      if (t->ring == nullptr) continue;
-      while (uint32_t n = t->ring->Drain(scratch, scratch_len)) sink(scratch, n);
+      if (t->ring == nullptr) {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        {
+                          { continue; }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      while (uint32_t n = t->ring->Drain(scratch, scratch_len)) {
+        {
+          {
+            {
+              {
+                {
+                  {
+                    {
+                      {
+                        {
+                          { sink(scratch, n); }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
     }
   }
   wire::Bye Counters() const;

@@ -39,11 +39,15 @@ void Shipper::Flush() {
 void Shipper::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ && !thread_.joinable()) return;
+    if (stop_ && !thread_.joinable()) {
+      return;
+    }
     stop_ = true;
     cv_.notify_one();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
 }
 
 void Shipper::Connect() {
@@ -57,7 +61,9 @@ void Shipper::Connect() {
 
 void Shipper::SwitchToSpool(const char* why) {
   transport_.reset();
-  if (spooling_) return;
+  if (spooling_) {
+    return;
+  }
   spooling_ = true;
   std::string path;
   auto s = rt_.transports().OpenSpool(hello_, hello_frame_, &path);
@@ -72,7 +78,9 @@ void Shipper::SwitchToSpool(const char* why) {
 }
 
 void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
-  if (frames.empty()) return;
+  if (frames.empty()) {
+    return;
+  }
   if (transport_ != nullptr) {
     Status st = transport_->Send(frames);
     if (st.ok()) {
@@ -92,7 +100,9 @@ void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
         auto all = rt_.strings().Since(0);
         wire::AppendStrings(strings, 0, all);
         strings_sent_ = static_cast<uint32_t>(all.size());
-        if (transport_->Send(strings).ok() && transport_->Send(frames).ok()) ++batches_sent_;
+        if (transport_->Send(strings).ok() && transport_->Send(frames).ok()) {
+          ++batches_sent_;
+        }
       }
     }
   }
@@ -131,8 +141,12 @@ void Shipper::TcpEpoch(uint32_t rounds) {
     epoch.push_back(s);
   }
   ClockPoint p;
-  if (!EstimateEpoch(epoch, p)) return;
-  if (rt_.clock_by_mpi()) return;  // MPI_Init came meanwhile: its alignment wins
+  if (!EstimateEpoch(epoch, p)) {
+    return;
+  }
+  if (rt_.clock_by_mpi()) {
+    return;  // MPI_Init came meanwhile: its alignment wins
+  }
   tcp_points_.push_back(p);
   rt_.PublishClock(tcp_points_, std::move(epoch), "tcp-pingpong");
   rt_.SetCounter("clock_sync_epochs", tcp_points_.size());
@@ -154,7 +168,9 @@ void Shipper::ShipOnce() {
   rt_.DrainAll(scratch_.get(), kBatchEvents, [this](const commprof_event* ev, uint32_t n) {
     wire::AppendEvents(out_, batch_seq_++, ev, n);
     events_shipped_ += n;
-    if (out_.size() >= wire::EventsFrameSize(kBatchEvents)) SendOrSpool(out_);
+    if (out_.size() >= wire::EventsFrameSize(kBatchEvents)) {
+      SendOrSpool(out_);
+    }
   });
   SendOrSpool(out_);
 }
@@ -179,9 +195,13 @@ void Shipper::Loop() {
       TcpEpoch(std::max(1u, rt_.config().clock_sync_rounds / 2));
     }
     ShipOnce();
-    if (stopping) break;
+    if (stopping) {
+      break;
+    }
   }
-  if (TcpSyncWanted()) TcpEpoch(rt_.config().clock_sync_rounds);
+  if (TcpSyncWanted()) {
+    TcpEpoch(rt_.config().clock_sync_rounds);
+  }
   wire::AppendClock(out_, rt_.TakeClockFrame());
   wire::Bye bye = rt_.Counters();
   bye.counters.emplace_back("events_shipped", events_shipped_);

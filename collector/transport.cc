@@ -24,14 +24,24 @@ bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
   size_t off = 0;
   while (off < n) {
     uint64_t now = SteadyNowNs();
-    if (now >= deadline_ns) return false;
+    if (now >= deadline_ns) {
+      return false;
+    }
     pollfd pfd{fd, POLLIN, 0};
     int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) return false;
+    if (pr < 0 && errno == EINTR) {
+      continue;
+    }
+    if (pr <= 0) {
+      return false;
+    }
     ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
     off += static_cast<size_t>(got);
   }
   return true;
@@ -39,9 +49,13 @@ bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
 
 Status ReceiveFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns) {
   uint8_t raw[wire::kHeaderSize];
-  if (!ReadFully(fd, raw, sizeof raw, deadline_ns)) return Unavailable("no frame from the aggregator in time");
+  if (!ReadFully(fd, raw, sizeof raw, deadline_ns)) {
+    return Unavailable("no frame from the aggregator in time");
+  }
   auto h = wire::DecodeHeader(raw);
-  if (!h.ok()) return h.status();
+  if (!h.ok()) {
+    return h.status();
+  }
   header = h.value();
   payload.resize(header.payload_len);
   if (!ReadFully(fd, payload.data(), payload.size(), deadline_ns)) {
@@ -60,7 +74,9 @@ class TcpTransport final : public Transport {
     while (off < bytes.size()) {
       ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
       if (n < 0) {
-        if (errno == EINTR) continue;
+        if (errno == EINTR) {
+          continue;
+        }
         return Unavailable(std::string("send to aggregator failed: ") + std::strerror(errno));
       }
       off += static_cast<size_t>(n);
@@ -105,7 +121,9 @@ Status MakeDirs(const std::string& dir) {
         return IoError("cannot create spool directory " + cur + ": " + std::strerror(errno));
       }
     }
-    if (i < dir.size()) cur.push_back(dir[i]);
+    if (i < dir.size()) {
+      cur.push_back(dir[i]);
+    }
   }
   return Status::Ok();
 }
@@ -114,10 +132,14 @@ Status MakeDirs(const std::string& dir) {
 
 bool SplitHostPort(const std::string& address, std::string& host, std::string& port) {
   size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return false;
+  }
   host = address.substr(0, colon);
   port = address.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   return true;
 }
 
@@ -139,7 +161,9 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   std::string last_error = "no address";
   for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
     int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-    if (s < 0) continue;
+    if (s < 0) {
+      continue;
+    }
     int rc = ::connect(s, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
       pollfd pfd{s, POLLOUT, 0};
@@ -163,7 +187,9 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
     }
   }
   ::freeaddrinfo(res);
-  if (fd < 0) return Unavailable("cannot connect to aggregator " + address + ": " + last_error);
+  if (fd < 0) {
+    return Unavailable("cannot connect to aggregator " + address + ": " + last_error);
+  }
   int flags = ::fcntl(fd, F_GETFL);
   ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   int one = 1;
@@ -178,10 +204,16 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   if (Status st = transport->Receive(h, payload, timeout_ms); !st.ok()) {
     return Unavailable("aggregator " + address + " did not acknowledge the hello: " + st.message());
   }
-  if (h.type != wire::FrameType::kHelloAck) return Corrupt("aggregator answered the hello with a non-ack frame");
+  if (h.type != wire::FrameType::kHelloAck) {
+    return Corrupt("aggregator answered the hello with a non-ack frame");
+  }
   auto ack = wire::DecodeHelloAck(payload);
-  if (!ack.ok()) return ack.status();
-  if (!ack->accepted) return Unauthenticated("aggregator refused this rank: " + ack->reason);
+  if (!ack.ok()) {
+    return ack.status();
+  }
+  if (!ack->accepted) {
+    return Unauthenticated("aggregator refused this rank: " + ack->reason);
+  }
   return std::unique_ptr<Transport>(std::move(transport));
 }
 
@@ -192,10 +224,14 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
   std::string path =
       dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" + std::to_string(hello.pid) + ".cpspool";
   std::FILE* f = std::fopen(path.c_str(), "wbe");
-  if (f == nullptr) return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
+  if (f == nullptr) {
+    return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
+  }
   auto spool = std::make_unique<SpoolTransport>(f, path);
   COMMPROF_RETURN_IF_ERROR(spool->Send(hello_frame));
-  if (path_out != nullptr) *path_out = path;
+  if (path_out != nullptr) {
+    *path_out = path;
+  }
   return std::unique_ptr<Transport>(std::move(spool));
 }
 

@@ -55,7 +55,9 @@ PluginContext* Init(AbiVersion version, const CommInfo& info, int* mask) {
   }
   PluginOptions options = PluginOptionsFromEnv();
   // The mask is one process-global int shared by every communicator (docs/nccl-plugin.md §2a): atomic store.
-  if (mask != nullptr) __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);
+  if (mask != nullptr) {
+    __atomic_store_n(mask, ActivationMask(version, options), __ATOMIC_RELAXED);
+  }
   return CreateContext(version, info, &g_sink, options);
 }
 
@@ -164,9 +166,13 @@ CpNcclResult StartV5(void* context, void** handle, CpNcclEventDescrV5* d) {
 }
 
 CpNcclResult StartV4(void* context, void** handle, CpNcclEventDescrV4* d) {
-  if (handle == nullptr) return kCpNcclSuccess;
+  if (handle == nullptr) {
+    return kCpNcclSuccess;
+  }
   *handle = nullptr;  // the v4 adapter does not clear it (docs/nccl-plugin.md §7)
-  if (d == nullptr || context == nullptr) return kCpNcclSuccess;
+  if (d == nullptr || context == nullptr) {
+    return kCpNcclSuccess;
+  }
   EventDescr e;
   e.type = d->type;
   FillCommon(e, *d);

@@ -29,9 +29,13 @@ Handle CreateTable(hid_t parent, const char* name, hid_t type, hsize_t chunk, in
 
 // Appends n records of `type` from `data` to the end of a 1-D dataset holding `have` records.
 bool AppendRows(hid_t dset, hid_t type, const void* data, hsize_t have, hsize_t n) {
-  if (n == 0) return true;
+  if (n == 0) {
+    return true;
+  }
   hsize_t new_size[1] = {have + n};
-  if (H5Dset_extent(dset, new_size) < 0) return false;
+  if (H5Dset_extent(dset, new_size) < 0) {
+    return false;
+  }
   Handle fspace(H5Dget_space(dset));
   hsize_t start[1] = {have};
   hsize_t count[1] = {n};
@@ -42,8 +46,12 @@ bool AppendRows(hid_t dset, hid_t type, const void* data, hsize_t have, hsize_t 
 
 // (Re)writes an N x 3 table of 8-byte integers; nothing when there are no rows.
 bool WriteTable(hid_t group, const char* name, hid_t type, const void* rows, size_t n) {
-  if (H5Lexists(group, name, H5P_DEFAULT) > 0 && H5Ldelete(group, name, H5P_DEFAULT) < 0) return false;
-  if (n == 0) return true;
+  if (H5Lexists(group, name, H5P_DEFAULT) > 0 && H5Ldelete(group, name, H5P_DEFAULT) < 0) {
+    return false;
+  }
+  if (n == 0) {
+    return true;
+  }
   hsize_t dims[2] = {n, 3};
   Handle space(H5Screate_simple(2, dims, nullptr));
   Handle d(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -69,9 +77,13 @@ bool AppendSamples(hid_t group, const std::vector<ClockSample>& samples) {
     H5Pset_chunk(dcpl.get(), 2, chunk);
     d = Handle(H5Dcreate2(group, name, H5T_NATIVE_UINT64, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   }
-  if (!d.valid()) return false;
+  if (!d.valid()) {
+    return false;
+  }
   hsize_t grown[2] = {have[0] + samples.size(), 3};
-  if (H5Dset_extent(d.get(), grown) < 0) return false;
+  if (H5Dset_extent(d.get(), grown) < 0) {
+    return false;
+  }
   Handle fspace(H5Dget_space(d.get()));
   hsize_t start[2] = {have[0], 0}, count[2] = {samples.size(), 3};
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
@@ -85,7 +97,9 @@ Hdf5Writer::Hdf5Writer(std::string path, JobMeta meta, WriterOptions options)
     : path_(std::move(path)), meta_(std::move(meta)), options_(options) {}
 
 Hdf5Writer::~Hdf5Writer() {
-  if (!finalized_) (void)Finalize();
+  if (!finalized_) {
+    (void)Finalize();
+  }
 }
 
 Status Hdf5Writer::Err(const std::string& what) const { return IoError(path_ + ": " + what); }
@@ -97,7 +111,9 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
   // Default (earliest) file format: measured to stay readable by h5py after SIGKILL once
   // flushed, without h5clear.
   w->file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  if (!w->file_.valid()) return IoError("cannot create HDF5 file " + path);
+  if (!w->file_.valid()) {
+    return IoError("cannot create HDF5 file " + path);
+  }
   hid_t f = w->file_.get();
   bool ok = Write(f, root_attr::kFormat, schema::kFormatName) &&
             Write(f, root_attr::kFormatVersion, schema::kFormatVersion) && Write(f, root_attr::kJobId, meta.job_id) &&
@@ -107,7 +123,9 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
     return w->Err("cannot write root attributes");
   }
   w->ranks_group_ = Handle(H5Gcreate2(f, schema::kRanksGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!w->ranks_group_.valid()) return w->Err("cannot create group /ranks");
+  if (!w->ranks_group_.valid()) {
+    return w->Err("cannot create group /ranks");
+  }
   COMMPROF_RETURN_IF_ERROR(w->Flush());
   return w;
 }
@@ -119,7 +137,9 @@ Status Hdf5Writer::OpenRank(const RankDescription& d) {
   std::string name = std::to_string(d.rank);
   RankOut r;
   r.group = Handle(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!r.group.valid()) return Err("cannot create group /ranks/" + name);
+  if (!r.group.valid()) {
+    return Err("cannot create group /ranks/" + name);
+  }
   hid_t g = r.group.get();
   bool ok =
       Write(g, rank_attr::kRank, d.rank) && Write(g, rank_attr::kHost, d.host) && Write(g, rank_attr::kPid, d.pid) &&
@@ -142,7 +162,9 @@ Status Hdf5Writer::OpenRank(const RankDescription& d) {
 
 Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return Internal("strings for unknown rank " + std::to_string(rank));
+  if (it == ranks_.end()) {
+    return Internal("strings for unknown rank " + std::to_string(rank));
+  }
   RankOut& r = it->second;
   if (s.first_id != r.n_strings) {
     return Corrupt("rank " + std::to_string(rank) + ": string table continues at id " + std::to_string(s.first_id) +
@@ -150,7 +172,9 @@ Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
   }
   std::vector<const char*> ptrs;
   ptrs.reserve(s.strings.size());
-  for (const auto& str : s.strings) ptrs.push_back(str.c_str());
+  for (const auto& str : s.strings) {
+    ptrs.push_back(str.c_str());
+  }
   if (!AppendRows(r.strings.get(), h5::VarStringType(), ptrs.data(), r.n_strings, ptrs.size())) {
     return Err("cannot append to /ranks/" + std::to_string(rank) + "/strings");
   }
@@ -160,7 +184,9 @@ Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
 
 Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> events) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return Internal("events for unknown rank " + std::to_string(rank));
+  if (it == ranks_.end()) {
+    return Internal("events for unknown rank " + std::to_string(rank));
+  }
   RankOut& r = it->second;
   if (!AppendRows(r.events.get(), h5::EventType(), events.data(), r.n_events, events.size())) {
     return Err("cannot append to /ranks/" + std::to_string(rank) + "/events");
@@ -171,7 +197,9 @@ Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> e
 
 Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return Internal("clock for unknown rank " + std::to_string(rank));
+  if (it == ranks_.end()) {
+    return Internal("clock for unknown rank " + std::to_string(rank));
+  }
   hid_t g = it->second.group.get();
   bool ok = Write(g, rank_attr::kClockOffsetNs, c.offset_ns) && Write(g, rank_attr::kClockDriftPpm, c.drift_ppm) &&
             Write(g, rank_attr::kClockErrorBoundNs, c.error_bound_ns) &&
@@ -191,37 +219,49 @@ Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
 Status Hdf5Writer::CloseRank(uint32_t rank, RankEnd end, const std::vector<std::pair<std::string, uint64_t>>& counters,
                              uint64_t batches_lost, const std::string& reason) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return Internal("close of unknown rank " + std::to_string(rank));
+  if (it == ranks_.end()) {
+    return Internal("close of unknown rank " + std::to_string(rank));
+  }
   RankOut& r = it->second;
   hid_t g = r.group.get();
   uint64_t dropped = 0;
   bool ok = true;
   for (const auto& [name, value] : counters) {
     ok = ok && h5::WriteAttr(g, name.c_str(), value);
-    if (name.rfind("dropped_", 0) == 0) dropped += value;
+    if (name.rfind("dropped_", 0) == 0) {
+      dropped += value;
+    }
   }
   ok = ok && Write(g, rank_attr::kStatus, StatusName(end)) && Write(g, rank_attr::kEndReason, reason) &&
        Write(g, rank_attr::kDroppedEvents, dropped) && Write(g, rank_attr::kBatchesLost, batches_lost) &&
        Write(g, rank_attr::kEventsWritten, r.n_events);
   r.closed = true;
-  if (!ok) return Err("cannot write final attributes of rank " + std::to_string(rank));
+  if (!ok) {
+    return Err("cannot write final attributes of rank " + std::to_string(rank));
+  }
   return Flush();
 }
 
 Status Hdf5Writer::Flush() {
-  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) return Err("flush failed");
+  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) {
+    return Err("flush failed");
+  }
   return Status::Ok();
 }
 
 Status Hdf5Writer::Finalize() {
-  if (finalized_) return Status::Ok();
+  if (finalized_) {
+    return Status::Ok();
+  }
   finalized_ = true;
   hid_t f = file_.get();
   uint32_t world = std::max(meta_.world_size, world_size_seen_);
   bool ok = Write(f, root_attr::kWorldSize, world);
   std::string missing;
   for (uint32_t rank = 0; rank < world; ++rank) {
-    if (ranks_.count(rank) != 0) continue;
+    if (ranks_.count(rank) != 0) {
+      continue;
+    }
     // A rank that never said hello still gets a group, so readers see the gap, not a shorter job.
     std::string name = std::to_string(rank);
     Handle g(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -230,7 +270,9 @@ Status Hdf5Writer::Finalize() {
     missing += (missing.empty() ? "" : ",") + name;
   }
   for (auto& [rank, r] : ranks_) {
-    if (r.closed) continue;
+    if (r.closed) {
+      continue;
+    }
     ok = ok && Write(r.group.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kDisconnected)) &&
          Write(r.group.get(), rank_attr::kEndReason, std::string("no bye before the aggregator finished")) &&
          Write(r.group.get(), rank_attr::kEventsWritten, r.n_events);
@@ -238,7 +280,9 @@ Status Hdf5Writer::Finalize() {
   ok = ok && Write(f, root_attr::kRanksMissing, missing) && Write(f, root_attr::kFinalized, 1);
   ranks_.clear();
   ranks_group_.Reset();
-  if (ok) ok = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+  if (ok) {
+    ok = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+  }
   file_.Reset();
   return ok ? Status::Ok() : Err("cannot finalize");
 }

@@ -28,10 +28,14 @@ void AppendJsonEscaped(std::string& out, std::string_view s) {
   while (i < n) {
     // Fast path: a run of printable ASCII that needs no escape.
     size_t j = i;
-    while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') ++j;
+    while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') {
+      ++j;
+    }
     out.append(s.data() + i, j - i);
     i = j;
-    if (i >= n) break;
+    if (i >= n) {
+      break;
+    }
     const unsigned char c = p[i];
     if (c < 0x80) {
       switch (c) {
@@ -74,12 +78,20 @@ void AppendJsonEscaped(std::string& out, std::string_view s) {
       len = 2;
     } else if (c >= 0xE0 && c <= 0xEF) {
       len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
+      if (c == 0xE0) {
+        lo = 0xA0;
+      }
+      if (c == 0xED) {
+        hi = 0x9F;
+      }
     } else if (c >= 0xF0 && c <= 0xF4) {
       len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
+      if (c == 0xF0) {
+        lo = 0x90;
+      }
+      if (c == 0xF4) {
+        hi = 0x8F;
+      }
     }
     if (len == 0) {  // 80..C1 or F5..FF can never start a character
       out += kReplacement;
@@ -89,7 +101,9 @@ void AppendJsonEscaped(std::string& out, std::string_view s) {
     size_t k = 1;
     for (; k < len && i + k < n; ++k) {
       const unsigned char b = p[i + k];
-      if (b < lo || b > hi) break;
+      if (b < lo || b > hi) {
+        break;
+      }
       lo = 0x80;
       hi = 0xBF;
     }
@@ -118,7 +132,9 @@ void AppendMicros(std::string& out, int64_t ns) {
 }
 
 int64_t ReadBackNs(int64_t ns, MicrosReader reader) {
-  if (reader == MicrosReader::kExact) return ns;
+  if (reader == MicrosReader::kExact) {
+    return ns;
+  }
   const bool negative = ns < 0;
   const uint64_t u = negative ? ~static_cast<uint64_t>(ns) + 1 : static_cast<uint64_t>(ns);
   double us = 0;
@@ -235,7 +251,9 @@ int32_t ArrivalIndex(const CollectiveInstance& in, uint32_t rank, int64_t start)
   auto it = std::lower_bound(in.arrivals.begin(), in.arrivals.end(), rank,
                              [](const Arrival& a, uint32_t r) { return a.world_rank < r; });
   for (; it != in.arrivals.end() && it->world_rank == rank; ++it) {
-    if (it->start == start) return static_cast<int32_t>(it - in.arrivals.begin());
+    if (it->start == start) {
+      return static_cast<int32_t>(it - in.arrivals.begin());
+    }
   }
   return -1;
 }
@@ -299,8 +317,9 @@ class TraceWriter {
     return v;
   }
   void Progress(uint32_t ranks_done) {
-    if (opts_.progress)
+    if (opts_.progress) {
       opts_.progress({ranks_done, static_cast<uint32_t>(ranks_.size()), stats_.events, sink_.bytes()});
+    }
   }
 
   const ProfileReader& reader_;
@@ -321,7 +340,9 @@ class TraceWriter {
 
 Status TraceWriter::SelectRanks() {
   if (opts_.ranks.empty()) {
-    for (const RankInfo& r : info_.ranks) ranks_.push_back(r.rank);
+    for (const RankInfo& r : info_.ranks) {
+      ranks_.push_back(r.rank);
+    }
     return Status::Ok();
   }
   ranks_ = opts_.ranks;
@@ -339,7 +360,9 @@ Status TraceWriter::SelectRanks() {
 
 Status TraceWriter::BuildInstances() {
   auto loaded = LoadCollectiveInstances(reader_, true);
-  if (!loaded.ok()) return loaded.status();
+  if (!loaded.ok()) {
+    return loaded.status();
+  }
   std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
   uint64_t next_flow = 1;
   instances_.rows.reserve(loaded.value().size());
@@ -360,10 +383,14 @@ Status TraceWriter::BuildInstances() {
 Status TraceWriter::FindOrigin() {
   int64_t origin = INT64_MAX;
   for (const RankInfo& r : info_.ranks) {
-    if (!Selected(r.rank)) continue;
+    if (!Selected(r.rank)) {
+      continue;
+    }
     ClockModel model = r.clock_model();
     COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
-      for (const auto& e : chunk) origin = std::min(origin, model.ToReference(static_cast<int64_t>(e.start_ns)));
+      for (const auto& e : chunk) {
+        origin = std::min(origin, model.ToReference(static_cast<int64_t>(e.start_ns)));
+      }
     }));
   }
   origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
@@ -467,9 +494,15 @@ void TraceWriter::WriteCollectiveArgs(const RankInfo& r, const commprof_event& e
     b += ",\"root\":";
     AppendInt(b, e.peer);
   }
-  if (e.flags & COMMPROF_FLAG_NONBLOCKING) b += ",\"nonblocking\":true";
-  if (e.flags & COMMPROF_FLAG_INCOMPLETE) b += ",\"incomplete\":true";
-  if (e.flags & COMMPROF_FLAG_UNTRACKED_COMM) b += ",\"untracked_comm\":true";
+  if (e.flags & COMMPROF_FLAG_NONBLOCKING) {
+    b += ",\"nonblocking\":true";
+  }
+  if (e.flags & COMMPROF_FLAG_INCOMPLETE) {
+    b += ",\"incomplete\":true";
+  }
+  if (e.flags & COMMPROF_FLAG_UNTRACKED_COMM) {
+    b += ",\"untracked_comm\":true";
+  }
   if (IsMatchedKind(e)) {
     const InstanceTable::Row* row = instances_.Find(KeyOf(e));
     const int32_t j = row != nullptr ? ArrivalIndex(row->in, r.rank, it.start) : -1;
@@ -490,7 +523,9 @@ void TraceWriter::WriteCollectiveArgs(const RankInfo& r, const commprof_event& e
       const uint32_t pid = r.rank + 1;
       if (j == row->metrics.last_index) {
         for (size_t k = 0; k < in.arrivals.size(); ++k) {
-          if (static_cast<int32_t>(k) == j || !Selected(in.arrivals[k].world_rank)) continue;
+          if (static_cast<int32_t>(k) == j || !Selected(in.arrivals[k].world_rank)) {
+            continue;
+          }
           WriteFlow('s', in, row->flow_base + k, pid, tid, it.start, flows);
           ++stats_.flows;
         }
@@ -549,8 +584,12 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
       AppendUint(b, e.bytes);
       b += ",\"tag\":";
       AppendUint(b, e.correlation);
-      if (e.flags & COMMPROF_FLAG_NONBLOCKING) b += ",\"nonblocking\":true";
-      if (e.flags & COMMPROF_FLAG_INCOMPLETE) b += ",\"incomplete\":true";
+      if (e.flags & COMMPROF_FLAG_NONBLOCKING) {
+        b += ",\"nonblocking\":true";
+      }
+      if (e.flags & COMMPROF_FLAG_INCOMPLETE) {
+        b += ",\"incomplete\":true";
+      }
       b += '}';
       break;
     case COMMPROF_KIND_MPI_WAIT:
@@ -612,11 +651,15 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
         key("correlation");
         AppendUint(b, e.correlation);
       }
-      if (any) b += '}';
+      if (any) {
+        b += '}';
+      }
     }
   }
   b += '}';
-  if (!flows.empty()) b += flows;
+  if (!flows.empty()) {
+    b += flows;
+  }
   ++stats_.events;
   ++(instant ? stats_.instants : stats_.slices);
 }
@@ -624,7 +667,9 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
 Status TraceWriter::WriteRank(const RankInfo& r) {
   WriteProcessMetadata(r);
   auto strings = reader_.Strings(r.rank);
-  if (!strings.ok()) return strings.status();
+  if (!strings.ok()) {
+    return strings.status();
+  }
   names_.clear();
   names_.reserve(strings.value().size());
   for (const std::string& s : strings.value()) {
@@ -656,7 +701,9 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
     }
     const int64_t start = model.ToReference(static_cast<int64_t>(e.start_ns));
     int64_t end = IsInstant(e.kind) ? start : model.ToReference(static_cast<int64_t>(e.end_ns));
-    if (end < start) end = start;  // a recorded end before the start, or a steep clock segment
+    if (end < start) {
+      end = start;  // a recorded end before the start, or a steep clock segment
+    }
     items[i] = Item{start, end, static_cast<uint32_t>(i), last_track, 0};
   }
   // Order: by track in TrackKey order (host threads, then GPU streams), then start, then the
@@ -664,13 +711,21 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
   std::vector<uint32_t> track_order(track_ids.size());
   {
     uint32_t k = 0;
-    for (const auto& [key, id] : track_ids) track_order[id] = k++;
+    for (const auto& [key, id] : track_ids) {
+      track_order[id] = k++;
+    }
   }
   std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
     const uint32_t ta = track_order[a.track], tb = track_order[b.track];
-    if (ta != tb) return ta < tb;
-    if (a.start != b.start) return a.start < b.start;
-    if (a.end != b.end) return a.end > b.end;
+    if (ta != tb) {
+      return ta < tb;
+    }
+    if (a.start != b.start) {
+      return a.start < b.start;
+    }
+    if (a.end != b.end) {
+      return a.end > b.end;
+    }
     return a.index < b.index;
   });
 
@@ -680,7 +735,9 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
   LaneAssigner lanes;
   for (const auto& [key, id] : track_ids) {
     size_t end_pos = pos;
-    while (end_pos < items.size() && items[end_pos].track == id) ++end_pos;
+    while (end_pos < items.size() && items[end_pos].track == id) {
+      ++end_pos;
+    }
     lanes.Reset();
     for (size_t i = pos; i < end_pos; ++i) {
       Item& it = items[i];
@@ -701,7 +758,9 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
     for (size_t i = pos; i < end_pos; ++i) {
       const Item& it = items[i];
       WriteEvent(r, events[it.index], it, first_tid + it.lane);
-      if (!sink_.MaybeFlush()) return sink_.Error();
+      if (!sink_.MaybeFlush()) {
+        return sink_.Error();
+      }
       if (++events_since_progress_ >= (1u << 20)) {
         events_since_progress_ = 0;
         Progress(stats_.ranks);
@@ -736,7 +795,9 @@ void TraceWriter::WriteMemoryCounters(const RankInfo& r, std::span<const commpro
       AppendInt(b, pt.bytes_in_use);
       b += "}}";
       ++stats_.counters;
-      if (!sink_.MaybeFlush()) return;
+      if (!sink_.MaybeFlush()) {
+        return;
+      }
     }
   }
 }
@@ -755,7 +816,9 @@ Status TraceWriter::Finish() {
   AppendUint(b, info_.world_size);
   b += ",\"ranks_exported\":[";
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    if (i) b += ',';
+    if (i) {
+      b += ',';
+    }
     AppendUint(b, ranks_[i]);
   }
   b += "],\"time_base\":\"ts and dur in microseconds with ns precision; ts 0 is origin_reference_ns on the job "
@@ -765,7 +828,9 @@ Status TraceWriter::Finish() {
   // UTC of the origin, through the first rank that recorded when its collector started, on both
   // clocks: utc(t) = start_utc + (t - reference(start_steady)).
   for (const RankInfo& r : info_.ranks) {
-    if (r.start_utc_ns == 0) continue;
+    if (r.start_utc_ns == 0) {
+      continue;
+    }
     const int64_t anchor = r.clock_model().ToReference(static_cast<int64_t>(r.start_steady_ns));
     const int64_t utc = static_cast<int64_t>(r.start_utc_ns) + (origin_ - anchor);
     b += ",\"origin_utc_ns\":";
@@ -781,7 +846,9 @@ Status TraceWriter::Finish() {
   b += ",\"job_start_utc\":";
   AppendQuoted(b, FormatUtcNs(static_cast<int64_t>(info_.start_epoch_ns)));
   int64_t worst_bound = -1;
-  for (const RankInfo& r : info_.ranks) worst_bound = std::max(worst_bound, r.clock_error_bound_ns);
+  for (const RankInfo& r : info_.ranks) {
+    worst_bound = std::max(worst_bound, r.clock_error_bound_ns);
+  }
   b += ",\"clock_error_bound_ns\":";
   AppendInt(b, worst_bound);
   b += ",\"events\":";
@@ -797,19 +864,25 @@ Status TraceWriter::Finish() {
   b += ",\"flows\":";
   AppendUint(b, stats_.flows);
   b += "}\n}\n";
-  if (!sink_.Flush()) return sink_.Error();
+  if (!sink_.Flush()) {
+    return sink_.Error();
+  }
   return Status::Ok();
 }
 
 Status TraceWriter::Run() {
   COMMPROF_RETURN_IF_ERROR(SelectRanks());
-  for (const RankInfo& r : info_.ranks) next_tid_ = std::max(next_tid_, r.rank + 2);
+  for (const RankInfo& r : info_.ranks) {
+    next_tid_ = std::max(next_tid_, r.rank + 2);
+  }
   COMMPROF_RETURN_IF_ERROR(BuildInstances());
   COMMPROF_RETURN_IF_ERROR(FindOrigin());
   sink_.buf() += "{\"traceEvents\":[";
   Progress(0);
   for (const RankInfo& r : info_.ranks) {
-    if (!Selected(r.rank)) continue;
+    if (!Selected(r.rank)) {
+      continue;
+    }
     COMMPROF_RETURN_IF_ERROR(WriteRank(r));
     ++stats_.ranks;
     Progress(stats_.ranks);

@@ -17,7 +17,9 @@ herr_t CollectAttr(hid_t loc, const char* name, const H5A_info_t*, void* data) {
   auto* names = static_cast<std::vector<std::string>*>(data);
   Handle attr(H5Aopen(loc, name, H5P_DEFAULT));
   Handle type(H5Aget_type(attr.get()));
-  if (H5Tget_class(type.get()) == H5T_INTEGER) names->emplace_back(name);
+  if (H5Tget_class(type.get()) == H5T_INTEGER) {
+    names->emplace_back(name);
+  }
   return 0;
 }
 
@@ -26,9 +28,13 @@ herr_t CollectAttr(hid_t loc, const char* name, const H5A_info_t*, void* data) {
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());
-  if (H5Fis_hdf5(path.c_str()) <= 0) return InvalidArgument(path + ": not an HDF5 file (or missing)");
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    return InvalidArgument(path + ": not an HDF5 file (or missing)");
+  }
   r->file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!r->file_.valid()) return IoError(path + ": cannot open (is a writer still holding it?)");
+  if (!r->file_.valid()) {
+    return IoError(path + ": cannot open (is a writer still holding it?)");
+  }
   hid_t f = r->file_.get();
   ProfileInfo& info = r->info_;
   info.path = path;
@@ -58,7 +64,9 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     char name[64] = {};
     H5Lget_name_by_idx(ranks.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
     Handle g(H5Gopen2(ranks.get(), name, H5P_DEFAULT));
-    if (!g.valid()) continue;
+    if (!g.valid()) {
+      continue;
+    }
     RankInfo ri;
     ri.rank = static_cast<uint32_t>(std::stoul(name));
     ri.host = Read(g.get(), rank_attr::kHost).value_or("");
@@ -88,7 +96,9 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
       Handle d(H5Dopen2(g.get(), points, H5P_DEFAULT));
       Handle space(H5Dget_space(d.get()));
       hsize_t dims[2] = {0, 0};
-      if (H5Sget_simple_extent_ndims(space.get()) == 2) H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+      if (H5Sget_simple_extent_ndims(space.get()) == 2) {
+        H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+      }
       if (dims[1] != std::size(schema::kClockPointColumns)) {
         return Corrupt(path + ": /ranks/" + name + "/" + points + " is not an N x 3 table");
       }
@@ -140,8 +150,12 @@ Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
   }
   std::vector<std::string> out;
   out.reserve(n);
-  for (char* s : raw) out.emplace_back(s != nullptr ? s : "");
-  if (n > 0) H5Dvlen_reclaim(h5::VarStringType(), space.get(), H5P_DEFAULT, raw.data());
+  for (char* s : raw) {
+    out.emplace_back(s != nullptr ? s : "");
+  }
+  if (n > 0) {
+    H5Dvlen_reclaim(h5::VarStringType(), space.get(), H5P_DEFAULT, raw.data());
+  }
   return out;
 }
 

@@ -9,7 +9,9 @@ namespace commprof {
 
 void MemoryUsageBuilder::Add(std::span<const commprof_event> events) {
   for (const commprof_event& e : events) {
-    if (e.kind != COMMPROF_KIND_MEM_ALLOC && e.kind != COMMPROF_KIND_MEM_FREE) continue;
+    if (e.kind != COMMPROF_KIND_MEM_ALLOC && e.kind != COMMPROF_KIND_MEM_FREE) {
+      continue;
+    }
     records_.push_back({clock_.ToReference(static_cast<int64_t>(e.start_ns)), records_.size(), e.seq, e.bytes, e.device,
                         e.subtype, e.kind == COMMPROF_KIND_MEM_ALLOC});
   }
@@ -73,7 +75,9 @@ Result<std::vector<MemorySeries>> ComputeMemoryUsage(const ProfileReader& reader
     MemoryUsageBuilder b(r.rank, r.clock_model());
     COMMPROF_RETURN_IF_ERROR(
         reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) { b.Add(chunk); }));
-    for (MemorySeries& s : b.Finish()) all.push_back(std::move(s));
+    for (MemorySeries& s : b.Finish()) {
+      all.push_back(std::move(s));
+    }
   }
   return all;
 }

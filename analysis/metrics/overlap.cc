@@ -72,10 +72,14 @@ void RankOverlapBuilder::Add(std::span<const commprof_event> events) {
     int64_t end = clock_.ToReference(static_cast<int64_t>(std::max(e.start_ns, e.end_ns)));
     Interval iv{start, std::max(start, end)};
     span_.Extend(iv);
-    if (e.device != COMMPROF_HOST_DEVICE) devices_[e.device].span.Extend(iv);
+    if (e.device != COMMPROF_HOST_DEVICE) {
+      devices_[e.device].span.Extend(iv);
+    }
     if (e.flags & COMMPROF_FLAG_INCOMPLETE) {
       // Its end is not a completion (process end or request freed): no communication interval.
-      if (IsMpiCommunication(e.kind) || IsDeviceCommunication(e.kind)) ++incomplete_;
+      if (IsMpiCommunication(e.kind) || IsDeviceCommunication(e.kind)) {
+        ++incomplete_;
+      }
       continue;
     }
     switch (e.kind) {
@@ -83,7 +87,9 @@ void RankOverlapBuilder::Add(std::span<const commprof_event> events) {
       case COMMPROF_KIND_MPI_P2P:
         mpi_comm_.push_back(iv);
         // A non-blocking one is in flight from issue to completion, not inside a call.
-        if (!(e.flags & COMMPROF_FLAG_NONBLOCKING)) mpi_call_.push_back(iv);
+        if (!(e.flags & COMMPROF_FLAG_NONBLOCKING)) {
+          mpi_call_.push_back(iv);
+        }
         break;
       case COMMPROF_KIND_MPI_WAIT:
       case COMMPROF_KIND_MPI_COMM:
@@ -158,7 +164,9 @@ Result<std::vector<RankOverlap>> ComputeOverlap(const ProfileReader& reader) {
   for (const RankInfo& r : reader.info().ranks) {
     RankOverlapBuilder b(r.clock_model());
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) { b.Add(chunk); });
-    if (!st.ok()) return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
+    if (!st.ok()) {
+      return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
+    }
     out.push_back(b.Finish(r.rank));
   }
   return out;

@@ -18,7 +18,9 @@ bool RootedReduceLike(uint8_t op) {
 
 // Nearest-rank percentile (docs/metrics.md §4): the ceil(p n)-th smallest value.
 int64_t Percentile(std::vector<int64_t>& v, double p) {
-  if (v.empty()) return 0;
+  if (v.empty()) {
+    return 0;
+  }
   std::sort(v.begin(), v.end());
   auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
@@ -27,7 +29,9 @@ int64_t Percentile(std::vector<int64_t>& v, double p) {
 }  // namespace
 
 double BusBandwidthFactor(uint8_t op, uint32_t n) {
-  if (n == 0) return 0;
+  if (n == 0) {
+    return 0;
+  }
   const double nd = static_cast<double>(n);
   switch (op) {
     case COMMPROF_OP_ALLREDUCE:
@@ -50,7 +54,9 @@ double BusBandwidthFactor(uint8_t op, uint32_t n) {
 
 int64_t SkewThresholdNs(const ProfileInfo& info) {
   int64_t max_bound = 0;
-  for (const RankInfo& r : info.ranks) max_bound = std::max(max_bound, r.clock_error_bound_ns);
+  for (const RankInfo& r : info.ranks) {
+    max_bound = std::max(max_bound, r.clock_error_bound_ns);
+  }
   return std::max<int64_t>(1000, 2 * max_bound);
 }
 
@@ -60,7 +66,9 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   const size_t n = a.size();
   m.waits.assign(n, 0);
   m.transfers.assign(n, 0);
-  if (n == 0) return m;
+  if (n == 0) {
+    return m;
+  }
   int64_t first = INT64_MAX, last = INT64_MIN, second = INT64_MIN, last_end = INT64_MIN;
   int32_t root = -1;
   for (size_t i = 0; i < n; ++i) {
@@ -74,9 +82,13 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
     } else if (x.start > second) {
       second = x.start;
     }
-    if (x.local_rank == in.root) root = static_cast<int32_t>(i);
+    if (x.local_rank == in.root) {
+      root = static_cast<int32_t>(i);
+    }
   }
-  if (second == INT64_MIN) second = last;
+  if (second == INT64_MIN) {
+    second = last;
+  }
   m.first_arrival = first;
   m.last_arrival = last;
   m.second_arrival = second;
@@ -94,7 +106,9 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
       // rank i of the communicator needs ranks 0..i only
       int64_t needed = x.start;
       for (const Arrival& y : a) {
-        if (y.local_rank >= 0 && y.local_rank <= x.local_rank) needed = std::max(needed, y.start);
+        if (y.local_rank >= 0 && y.local_rank <= x.local_rank) {
+          needed = std::max(needed, y.start);
+        }
       }
       w = needed - x.start;
     } else {
@@ -127,9 +141,15 @@ std::vector<InstanceMetrics> MeasureInstances(const std::vector<CollectiveInstan
 }
 
 double BinomialTail(uint64_t n, uint64_t k, double p) {
-  if (k == 0) return 1.0;
-  if (k > n || p <= 0) return 0.0;
-  if (p >= 1) return 1.0;
+  if (k == 0) {
+    return 1.0;
+  }
+  if (k > n || p <= 0) {
+    return 0.0;
+  }
+  if (p >= 1) {
+    return 1.0;
+  }
   // Sum of the pmf in log space from k up; terms shrink fast past the mean, so stop when they
   // no longer change the sum.
   const double ln_p = std::log(p), ln_q = std::log1p(-p), nd = static_cast<double>(n);
@@ -139,7 +159,9 @@ double BinomialTail(uint64_t n, uint64_t k, double p) {
     const double term =
         std::exp(std::lgamma(nd + 1) - std::lgamma(id + 1) - std::lgamma(nd - id + 1) + id * ln_p + (nd - id) * ln_q);
     sum += term;
-    if (id > nd * p && term < sum * 1e-17) break;
+    if (id > nd * p && term < sum * 1e-17) {
+      break;
+    }
   }
   return std::min(1.0, sum);
 }
@@ -172,10 +194,14 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   uint64_t complete_total = 0;
   int64_t run_start = INT64_MAX, run_end = INT64_MIN;
   for (const auto& in : instances) {
-    if (!in.complete()) continue;
+    if (!in.complete()) {
+      continue;
+    }
     ++complete_total;
     int64_t first = INT64_MAX;  // instances are binned by their first arrival
-    for (const auto& x : in.arrivals) first = std::min(first, x.start);
+    for (const auto& x : in.arrivals) {
+      first = std::min(first, x.start);
+    }
     run_start = std::min(run_start, first);
     run_end = std::max(run_end, first);
   }
@@ -197,7 +223,9 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       ++rep.incomplete;
       if (rep.incomplete_list.size() < kMaxListed) {
         IncompleteInstance ii{in.comm_id, in.seq, in.op, in.comm_size, {}};
-        for (const auto& x : in.arrivals) ii.ranks_present.push_back(x.world_rank);
+        for (const auto& x : in.arrivals) {
+          ii.ranks_present.push_back(x.world_rank);
+        }
         rep.incomplete_list.push_back(std::move(ii));
       }
       continue;
@@ -245,7 +273,9 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       s.wait_imposed_ns += im.total_wait_ns - im.waits[im.straggler_index];
       auto& halves = last_halves[straggler->world_rank];
       (seen_complete * 2 <= complete_total ? halves.first : halves.second)++;
-      if (lm.bins) ++lm.times_last[si][bin];
+      if (lm.bins) {
+        ++lm.times_last[si][bin];
+      }
     }
     // Keep the kWorstInstances largest total waits (a small sorted list; ties keep the earlier).
     WorstInstance w{in.comm_id,
@@ -262,17 +292,22 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
           rep.worst.begin(), rep.worst.end(), w,
           [](const WorstInstance& x, const WorstInstance& y) { return x.total_wait_ns > y.total_wait_ns; });
       rep.worst.insert(pos, w);
-      if (rep.worst.size() > kWorstInstances) rep.worst.pop_back();
+      if (rep.worst.size() > kWorstInstances) {
+        rep.worst.pop_back();
+      }
     }
   }
   lm.mean_lateness_ns.assign(rep.ranks.size(), std::vector<double>(lm.bins, std::numeric_limits<double>::quiet_NaN()));
   for (size_t r = 0; r < rep.ranks.size(); ++r) {
     for (uint32_t b = 0; b < lm.bins; ++b) {
-      if (lateness_n[r][b] > 0) lm.mean_lateness_ns[r][b] = lateness_sum[r][b] / static_cast<double>(lateness_n[r][b]);
+      if (lateness_n[r][b] > 0) {
+        lm.mean_lateness_ns[r][b] = lateness_sum[r][b] / static_cast<double>(lateness_n[r][b]);
+      }
     }
   }
-  for (auto& m : rep.ranks)
+  for (auto& m : rep.ranks) {
     m.wait_share = m.comm_time_ns > 0 ? static_cast<double>(m.wait_time_ns) / static_cast<double>(m.comm_time_ns) : 0;
+  }
   for (auto& [op, t] : types) {
     TypeWaitMetrics tm;
     tm.op = op;
@@ -292,7 +327,9 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   // §4 verdict: the rank most often last, when it is last in a clear majority of the instances.
   const RankWaitMetrics* best = nullptr;
   for (const auto& m : rep.ranks) {
-    if (best == nullptr || m.times_last > best->times_last) best = &m;
+    if (best == nullptr || m.times_last > best->times_last) {
+      best = &m;
+    }
   }
   if (best != nullptr && rep.matched > 0) {
     double share = static_cast<double>(best->times_last) / static_cast<double>(rep.matched);
@@ -328,7 +365,9 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       double others = 0;
       size_t n = 0;
       for (const auto& m : rep.ranks) {
-        if (m.rank == best->rank || m.instances == 0) continue;
+        if (m.rank == best->rank || m.instances == 0) {
+          continue;
+        }
         others += static_cast<double>(m.compute_before_ns) / static_cast<double>(m.instances);
         ++n;
       }

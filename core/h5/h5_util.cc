@@ -101,7 +101,9 @@ hid_t VarStringType() {
 namespace {
 
 bool WriteScalarAttr(hid_t obj, const char* name, hid_t type, const void* value) {
-  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+  if (H5Aexists(obj, name) > 0) {
+    H5Adelete(obj, name);
+  }
   Handle space(H5Screate(H5S_SCALAR));
   Handle attr(H5Acreate2(obj, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
   return attr.valid() && H5Awrite(attr.get(), type, value) >= 0;
@@ -124,13 +126,19 @@ bool WriteAttr(hid_t obj, const char* name, double value) {
 }
 
 std::optional<std::string> ReadStringAttr(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  if (H5Aexists(obj, name) <= 0) {
+    return std::nullopt;
+  }
   Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
   Handle ftype(H5Aget_type(attr.get()));
-  if (H5Tget_class(ftype.get()) != H5T_STRING) return std::nullopt;
+  if (H5Tget_class(ftype.get()) != H5T_STRING) {
+    return std::nullopt;
+  }
   if (H5Tis_variable_str(ftype.get()) > 0) {
     char* p = nullptr;
-    if (H5Aread(attr.get(), VarStringType(), &p) < 0) return std::nullopt;
+    if (H5Aread(attr.get(), VarStringType(), &p) < 0) {
+      return std::nullopt;
+    }
     std::string s = p != nullptr ? p : "";
     H5free_memory(p);
     return s;
@@ -139,23 +147,33 @@ std::optional<std::string> ReadStringAttr(hid_t obj, const char* name) {
   std::vector<char> buf(n + 1, '\0');
   Handle mtype(H5Tcopy(H5T_C_S1));
   H5Tset_size(mtype.get(), n + 1);
-  if (H5Aread(attr.get(), mtype.get(), buf.data()) < 0) return std::nullopt;
+  if (H5Aread(attr.get(), mtype.get(), buf.data()) < 0) {
+    return std::nullopt;
+  }
   return std::string(buf.data());
 }
 
 std::optional<int64_t> ReadIntAttr(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  if (H5Aexists(obj, name) <= 0) {
+    return std::nullopt;
+  }
   Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
   int64_t v = 0;
-  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0) return std::nullopt;
+  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0) {
+    return std::nullopt;
+  }
   return v;
 }
 
 std::optional<double> ReadDoubleAttr(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  if (H5Aexists(obj, name) <= 0) {
+    return std::nullopt;
+  }
   Handle attr(H5Aopen(obj, name, H5P_DEFAULT));
   double v = 0;
-  if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) < 0) return std::nullopt;
+  if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) < 0) {
+    return std::nullopt;
+  }
   return v;
 }
 
