@@ -1,4 +1,4 @@
-// The one steady host clock of a process (DESIGN.md §3): every source stamps events with it.
+// The one steady host clock of a process: every source stamps events with it.
 #pragma once
 
 #include <cstdint>

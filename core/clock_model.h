@@ -1,4 +1,4 @@
-// Clock alignment math (DESIGN.md §4, docs/clock-alignment.md).
+// Clock alignment math (docs/clock-alignment.md).
 //
 // Purpose: place every rank's local steady clock on one reference time base (rank 0's clock for
 // MPI jobs, the aggregator's for jobs without MPI) with a stated error bound.

@@ -1,5 +1,5 @@
 // Status / Result<T>: errors travel as values across module boundaries, never as exceptions
-// (STYLE.md §3). A Status names what is at fault (file, field, peer) in its message.
+// (docs/architecture.md). A Status names what is at fault (file, field, peer) in its message.
 #pragma once
 
 #include <string>

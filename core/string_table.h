@@ -1,4 +1,4 @@
-// String interning for event names (DESIGN.md §3: events carry a name id, not text).
+// String interning for event names (events carry a name id, not text).
 //
 // Writers on many threads intern the same few names over and over, so the hot path is a
 // thread-local direct-mapped cache keyed by the text's hash; only a miss takes the table's mutex

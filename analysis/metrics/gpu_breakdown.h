@@ -1,5 +1,5 @@
-// HTA's whole-trace GPU breakdowns of one rank, to HTA's definitions (reference/kineto-and-hta.md
-// §3.3-3.5, 3.7; docs/metrics.md §8 is the authoritative text):
+// HTA's whole-trace GPU breakdowns of one rank, to HTA's definitions (docs/metrics.md
+// §8.1, 8.2, 8.4 is the authoritative text):
 //  - comm/comp overlap: |C ∩ M| / |M|, C = union of computation kernels (kind 10), M = union of
 //    communication kernels (kind 11);
 //  - temporal breakdown over all GPU records (kinds 10-13, 20): kernel_time = the span of GPU

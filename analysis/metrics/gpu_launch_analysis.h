@@ -1,5 +1,5 @@
-// HTA's per-stream and launch analyses of one rank (reference/kineto-and-hta.md §3.6, §3.8;
-// docs/metrics.md §8): where each stream's idle time goes (host_wait / kernel_wait / other), the
+// HTA's per-stream and launch analyses of one rank (docs/metrics.md
+// §8.3, 8.5, 8.6): where each stream's idle time goes (host_wait / kernel_wait / other), the
 // launch-queue length step function, and the launch-call to GPU-record statistics. All three
 // link a GPU record to the CUDA API call (kind 24) with the same correlation id.
 //

@@ -19,7 +19,7 @@
 
 namespace commprof {
 
-// HTA's kernel types (reference/kineto-and-hta.md §3.2), here taken from the record's kind: the
+// HTA's kernel types (docs/metrics.md §8), here taken from the record's kind: the
 // importer and the native sources already classified each record (10 computation, 11
 // communication, 12/13 memory, 20 synchronization = HTA's "other").
 enum class GpuKernelType : uint8_t { kComputation = 0, kCommunication = 1, kMemory = 2, kOther = 3 };
@@ -44,7 +44,7 @@ struct ApiCall {
   bool launch = false;  // a launch call (IsLaunchCallName)
 };
 
-// HTA's launch calls for queue length and launch statistics (reference §3.8): cudaLaunchKernel,
+// HTA's launch calls for queue length and launch statistics (docs/metrics.md §8.6): cudaLaunchKernel,
 // cudaLaunchKernelExC, cuLaunchKernel, cuLaunchKernelEx, cudaMemcpyAsync, cudaMemsetAsync and
 // the hip equivalents (hipLaunchKernel, hipExtLaunchKernel, hipModuleLaunchKernel,
 // hipMemcpyAsync, hipMemsetAsync). Kineto names some of them with a "_v7000"/"_ptsz" suffix
