@@ -24,6 +24,16 @@
 #include "core/log.h"
 #include "support/test_support.h"
 
+// These tests dlopen the real libcupti, whose exit handlers first touch its dynamic TLS on the main
+// thread. GCC 12's libasan (LLVM <= 16 runtime) takes any dynamic TLS block that malloc places at
+// offset 16 of a page for a glibc-2.19-style block, reads the ASan chunk header before it as its
+// {size, start}, and LeakSanitizer's tracer then dies scanning that range at exit ("Tracer caught
+// signal 11", google/sanitizers#1322), depending only on the allocation history (e.g. the length of
+// the working directory). Without the interception LSan still scans that block: glibc allocates it
+// from ld.so, and LSan treats ld.so's allocations as roots (use_ld_allocations). Our own TLS is
+// initial-exec (static) and is scanned either way. Used only by ASan builds; ASAN_OPTIONS overrides.
+extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
+
 namespace commprof {
 namespace {
 
