@@ -1,5 +1,5 @@
 // `commprof report FILE.h5 [--format text|json] [-o OUT]`: cross-rank wait and straggler report
-// over the matched blocking MPI collectives (docs/metrics.md, docs/cli.md).
+// over the matched blocking MPI collectives (docs/metrics.md, docs/report-json.md).
 #include <cstdio>
 #include <fstream>
 #include <iostream>

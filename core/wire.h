@@ -76,8 +76,9 @@ using ClockSample = commprof::ClockSample;  // core/clock_model.h
 using ClockPoint = commprof::ClockPoint;
 
 // The rank's clock model (core/clock_model.h): piecewise linear through `points`. The summary
-// figures are what `commprof info` shows: offset at anchor_local_ns (the rank's start), drift of
-// the line through the first and last points, and the error bound.
+// figures are what `commprof info` shows: offset at anchor_local_ns (the first sync epoch's local
+// time; the rank's start while there is no epoch yet), drift of the line through the first and last
+// points, and the error bound.
 struct Clock {
   int64_t offset_ns = 0;
   double drift_ppm = 0.0;
