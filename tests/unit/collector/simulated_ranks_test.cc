@@ -28,6 +28,12 @@ using test_support::ReadEvents;
 using test_support::TempDir;
 using test_support::WaitFor;
 
+// Step i of a rank's program: a 1 KiB allreduce on MPI_COMM_WORLD, as the rank records it and as
+// the file must hold it (thread 0, the rank's only recording thread).
+commprof_event AllreduceStep(uint64_t i, uint32_t name_id, uint64_t start, uint64_t end) {
+  return test_support::events::Collective(COMMPROF_OP_ALLREDUCE, i, start, end, {.bytes = 1024, .name = name_id});
+}
+
 constexpr const char* kSecret = "sim-secret";
 constexpr const char* kJob = "job-sim";
 constexpr uint32_t kRanks = 4;
@@ -92,20 +98,10 @@ struct SimRank {
   void Run() {
     uint32_t name = rt->Intern("MPI_Allreduce");
     for (uint64_t i = 0; i < kSteps; ++i) {
-      commprof_event e{};
-      e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
-      e.subtype = COMMPROF_OP_ALLREDUCE;
-      e.name_id = name;
-      e.comm_id = COMMPROF_COMM_WORLD_ID;
-      e.seq = i;
-      e.bytes = 1024;
-      e.peer = COMMPROF_NO_PEER;
-      e.device = COMMPROF_HOST_DEVICE;
       clock.Set(Local(rank, Arrival(rank, i)));
-      e.start_ns = rt->Now();
+      uint64_t start = rt->Now();
       clock.Set(Local(rank, Departure(i)));
-      e.end_ns = rt->Now();
-      rt->Record(e);
+      rt->Record(AllreduceStep(i, name, start, rt->Now()));
     }
   }
 
@@ -118,19 +114,7 @@ struct SimRank {
 std::vector<commprof_event> ExpectedEvents(uint32_t r, uint32_t name_id) {
   std::vector<commprof_event> out;
   for (uint64_t i = 0; i < kSteps; ++i) {
-    commprof_event e{};
-    e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
-    e.subtype = COMMPROF_OP_ALLREDUCE;
-    e.name_id = name_id;
-    e.comm_id = COMMPROF_COMM_WORLD_ID;
-    e.seq = i;
-    e.bytes = 1024;
-    e.peer = COMMPROF_NO_PEER;
-    e.device = COMMPROF_HOST_DEVICE;
-    e.thread_id = 0;
-    e.start_ns = Local(r, Arrival(r, i));
-    e.end_ns = Local(r, Departure(i));
-    out.push_back(e);
+    out.push_back(AllreduceStep(i, name_id, Local(r, Arrival(r, i)), Local(r, Departure(i))));
   }
   return out;
 }
