@@ -26,7 +26,9 @@ struct Figures {
   const ClockViolations* cv;
   const P2PMatchResult* p2p;
   const std::vector<RankOverlap>* overlap;
-  explicit Figures(const JobReport& r) : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap) {}
+  const std::vector<Straggler>* stragglers;
+  explicit Figures(const JobReport& r)
+      : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap), stragglers(&r.stragglers) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -56,7 +58,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
          }
          return m;
        }},
-      {"straggler_share_last", [](const Figures& f) { return f.rep->verdict.found ? f.rep->verdict.share_last : 0.0; }},
+      {"stragglers", [](const Figures& f) { return static_cast<double>(f.stragglers->size()); }},
+      {"straggler_share",
+       [](const Figures& f) { return f.stragglers->empty() ? 0.0 : f.stragglers->front().share; }},
       {"incomplete", [](const Figures& f) { return static_cast<double>(f.rep->incomplete); }},
       {"clock_violations", [](const Figures& f) { return static_cast<double>(f.cv->violations); }},
       {"late_sender_wait_ns",
@@ -160,7 +164,7 @@ Runner AddCheckCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("check",
                                      "CI gate: exit 1 when a metric passes its threshold, printing what "
                                      "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
-                                     "straggler_share_last, incomplete, clock_violations, late_sender_wait_ns, "
+                                     "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                                      "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
                                      "exposed_comm_share, dropped_events.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();

@@ -68,8 +68,8 @@ bool Violates(const CollectiveInstance& in) {
 ClockViolations CountClockViolations(const std::vector<CollectiveInstance>& instances) {
   ClockViolations out;
   for (const auto& in : instances) {
-    if (in.arrivals.size() < 2) {
-      continue;
+    if (in.arrivals.size() < 2 || in.nonblocking) {
+      continue;  // non-blocking: completion is not an exit from a blocking call
     }
     ++out.instances_checked;
     if (Violates(in)) {

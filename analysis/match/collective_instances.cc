@@ -19,6 +19,11 @@ bool IsMatchableCollective(const commprof_event& e) {
   return e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
 }
 
+bool IsMatchableNonblockingCollective(const commprof_event& e) {
+  return e.kind == COMMPROF_KIND_MPI_COLLECTIVE && (e.flags & COMMPROF_FLAG_NONBLOCKING) != 0 &&
+         (e.flags & (COMMPROF_FLAG_INCOMPLETE | COMMPROF_FLAG_UNTRACKED_COMM)) == 0;
+}
+
 CollectiveKey KeyOf(const commprof_event& e) {
   return {e.comm_id, e.seq, e.kind == COMMPROF_KIND_NCCL_COLLECTIVE ? 0x100u + e.subtype : 0u};
 }
@@ -30,7 +35,29 @@ bool IsNvtxNcclCollective(const commprof_event& e) {
   return e.subtype != COMMPROF_OP_NONE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
 }
 
-Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned) {
+namespace {
+
+// A rank's Wait*/Test* calls by (thread, exit): a non-blocking operation ends exactly when the call
+// that completed it returns, on the thread that called it (docs/file-format.md).
+struct ThreadEnd {
+  uint32_t thread = 0;
+  uint64_t end = 0;
+  bool operator==(const ThreadEnd&) const = default;
+};
+struct ThreadEndHash {
+  size_t operator()(const ThreadEnd& k) const {
+    return static_cast<size_t>(k.end * 0x9E3779B97F4A7C15ull ^ (k.thread + 0x632BE59BD9B4E019ull));
+  }
+};
+struct CompletionCall {
+  uint64_t start = 0;
+  bool blocks = false;  // Wait*; Test* does not block
+};
+
+}  // namespace
+
+Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
+                                                                bool nonblocking) {
   std::unordered_map<CollectiveKey, CollectiveInstance, CollectiveKeyHash> by_key;
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
@@ -41,12 +68,15 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     auto where = [&](uint64_t at) {
       return reader.info().path + ": /ranks/" + std::to_string(r.rank) + "/events row " + std::to_string(at) + ": ";
     };
-    // One arrival of `e` (a matchable event; `key` its identity) at this rank.
-    auto add = [&](const commprof_event& e, CollectiveKey key, bool nccl, uint64_t at) {
+    // One arrival of `e` (a matchable event; `key` its identity) at this rank. `block_start`: local
+    // entry of the call it blocked in (the event's start for a blocking call).
+    auto add = [&](const commprof_event& e, CollectiveKey key, bool nccl, uint64_t at, uint64_t block_start) {
       auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
+      auto blocked = static_cast<int64_t>(block_start);
       if (aligned) {
         start = model.ToReference(start);
         end = model.ToReference(end);
+        blocked = model.ToReference(blocked);
       }
       CollectiveInstance& in = by_key[key];
       if (in.arrivals.empty()) {
@@ -56,6 +86,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         in.op = e.subtype;
         in.root = e.peer;
         in.bytes = e.bytes;
+        in.nonblocking = (e.flags & COMMPROF_FLAG_NONBLOCKING) != 0;
       } else if (in.arrivals.back().world_rank == r.rank) {
         // Ranks are read one after another, so a rank's earlier record of this key is the last.
         bad = Corrupt(where(at) + "a second " + schema::CollectiveOpName(e.subtype) + " with communicator " +
@@ -69,12 +100,15 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
                       " for the same call");
         return;
       }
-      in.arrivals.push_back({r.rank, -1, start, end, e.bytes});
+      in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked});
     };
     // NCCL API calls decoded from NCCL's NVTX ranges, and the communicators the plugin's
     // collective records cover on this rank: the plugin's records win (docs/metrics.md §1).
     std::vector<std::pair<commprof_event, uint64_t>> nvtx_calls;
     std::unordered_set<uint64_t> plugin_comms;
+    // Non-blocking collectives wait for the rank's completion calls (read in any order).
+    std::vector<std::pair<commprof_event, uint64_t>> issued;
+    std::unordered_map<ThreadEnd, CompletionCall, ThreadEndHash> completions;
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
         const uint64_t at = row++;
@@ -96,14 +130,29 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           nvtx_calls.emplace_back(e, at);
           continue;
         }
+        if (nonblocking && e.kind == COMMPROF_KIND_MPI_WAIT) {
+          completions.emplace(ThreadEnd{e.thread_id, e.end_ns}, CompletionCall{e.start_ns, e.subtype != COMMPROF_OP_TEST});
+          continue;
+        }
+        if (nonblocking && IsMatchableNonblockingCollective(e)) {
+          issued.emplace_back(e, at);
+          continue;
+        }
         if (!IsMatchableCollective(e)) {
           continue;
         }
-        add(e, KeyOf(e), e.kind == COMMPROF_KIND_NCCL_COLLECTIVE, at);
+        add(e, KeyOf(e), e.kind == COMMPROF_KIND_NCCL_COLLECTIVE, at, e.start_ns);
       }
     });
     COMMPROF_RETURN_IF_ERROR(st);
     COMMPROF_RETURN_IF_ERROR(bad);
+    for (const auto& [e, at] : issued) {
+      auto c = completions.find(ThreadEnd{e.thread_id, e.end_ns});
+      // Completed by a Wait*: blocked from its entry. By a Test*, or out of sight: never blocked.
+      const uint64_t blocked = c != completions.end() && c->second.blocks ? c->second.start : e.end_ns;
+      add(e, KeyOf(e), false, at, std::max(e.start_ns, std::min(blocked, e.end_ns)));
+      COMMPROF_RETURN_IF_ERROR(bad);
+    }
     // Without the plugin's records for a communicator, its NVTX-decoded calls are the instances:
     // arrival = host API entry, sequence = the call's place among this rank's calls of that type
     // on that communicator, in time order (rows are in arrival order, not time order).
@@ -116,7 +165,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
       }
       const uint32_t type = 0x100u + e.subtype;
       uint64_t& n = next_seq[CollectiveKey{e.comm_id, 0, type}];
-      add(e, CollectiveKey{e.comm_id, n++, type}, true, at);
+      add(e, CollectiveKey{e.comm_id, n++, type}, true, at, e.start_ns);
       COMMPROF_RETURN_IF_ERROR(bad);
     }
   }

@@ -32,6 +32,9 @@ struct CollectiveKeyHash {
 // Whether `e` takes part in matching: a blocking MPI collective, or an NCCL collective (kind
 // NCCL_COLLECTIVE that is not a point-to-point operation); never incomplete or untracked ones.
 bool IsMatchableCollective(const commprof_event& e);
+// Whether `e` is a completed MPI non-blocking collective (NONBLOCKING, not incomplete or untracked):
+// matched like a blocking one when LoadCollectiveInstances is asked to (docs/metrics.md §1).
+bool IsMatchableNonblockingCollective(const commprof_event& e);
 // Whether `e` is an NCCL collective call decoded from NCCL's NVTX ranges (kind NCCL_API with
 // COMMPROF_FLAG_FROM_NVTX, not Send/Recv): matched only on ranks without plugin records for its
 // communicator (docs/metrics.md §1), with sequence numbers the analysis assigns.
@@ -41,9 +44,13 @@ CollectiveKey KeyOf(const commprof_event& e);
 struct Arrival {
   uint32_t world_rank = 0;
   int32_t local_rank = -1;  // rank within the communicator (-1: its creation was not seen)
-  int64_t start = 0;        // entry, reference time base
-  int64_t end = 0;          // exit
+  int64_t start = 0;        // arrival: entry of a blocking call, issue of a non-blocking one
+  int64_t end = 0;          // exit (non-blocking: the return of the call that completed it)
   uint64_t bytes = 0;       // as this rank recorded it (docs/file-format.md byte rules)
+  // Entry of the call in which the rank blocked for this collective (docs/metrics.md §2): `start`
+  // for a blocking call; for a non-blocking one the entry of the Wait* call that completed it,
+  // or `end` when nothing blocked for it (completed by Test*, or the completing call not found).
+  int64_t block_start = 0;
 };
 
 struct CollectiveInstance {
@@ -56,14 +63,17 @@ struct CollectiveInstance {
   uint32_t comm_size = 0;         // members of the communicator (0: unknown)
   std::vector<Arrival> arrivals;  // sorted by world rank
   bool nccl = false;              // an NCCL collective (kind NCCL_COLLECTIVE)
+  bool nonblocking = false;       // an MPI non-blocking collective (MPI_Iallreduce, ...)
   bool complete() const { return comm_size != 0 && arrivals.size() == comm_size; }
   CollectiveKey key() const { return {comm_id, seq, nccl ? 0x100u + op : 0u}; }
 };
 
-// Every blocking collective instance of the file, ordered by earliest entry. `aligned`: apply each
-// rank's clock model (false: raw local times). A malformed input is rejected (kCorrupt, naming
+// Every blocking collective instance of the file (with `nonblocking`, the MPI non-blocking ones
+// too: arrival = issue, blocked from the entry of the Wait* call that completed them), ordered by
+// earliest arrival. `aligned`: apply each rank's clock model (false: raw local times). A malformed input is rejected (kCorrupt, naming
 // the file, rank and events row): an event that ends before it starts, a rank recording the same
 // (communicator, sequence) twice, or ranks disagreeing on the operation of one call.
-Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned);
+Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
+                                                                bool nonblocking = false);
 
 }  // namespace commprof

@@ -66,6 +66,8 @@ struct P2PMessage {
   int64_t recv_start = 0, recv_end = 0;
   int64_t late_sender_ns = 0;  // of this message alone (before the per-call max of §5.4)
   int64_t late_receiver_ns = 0;
+  int64_t send_call_start = INT64_MIN;  // TEMP (lead): replaced by the collector helper's merge
+  int64_t recv_call_start = INT64_MIN;
 };
 
 struct P2PRankStats {
@@ -87,6 +89,7 @@ struct P2PMatchOptions {
   bool aligned = true;               // apply each rank's clock model (false: raw local times)
   size_t max_unmatched_listed = 20;  // P2PMatchResult::unmatched keeps the earliest this many
   size_t max_worst = 10;             // P2PMatchResult::worst keeps this many messages
+  bool keep_messages = false;        // TEMP (lead)
 };
 
 struct P2PMatchResult {
@@ -105,6 +108,7 @@ struct P2PMatchResult {
   std::vector<P2PRankStats> ranks;      // one per rank of the file, by rank
   std::vector<UnmatchedP2P> unmatched;  // the earliest (aligned start) max_unmatched_listed
   std::vector<P2PMessage> worst;        // largest late_sender_ns + late_receiver_ns first (> 0 only)
+  std::vector<P2PMessage> messages;     // TEMP (lead)
 };
 
 // Matches every point-to-point operation of the file. Errors: the file's events cannot be read

@@ -66,6 +66,7 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   const size_t n = a.size();
   m.waits.assign(n, 0);
   m.transfers.assign(n, 0);
+  m.deps.assign(n, WaitDeps::kNone);
   if (n == 0) {
     return m;
   }
@@ -94,29 +95,53 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   m.second_arrival = second;
   m.skew_ns = last - first;
   m.last_end = last_end;
-  // §2 wait_r, by the operation's dependencies.
+  const bool exclusive_scan = in.op == COMMPROF_OP_EXSCAN;
+  // §2 wait_r: from the rank's blocked start b until the last arrival D of the ranks it depends
+  // on (never past its exit); the rest of its blocked time is transfer.
   for (size_t i = 0; i < n; ++i) {
     const Arrival& x = a[i];
-    int64_t w = 0;
+    const int64_t b = BlockStart(in, x);
+    const bool is_root = root >= 0 && static_cast<int32_t>(i) == root;
+    WaitDeps deps = WaitDeps::kAll;
+    int64_t d = last;
     if (RootedBroadcastLike(in.op)) {
-      w = (root >= 0 && static_cast<int32_t>(i) != root) ? std::max<int64_t>(0, a[root].start - x.start) : 0;
+      // Late Broadcast: a non-root needs the root's data. The root is held only by a rendezvous
+      // with late receivers, which shows as still being in the call when the last one arrived.
+      if (!is_root) {
+        deps = root >= 0 ? WaitDeps::kRoot : WaitDeps::kNone;
+        d = root >= 0 ? a[root].start : b;
+      } else if (x.end < last) {
+        deps = WaitDeps::kNone;
+      }
     } else if (RootedReduceLike(in.op)) {
-      w = static_cast<int32_t>(i) == root ? last - x.start : 0;
-    } else if (in.op == COMMPROF_OP_SCAN && x.local_rank >= 0) {
-      // rank i of the communicator needs ranks 0..i only
-      int64_t needed = x.start;
-      for (const Arrival& y : a) {
-        if (y.local_rank >= 0 && y.local_rank <= x.local_rank) {
-          needed = std::max(needed, y.start);
+      // Early Reduce: the root needs everyone. A non-root is held only while it is still in the
+      // call: by everyone when it left after the last arrival (a tree's inner node, or a
+      // rendezvous), by the root when it left after the root's arrival, else not at all (eager).
+      if (!is_root) {
+        if (x.end >= last) {
+          deps = WaitDeps::kAll;
+        } else if (root >= 0 && x.end >= a[root].start) {
+          deps = WaitDeps::kRoot;
+          d = a[root].start;
+        } else {
+          deps = WaitDeps::kNone;
         }
       }
-      w = needed - x.start;
-    } else {
-      w = last - x.start;
+    } else if ((in.op == COMMPROF_OP_SCAN || exclusive_scan) && x.local_rank >= 0) {
+      // rank i of the communicator needs ranks 0..i (Exscan: 0..i-1) only
+      deps = exclusive_scan ? WaitDeps::kPrefixExclusive : WaitDeps::kPrefix;
+      d = exclusive_scan ? INT64_MIN : x.start;
+      for (const Arrival& y : a) {
+        if (y.local_rank >= 0 && (y.local_rank < x.local_rank || (!exclusive_scan && y.local_rank == x.local_rank))) {
+          d = std::max(d, y.start);
+        }
+      }
     }
+    const int64_t w = deps == WaitDeps::kNone ? 0 : std::max<int64_t>(0, std::min(x.end, d) - b);
+    m.deps[i] = deps;
     m.waits[i] = w;
     m.total_wait_ns += w;
-    m.transfers[i] = std::max<int64_t>(0, x.end - std::max(x.start, last));
+    m.transfers[i] = std::max<int64_t>(0, x.end - b - w);
   }
   m.transfer_ns = std::max<int64_t>(0, last_end - last);
   if (m.transfer_ns > 0) {
@@ -190,7 +215,6 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   };
   std::map<uint8_t, TypeAcc> types;
   std::map<uint32_t, int64_t> last_end;                           // per rank: end of its previous matched collective
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_halves;  // times last in 1st / 2nd half
   uint64_t complete_total = 0;
   int64_t run_start = INT64_MAX, run_end = INT64_MIN;
   for (const auto& in : instances) {
@@ -216,7 +240,6 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
   std::vector<std::vector<uint64_t>> lateness_n(rep.ranks.size(), std::vector<uint64_t>(lm.bins, 0));
   lm.times_last.assign(rep.ranks.size(), std::vector<uint64_t>(lm.bins, 0));
 
-  uint64_t seen_complete = 0;
   for (size_t k = 0; k < instances.size(); ++k) {
     const CollectiveInstance& in = instances[k];
     if (!in.complete()) {
@@ -231,7 +254,6 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       continue;
     }
     ++rep.matched;
-    ++seen_complete;
     const auto& a = in.arrivals;
     const InstanceMetrics& im = measured[k];
     TypeAcc& t = types[in.op];
@@ -249,14 +271,14 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       RankWaitMetrics& m = rep.ranks[ri];
       ++m.instances;
       m.expected_last += 1.0 / static_cast<double>(a.size());
-      m.comm_time_ns += x.end - x.start;
+      m.comm_time_ns += x.end - BlockStart(in, x);
       m.wait_time_ns += im.waits[i];
       m.transfer_time_ns += im.transfers[i];
       auto le = last_end.find(x.world_rank);
       int64_t gap = le != last_end.end() ? std::max<int64_t>(0, x.start - le->second) : 0;
       m.compute_before_ns += gap;
       last_end[x.world_rank] = x.end;
-      t.duration += static_cast<double>(x.end - x.start);
+      t.duration += static_cast<double>(x.end - BlockStart(in, x));
       ++t.arrivals;
       if (lm.bins) {
         lateness_sum[ri][bin] += static_cast<double>(x.start - im.first_arrival);
@@ -271,8 +293,6 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       ++s.times_last;
       s.delay_caused_ns += im.delay_caused_ns;
       s.wait_imposed_ns += im.total_wait_ns - im.waits[im.straggler_index];
-      auto& halves = last_halves[straggler->world_rank];
-      (seen_complete * 2 <= complete_total ? halves.first : halves.second)++;
       if (lm.bins) {
         ++lm.times_last[si][bin];
       }
@@ -323,58 +343,6 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     tm.algbw_gbps = t.transfer > 0 ? static_cast<double>(t.bytes) / t.transfer : 0;
     tm.busbw_gbps = t.transfer > 0 ? t.bus_bytes / t.transfer : 0;
     rep.types.push_back(tm);
-  }
-  // §4 verdict: the rank most often last, when it is last in a clear majority of the instances.
-  const RankWaitMetrics* best = nullptr;
-  for (const auto& m : rep.ranks) {
-    if (best == nullptr || m.times_last > best->times_last) {
-      best = &m;
-    }
-  }
-  if (best != nullptr && rep.matched > 0) {
-    double share = static_cast<double>(best->times_last) / static_cast<double>(rep.matched);
-    // §4 significance: the delay it caused must be at least a tenth of the others' mean time in
-    // these collectives; a rank that is merely often last by a hair (the scheduler's doing on
-    // shared cores) is not a straggler.
-    double others_comm = 0;
-    size_t n_others = 0;
-    for (const auto& m : rep.ranks) {
-      if (m.rank != best->rank) {
-        others_comm += static_cast<double>(m.comm_time_ns);
-        ++n_others;
-      }
-    }
-    double mean_others_comm = n_others > 0 ? others_comm / static_cast<double>(n_others) : 0;
-    bool significant = static_cast<double>(best->delay_caused_ns) >= 0.1 * mean_others_comm;
-    // §4 not chance: were the last arriver random among the participants, being last this often
-    // must have a probability under 1 % (3 of 5 instances among 4 ranks is not evidence).
-    double p = best->instances ? best->expected_last / static_cast<double>(best->instances) : 1.0;
-    double p_chance = BinomialTail(best->instances, best->times_last, p);
-    if (share >= 0.5 && significant && p_chance < kChanceLevel) {
-      StragglerVerdict& v = rep.verdict;
-      v.found = true;
-      v.rank = best->rank;
-      v.host = best->host;
-      v.share_last = share;
-      v.p_chance = p_chance;
-      v.delay_caused_ns = best->delay_caused_ns;
-      auto halves = last_halves[best->rank];
-      uint64_t half = std::max<uint64_t>(1, rep.matched / 2);
-      v.persistent = halves.first * 2 >= half && halves.second * 2 >= half;
-      // Longer compute before its calls than the mean of the others: compute; otherwise transfer.
-      double others = 0;
-      size_t n = 0;
-      for (const auto& m : rep.ranks) {
-        if (m.rank == best->rank || m.instances == 0) {
-          continue;
-        }
-        others += static_cast<double>(m.compute_before_ns) / static_cast<double>(m.instances);
-        ++n;
-      }
-      double mine =
-          best->instances ? static_cast<double>(best->compute_before_ns) / static_cast<double>(best->instances) : 0;
-      v.cause = (n > 0 && mine > others / static_cast<double>(n)) ? "compute" : "transfer";
-    }
   }
   return rep;
 }

@@ -16,6 +16,10 @@
 
 namespace commprof {
 
+// Whom a participant waits for in a collective (docs/metrics.md §2): every other participant, the
+// root only, the lower ranks of the communicator (Scan: 0..i, Exscan: 0..i-1), or nobody.
+enum class WaitDeps : uint8_t { kNone = 0, kAll, kRoot, kPrefix, kPrefixExclusive };
+
 // One matched instance, measured (docs/metrics.md §2). Vectors run parallel to the instance's
 // arrivals (sorted by world rank).
 struct InstanceMetrics {
@@ -31,9 +35,16 @@ struct InstanceMetrics {
   int64_t transfer_ns = 0;         // latest exit - L (§2: the data movement once all had arrived)
   double algbw_gbps = 0;           // bytes / transfer_ns (GB/s = 1e9 bytes/s); 0 when transfer is 0
   double busbw_gbps = 0;           // algbw x the nccl-tests factor for the type and size
-  std::vector<int64_t> waits;      // wait_r
-  std::vector<int64_t> transfers;  // transfer_r = e_r - max(a_r, L), at least 0
+  std::vector<int64_t> waits;      // wait_r: from the rank's blocked start, the time it waited (§2)
+  std::vector<int64_t> transfers;  // transfer_r: the rest of its blocked time in the call (§2)
+  std::vector<WaitDeps> deps;      // whom the rank depends on in the call (it waited when wait_r > 0)
 };
+
+// The time a participant was blocked in the call for this instance: from `block_start` (a
+// blocking call's entry, the completing Wait*'s entry of a non-blocking one) to its exit.
+inline int64_t BlockStart(const CollectiveInstance& in, const Arrival& a) {
+  return in.nonblocking ? a.block_start : a.start;
+}
 
 // Measures one instance. `skew_threshold_ns`: §3 (WaitReport::skew_threshold_ns).
 InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_threshold_ns);
@@ -55,7 +66,7 @@ struct RankWaitMetrics {
   uint32_t rank = 0;
   std::string host;
   uint64_t instances = 0;
-  int64_t comm_time_ns = 0;       // sum of the rank's time inside matched blocking collectives
+  int64_t comm_time_ns = 0;       // sum of the rank's blocked time in matched collectives (§4)
   int64_t wait_time_ns = 0;       // sum of wait_r
   double wait_share = 0.0;        // wait_time / comm_time
   uint64_t times_last = 0;        // instances where it was the straggler
@@ -112,17 +123,6 @@ struct LatenessMap {
   std::vector<std::vector<uint64_t>> times_last;      // [rank index][bin]
 };
 
-struct StragglerVerdict {
-  bool found = false;
-  uint32_t rank = 0;
-  std::string host;
-  double share_last = 0;  // of complete instances
-  int64_t delay_caused_ns = 0;
-  double p_chance = 1;      // P(last this often or more) if the last arriver were random (§4)
-  bool persistent = false;  // last in most of both halves of the run
-  std::string cause;        // "compute" (longer compute before the collective) or "transfer"
-};
-
 struct WaitReport {
   uint64_t matched = 0;                             // complete instances
   uint64_t incomplete = 0;                          // instances missing a rank
@@ -132,15 +132,13 @@ struct WaitReport {
   int64_t skew_threshold_ns = 0;
   std::vector<RankWaitMetrics> ranks;
   std::vector<TypeWaitMetrics> types;
-  StragglerVerdict verdict;
 };
 
 inline constexpr size_t kMaxListed = 100;
 inline constexpr size_t kWorstInstances = 10;
 inline constexpr uint32_t kLatenessBins = 40;
-inline constexpr double kChanceLevel = 0.01;  // §4: the verdict's chance test
 
-// Upper tail of the binomial distribution: P(X >= k) for X ~ B(n, p) (the verdict's chance test).
+// Upper tail of the binomial distribution: P(X >= k) for X ~ B(n, p).
 double BinomialTail(uint64_t n, uint64_t k, double p);
 
 // `measured` runs parallel to `instances`, measured with SkewThresholdNs(info) (MeasureInstances).

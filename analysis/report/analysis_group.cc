@@ -1,5 +1,7 @@
 #include "analysis/report/analysis_group.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -169,7 +171,8 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   if (!g.valid()) {
     return IoError(path + ": cannot create /" + group);
   }
-  const StragglerVerdict& v = w.verdict;
+  const Straggler none;
+  const Straggler& v = report.stragglers.empty() ? none : report.stragglers.front();
   const hid_t a = g.get();
   using h5::Write;
   bool ok = Write(a, attr::kAnalysisVersionAttr, kAnalysisGroupVersion) &&
@@ -177,9 +180,11 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
             Write(a, attr::kMatched, w.matched) && Write(a, attr::kIncomplete, w.incomplete) &&
             Write(a, attr::kSkewThresholdNs, w.skew_threshold_ns) &&
             Write(a, attr::kClockViolations, report.clock.violations) &&
-            Write(a, attr::kStragglerRank, v.found ? static_cast<int64_t>(v.rank) : int64_t{-1}) &&
-            Write(a, attr::kStragglerShareLast, v.share_last) &&
-            Write(a, attr::kStragglerDelayCausedNs, v.delay_caused_ns) && Write(a, attr::kStragglerCause, v.cause) &&
+            Write(a, attr::kStragglers, static_cast<uint64_t>(report.stragglers.size())) &&
+            Write(a, attr::kStragglerRank, report.stragglers.empty() ? int64_t{-1} : static_cast<int64_t>(v.rank)) &&
+            Write(a, attr::kStragglerShare, v.share) &&
+            Write(a, attr::kStragglerDelayCostNs, static_cast<int64_t>(std::llround(v.delay_cost_ns))) &&
+            Write(a, attr::kStragglerPattern, v.pattern) && Write(a, attr::kStragglerCause, v.cause) &&
             Write(a, attr::kP2pMatched, report.p2p.matched) &&
             Write(a, attr::kP2pUnmatchedSends, report.p2p.unmatched_sends) &&
             Write(a, attr::kP2pUnmatchedRecvs, report.p2p.unmatched_recvs) &&

@@ -117,46 +117,47 @@ void Header(Page& p) {
   p.out += "</div>\n</header>\n";
 }
 
-// The row of the lateness heat map for `rank`, if any.
-const ReportModel::LatenessRank* LatenessRow(const Page& p, int64_t rank) {
-  if (!p.r.lateness) {
-    return nullptr;
-  }
-  for (const ReportModel::LatenessRank& lr : List(p.r.lateness->ranks)) {
-    if (lr.rank == rank) {
-      return &lr;
-    }
-  }
-  return nullptr;
-}
-
 void NoStraggler(Page& p, double matched) {
-  p.out += "<section class=\"verdict ok\"><h2>No straggler</h2><p>";
-  if (p.r.instances && p.r.instances->matched && matched == 0) {
-    p.out += "No matched collective instances: there is nothing to judge.";
-  } else {
+  const ReportModel::Delay d = p.r.delay.value_or(ReportModel::Delay{});
+  const double matched_p2p = p.r.p2p ? NumOr(p.r.p2p->matched, 0) : 0;
+  if (matched == 0 && matched_p2p == 0) {
+    // Not a clean bill of health: nothing was there to judge.
     p.out +=
-        "No rank was last in at least half of the matched instances while causing a delay of at least a "
-        "tenth of the other ranks' collective time (metrics.md &sect;4).";
+        "<section class=\"verdict na\"><h2>Nothing to judge</h2><p>No matched collective instance and no "
+        "matched point-to-point message: the file holds no communication whose waiting could be charged to a "
+        "rank.</p></section>\n";
+    return;
   }
+  p.out += "<section class=\"verdict ok\"><h2>No straggler</h2><p>";
+  p.out +=
+      "No rank's delay cost (the waiting whose root cause it is) is a material share of the job's waiting while "
+      "standing out from the other ranks' (metrics.md &sect;9.3).";
   p.out += "</p>";
   // The nearest candidate, so "none" can be checked against the numbers.
   const ReportModel::Rank* most = nullptr;
   for (const ReportModel::Rank* rr : p.ranks) {
-    if (NumOr(rr->times_last, 0) > (most ? NumOr(most->times_last, 0) : 0)) {
+    if (NumOr(rr->delay_cost_ns, 0) > (most ? NumOr(most->delay_cost_ns, 0) : 0)) {
       most = rr;
     }
   }
-  if (most != nullptr && matched > 0) {
-    const double last = NumOr(most->times_last, 0);
-    p.out += "<ul><li>Most often last: rank " + std::to_string(Page::RankOf(*most)) + ", in " + Count(last) + " of " +
-             Count(matched) + " instances (" + Pct(last / matched) + "), causing " +
-             Dur(NumOr(most->delay_caused_ns, 0)) + " of delay by itself.</li></ul>";
+  const double attributed = NumOr(d.attributed_ns, 0);
+  if (most != nullptr && attributed > 0) {
+    const double cost = NumOr(most->delay_cost_ns, 0);
+    p.out += "<ul><li>Largest delay cost: rank " + std::to_string(Page::RankOf(*most)) + ", " + Dur(cost) + " (" +
+             Pct(cost / attributed) + " of the " + Dur(attributed) + " of waiting charged to a rank).</li></ul>";
   }
   p.out += "</section>\n";
 }
 
-void Straggler(Page& p, const ReportModel::Straggler& s, double matched) {
+std::string MemberList(const std::vector<int64_t>& m) {
+  std::string s;
+  for (size_t i = 0; i < m.size() && i < 16; ++i) {
+    s += (i ? ", " : "") + std::to_string(m[i]);
+  }
+  return m.size() > 16 ? s + ", &hellip;" : s;
+}
+
+void Straggler(Page& p, const ReportModel::Straggler& s) {
   const int64_t rank = s.rank.value_or(0);
   const ReportModel::Rank* re = p.RankEntry(rank);
   std::string host = s.host.value_or("");
@@ -164,43 +165,40 @@ void Straggler(Page& p, const ReportModel::Straggler& s, double matched) {
     host = re->host.value_or("");
   }
   p.out += "<section class=\"verdict bad\"><h2>Rank " + std::to_string(rank) +
-           (host.empty() ? std::string() : " on " + HtmlEscape(host)) + " is the straggler</h2><ul>";
-  if (Num(s.share_last)) {
-    p.out += "<li>Last to arrive in <b>" + Pct(*Num(s.share_last)) + "</b> of the ";
-    p.out += matched > 0 ? Count(matched) + " matched collective instances" : std::string("matched instances");
-    if (re != nullptr && Num(re->times_last)) {
-      p.out += " (" + Count(*Num(re->times_last)) + " times)";
+           (host.empty() ? std::string() : " on " + HtmlEscape(host)) +
+           (s.device ? " (GPU " + std::to_string(*s.device) + ")" : std::string()) + " is a straggler</h2><ul>";
+  const std::string pattern = s.pattern.value_or("");
+  if (pattern == "periodic" && s.period) {
+    p.out += "<li><b>Periodic</b>: late every " + Count(NumOr(s.period->every, 0)) + "th call, typically by " +
+             Dur(NumOr(s.period->typical_lateness_ns, 0)) + ".</li>";
+  } else if (pattern == "transient" && s.window) {
+    const double start = p.r.lateness ? NumOr(p.r.lateness->start_ns, 0) : 0;
+    p.out += "<li><b>Transient</b>: late from " + Dur(NumOr(s.window->start_ns, 0) - start) + " to " +
+             Dur(NumOr(s.window->end_ns, 0) - start) + " into the run.</li>";
+  } else if (pattern == "persistent") {
+    p.out += "<li><b>Persistent</b>: late in most of its calls, typically by " + Dur(NumOr(s.typical_lateness_ns, 0)) +
+             ".</li>";
+  }
+  if (Num(s.delay_cost_ns)) {
+    p.out += "<li>Delay cost (the waiting whose root cause it is): <b>" + Dur(*Num(s.delay_cost_ns)) + "</b>";
+    if (Num(s.share)) {
+      p.out += ", " + Pct(*Num(s.share)) + " of the job's waiting";
     }
-    p.out += ".</li>";
+    p.out += " (direct " + Dur(NumOr(s.direct_ns, 0)) + ", propagated " + Dur(NumOr(s.propagated_ns, 0)) + ").</li>";
   }
-  if (s.persistent) {
-    p.out += *s.persistent ? "<li><b>Persistent</b>: last in at least half of the instances of each half of the "
-                             "run.</li>"
-                           : "<li><b>Transient</b>: not last through both halves of the run.</li>";
+  if (Num(s.saving_ns)) {
+    p.out += "<li>Had it been on time, the job would have ended about <b>" + Dur(*Num(s.saving_ns)) +
+             "</b> earlier (replay, metrics.md &sect;9.4).</li>";
   }
-  if (Num(s.delay_caused_ns)) {
-    p.out += "<li>Delay it alone caused (its arrival minus the second-latest, summed): <b>" +
-             Dur(*Num(s.delay_caused_ns)) + "</b>.</li>";
-  }
-  if (re != nullptr && Num(re->wait_imposed_ns)) {
-    p.out += "<li>Wait it imposed on the other ranks: " + Dur(*Num(re->wait_imposed_ns)) + ".</li>";
-  }
-  if (const ReportModel::LatenessRank* lr = LatenessRow(p, rank); lr != nullptr) {
-    double worst = -1;
-    for (const Opt<double>& v : List(lr->mean_lateness_ns)) {
-      if (Num(v)) {
-        worst = std::max(worst, *v);
-      }
-    }
-    if (worst >= 0) {
-      p.out += "<li>Its largest mean lateness in a time bin: " + Dur(worst) + " (heat map below).</li>";
-    }
+  for (const ReportModel::StragglerCommunicator& c : List(s.communicators)) {
+    p.out += "<li>Late on " + HtmlEscape(c.name.value_or("?")) + " (ranks " + MemberList(List(c.members)) + "): " +
+             Dur(NumOr(c.delay_cost_ns, 0)) + " of waiting.</li>";
   }
   const std::string cause = s.cause.value_or("");
   if (!cause.empty()) {
     p.out += "<li>Cause hint: <b>";
-    p.out += cause == "compute"    ? "longer compute before the collective"
-             : cause == "transfer" ? "slow transfer"
+    p.out += cause == "compute"    ? "longer compute before its calls"
+             : cause == "transfer" ? "time inside communication (slow transfer)"
                                    : HtmlEscape(cause);
     p.out += "</b>.</li>";
   }
@@ -220,7 +218,7 @@ void Verdict(Page& p) {
     return;
   }
   for (const ReportModel::Straggler& s : *p.r.stragglers) {
-    Straggler(p, s, matched);
+    Straggler(p, s);
   }
 }
 

@@ -12,13 +12,16 @@
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
 #include "analysis/match/p2p_messages.h"
+#include "analysis/metrics/delay_costs.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/overlap.h"
+#include "analysis/metrics/straggler_verdict.h"
+#include "analysis/metrics/time_categories.h"
 #include "analysis/metrics/wait_metrics.h"
 
 namespace commprof {
 
-inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kReportSchemaVersion = 3;
 
 struct JobReport {
   ProfileInfo info;
@@ -29,10 +32,14 @@ struct JobReport {
   P2PMatchResult p2p;                // point-to-point messages, Late Sender / Late Receiver (§5)
   std::vector<RankOverlap> overlap;  // per rank, parallel to info.ranks (§6)
   std::vector<MemorySeries> memory;  // per rank, device and memory kind that has alloc/free records (§7)
+  DelayAnalysis delay;               // root causes of waiting (§9.1-§9.2); its graph is freed once judged
+  std::vector<Straggler> stragglers;  // the verdict (§9.3), largest delay cost first
+  std::vector<RankTime> time;         // per rank, parallel to info.ranks (§9.5)
 };
 
 // Computes every figure, reading the file three times: point-to-point matching, collective
-// matching, and one pass that feeds the overlap (§6) and memory (§7) builders together. Each
+// matching (blocking and non-blocking), and one pass that feeds the overlap (§6), memory (§7) and
+// time-category (§9.5) builders together. Each
 // collective instance is measured once (`measured`), for the wait metrics and the /analysis tables.
 Result<JobReport> AnalyzeJob(const ProfileReader& reader);
 

@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 Json ToJsonValue(int64_t v) { return Json(v); }
 Json ToJsonValue(uint64_t v) { return Json(v); }
 Json ToJsonValue(double v) { return Json(v); }
-Json ToJsonValue(bool v) { return Json(v); }
+[[maybe_unused]] Json ToJsonValue(bool v) { return Json(v); }
 Json ToJsonValue(const std::string& v) { return Json(v); }
 Json ToJsonValue(const NamedCounts& v);
 template <class T>
@@ -138,7 +138,7 @@ Status Read(const Json& v, const std::string& path, unsigned flags, std::optiona
   return ReadNumber(v, path, flags, out);
 }
 
-Status Read(const Json& v, const std::string& path, unsigned /*flags*/, std::optional<bool>& out) {
+[[maybe_unused]] Status Read(const Json& v, const std::string& path, unsigned /*flags*/, std::optional<bool>& out) {
   if (!v.is_boolean()) {
     return WrongType(path, "a boolean", v);
   }

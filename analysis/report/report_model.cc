@@ -105,6 +105,55 @@ ReportModel::Lateness LatenessOf(const WaitReport& rep) {
   return l;
 }
 
+ReportModel::Straggler StragglerOf(const Straggler& s) {
+  ReportModel::Straggler m;
+  m.rank = s.rank;
+  m.host = s.host;
+  if (s.device >= 0) {
+    m.device = s.device;
+  }
+  m.delay_cost_ns = std::llround(s.delay_cost_ns);
+  m.direct_ns = std::llround(s.direct_ns);
+  m.propagated_ns = std::llround(s.propagated_ns);
+  m.share = s.share;
+  if (s.saving_ns >= 0) {
+    m.saving_ns = s.saving_ns;
+  }
+  m.pattern = s.pattern;
+  if (s.pattern == "periodic") {
+    m.period = ReportModel::Period{s.period_every, s.typical_lateness_ns};
+  }
+  if (s.pattern == "transient") {
+    m.window = ReportModel::Window{s.window_start_ns, s.window_end_ns};
+  }
+  auto& comms = m.communicators.emplace();
+  for (const StragglerCommunicator& c : s.communicators) {
+    comms.push_back({c.comm_id, c.name, c.size, std::vector<int64_t>(c.members.begin(), c.members.end()),
+                     std::llround(c.delay_cost_ns)});
+  }
+  m.cause = s.cause;
+  m.late_instances = s.late_instances;
+  m.typical_lateness_ns = s.typical_lateness_ns;
+  return m;
+}
+
+ReportModel::TimeCategories TimeOf(const RankTime& t) {
+  ReportModel::TimeCategories m;
+  m.span_ns = t.span_ns;
+  m.compute_ns = t.compute_ns;
+  m.startup_ns = t.startup_ns;
+  m.shutdown_ns = t.shutdown_ns;
+  m.transfer_ns = t.transfer_ns;
+  m.wait_ns = t.wait_ns;
+  m.unattributed_ns = t.unattributed_ns;
+  m.idle_ns = t.idle_ns;
+  auto& culprits = m.wait_by_culprit.emplace();
+  for (const auto& [rank, ns] : t.wait_by_culprit) {
+    culprits.push_back({rank, ns});
+  }
+  return m;
+}
+
 }  // namespace
 
 ReportModel BuildReportModel(const JobReport& report) {
@@ -136,6 +185,15 @@ ReportModel BuildReportModel(const JobReport& report) {
     if (i < report.p2p.ranks.size()) {
       r.p2p = RankP2pOf(report.p2p.ranks[i]);
     }
+    if (i < report.delay.ranks.size()) {
+      const RankDelay& d = report.delay.ranks[i];
+      r.delay_cost_ns = std::llround(d.cost());
+      r.delay_direct_ns = std::llround(d.direct_ns);
+      r.delay_propagated_ns = std::llround(d.propagated_ns);
+    }
+    if (i < report.time.size()) {
+      r.time = TimeOf(report.time[i]);
+    }
     ranks.push_back(std::move(r));
   }
 
@@ -151,10 +209,13 @@ ReportModel BuildReportModel(const JobReport& report) {
   }
   m.p2p = P2pOf(report.p2p);
 
+  ReportModel::Delay& delay = m.delay.emplace();
+  delay.total_wait_ns = std::llround(report.delay.total_wait_ns);
+  delay.attributed_ns = std::llround(report.delay.attributed_ns);
+  delay.unattributed_ns = std::llround(report.delay.unattributed_ns);
   auto& stragglers = m.stragglers.emplace();
-  if (rep.verdict.found) {
-    const StragglerVerdict& v = rep.verdict;
-    stragglers.push_back({v.rank, v.host, v.share_last, v.p_chance, v.delay_caused_ns, v.persistent, v.cause});
+  for (const Straggler& s : report.stragglers) {
+    stragglers.push_back(StragglerOf(s));
   }
   m.lateness = LatenessOf(rep);
 

@@ -97,6 +97,31 @@ struct ReportModel {
       v("unmatched_recvs", s.unmatched_recvs);
     }
   };
+  struct Culprit {
+    Opt<int64_t> rank;
+    Opt<int64_t> ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("ns", s.ns);
+    }
+  };
+  struct TimeCategories {
+    Opt<int64_t> span_ns, compute_ns, startup_ns, shutdown_ns, transfer_ns, wait_ns, unattributed_ns, idle_ns;
+    Opt<std::vector<Culprit>> wait_by_culprit;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("span_ns", s.span_ns);
+      v("compute_ns", s.compute_ns);
+      v("startup_ns", s.startup_ns);
+      v("shutdown_ns", s.shutdown_ns);
+      v("transfer_ns", s.transfer_ns);
+      v("wait_ns", s.wait_ns);
+      v("unattributed_ns", s.unattributed_ns);
+      v("idle_ns", s.idle_ns);
+      v("wait_by_culprit", s.wait_by_culprit);
+    }
+  };
   struct Rank {
     Opt<int64_t> rank;
     Opt<std::string> host;
@@ -116,6 +141,9 @@ struct ReportModel {
     Opt<uint64_t> incomplete_events;
     Opt<std::vector<Device>> devices;
     Opt<RankP2p> p2p;
+    // Root causes (§9): the waiting this rank caused, and where its own time went.
+    Opt<int64_t> delay_cost_ns, delay_direct_ns, delay_propagated_ns;
+    Opt<TimeCategories> time;
     template <class S, class V>
     static void Fields(S& s, V& v) {
       v("rank", s.rank, kReportRequired | kReportInteger);
@@ -137,6 +165,10 @@ struct ReportModel {
       v("incomplete_events", s.incomplete_events);
       v("devices", s.devices);
       v("p2p", s.p2p);
+      v("delay_cost_ns", s.delay_cost_ns);
+      v("delay_direct_ns", s.delay_direct_ns);
+      v("delay_propagated_ns", s.delay_propagated_ns);
+      v("time", s.time);
     }
   };
   struct Collective {
@@ -238,22 +270,78 @@ struct ReportModel {
       v("worst_messages", s.worst_messages);
     }
   };
+  struct StragglerCommunicator {
+    Opt<uint64_t> comm_id;
+    Opt<std::string> name;
+    Opt<uint64_t> size;
+    Opt<std::vector<int64_t>> members;
+    Opt<int64_t> delay_cost_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("comm_id", s.comm_id, kReportInteger);
+      v("name", s.name);
+      v("size", s.size, kReportInteger);
+      v("members", s.members, kReportInteger);
+      v("delay_cost_ns", s.delay_cost_ns);
+    }
+  };
+  struct Period {
+    Opt<uint64_t> every;
+    Opt<int64_t> typical_lateness_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("every", s.every, kReportRequired | kReportInteger);
+      v("typical_lateness_ns", s.typical_lateness_ns);
+    }
+  };
+  struct Window {
+    Opt<int64_t> start_ns, end_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("start_ns", s.start_ns);
+      v("end_ns", s.end_ns);
+    }
+  };
   struct Straggler {
     Opt<int64_t> rank;
     Opt<std::string> host;
-    Opt<double> share_last, p_chance;
-    Opt<int64_t> delay_caused_ns;
-    Opt<bool> persistent;
+    Opt<int64_t> device;  // absent: not known
+    Opt<int64_t> delay_cost_ns, direct_ns, propagated_ns;
+    Opt<double> share;
+    Opt<int64_t> saving_ns;  // absent: not estimated (past the first few stragglers)
+    Opt<std::string> pattern;
+    Opt<Period> period;  // periodic only
+    Opt<Window> window;  // transient only
+    Opt<std::vector<StragglerCommunicator>> communicators;
     Opt<std::string> cause;
+    Opt<uint64_t> late_instances;
+    Opt<int64_t> typical_lateness_ns;
     template <class S, class V>
     static void Fields(S& s, V& v) {
       v("rank", s.rank, kReportRequired | kReportInteger);
       v("host", s.host);
-      v("share_last", s.share_last);
-      v("p_chance", s.p_chance);
-      v("delay_caused_ns", s.delay_caused_ns);
-      v("persistent", s.persistent);
+      v("device", s.device, kReportInteger);
+      v("delay_cost_ns", s.delay_cost_ns);
+      v("direct_ns", s.direct_ns);
+      v("propagated_ns", s.propagated_ns);
+      v("share", s.share);
+      v("saving_ns", s.saving_ns);
+      v("pattern", s.pattern);
+      v("period", s.period);
+      v("window", s.window);
+      v("communicators", s.communicators);
       v("cause", s.cause);
+      v("late_instances", s.late_instances);
+      v("typical_lateness_ns", s.typical_lateness_ns);
+    }
+  };
+  struct Delay {
+    Opt<int64_t> total_wait_ns, attributed_ns, unattributed_ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("total_wait_ns", s.total_wait_ns);
+      v("attributed_ns", s.attributed_ns);
+      v("unattributed_ns", s.unattributed_ns);
     }
   };
   struct LatenessRank {
@@ -334,6 +422,7 @@ struct ReportModel {
   Opt<std::vector<Collective>> collectives;
   Opt<std::vector<WorstInstance>> worst_instances;
   Opt<P2p> p2p;
+  Opt<Delay> delay;
   Opt<std::vector<Straggler>> stragglers;
   Opt<Lateness> lateness;
   Opt<Clock> clock;
@@ -352,6 +441,7 @@ struct ReportModel {
     v("collectives", s.collectives);
     v("worst_instances", s.worst_instances);
     v("p2p", s.p2p);
+    v("delay", s.delay);
     v("stragglers", s.stragglers);
     v("lateness", s.lateness);
     v("clock", s.clock);

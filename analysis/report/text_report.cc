@@ -206,26 +206,104 @@ void PointToPoint(const ReportModel& m, std::ostream& os) {
   }
 }
 
-void Verdict(const ReportModel& m, std::ostream& os) {
-  os << "\nverdict: ";
-  const auto& stragglers = List(m.stragglers);
-  if (stragglers.empty()) {
-    os << "no straggler: no rank was last in half or more of the matched instances,\n"
-          "  far more often than chance and by enough to matter (docs/metrics.md §4)\n";
+// "ranks 0-3" / "ranks 0,2,5" for a member list.
+std::string Members(const std::vector<int64_t>& m) {
+  if (m.empty()) {
+    return "members unknown";
+  }
+  bool contiguous = true;
+  for (size_t i = 1; i < m.size(); ++i) {
+    contiguous = contiguous && m[i] == m[i - 1] + 1;
+  }
+  if (contiguous && m.size() > 2) {
+    return "ranks " + std::to_string(m.front()) + "-" + std::to_string(m.back());
+  }
+  std::string s = m.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < m.size() && i < 8; ++i) {
+    s += (i ? "," : "") + std::to_string(m[i]);
+  }
+  return s + (m.size() > 8 ? ",..." : "");
+}
+
+std::string PatternText(const ReportModel::Straggler& v, int64_t run_start) {
+  const std::string p = V(v.pattern);
+  if (p == "periodic" && v.period) {
+    return "periodic: late every " + std::to_string(Ull(v.period->every)) + "th call (typically " +
+           Ms(V(v.period->typical_lateness_ns)) + " ms late)";
+  }
+  if (p == "transient" && v.window) {
+    return "transient: late from " + Ms(V(v.window->start_ns) - run_start) + " to " +
+           Ms(V(v.window->end_ns) - run_start) + " ms into the run";
+  }
+  if (p == "persistent") {
+    return "persistent: late in most of its calls (typically " + Ms(V(v.typical_lateness_ns)) + " ms)";
+  }
+  return p;
+}
+
+void TimeCategories(const ReportModel& m, std::ostream& os) {
+  bool any = false;
+  for (const auto& r : List(m.ranks)) {
+    any = any || r.time.has_value();
+  }
+  if (!any) {
     return;
   }
-  const ReportModel::Straggler& v = stragglers.front();
   char line[256];
-  std::snprintf(line, sizeof line,
-                "rank %u on %s is the straggler\n"
-                "  last in %.0f%% of %llu instances (%s; by chance: p = %.1e)\n"
-                "  delay it alone caused: %s ms in all\n"
-                "  cause hint: %s\n",
-                static_cast<unsigned>(V(v.rank)), V(v.host).c_str(), 100.0 * V(v.share_last),
-                Ull(V(m.instances).matched), V(v.persistent) ? "persistent" : "transient", V(v.p_chance),
-                Ms(V(v.delay_caused_ns)).c_str(),
-                V(v.cause) == "compute" ? "longer compute before the collective" : "slow transfer");
+  os << "\ntime per rank (ms; adds up to the span, docs/metrics.md §9.5):\n";
+  std::snprintf(line, sizeof line, "%-5s %10s %10s %9s %9s %9s %9s %9s %7s %8s\n", "rank", "span", "compute", "startup",
+                "shutdown", "transfer", "wait", "unattrib", "idle", "culprit");
   os << line;
+  for (const auto& r : List(m.ranks)) {
+    if (!r.time) {
+      continue;
+    }
+    const ReportModel::TimeCategories& t = *r.time;
+    const auto& culprits = List(t.wait_by_culprit);
+    std::string top = culprits.empty() ? "-" : std::to_string(V(culprits.front().rank));
+    std::snprintf(line, sizeof line, "%-5u %10s %10s %9s %9s %9s %9s %9s %7s %8s\n", static_cast<unsigned>(V(r.rank)),
+                  Ms(V(t.span_ns)).c_str(), Ms(V(t.compute_ns)).c_str(), Ms(V(t.startup_ns)).c_str(),
+                  Ms(V(t.shutdown_ns)).c_str(), Ms(V(t.transfer_ns)).c_str(), Ms(V(t.wait_ns)).c_str(),
+                  Ms(V(t.unattributed_ns)).c_str(), Ms(V(t.idle_ns)).c_str(), top.c_str());
+    os << line;
+  }
+}
+
+void Verdict(const ReportModel& m, int64_t run_start, std::ostream& os) {
+  os << "\nverdict: ";
+  const auto& stragglers = List(m.stragglers);
+  const ReportModel::Delay d = m.delay.value_or(ReportModel::Delay{});
+  if (stragglers.empty()) {
+    os << "no straggler: no rank's delay cost is a material share of the job's waiting\n"
+          "  and stands out from the other ranks' (docs/metrics.md §9.3)\n";
+    return;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "%zu straggler%s, by the waiting they caused (%s ms attributed of %s ms waited)\n",
+                stragglers.size(), stragglers.size() == 1 ? "" : "s", Ms(V(d.attributed_ns)).c_str(),
+                Ms(V(d.total_wait_ns)).c_str());
+  os << line;
+  for (const auto& v : stragglers) {
+    std::snprintf(line, sizeof line,
+                  "  rank %u on %s is a straggler\n"
+                  "    %s\n"
+                  "    delay cost %s ms (%.0f%% of the waiting; direct %s, propagated %s)\n",
+                  static_cast<unsigned>(V(v.rank)), V(v.host).c_str(), PatternText(v, run_start).c_str(),
+                  Ms(V(v.delay_cost_ns)).c_str(), 100.0 * V(v.share), Ms(V(v.direct_ns)).c_str(),
+                  Ms(V(v.propagated_ns)).c_str());
+    os << line;
+    if (v.saving_ns) {
+      os << "    on time, it would have saved about " << Ms(*v.saving_ns) << " ms of job time (replay)\n";
+    }
+    for (const auto& c : List(v.communicators)) {
+      std::snprintf(line, sizeof line, "    late on %s (%s): %s ms of waiting\n", V(c.name).c_str(),
+                    Members(V(c.members)).c_str(), Ms(V(c.delay_cost_ns)).c_str());
+      os << line;
+    }
+    os << "    cause hint: "
+       << (V(v.cause) == "compute" ? "longer compute before its calls" : "time inside communication (slow transfer)")
+       << "\n";
+  }
 }
 
 }  // namespace
@@ -240,7 +318,8 @@ void WriteTextReport(const ReportModel& model, std::ostream& os) {
   Overlap(model, os);
   Memory(model, run_start, os);
   PointToPoint(model, os);
-  Verdict(model, os);
+  TimeCategories(model, os);
+  Verdict(model, run_start, os);
 }
 
 void WriteTextReport(const JobReport& report, std::ostream& os) { WriteTextReport(BuildReportModel(report), os); }

@@ -13,7 +13,7 @@
 
 namespace commprof::schema {
 
-inline constexpr uint64_t kAnalysisVersion = 1;
+inline constexpr uint64_t kAnalysisVersion = 2;
 
 // Fixed-length, NUL-terminated text of the `collectives` table.
 using OpTypeText = char[24];
@@ -152,15 +152,17 @@ inline constexpr const char* kReportJsonDataset = "report_json";  // scalar stri
 
 // The group's attributes: the report's headline figures.
 #define COMMPROF_ANALYSIS_ATTRS(X)                                                                         \
-  X(kAnalysisVersionAttr, "analysis_version", uint64_t, "version of this group's layout (1)")              \
+  X(kAnalysisVersionAttr, "analysis_version", uint64_t, "version of this group's layout (2)")              \
   X(kReportSchemaVersion, "report_schema_version", uint64_t, "the JSON schema version of `report_json`")   \
   X(kMatched, "matched", uint64_t, "complete blocking collective instances")                               \
   X(kIncomplete, "incomplete", uint64_t, "instances missing a rank")                                       \
   X(kSkewThresholdNs, "skew_threshold_ns", int64_t, "skew under which an instance has no straggler")       \
   X(kClockViolations, "clock_violations", uint64_t, "instances violating the clock condition")             \
-  X(kStragglerRank, "straggler_rank", int64_t, "the verdict's straggler (-1: none)")                       \
-  X(kStragglerShareLast, "straggler_share_last", double, "share of complete instances it arrived last in") \
-  X(kStragglerDelayCausedNs, "straggler_delay_caused_ns", int64_t, "delay it alone caused")                \
+  X(kStragglers, "stragglers", uint64_t, "ranks the verdict names")                                       \
+  X(kStragglerRank, "straggler_rank", int64_t, "the named rank with the largest delay cost (-1: none)")   \
+  X(kStragglerShare, "straggler_share", double, "its share of the job's attributed waiting")              \
+  X(kStragglerDelayCostNs, "straggler_delay_cost_ns", int64_t, "its delay cost")                          \
+  X(kStragglerPattern, "straggler_pattern", std::string, "`persistent`, `periodic`, `transient`, or empty") \
   X(kStragglerCause, "straggler_cause", std::string, "`compute`, `transfer`, or empty")                    \
   X(kP2pMatched, "p2p_matched", uint64_t, "matched point-to-point messages")                               \
   X(kP2pUnmatchedSends, "p2p_unmatched_sends", uint64_t, "sends without a matching receive")               \

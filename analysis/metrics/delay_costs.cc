@@ -1,0 +1,664 @@
+#include "analysis/metrics/delay_costs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace commprof {
+
+namespace {
+
+constexpr int kMaxDepth = 32;         // §9.2: longer chains are charged to the rank reached
+constexpr double kNegligibleNs = 1e-3;  // shares under a picosecond are not followed further
+
+// Where a dependency came from, for the culprit events (§9.3): the communicator of the call and
+// the culprit's place among its calls there.
+struct DepOrigin {
+  uint64_t comm_id = 0;
+  uint64_t ordinal = 0;
+};
+
+// The key of a call that may complete several operations (a Wait* with non-blocking collectives
+// and messages, a Sendrecv's two halves): the rank, and its blocked start and exit.
+struct CallKey {
+  uint32_t rank = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+  bool operator==(const CallKey&) const = default;
+};
+struct CallKeyHash {
+  size_t operator()(const CallKey& k) const {
+    return static_cast<size_t>(static_cast<uint64_t>(k.start) * 0x9E3779B97F4A7C15ull ^
+                               static_cast<uint64_t>(k.end) * 0xC2B2AE3D27D4EB4Full ^ k.rank);
+  }
+};
+
+int64_t Median(std::vector<int64_t>& v) {
+  if (v.empty()) {
+    return 0;
+  }
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// The charging of §9.1-§9.2 over a built graph.
+class Charger {
+ public:
+  Charger(const SyncGraph& g, DelayAnalysis& out) : g_(g), out_(out) {}
+
+  // `amount` ns of waiting, spread evenly over [x, y], was caused by rank index m not having
+  // arrived: follow it to the root causes (§9.2). Adds to the per-root scratch of the group.
+  void Charge(uint32_t m, int64_t x, int64_t y, double amount, int depth) {
+    if (amount <= 0) {
+      return;
+    }
+    if (amount < kNegligibleNs || depth >= kMaxDepth || y <= x) {
+      Credit(m, amount, depth);
+      return;
+    }
+    const auto& calls = g_.by_rank[m];
+    const auto& reach = g_.reach[m];
+    // The last call blocked before y; walk back while some earlier call's wait still reaches x.
+    auto it = std::partition_point(calls.begin(), calls.end(),
+                                   [&](uint32_t c) { return g_.calls[c].block_start < y; });
+    double covered = 0;
+    const double len = static_cast<double>(y - x);
+    for (auto k = static_cast<std::ptrdiff_t>(it - calls.begin()) - 1; k >= 0 && reach[k] > x; --k) {
+      const SyncCall& c = g_.calls[calls[k]];
+      const int64_t ov0 = std::max(x, c.block_start), ov1 = std::min(y, g_.WaitEnd(c));
+      if (ov1 <= ov0) {
+        continue;
+      }
+      const double part = amount * static_cast<double>(ov1 - ov0) / len;
+      covered += part;
+      Distribute(c, ov0, ov1, part, depth + 1);
+    }
+    Credit(m, amount - covered, depth);
+  }
+
+  // `part` ns spread over [ov0, ov1] (inside c's wait): at each instant, an equal share to each
+  // dependency still missing (§9.1), each then followed (§9.2).
+  void Distribute(const SyncCall& c, int64_t ov0, int64_t ov1, double part, int depth) {
+    const SyncDep* d = &g_.deps[c.dep_begin];
+    const uint32_t n = c.dep_count;
+    uint32_t j = 0;
+    while (j < n && d[j].time <= ov0) {
+      ++j;
+    }
+    const double rate = part / static_cast<double>(ov1 - ov0);
+    std::vector<double> share(n - j, 0.0);
+    int64_t t = ov0;
+    double acc = 0;  // running sum of len / missing: what each still-missing dependency has had
+    uint32_t q = j;
+    while (t < ov1 && q < n) {
+      const int64_t next = std::min(d[q].time, ov1);
+      acc += rate * static_cast<double>(next - t) / static_cast<double>(n - q);
+      t = next;
+      // every dependency arriving at `next` has had its last share
+      while (q < n && d[q].time <= t) {
+        share[q - j] = acc;
+        ++q;
+      }
+    }
+    for (uint32_t r = q; r < n; ++r) {
+      share[r - j] = acc;  // still missing at ov1
+    }
+    for (uint32_t r = j; r < n; ++r) {
+      if (share[r - j] > 0) {
+        Charge(d[r].rank, ov0, std::min(d[r].time, ov1), share[r - j], depth);
+      }
+    }
+  }
+
+  std::vector<std::pair<uint32_t, double>>& roots() { return roots_; }
+
+ private:
+  void Credit(uint32_t m, double amount, int depth) {
+    if (amount <= 0) {
+      return;
+    }
+    RankDelay& r = out_.ranks[m];
+    (depth == 0 ? r.direct_ns : r.propagated_ns) += amount;
+    for (auto& [root, v] : roots_) {
+      if (root == m) {
+        v += amount;
+        return;
+      }
+    }
+    roots_.emplace_back(m, amount);
+  }
+
+  const SyncGraph& g_;
+  DelayAnalysis& out_;
+  std::vector<std::pair<uint32_t, double>> roots_;  // per group: root rank index -> ns
+};
+
+}  // namespace
+
+int64_t SyncGraph::WaitEnd(const SyncCall& c) const {
+  if (c.dep_count == 0) {
+    return c.block_start;
+  }
+  const int64_t last = deps[c.dep_begin + c.dep_count - 1].time;
+  return std::clamp(last, c.block_start, std::max(c.block_start, c.exit));
+}
+
+DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
+                                const std::vector<InstanceMetrics>& measured, std::span<const P2PMessage> messages,
+                                int64_t skew_threshold_ns) {
+  DelayAnalysis out;
+  SyncGraph& g = out.graph;
+  const size_t nranks = info.ranks.size();
+  std::unordered_map<uint32_t, uint32_t> index;  // world rank -> index into info.ranks
+  for (size_t i = 0; i < nranks; ++i) {
+    index[info.ranks[i].rank] = static_cast<uint32_t>(i);
+    RankDelay d;
+    d.rank = info.ranks[i].rank;
+    out.ranks.push_back(d);
+  }
+  auto idx = [&](uint32_t world) {
+    auto it = index.find(world);
+    return it == index.end() ? UINT32_MAX : it->second;
+  };
+  g.rank_end.assign(nranks, INT64_MIN);
+
+  // ---- build: blocking instances (one call per participant, dependencies shared) ----
+  struct InstanceGroup {
+    size_t instance = 0;
+    uint32_t first_call = 0;
+  };
+  std::vector<InstanceGroup> groups;
+  std::map<std::pair<uint32_t, uint64_t>, RankCommCalls> comm_calls;
+  std::map<uint64_t, std::vector<uint32_t>> members;
+  auto count_call = [&](uint32_t world, uint64_t comm, uint64_t ordinal) {
+    RankCommCalls& c = comm_calls[{world, comm}];
+    if (c.calls == 0) {
+      c.rank = world;
+      c.comm_id = comm;
+      c.first_ordinal = ordinal;
+    }
+    ++c.calls;
+    c.first_ordinal = std::min(c.first_ordinal, ordinal);
+    c.last_ordinal = std::max(c.last_ordinal, ordinal);
+  };
+  // Calls that may complete several operations, keyed; their dependencies gathered first.
+  std::unordered_map<CallKey, uint32_t, CallKeyHash> merged;
+  std::vector<std::pair<uint32_t, SyncDep>> loose;  // (call, dependency) of merged calls
+  std::vector<DepOrigin> loose_origin;              // parallel to loose
+  std::vector<std::pair<uint32_t, uint32_t>> partners;  // merged calls: (call, partner call)
+  auto merged_call = [&](uint32_t ri, int64_t arrival, int64_t start, int64_t end) {
+    auto [it, fresh] = merged.try_emplace(CallKey{ri, start, end}, static_cast<uint32_t>(g.calls.size()));
+    if (fresh) {
+      g.calls.push_back(SyncCall{arrival, start, end, 0, ri, 0, 0});
+    } else {
+      SyncCall& c = g.calls[it->second];
+      c.arrival = std::min(c.arrival, arrival);
+    }
+    return it->second;
+  };
+  std::vector<std::vector<uint32_t>> instance_calls;  // non-blocking instances: their calls (partners)
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const CollectiveInstance& in = instances[k];
+    if (!in.complete() || in.arrivals.size() < 2) {
+      continue;
+    }
+    const InstanceMetrics& m = measured[k];
+    std::vector<uint32_t>& mem = members[in.comm_id];
+    if (mem.empty()) {
+      for (const Arrival& a : in.arrivals) {
+        mem.push_back(a.world_rank);
+      }
+    }
+    for (const Arrival& a : in.arrivals) {
+      count_call(a.world_rank, in.comm_id, in.seq);
+    }
+    // The instance's arrivals by time: the dependency list of every all-waiting participant.
+    std::vector<SyncDep> sorted;
+    sorted.reserve(in.arrivals.size());
+    for (const Arrival& a : in.arrivals) {
+      sorted.push_back({a.start, idx(a.world_rank)});
+    }
+    std::sort(sorted.begin(), sorted.end(),
+              [](const SyncDep& x, const SyncDep& y) { return std::tie(x.time, x.rank) < std::tie(y.time, y.rank); });
+    int32_t root_i = -1;
+    for (size_t i = 0; i < in.arrivals.size(); ++i) {
+      if (in.root >= 0 && in.arrivals[i].local_rank == in.root) {
+        root_i = static_cast<int32_t>(i);
+      }
+    }
+    // The dependencies of participant i, appended to `to` (sorted by time).
+    auto deps_of = [&](size_t i, std::vector<SyncDep>& to) {
+      const Arrival& x = in.arrivals[i];
+      switch (m.deps[i]) {
+        case WaitDeps::kNone:
+          break;
+        case WaitDeps::kAll:
+          to.insert(to.end(), sorted.begin(), sorted.end());
+          break;
+        case WaitDeps::kRoot:
+          if (root_i >= 0) {
+            to.push_back({in.arrivals[root_i].start, idx(in.arrivals[root_i].world_rank)});
+          }
+          break;
+        case WaitDeps::kPrefix:
+        case WaitDeps::kPrefixExclusive:
+          for (const SyncDep& s : sorted) {
+            for (const Arrival& y : in.arrivals) {
+              if (idx(y.world_rank) == s.rank && y.local_rank >= 0 &&
+                  (y.local_rank < x.local_rank ||
+                   (m.deps[i] == WaitDeps::kPrefix && y.local_rank == x.local_rank))) {
+                to.push_back(s);
+              }
+            }
+          }
+          break;
+      }
+    };
+    if (!in.nonblocking) {
+      groups.push_back({k, static_cast<uint32_t>(g.calls.size())});
+      const auto shared_begin = static_cast<uint32_t>(g.deps.size());
+      bool shared = false;
+      for (size_t i = 0; i < in.arrivals.size(); ++i) {
+        const Arrival& x = in.arrivals[i];
+        SyncCall c{x.start, BlockStart(in, x), x.end, 0, idx(x.world_rank), 0, 0};
+        if (m.deps[i] == WaitDeps::kAll) {
+          if (!shared) {
+            g.deps.insert(g.deps.end(), sorted.begin(), sorted.end());
+            shared = true;
+          }
+          c.dep_begin = shared_begin;
+          c.dep_count = static_cast<uint32_t>(sorted.size());
+        } else {
+          c.dep_begin = static_cast<uint32_t>(g.deps.size());
+          deps_of(i, g.deps);
+          c.dep_count = static_cast<uint32_t>(g.deps.size()) - c.dep_begin;
+        }
+        g.calls.push_back(c);
+      }
+      continue;
+    }
+    // Non-blocking: each participant's completing call, merged with whatever else it completed.
+    std::vector<uint32_t> calls;
+    for (size_t i = 0; i < in.arrivals.size(); ++i) {
+      const Arrival& x = in.arrivals[i];
+      const uint32_t c = merged_call(idx(x.world_rank), x.start, BlockStart(in, x), x.end);
+      calls.push_back(c);
+      std::vector<SyncDep> d;
+      deps_of(i, d);
+      for (const SyncDep& s : d) {
+        loose.emplace_back(c, s);
+        loose_origin.push_back({in.comm_id, in.seq});
+      }
+    }
+    for (uint32_t a : calls) {
+      for (uint32_t b : calls) {
+        if (a != b) {
+          partners.emplace_back(a, b);
+        }
+      }
+    }
+  }
+
+  // ---- build: matched messages (§9.1: Late Sender and Late Receiver as dependencies) ----
+  // Ordinal of a message among its sender's sends (receiver's receives) on the communicator.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<int64_t>> posts;
+  for (const P2PMessage& msg : messages) {
+    posts[{msg.src, msg.comm_id}].push_back(msg.send_start);
+    posts[{msg.dst, msg.comm_id}].push_back(msg.recv_start);
+  }
+  for (auto& [key, v] : posts) {
+    std::sort(v.begin(), v.end());
+    for (size_t i = 0; i < v.size(); ++i) {
+      count_call(key.first, key.second, i);
+    }
+    std::vector<uint32_t>& mem = members[key.second];
+    if (std::find(mem.begin(), mem.end(), key.first) == mem.end() && key.second != COMMPROF_COMM_WORLD_ID) {
+      mem.push_back(key.first);
+    }
+  }
+  auto ordinal = [&](uint32_t rank, uint64_t comm, int64_t t) {
+    const auto& v = posts[{rank, comm}];
+    return static_cast<uint64_t>(std::lower_bound(v.begin(), v.end(), t) - v.begin());
+  };
+  for (const P2PMessage& msg : messages) {
+    const uint32_t si = idx(msg.src), di = idx(msg.dst);
+    if (si == UINT32_MAX || di == UINT32_MAX) {
+      continue;
+    }
+    uint32_t recv_call = UINT32_MAX, send_call = UINT32_MAX;
+    if (msg.recv_call_start != INT64_MIN) {
+      recv_call = merged_call(di, msg.recv_call_start, msg.recv_call_start, msg.recv_end);
+      loose.emplace_back(recv_call, SyncDep{msg.send_start, si});  // Late Sender
+      loose_origin.push_back({msg.comm_id, ordinal(msg.src, msg.comm_id, msg.send_start)});
+    }
+    if (msg.send_call_start != INT64_MIN) {
+      send_call = merged_call(si, msg.send_call_start, msg.send_call_start, msg.send_end);
+      if (msg.send_call_start < msg.recv_start && msg.recv_start < msg.send_end) {  // Late Receiver
+        loose.emplace_back(send_call, SyncDep{msg.recv_start, di});
+        loose_origin.push_back({msg.comm_id, ordinal(msg.dst, msg.comm_id, msg.recv_start)});
+      }
+    }
+    if (recv_call != UINT32_MAX && send_call != UINT32_MAX) {
+      partners.emplace_back(recv_call, send_call);
+      partners.emplace_back(send_call, recv_call);
+    }
+  }
+  // The merged calls' dependencies, grouped per call and sorted by time.
+  std::vector<uint32_t> order(loose.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(loose[a].first, loose[a].second.time, loose[a].second.rank) <
+           std::tie(loose[b].first, loose[b].second.time, loose[b].second.rank);
+  });
+  std::vector<DepOrigin> origin_of_dep;  // for the merged calls' dependencies: index - merged_dep_base
+  const auto merged_dep_base = static_cast<uint32_t>(g.deps.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto& [call, dep] = loose[order[i]];
+    SyncCall& c = g.calls[call];
+    if (c.dep_count == 0) {
+      c.dep_begin = static_cast<uint32_t>(g.deps.size());
+    }
+    g.deps.push_back(dep);
+    origin_of_dep.push_back(loose_origin[order[i]]);
+    ++c.dep_count;
+  }
+  loose.clear();
+  loose.shrink_to_fit();
+
+  // ---- per rank index, reach, job end ----
+  g.by_rank.assign(nranks, {});
+  for (uint32_t c = 0; c < g.calls.size(); ++c) {
+    if (g.calls[c].rank != UINT32_MAX) {
+      g.by_rank[g.calls[c].rank].push_back(c);
+    }
+  }
+  g.reach.assign(nranks, {});
+  for (size_t r = 0; r < nranks; ++r) {
+    auto& v = g.by_rank[r];
+    std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
+      return std::tie(g.calls[a].block_start, a) < std::tie(g.calls[b].block_start, b);
+    });
+    int64_t reach = INT64_MIN;
+    for (uint32_t c : v) {
+      reach = std::max(reach, g.WaitEnd(g.calls[c]));
+      g.reach[r].push_back(reach);
+      g.rank_end[r] = std::max(g.rank_end[r], g.calls[c].exit);
+    }
+  }
+
+  // ---- §9.4 excess: compute before the arrival beyond the partners' median ----
+  std::vector<int64_t> gap(g.calls.size(), 0);
+  for (size_t r = 0; r < nranks; ++r) {
+    std::vector<uint32_t> by_arrival = g.by_rank[r];
+    std::sort(by_arrival.begin(), by_arrival.end(), [&](uint32_t a, uint32_t b) {
+      return std::tie(g.calls[a].arrival, a) < std::tie(g.calls[b].arrival, b);
+    });
+    int64_t prev_exit = INT64_MIN;
+    for (uint32_t c : by_arrival) {
+      const SyncCall& sc = g.calls[c];
+      gap[c] = prev_exit == INT64_MIN ? 0 : std::max<int64_t>(0, sc.arrival - prev_exit);
+      prev_exit = std::max(prev_exit, sc.exit);
+    }
+  }
+  std::vector<int64_t> scratch;
+  for (const InstanceGroup& grp : groups) {
+    const size_t n = instances[grp.instance].arrivals.size();
+    for (size_t i = 0; i < n; ++i) {
+      scratch.clear();
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i) {
+          scratch.push_back(gap[grp.first_call + j]);
+        }
+      }
+      const uint32_t c = grp.first_call + static_cast<uint32_t>(i);
+      g.calls[c].excess = std::max<int64_t>(0, gap[c] - Median(scratch));
+    }
+  }
+  std::sort(partners.begin(), partners.end());
+  for (size_t i = 0; i < partners.size();) {
+    size_t j = i;
+    scratch.clear();
+    while (j < partners.size() && partners[j].first == partners[i].first) {
+      scratch.push_back(gap[partners[j].second]);
+      ++j;
+    }
+    const uint32_t c = partners[i].first;
+    g.calls[c].excess = std::max<int64_t>(g.calls[c].excess, std::max<int64_t>(0, gap[c] - Median(scratch)));
+    i = j;
+  }
+
+  // ---- §9.1-§9.3 charging, per group of waiters that share their dependencies ----
+  Charger charger(g, out);
+  std::vector<double> inc, amount;
+  // One group: calls [first, first + count) whose waits are charged together. `origin(d)` gives
+  // the communicator and ordinal of dependency index d. `host`: MPI calls (time categories).
+  auto charge_group = [&](uint32_t first, uint32_t count, bool attributable, bool host, auto origin) {
+    double total = 0;
+    for (uint32_t c = first; c < first + count; ++c) {
+      const SyncCall& sc = g.calls[c];
+      const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
+      const double blocked = static_cast<double>(std::max<int64_t>(0, sc.exit - sc.block_start));
+      RankDelay& rd = out.ranks[sc.rank];
+      rd.blocked_ns += blocked;
+      if (host) {
+        rd.host_transfer_ns += std::max(0.0, blocked - w);
+      }
+      total += w;
+    }
+    out.total_wait_ns += total;
+    if (total <= 0) {
+      return;
+    }
+    // Each waiter's wait: the attributed part (split among the group's root causes in the group's
+    // proportions) and the rest.
+    auto settle = [&](double rooted) {
+      out.attributed_ns += rooted;
+      out.unattributed_ns += std::max(0.0, total - rooted);
+      const double f = std::clamp(rooted / total, 0.0, 1.0);
+      for (uint32_t c = first; c < first + count; ++c) {
+        const SyncCall& sc = g.calls[c];
+        const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
+        if (w <= 0) {
+          continue;
+        }
+        RankDelay& rd = out.ranks[sc.rank];
+        rd.waited_ns += w * f;
+        rd.unattributed_wait_ns += w * (1 - f);
+        if (host) {
+          rd.host_wait_ns += w * f;
+        }
+        for (const auto& [root, v] : charger.roots()) {
+          const uint32_t world = out.ranks[root].rank;
+          const double add = w * v / total;
+          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
+                                 [&](const auto& p) { return p.first == world; });
+          if (it == rd.wait_by_culprit.end()) {
+            rd.wait_by_culprit.emplace_back(world, add);
+          } else {
+            it->second += add;
+          }
+        }
+      }
+    };
+    charger.roots().clear();
+    if (!attributable) {
+      settle(0);
+      return;
+    }
+    // Dependencies of the group: per waiter's list; with shared lists, per position of the list.
+    // Amounts by dependency index (g.deps), windows from the earliest blocked start.
+    std::unordered_map<uint32_t, double> by_dep;
+    int64_t min_b = INT64_MAX;
+    for (uint32_t c = first; c < first + count; ++c) {
+      const SyncCall& sc = g.calls[c];
+      const int64_t we = g.WaitEnd(sc);
+      if (we <= sc.block_start) {
+        continue;
+      }
+      min_b = std::min(min_b, sc.block_start);
+      const SyncDep* d = &g.deps[sc.dep_begin];
+      const uint32_t n = sc.dep_count;
+      uint32_t j = 0;
+      while (j < n && d[j].time <= sc.block_start) {
+        ++j;
+      }
+      // suffix increments: every dependency from q on is missing during the piece
+      inc.assign(n + 1, 0.0);
+      int64_t t = sc.block_start;
+      for (uint32_t q = j; q < n && t < we;) {
+        const int64_t next = std::min(d[q].time, we);
+        inc[q] += static_cast<double>(next - t) / static_cast<double>(n - q);
+        t = next;
+        while (q < n && d[q].time <= t) {
+          ++q;
+        }
+      }
+      double run = 0;
+      for (uint32_t q = j; q < n; ++q) {
+        run += inc[q];
+        if (run > 0) {
+          by_dep[sc.dep_begin + q] += run;
+        }
+      }
+    }
+    const double material = std::max(static_cast<double>(skew_threshold_ns), 0.25 * total);
+    std::map<uint32_t, CulpritEvent> events;  // per culprit world rank
+    for (const auto& [d, amt] : by_dep) {
+      const SyncDep& dep = g.deps[d];
+      const uint32_t ri = dep.rank;
+      charger.Charge(ri, min_b, std::max(min_b, dep.time), amt, 0);
+      CulpritEvent& e = events[out.ranks[ri].rank];
+      const DepOrigin o = origin(d);
+      if (e.cost_ns == 0) {
+        e.rank = out.ranks[ri].rank;
+        e.comm_id = o.comm_id;
+        e.ordinal = o.ordinal;
+      }
+      e.time_ns = std::max(e.time_ns, dep.time);
+      e.lateness_ns = std::max(e.lateness_ns, dep.time - min_b);
+      e.cost_ns += amt;
+    }
+    for (auto& [rank, e] : events) {
+      if (e.cost_ns >= material) {
+        out.culprit_events.push_back(e);
+      }
+    }
+    double rooted = 0;
+    for (const auto& [root, v] : charger.roots()) {
+      rooted += v;
+    }
+    settle(rooted);
+  };
+  for (const InstanceGroup& grp : groups) {
+    const CollectiveInstance& in = instances[grp.instance];
+    const InstanceMetrics& m = measured[grp.instance];
+    charge_group(grp.first_call, static_cast<uint32_t>(in.arrivals.size()), m.skew_ns > skew_threshold_ns, !in.nccl,
+                 [&](uint32_t) { return DepOrigin{in.comm_id, in.seq}; });
+  }
+  for (const auto& [key, c] : merged) {
+    const SyncCall& sc = g.calls[c];
+    const bool attributable = g.WaitEnd(sc) - sc.block_start > skew_threshold_ns;
+    charge_group(c, 1, attributable, true, [&](uint32_t d) { return origin_of_dep[d - merged_dep_base]; });
+  }
+  for (RankDelay& r : out.ranks) {
+    std::sort(r.wait_by_culprit.begin(), r.wait_by_culprit.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); });
+  }
+  std::sort(out.culprit_events.begin(), out.culprit_events.end(), [](const CulpritEvent& a, const CulpritEvent& b) {
+    return std::tie(a.time_ns, a.rank) < std::tie(b.time_ns, b.rank);
+  });
+  for (auto& [key, c] : comm_calls) {
+    out.comm_calls.push_back(c);
+  }
+  for (auto& [comm, mem] : members) {
+    std::sort(mem.begin(), mem.end());
+    out.members.emplace_back(comm, std::move(mem));
+  }
+  return out;
+}
+
+// §9.4 replay. Each rank's shift (replayed - recorded time) changes only at its call exits and, for
+// the corrected rank, at the arrivals where its excess is removed; calls are re-timed in order of
+// their recorded times, so every dependency's shift is final when it is read.
+int64_t ReplayJobEnd(const SyncGraph& g, int64_t corrected) {
+  const size_t nranks = g.by_rank.size();
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> shift(nranks);
+  auto shift_at = [&](uint32_t r, int64_t t) -> int64_t {
+    const auto& h = shift[r];
+    auto it = std::upper_bound(h.begin(), h.end(), t, [](int64_t v, const auto& e) { return v < e.first; });
+    return it == h.begin() ? 0 : std::prev(it)->second;
+  };
+  auto push = [&](uint32_t r, int64_t t, int64_t s) {
+    auto& h = shift[r];
+    if (!h.empty() && h.back().first >= t) {
+      t = h.back().first;  // overlapping calls (threads): keep the history ordered
+    }
+    h.emplace_back(t, s);
+  };
+  // Points: arrivals (corrections) before exits at equal times.
+  std::vector<uint32_t> by_arrival, by_exit;
+  by_exit.reserve(g.calls.size());
+  for (uint32_t c = 0; c < g.calls.size(); ++c) {
+    if (g.calls[c].rank == UINT32_MAX) {
+      continue;
+    }
+    by_exit.push_back(c);
+    if (corrected >= 0 && g.calls[c].rank == static_cast<uint32_t>(corrected) && g.calls[c].excess > 0) {
+      by_arrival.push_back(c);
+    }
+  }
+  std::sort(by_exit.begin(), by_exit.end(),
+            [&](uint32_t a, uint32_t b) { return std::tie(g.calls[a].exit, a) < std::tie(g.calls[b].exit, b); });
+  std::sort(by_arrival.begin(), by_arrival.end(),
+            [&](uint32_t a, uint32_t b) { return std::tie(g.calls[a].arrival, a) < std::tie(g.calls[b].arrival, b); });
+  // Replayed latest dependency of each shared list, computed once (all its arrivals precede the
+  // first exit of its participants).
+  std::unordered_map<uint32_t, int64_t> shared_last;
+  size_t ai = 0;
+  for (uint32_t c : by_exit) {
+    const SyncCall& sc = g.calls[c];
+    while (ai < by_arrival.size() && g.calls[by_arrival[ai]].arrival <= sc.exit) {
+      const SyncCall& ac = g.calls[by_arrival[ai]];
+      push(ac.rank, ac.arrival, shift_at(ac.rank, ac.arrival) - ac.excess);
+      ++ai;
+    }
+    const int64_t b2 = sc.block_start + shift_at(sc.rank, sc.block_start);
+    int64_t exit2 = b2 + std::max<int64_t>(0, sc.exit - sc.block_start);
+    if (sc.dep_count > 0) {
+      int64_t d2 = INT64_MIN;
+      auto found = sc.dep_count > 2 ? shared_last.find(sc.dep_begin) : shared_last.end();
+      if (found != shared_last.end()) {
+        d2 = found->second;
+      } else {
+        for (uint32_t d = sc.dep_begin; d < sc.dep_begin + sc.dep_count; ++d) {
+          const SyncDep& dep = g.deps[d];
+          d2 = std::max(d2, dep.time + shift_at(dep.rank, dep.time));
+        }
+        if (sc.dep_count > 2) {
+          shared_last.emplace(sc.dep_begin, d2);
+        }
+      }
+      const int64_t we = g.WaitEnd(sc);
+      const int64_t transfer = std::max<int64_t>(0, sc.exit - we);
+      exit2 = std::max(b2, d2) + transfer;
+    }
+    push(sc.rank, sc.exit, exit2 - sc.exit);
+  }
+  int64_t end = INT64_MIN;
+  for (uint32_t r = 0; r < nranks; ++r) {
+    if (g.rank_end[r] != INT64_MIN) {
+      end = std::max(end, g.rank_end[r] + shift_at(r, g.rank_end[r]));
+    }
+  }
+  return end == INT64_MIN ? 0 : end;
+}
+
+int64_t EstimateSaving(const SyncGraph& g, uint32_t rank_index) {
+  return std::max<int64_t>(0, ReplayJobEnd(g, -1) - ReplayJobEnd(g, rank_index));
+}
+
+}  // namespace commprof

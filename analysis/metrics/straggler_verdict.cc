@@ -1,0 +1,207 @@
+#include "analysis/metrics/straggler_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <cstdio>
+#include <set>
+
+namespace commprof {
+
+namespace {
+
+// Nearest rank: the ceil(q n)-th smallest.
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(k, 1, v.size()) - 1];
+}
+
+int64_t MedianOf(std::vector<int64_t> v) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+// §9.3 pattern of one rank from its late calls on its main communicator.
+void ReadPattern(const std::vector<const CulpritEvent*>& all, uint64_t main_comm, const RankCommCalls& calls,
+                 Straggler& s) {
+  std::vector<const CulpritEvent*> late;
+  std::vector<int64_t> lateness;
+  for (const CulpritEvent* e : all) {
+    lateness.push_back(e->lateness_ns);
+  }
+  // Late calls that count: a lateness of at least a quarter of its 90th percentile (the small
+  // ones are the noise every rank has).
+  std::vector<double> lat_d(lateness.begin(), lateness.end());
+  const double floor = 0.25 * Quantile(lat_d, 0.9);
+  std::vector<int64_t> typical;
+  for (const CulpritEvent* e : all) {
+    if (e->comm_id == main_comm && static_cast<double>(e->lateness_ns) >= floor) {
+      late.push_back(e);
+      typical.push_back(e->lateness_ns);
+    }
+  }
+  s.late_instances = late.size();
+  s.typical_lateness_ns = MedianOf(typical);
+  std::sort(late.begin(), late.end(), [](const CulpritEvent* a, const CulpritEvent* b) { return a->ordinal < b->ordinal; });
+  const double fraction = calls.calls > 0 ? static_cast<double>(late.size()) / static_cast<double>(calls.calls) : 0;
+  // Periodic: the gaps between late calls mostly one value K >= 2.
+  if (late.size() >= 3) {
+    std::map<uint64_t, size_t> gaps;
+    for (size_t i = 1; i < late.size(); ++i) {
+      ++gaps[late[i]->ordinal - late[i - 1]->ordinal];
+    }
+    auto mode = std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(late.size() - 1) &&
+        fraction <= 0.6) {
+      s.pattern = "periodic";
+      s.period_every = mode->first;
+      return;
+    }
+  }
+  // Persistent: late in at least half of its calls there, in each half of them.
+  if (!late.empty() && calls.calls > 0) {
+    const uint64_t mid = calls.first_ordinal + (calls.last_ordinal - calls.first_ordinal) / 2;
+    size_t first_half = 0;
+    for (const CulpritEvent* e : late) {
+      first_half += e->ordinal <= mid ? 1 : 0;
+    }
+    const double half_calls = static_cast<double>(calls.calls) / 2;
+    if (static_cast<double>(first_half) >= 0.5 * half_calls &&
+        static_cast<double>(late.size() - first_half) >= 0.5 * half_calls) {
+      s.pattern = "persistent";
+      return;
+    }
+  }
+  s.pattern = "transient";
+  s.window_start_ns = late.empty() ? 0 : INT64_MAX;
+  s.window_end_ns = late.empty() ? 0 : INT64_MIN;
+  for (const CulpritEvent* e : late) {
+    s.window_start_ns = std::min(s.window_start_ns, e->time_ns - e->lateness_ns);
+    s.window_end_ns = std::max(s.window_end_ns, e->time_ns);
+  }
+}
+
+}  // namespace
+
+std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
+                                       const DelayAnalysis& delay) {
+  std::vector<Straggler> out;
+  const size_t n = delay.ranks.size();
+  if (n == 0 || delay.attributed_ns <= 0) {
+    return out;
+  }
+  std::vector<double> costs;
+  double blocked_sum = 0;
+  for (const RankDelay& r : delay.ranks) {
+    costs.push_back(r.cost());
+    blocked_sum += r.blocked_ns;
+  }
+  const double lower_quartile = Quantile(costs, 0.25);
+  std::set<uint64_t> nccl_comms;
+  std::map<uint64_t, uint32_t> comm_size;
+  for (const CollectiveInstance& in : instances) {
+    if (in.nccl) {
+      nccl_comms.insert(in.comm_id);
+    }
+    comm_size[in.comm_id] = std::max(comm_size[in.comm_id], in.comm_size);
+  }
+  std::vector<size_t> named;
+  for (size_t i = 0; i < n; ++i) {
+    const RankDelay& r = delay.ranks[i];
+    const double others_blocked = n > 1 ? (blocked_sum - r.blocked_ns) / static_cast<double>(n - 1) : 0;
+    const bool material = r.cost() >= kMaterialShare * delay.attributed_ns;
+    const bool stands_out = r.cost() >= kStandsOutFactor * lower_quartile;
+    const bool costs_the_job = r.cost() >= kJobShare * others_blocked;
+    if (material && stands_out && costs_the_job && r.cost() > 0) {
+      named.push_back(i);
+    }
+  }
+  std::sort(named.begin(), named.end(), [&](size_t a, size_t b) {
+    return delay.ranks[a].cost() > delay.ranks[b].cost() ||
+           (delay.ranks[a].cost() == delay.ranks[b].cost() && delay.ranks[a].rank < delay.ranks[b].rank);
+  });
+  const int64_t baseline = named.empty() ? 0 : ReplayJobEnd(delay.graph, -1);
+  for (size_t k = 0; k < named.size(); ++k) {
+    const size_t i = named[k];
+    const RankDelay& r = delay.ranks[i];
+    Straggler s;
+    s.rank = r.rank;
+    s.host = info.ranks[i].host;
+    s.delay_cost_ns = r.cost();
+    s.direct_ns = r.direct_ns;
+    s.propagated_ns = r.propagated_ns;
+    s.share = r.cost() / delay.attributed_ns;
+    s.saving_ns = k < kMaxReplays ? std::max<int64_t>(0, baseline - ReplayJobEnd(delay.graph, static_cast<int64_t>(i))) : -1;
+    // Where its lateness entered: the communicators of its late calls, by the cost caused there.
+    std::vector<const CulpritEvent*> mine;
+    std::map<uint64_t, double> by_comm;
+    int64_t lateness_sum = 0;
+    for (const CulpritEvent& e : delay.culprit_events) {
+      if (e.rank == r.rank) {
+        mine.push_back(&e);
+        by_comm[e.comm_id] += e.cost_ns;
+        lateness_sum += e.lateness_ns;
+      }
+    }
+    for (const auto& [comm, cost] : by_comm) {
+      if (cost < 0.05 * r.direct_ns) {
+        continue;  // noise: a communicator where it was barely late (listed only where it mattered)
+      }
+      StragglerCommunicator c;
+      c.comm_id = comm;
+      c.delay_cost_ns = cost;
+      for (const auto& [id, mem] : delay.members) {
+        if (id == comm) {
+          c.members = mem;
+        }
+      }
+      auto sz = comm_size.find(comm);
+      c.size = sz != comm_size.end() && sz->second > 0 ? sz->second : static_cast<uint32_t>(c.members.size());
+      if (comm == COMMPROF_COMM_WORLD_ID) {
+        c.name = "MPI_COMM_WORLD";
+        c.size = static_cast<uint32_t>(info.world_size);
+        c.members.clear();
+        for (uint32_t w = 0; w < info.world_size; ++w) {
+          c.members.push_back(w);
+        }
+      } else if (nccl_comms.contains(comm)) {
+        char hex[32];
+        std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(comm));
+        c.name = std::string("NCCL communicator ") + hex;
+      } else {
+        char hex[32];
+        std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(comm));
+        c.name = std::string("MPI communicator ") + hex;
+      }
+      s.communicators.push_back(std::move(c));
+    }
+    std::sort(s.communicators.begin(), s.communicators.end(),
+              [](const auto& a, const auto& b) { return a.delay_cost_ns > b.delay_cost_ns; });
+    const uint64_t main_comm = s.communicators.empty() ? 0 : s.communicators.front().comm_id;
+    RankCommCalls calls;
+    for (const RankCommCalls& c : delay.comm_calls) {
+      if (c.rank == r.rank && c.comm_id == main_comm) {
+        calls = c;
+      }
+    }
+    ReadPattern(mine, main_comm, calls, s);
+    // Cause: its lateness came from compute before the call (its excess over its partners) or from
+    // inside communication.
+    double excess = 0;
+    for (uint32_t c : delay.graph.by_rank[i]) {
+      excess += static_cast<double>(delay.graph.calls[c].excess);
+    }
+    s.cause = excess >= 0.5 * static_cast<double>(lateness_sum) ? "compute" : "transfer";
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace commprof
