@@ -330,7 +330,8 @@ Runner AddRunCommand(CLI::App& app) {
                          "Profile a job: commprof run [-o FILE.h5] [--] LAUNCHER ARGS... where LAUNCHER is\n"
                          "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
                          "Everything from the first argument that is not a run option belongs to the job.\n"
-                         "Returns the job's exit code (128+signal if it was killed).");
+                         "Returns the job's exit code (128+signal if it was killed); 4 if it exited 0 but no rank\n"
+                         "recorded anything.");
   sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
   sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
   sub->add_option("--advertise", o->advertise,

@@ -138,9 +138,9 @@ class Requests {
   }
   MPI_Request* reqs() { return n_ > kInline ? heap_.data() : inline_; }
   MPI_Status* statuses() { return ignore_ ? MPI_STATUSES_IGNORE : (n_ > kInline ? heap_status_.data() : status_); }
-  // Requests back to Fortran handles (completed ones are MPI_REQUEST_NULL now); the statuses of
-  // the entries `which` names (all when null), `count` of them.
-  void Return(const int* which = nullptr, int count = -1) {
+  // Requests back to Fortran handles (completed ones are MPI_REQUEST_NULL now), and the first
+  // `count` statuses (all when negative).
+  void Return(int count = -1) {
     for (int i = 0; i < n_; ++i) {
       f_[i] = MPI_Request_c2f(reqs()[i]);
     }
@@ -150,8 +150,7 @@ class Requests {
     if (count < 0) {
       count = n_;
     }
-    for (int k = 0; k < count; ++k) {
-      int i = which != nullptr ? which[k] : k;
+    for (int i = 0; i < count; ++i) {
       MPI_Status_c2f(&statuses()[i], fs_ + static_cast<size_t>(i) * kStatusSize);
     }
   }
@@ -174,13 +173,13 @@ class Requests {
 // The implementation is hidden (-fvisibility=hidden, and local in exports.map); the names are not.
 #define COMMPROF_FORTRAN_ALIAS(lower, name, params) \
   extern "C" __attribute__((visibility("default"), alias("FortranImpl_" #lower))) void name params;
-#define COMMPROF_FORTRAN(UPPER, lower, params)              \
-  extern "C" void FortranImpl_##lower params;               \
-  COMMPROF_FORTRAN_ALIAS(lower, UPPER, params)              \
-  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower, params)        \
-  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower##_, params)     \
-  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower##__, params)    \
-  COMMPROF_FORTRAN_ALIAS(lower, ompi_##lower##_f, params)   \
+#define COMMPROF_FORTRAN(UPPER, lower, params)            \
+  extern "C" void FortranImpl_##lower params;             \
+  COMMPROF_FORTRAN_ALIAS(lower, UPPER, params)            \
+  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower, params)      \
+  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower##_, params)   \
+  COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower##__, params)  \
+  COMMPROF_FORTRAN_ALIAS(lower, ompi_##lower##_f, params) \
   extern "C" void FortranImpl_##lower params
 // The mpi_f08 name of an entry point whose f08 wrapper does not reach ompi_<lower>_f.
 #define COMMPROF_FORTRAN_F08(lower, params) COMMPROF_FORTRAN_ALIAS(lower, mpi_##lower##_f08_, params)
@@ -330,8 +329,8 @@ COMMPROF_FORTRAN(MPI_SENDRECV, sendrecv,
                  (void* sbuf, const F* sc, const F* sdt, const F* dest, const F* stag, void* rbuf, const F* rc,
                   const F* rdt, const F* src, const F* rtag, const F* comm, F* status, F* ierr)) {
   OneStatus st(status);
-  int ret = MPI_Sendrecv(Buf(sbuf), *sc, Type(sdt), *dest, *stag, Buf(rbuf), *rc, Type(rdt), *src, *rtag, Comm(comm),
-                         st.c());
+  int ret =
+      MPI_Sendrecv(Buf(sbuf), *sc, Type(sdt), *dest, *stag, Buf(rbuf), *rc, Type(rdt), *src, *rtag, Comm(comm), st.c());
   st.Return();
   SetErr(ierr, ret);
 }
@@ -355,8 +354,7 @@ COMMPROF_FORTRAN(MPI_ISEND, isend,
 }
 
 COMMPROF_FORTRAN(MPI_IRECV, irecv,
-                 (void* buf, const F* count, const F* dt, const F* src, const F* tag, const F* comm, F* req,
-                  F* ierr)) {
+                 (void* buf, const F* count, const F* dt, const F* src, const F* tag, const F* comm, F* req, F* ierr)) {
   MPI_Request c = MPI_REQUEST_NULL;
   int rc = MPI_Irecv(Buf(buf), *count, Type(dt), *src, *tag, Comm(comm), &c);
   *req = MPI_Request_c2f(c);
@@ -399,7 +397,7 @@ COMMPROF_FORTRAN(MPI_TESTALL, testall, (const F* count, F* reqs, F* flag, F* sta
   int f = 0;
   int rc = MPI_Testall(*count, r.reqs(), &f, r.statuses());
   *flag = ToLogical(f);
-  r.Return(nullptr, f != 0 ? -1 : 0);
+  r.Return(f != 0 ? -1 : 0);
   SetErr(ierr, rc);
 }
 COMMPROF_FORTRAN_F08(testall, (const F* count, F* reqs, F* flag, F* statuses, F* ierr))
@@ -437,7 +435,7 @@ COMMPROF_FORTRAN(MPI_WAITSOME, waitsome, (const F* count, F* reqs, F* outcount, 
   int n = 0;
   int rc = MPI_Waitsome(*count, r.reqs(), &n, Ints(indices), r.statuses());
   // C fills statuses[0..n) in completion order, one per index; Fortran's are in the same order.
-  r.Return(nullptr, n == MPI_UNDEFINED ? 0 : n);
+  r.Return(n == MPI_UNDEFINED ? 0 : n);
   *outcount = n;
   for (int k = 0; n != MPI_UNDEFINED && k < n; ++k) {
     indices[k] += 1;
@@ -449,7 +447,7 @@ COMMPROF_FORTRAN(MPI_TESTSOME, testsome, (const F* count, F* reqs, F* outcount, 
   Requests r(*count, reqs, statuses);
   int n = 0;
   int rc = MPI_Testsome(*count, r.reqs(), &n, Ints(indices), r.statuses());
-  r.Return(nullptr, n == MPI_UNDEFINED ? 0 : n);
+  r.Return(n == MPI_UNDEFINED ? 0 : n);
   *outcount = n;
   for (int k = 0; n != MPI_UNDEFINED && k < n; ++k) {
     indices[k] += 1;
@@ -492,6 +490,5 @@ COMMPROF_FORTRAN(MPI_CART_CREATE, cart_create,
   *newcomm = MPI_Comm_c2f(c);
   SetErr(ierr, rc);
 }
-COMMPROF_FORTRAN_F08(cart_create,
-                     (const F* comm, const F* ndims, const F* dims, const F* periods, const F* reorder, F* newcomm,
-                      F* ierr))
+COMMPROF_FORTRAN_F08(cart_create, (const F* comm, const F* ndims, const F* dims, const F* periods, const F* reorder,
+                                   F* newcomm, F* ierr))
