@@ -119,6 +119,43 @@ std::string FindNcclPlugin(const std::string& library) {
   return {};
 }
 
+// `commprof run`'s exit code when the job ended and no rank reached the aggregator or left a spool
+// (docs/cli.md, Exit codes): the file holds no rank, which must not pass for a profile.
+constexpr int kExitNothingRecorded = 4;
+
+// No rank connected (none was refused either: a refusal is reported as it happens): says what was
+// preloaded into the job and what to check, since a job that does not load or call us otherwise
+// looks exactly like a successful one.
+void ReportNothingRecorded(const Options& o, const std::string& library, const std::string& preload,
+                           const std::vector<std::pair<std::string, std::string>>& vars, bool openmpi, int job_rc) {
+  std::string names;
+  for (const auto& kv : vars) {
+    names += (names.empty() ? "" : " ") + kv.first;
+  }
+  std::string unreadable;
+  if (::access(library.c_str(), R_OK) != 0) {
+    unreadable = std::string(" (it cannot be read now: ") + std::strerror(errno) + ")";
+  }
+  std::fprintf(stderr,
+               "commprof run: error: no rank recorded anything: %s holds no rank (world size 0)%s.\n"
+               "  The job ran with LD_PRELOAD=%s%s\n"
+               "  and %s %s.\n"
+               "  Check that:\n"
+               "  - the program calls MPI (C, or Fortran through mpif.h, `use mpi` or `use mpi_f08`:\n"
+               "    Fortran needs a libcommprof.so built with these bindings, see docs/mpi-bindings.md)\n"
+               "    or the commprof C API; a program with neither records nothing;\n"
+               "  - the launcher passes the environment to every rank (%s);\n"
+               "  - the program is dynamically linked: a static binary cannot be preloaded;\n"
+               "  - libcommprof.so loads in the ranks: if it does not, their stderr shows\n"
+               "    \"ERROR: ld.so: object '%s' from LD_PRELOAD cannot be preloaded\".\n",
+               o.output.c_str(), job_rc != 0 ? " and the job failed" : "", preload.c_str(), unreadable.c_str(),
+               names.c_str(), openmpi ? "(passed with mpirun -x)" : "(set in the launched command's environment)",
+               openmpi ? "commprof run gave mpirun -x for each; check that mpirun reaches the ranks with it"
+                       : "mpirun is given -x by commprof run; another launcher must export LD_PRELOAD and "
+                         "COMMPROF_*, e.g. srun --export=ALL",
+               library.c_str());
+}
+
 int RunJob(Options o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
@@ -269,10 +306,17 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
   }
-  if (!st.ok() && job_rc == 0) {
+  if (sum.ranks == 0 && sum.refused == 0) {
+    ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc);
+  }
+  // The job's own failure comes first, then a file that could not be written, then no rank at all.
+  if (job_rc != 0) {
+    return job_rc;
+  }
+  if (!st.ok()) {
     return 1;
   }
-  return job_rc;
+  return sum.ranks == 0 && sum.refused == 0 ? kExitNothingRecorded : 0;
 }
 
 }  // namespace
@@ -286,7 +330,8 @@ Runner AddRunCommand(CLI::App& app) {
                          "Profile a job: commprof run [-o FILE.h5] [--] LAUNCHER ARGS... where LAUNCHER is\n"
                          "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
                          "Everything from the first argument that is not a run option belongs to the job.\n"
-                         "Returns the job's exit code (128+signal if it was killed).");
+                         "Returns the job's exit code (128+signal if it was killed); 4 if it exited 0 but no rank\n"
+                         "recorded anything.");
   sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
   sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
   sub->add_option("--advertise", o->advertise,

@@ -123,6 +123,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
 
   sum.status = ingest_->Finish();
   sum.events = ingest_->events_written();
+  sum.ranks = static_cast<uint32_t>(ingest_->ranks_claimed().size());
   if (!sum.status.ok()) {
     std::fprintf(stderr, "commprof: writing %s: %s\n", options_.output.c_str(), sum.status.message().c_str());
   }

@@ -36,6 +36,7 @@ struct CollectionSummary {
   Status status;  // the file's final write status
   uint32_t accepted = 0;
   uint32_t refused = 0;
+  uint32_t ranks = 0;  // ranks in the file: connected or merged from a spool
   uint64_t events = 0;
 };
 

@@ -259,9 +259,10 @@ def case_exit_code(ctx):
     expect(p.returncode == 2, f"run without a command: exit code {p.returncode}, expected 2")
     p = run([ctx.commprof, "run", "--no-such-option", "--", "/bin/true"])
     expect(p.returncode == 2 and "--no-such-option" in p.stderr, f"unknown run option: rc {p.returncode}")
-    # The job's own arguments reach it untouched, even when they look like ours.
+    # The job's own arguments reach it untouched, even when they look like ours (echo records
+    # nothing: exit code 4, case nothing_recorded of fortran_capture.py).
     for argv in (["/bin/echo", "-o", "x", "--", "-q"], ["--", "/bin/echo", "-o", "x", "--", "-q"]):
-        p = run([ctx.commprof, "run", "-q", "-o", ctx.path("args.h5")] + argv, check_rc=0)
+        p = run([ctx.commprof, "run", "-q", "-o", ctx.path("args.h5")] + argv, check_rc=4)
         expect(p.stdout.strip() == "-o x -- -q", f"job arguments changed: {argv} -> {p.stdout!r}")
 
 
