@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace commprof {
@@ -17,6 +18,7 @@ constexpr double kNegligibleNs = 1e-3;  // shares under a picosecond are not fol
 struct DepOrigin {
   uint64_t comm_id = 0;
   uint64_t ordinal = 0;
+  uint8_t op = 0;
 };
 
 // The key of a call that may complete several operations (a Wait* with non-blocking collectives
@@ -49,7 +51,11 @@ class Charger {
   Charger(const SyncGraph& g, DelayAnalysis& out) : g_(g), out_(out) {}
 
   // `amount` ns of waiting, spread evenly over [x, y], was caused by rank index m not having
-  // arrived: follow it to the root causes (§9.2). Adds to the per-root scratch of the group.
+  // arrived: follow it to the root causes (§9.2). Over the window, m was (a) blocked waiting for
+  // others: that part propagates to them; (b) in the tail of a collective after its wait (the
+  // collective's own algorithm): charged to nobody; (c) running, of which only its excess compute
+  // (§9.4) stands against it. The amount is split in proportion to (a), (b) and (c); when all are
+  // zero (m ran, with no measurable excess) m is charged.
   void Charge(uint32_t m, int64_t x, int64_t y, double amount, int depth) {
     if (amount <= 0) {
       return;
@@ -60,22 +66,42 @@ class Charger {
     }
     const auto& calls = g_.by_rank[m];
     const auto& reach = g_.reach[m];
-    // The last call blocked before y; walk back while some earlier call's wait still reaches x.
     auto it = std::partition_point(calls.begin(), calls.end(),
                                    [&](uint32_t c) { return g_.calls[c].block_start < y; });
-    double covered = 0;
+    const auto last = static_cast<std::ptrdiff_t>(it - calls.begin());
+    // Walk back from the last call that started before y while some earlier call still reaches x.
+    double blocked = 0, tail = 0;
+    std::ptrdiff_t first = last;
+    for (auto k = last - 1; k >= 0 && reach[k] > x; --k) {
+      const SyncCall& c = g_.calls[calls[k]];
+      const int64_t we = g_.WaitEnd(c);
+      blocked += static_cast<double>(std::max<int64_t>(0, std::min(y, we) - std::max(x, c.block_start)));
+      if (c.collective) {
+        tail += static_cast<double>(std::max<int64_t>(0, std::min(y, c.exit) - std::max(x, we)));
+      }
+      first = k;
+    }
     const double len = static_cast<double>(y - x);
-    for (auto k = static_cast<std::ptrdiff_t>(it - calls.begin()) - 1; k >= 0 && reach[k] > x; --k) {
+    const double running = std::max(0.0, len - blocked - tail);
+    // m's excess compute before the calls it arrived at in (x, y].
+    const auto& ex = g_.excess_sum[m];
+    auto lo = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= x; });
+    auto hi = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= y; });
+    const double excess = std::min(running, static_cast<double>(ex[hi - calls.begin()] - ex[lo - calls.begin()]));
+    const double weight = blocked + tail + excess;
+    if (weight <= 0) {
+      Credit(m, amount, depth);
+      return;
+    }
+    for (auto k = first; k < last; ++k) {
       const SyncCall& c = g_.calls[calls[k]];
       const int64_t ov0 = std::max(x, c.block_start), ov1 = std::min(y, g_.WaitEnd(c));
-      if (ov1 <= ov0) {
-        continue;
+      if (ov1 > ov0) {
+        Distribute(c, ov0, ov1, amount * static_cast<double>(ov1 - ov0) / weight, depth + 1);
       }
-      const double part = amount * static_cast<double>(ov1 - ov0) / len;
-      covered += part;
-      Distribute(c, ov0, ov1, part, depth + 1);
     }
-    Credit(m, amount - covered, depth);
+    // (b) is charged to nobody: it stays out of the roots, so it counts as unattributed.
+    Credit(m, amount * excess / weight, depth);
   }
 
   // `part` ns spread over [ov0, ov1] (inside c's wait): at each instant, an equal share to each
@@ -170,13 +196,14 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     uint32_t first_call = 0;
   };
   std::vector<InstanceGroup> groups;
-  std::map<std::pair<uint32_t, uint64_t>, RankCommCalls> comm_calls;
+  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, RankCommCalls> comm_calls;
   std::map<uint64_t, std::vector<uint32_t>> members;
-  auto count_call = [&](uint32_t world, uint64_t comm, uint64_t ordinal) {
-    RankCommCalls& c = comm_calls[{world, comm}];
+  auto count_call = [&](uint32_t world, uint64_t comm, uint8_t op, uint64_t ordinal) {
+    RankCommCalls& c = comm_calls[{world, comm, op}];
     if (c.calls == 0) {
       c.rank = world;
       c.comm_id = comm;
+      c.op = op;
       c.first_ordinal = ordinal;
     }
     ++c.calls;
@@ -191,14 +218,29 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   auto merged_call = [&](uint32_t ri, int64_t arrival, int64_t start, int64_t end) {
     auto [it, fresh] = merged.try_emplace(CallKey{ri, start, end}, static_cast<uint32_t>(g.calls.size()));
     if (fresh) {
-      g.calls.push_back(SyncCall{arrival, start, end, 0, ri, 0, 0});
+      g.calls.push_back(SyncCall{arrival, start, end, 0, ri, 0, 0, false});
     } else {
       SyncCall& c = g.calls[it->second];
       c.arrival = std::min(c.arrival, arrival);
     }
     return it->second;
   };
-  std::vector<std::vector<uint32_t>> instance_calls;  // non-blocking instances: their calls (partners)
+  // An instance's place among the instances of its operation on its communicator, by sequence
+  // number: the ordinal of every participant's call there (§9.3).
+  std::map<std::pair<uint64_t, uint8_t>, std::vector<uint64_t>> seqs;
+  for (const CollectiveInstance& in : instances) {
+    if (in.complete() && in.arrivals.size() >= 2) {
+      seqs[{in.comm_id, in.op}].push_back(in.seq);
+    }
+  }
+  for (auto& [key, v] : seqs) {
+    std::sort(v.begin(), v.end());
+  }
+  auto instance_ordinal = [&](const CollectiveInstance& in) {
+    const auto& v = seqs[{in.comm_id, in.op}];
+    return static_cast<uint64_t>(std::lower_bound(v.begin(), v.end(), in.seq) - v.begin());
+  };
+  std::vector<uint64_t> ordinal_of(instances.size(), 0);
   for (size_t k = 0; k < instances.size(); ++k) {
     const CollectiveInstance& in = instances[k];
     if (!in.complete() || in.arrivals.size() < 2) {
@@ -211,8 +253,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         mem.push_back(a.world_rank);
       }
     }
+    ordinal_of[k] = instance_ordinal(in);
     for (const Arrival& a : in.arrivals) {
-      count_call(a.world_rank, in.comm_id, in.seq);
+      count_call(a.world_rank, in.comm_id, in.op, ordinal_of[k]);
     }
     // The instance's arrivals by time: the dependency list of every all-waiting participant.
     std::vector<SyncDep> sorted;
@@ -262,7 +305,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       bool shared = false;
       for (size_t i = 0; i < in.arrivals.size(); ++i) {
         const Arrival& x = in.arrivals[i];
-        SyncCall c{x.start, BlockStart(in, x), x.end, 0, idx(x.world_rank), 0, 0};
+        SyncCall c{x.start, BlockStart(in, x), x.end, 0, idx(x.world_rank), 0, 0, true};
         if (m.deps[i] == WaitDeps::kAll) {
           if (!shared) {
             g.deps.insert(g.deps.end(), sorted.begin(), sorted.end());
@@ -284,12 +327,13 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     for (size_t i = 0; i < in.arrivals.size(); ++i) {
       const Arrival& x = in.arrivals[i];
       const uint32_t c = merged_call(idx(x.world_rank), x.start, BlockStart(in, x), x.end);
+      g.calls[c].collective = true;
       calls.push_back(c);
       std::vector<SyncDep> d;
       deps_of(i, d);
       for (const SyncDep& s : d) {
         loose.emplace_back(c, s);
-        loose_origin.push_back({in.comm_id, in.seq});
+        loose_origin.push_back({in.comm_id, ordinal_of[k], in.op});
       }
     }
     for (uint32_t a : calls) {
@@ -303,23 +347,24 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
 
   // ---- build: matched messages (§9.1: Late Sender and Late Receiver as dependencies) ----
   // Ordinal of a message among its sender's sends (receiver's receives) on the communicator.
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<int64_t>> posts;
+  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::vector<int64_t>> posts;
   for (const P2PMessage& msg : messages) {
-    posts[{msg.src, msg.comm_id}].push_back(msg.send_start);
-    posts[{msg.dst, msg.comm_id}].push_back(msg.recv_start);
+    posts[{msg.src, msg.comm_id, COMMPROF_OP_SEND}].push_back(msg.send_start);
+    posts[{msg.dst, msg.comm_id, COMMPROF_OP_RECV}].push_back(msg.recv_start);
   }
   for (auto& [key, v] : posts) {
+    const auto& [rank, comm, op] = key;
     std::sort(v.begin(), v.end());
     for (size_t i = 0; i < v.size(); ++i) {
-      count_call(key.first, key.second, i);
+      count_call(rank, comm, op, i);
     }
-    std::vector<uint32_t>& mem = members[key.second];
-    if (std::find(mem.begin(), mem.end(), key.first) == mem.end() && key.second != COMMPROF_COMM_WORLD_ID) {
-      mem.push_back(key.first);
+    std::vector<uint32_t>& mem = members[comm];
+    if (std::find(mem.begin(), mem.end(), rank) == mem.end() && comm != COMMPROF_COMM_WORLD_ID) {
+      mem.push_back(rank);
     }
   }
-  auto ordinal = [&](uint32_t rank, uint64_t comm, int64_t t) {
-    const auto& v = posts[{rank, comm}];
+  auto ordinal = [&](uint32_t rank, uint64_t comm, uint8_t op, int64_t t) {
+    const auto& v = posts[{rank, comm, op}];
     return static_cast<uint64_t>(std::lower_bound(v.begin(), v.end(), t) - v.begin());
   };
   for (const P2PMessage& msg : messages) {
@@ -331,13 +376,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     if (msg.recv_call_start != INT64_MIN) {
       recv_call = merged_call(di, msg.recv_call_start, msg.recv_call_start, msg.recv_end);
       loose.emplace_back(recv_call, SyncDep{msg.send_start, si});  // Late Sender
-      loose_origin.push_back({msg.comm_id, ordinal(msg.src, msg.comm_id, msg.send_start)});
+      loose_origin.push_back(
+          {msg.comm_id, ordinal(msg.src, msg.comm_id, COMMPROF_OP_SEND, msg.send_start), COMMPROF_OP_SEND});
     }
     if (msg.send_call_start != INT64_MIN) {
       send_call = merged_call(si, msg.send_call_start, msg.send_call_start, msg.send_end);
       if (msg.send_call_start < msg.recv_start && msg.recv_start < msg.send_end) {  // Late Receiver
         loose.emplace_back(send_call, SyncDep{msg.recv_start, di});
-        loose_origin.push_back({msg.comm_id, ordinal(msg.dst, msg.comm_id, msg.recv_start)});
+        loose_origin.push_back(
+            {msg.comm_id, ordinal(msg.dst, msg.comm_id, COMMPROF_OP_RECV, msg.recv_start), COMMPROF_OP_RECV});
       }
     }
     if (recv_call != UINT32_MAX && send_call != UINT32_MAX) {
@@ -384,7 +431,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     });
     int64_t reach = INT64_MIN;
     for (uint32_t c : v) {
-      reach = std::max(reach, g.WaitEnd(g.calls[c]));
+      reach = std::max(reach, g.calls[c].exit);
       g.reach[r].push_back(reach);
       g.rank_end[r] = std::max(g.rank_end[r], g.calls[c].exit);
     }
@@ -429,6 +476,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const uint32_t c = partners[i].first;
     g.calls[c].excess = std::max<int64_t>(g.calls[c].excess, std::max<int64_t>(0, gap[c] - Median(scratch)));
     i = j;
+  }
+
+  g.excess_sum.assign(nranks, {});
+  for (size_t r = 0; r < nranks; ++r) {
+    auto& sum = g.excess_sum[r];
+    sum.assign(g.by_rank[r].size() + 1, 0);
+    for (size_t k = 0; k < g.by_rank[r].size(); ++k) {
+      sum[k + 1] = sum[k] + g.calls[g.by_rank[r][k]].excess;
+    }
   }
 
   // ---- §9.1-§9.3 charging, per group of waiters that share their dependencies ----
@@ -537,6 +593,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         e.rank = out.ranks[ri].rank;
         e.comm_id = o.comm_id;
         e.ordinal = o.ordinal;
+        e.op = o.op;
       }
       e.time_ns = std::max(e.time_ns, dep.time);
       e.lateness_ns = std::max(e.lateness_ns, dep.time - min_b);
@@ -557,7 +614,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const CollectiveInstance& in = instances[grp.instance];
     const InstanceMetrics& m = measured[grp.instance];
     charge_group(grp.first_call, static_cast<uint32_t>(in.arrivals.size()), m.skew_ns > skew_threshold_ns, !in.nccl,
-                 [&](uint32_t) { return DepOrigin{in.comm_id, in.seq}; });
+                 [&](uint32_t) { return DepOrigin{in.comm_id, ordinal_of[grp.instance], in.op}; });
   }
   for (const auto& [key, c] : merged) {
     const SyncCall& sc = g.calls[c];

@@ -49,6 +49,7 @@ struct SyncCall {
   uint32_t rank = 0;        // index into ProfileInfo::ranks
   uint32_t dep_begin = 0;   // deps [dep_begin, dep_begin + dep_count) of SyncGraph::deps, by time
   uint32_t dep_count = 0;
+  bool collective = false;  // a collective's participant (its tail after the wait is the algorithm's)
 };
 
 // Every blocked call of the job with its dependencies, and per rank its calls by blocked start.
@@ -56,7 +57,8 @@ struct SyncGraph {
   std::vector<SyncCall> calls;
   std::vector<SyncDep> deps;                    // each call's dependencies, sorted by time
   std::vector<std::vector<uint32_t>> by_rank;   // per rank index: its calls by block_start
-  std::vector<std::vector<int64_t>> reach;      // parallel to by_rank: prefix max of the wait ends
+  std::vector<std::vector<int64_t>> reach;      // parallel to by_rank: prefix max of the exits
+  std::vector<std::vector<int64_t>> excess_sum;  // parallel to by_rank, one longer: prefix sums of excess
   std::vector<int64_t> rank_end;                // per rank index: end of its last event seen (job end)
 
   // The end of call c's wait: its latest dependency, within [block_start, exit].
@@ -68,7 +70,8 @@ struct SyncGraph {
 struct CulpritEvent {
   uint32_t rank = 0;       // world rank
   uint64_t comm_id = 0;    // the communicator of the call it was late to
-  uint64_t ordinal = 0;    // its place among the rank's calls on that communicator (instance seq)
+  uint8_t op = 0;          // the call's operation (enum commprof_op_type)
+  uint64_t ordinal = 0;    // its place among the rank's calls of that operation on that communicator
   int64_t time_ns = 0;     // its late arrival
   int64_t lateness_ns = 0; // how long the earliest waiter waited for it
   double cost_ns = 0;      // the waiting it directly caused there
@@ -87,11 +90,12 @@ struct RankDelay {
   double cost() const { return direct_ns + propagated_ns; }
 };
 
-// Per (rank, communicator): how many calls the rank made there (instances; messages it sent), for
-// the share of them it was late in (§9.3).
+// Per (rank, communicator, operation): how many calls the rank made there (instances; messages it
+// posted), for the share of them it was late in (§9.3).
 struct RankCommCalls {
   uint32_t rank = 0;  // world rank
   uint64_t comm_id = 0;
+  uint8_t op = 0;
   uint64_t calls = 0;
   uint64_t first_ordinal = 0;
   uint64_t last_ordinal = 0;
@@ -103,7 +107,7 @@ struct DelayAnalysis {
   double unattributed_ns = 0;     // under the clock threshold, or lost to the depth bound
   std::vector<RankDelay> ranks;   // parallel to ProfileInfo::ranks
   std::vector<CulpritEvent> culprit_events;  // by time
-  std::vector<RankCommCalls> comm_calls;     // by (rank, comm)
+  std::vector<RankCommCalls> comm_calls;     // by (rank, comm, op)
   std::vector<std::pair<uint64_t, std::vector<uint32_t>>> members;  // comm id -> world ranks seen
   SyncGraph graph;
 };

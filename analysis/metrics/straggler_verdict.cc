@@ -5,6 +5,7 @@
 #include <map>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 namespace commprof {
 
@@ -29,8 +30,8 @@ int64_t MedianOf(std::vector<int64_t> v) {
 }
 
 // §9.3 pattern of one rank from its late calls on its main communicator.
-void ReadPattern(const std::vector<const CulpritEvent*>& all, uint64_t main_comm, const RankCommCalls& calls,
-                 Straggler& s) {
+void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t, uint8_t> site,
+                 const RankCommCalls& calls, Straggler& s) {
   std::vector<const CulpritEvent*> late;
   std::vector<int64_t> lateness;
   for (const CulpritEvent* e : all) {
@@ -42,7 +43,7 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, uint64_t main_comm
   const double floor = 0.25 * Quantile(lat_d, 0.9);
   std::vector<int64_t> typical;
   for (const CulpritEvent* e : all) {
-    if (e->comm_id == main_comm && static_cast<double>(e->lateness_ns) >= floor) {
+    if (e->comm_id == site.first && e->op == site.second && static_cast<double>(e->lateness_ns) >= floor) {
       late.push_back(e);
       typical.push_back(e->lateness_ns);
     }
@@ -86,6 +87,25 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, uint64_t main_comm
     s.window_start_ns = std::min(s.window_start_ns, e->time_ns - e->lateness_ns);
     s.window_end_ns = std::max(s.window_end_ns, e->time_ns);
   }
+}
+
+// A rank's late calls, one per (communicator, operation, ordinal): the waiters of one call of
+// its are charged in groups (the waiters of a non-blocking collective or of messages call by
+// call), each group giving one event.
+std::map<std::tuple<uint64_t, uint8_t, uint64_t>, CulpritEvent> LateCalls(const DelayAnalysis& delay, uint32_t rank) {
+  std::map<std::tuple<uint64_t, uint8_t, uint64_t>, CulpritEvent> calls_late;
+  for (const CulpritEvent& e : delay.culprit_events) {
+    if (e.rank != rank) {
+      continue;
+    }
+    auto [it, fresh] = calls_late.try_emplace({e.comm_id, e.op, e.ordinal}, e);
+    if (!fresh) {
+      it->second.cost_ns += e.cost_ns;
+      it->second.lateness_ns = std::max(it->second.lateness_ns, e.lateness_ns);
+      it->second.time_ns = std::max(it->second.time_ns, e.time_ns);
+    }
+  }
+  return calls_late;
 }
 
 }  // namespace
@@ -139,16 +159,13 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     s.propagated_ns = r.propagated_ns;
     s.share = r.cost() / delay.attributed_ns;
     s.saving_ns = k < kMaxReplays ? std::max<int64_t>(0, baseline - ReplayJobEnd(delay.graph, static_cast<int64_t>(i))) : -1;
-    // Where its lateness entered: the communicators of its late calls, by the cost caused there.
+    const auto calls_late = LateCalls(delay, r.rank);
     std::vector<const CulpritEvent*> mine;
     std::map<uint64_t, double> by_comm;
     int64_t lateness_sum = 0;
-    for (const CulpritEvent& e : delay.culprit_events) {
-      if (e.rank == r.rank) {
-        mine.push_back(&e);
-        by_comm[e.comm_id] += e.cost_ns;
-        lateness_sum += e.lateness_ns;
-      }
+    for (const auto& [key, e] : calls_late) {
+      mine.push_back(&e);
+      by_comm[e.comm_id] += e.cost_ns;
     }
     for (const auto& [comm, cost] : by_comm) {
       if (cost < 0.05 * r.direct_ns) {
@@ -184,14 +201,32 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     }
     std::sort(s.communicators.begin(), s.communicators.end(),
               [](const auto& a, const auto& b) { return a.delay_cost_ns > b.delay_cost_ns; });
-    const uint64_t main_comm = s.communicators.empty() ? 0 : s.communicators.front().comm_id;
+    // The pattern is read on its main call site: the (communicator, operation) where it caused the
+    // most waiting.
+    std::map<std::pair<uint64_t, uint8_t>, double> by_site;
+    for (const CulpritEvent* e : mine) {
+      by_site[{e->comm_id, e->op}] += e->cost_ns;
+    }
+    std::pair<uint64_t, uint8_t> main_site{0, 0};
+    double best = -1;
+    for (const auto& [site, cost] : by_site) {
+      if (cost > best) {
+        best = cost;
+        main_site = site;
+      }
+    }
     RankCommCalls calls;
     for (const RankCommCalls& c : delay.comm_calls) {
-      if (c.rank == r.rank && c.comm_id == main_comm) {
+      if (c.rank == r.rank && c.comm_id == main_site.first && c.op == main_site.second) {
         calls = c;
       }
     }
-    ReadPattern(mine, main_comm, calls, s);
+    ReadPattern(mine, main_site, calls, s);
+    for (const CulpritEvent* e : mine) {
+      if (e->comm_id == main_site.first && e->op == main_site.second) {
+        lateness_sum += e->lateness_ns;
+      }
+    }
     // Cause: its lateness came from compute before the call (its excess over its partners) or from
     // inside communication.
     double excess = 0;
