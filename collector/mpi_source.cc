@@ -1,9 +1,10 @@
 #include "collector/mpi_source.h"
 
+#include "collector/mpi_codes.h"
 #include "collector/runtime.h"
-#include "commprof/event.h"
 
 namespace commprof {
+
 MpiSource::MpiSource(Runtime& rt, int world_rank) : rt_(rt), comms_(world_rank) {
   for (int name = 0; name < kNameEnd_; ++name) {
     const char* n = MpiCallName(static_cast<uint8_t>(name));
