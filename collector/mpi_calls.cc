@@ -27,6 +27,22 @@ commprof_event BeginEvent(MpiSource& src, const MpiCall& c) {
   return e;
 }
 
+commprof_event ReceiveHalf(const commprof_event& send, const MpiCall& posted, int rc, const MPI_Status& status) {
+  commprof_event e = send;
+  e.flags |= COMMPROF_FLAG_RECV_HALF;
+  e.bytes = posted.bytes;
+  e.datatype = DatatypeCode(posted.dt);
+  e.peer = posted.peer;
+  e.correlation = posted.tag;
+  int n = 0;
+  if (rc == MPI_SUCCESS && PMPI_Get_count(&status, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED) {
+    e.bytes = static_cast<uint64_t>(n);
+    e.peer = status.MPI_SOURCE;
+    e.correlation = static_cast<uint32_t>(status.MPI_TAG);
+  }
+  return e;
+}
+
 commprof_event CommCreatedEvent(MpiSource& src, uint8_t op, MPI_Comm parent, MPI_Comm newcomm, uint64_t t0) {
   commprof_event e{};
   e.kind = COMMPROF_KIND_MPI_COMM;

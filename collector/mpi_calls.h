@@ -95,6 +95,31 @@ int TracedStart(const MpiCall& c, MPI_Request* request, F&& pmpi) {
   return rc;
 }
 
+// The receive half of an MPI_Sendrecv(_replace) whose send half is `send` (same start, end and
+// thread): flagged RECV_HALF, with the source, tag and byte count the status reports once the call
+// succeeded (`rc`), else the posted ones in `posted`.
+commprof_event ReceiveHalf(const commprof_event& send, const MpiCall& posted, int rc, const MPI_Status& status);
+
+// MPI_Sendrecv(_replace): one blocking call, two events (docs/file-format.md): the send half as
+// `send` says, then the receive half of what `recv` posted. The call always gets a status, ours
+// when the caller ignores it: the receive half needs the source, tag and count.
+template <typename F>
+int TracedSendrecv(const MpiCall& send, const MpiCall& recv, MPI_Status* status, F&& pmpi) {
+  MpiSource* src = ActiveMpiSource();
+  if (src == nullptr) {
+    return pmpi(status);
+  }
+  Runtime& rt = src->runtime();
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  commprof_event e = BeginEvent(*src, send);
+  int rc = pmpi(st);
+  e.end_ns = rt.Now();
+  rt.Record(e);
+  rt.Record(ReceiveHalf(e, recv, rc, *st));
+  return rc;
+}
+
 // Creation of a communicator: agree on its id, record the event (comm_id = new id,
 // seq = parent id, bytes = new size, peer = this rank in it).
 commprof_event CommCreatedEvent(MpiSource& src, uint8_t op, MPI_Comm parent, MPI_Comm newcomm, uint64_t t0);

@@ -1,8 +1,113 @@
 #include "collector/mpi_codes.h"
 
+#include <iterator>
+
 #include "commprof/event.h"
 
 namespace commprof {
+namespace {
+
+const char* OpCallName(uint8_t op) {
+  switch (op) {
+    case COMMPROF_OP_BARRIER:
+      return "MPI_Barrier";
+    case COMMPROF_OP_BCAST:
+      return "MPI_Bcast";
+    case COMMPROF_OP_REDUCE:
+      return "MPI_Reduce";
+    case COMMPROF_OP_ALLREDUCE:
+      return "MPI_Allreduce";
+    case COMMPROF_OP_GATHER:
+      return "MPI_Gather";
+    case COMMPROF_OP_GATHERV:
+      return "MPI_Gatherv";
+    case COMMPROF_OP_SCATTER:
+      return "MPI_Scatter";
+    case COMMPROF_OP_SCATTERV:
+      return "MPI_Scatterv";
+    case COMMPROF_OP_ALLGATHER:
+      return "MPI_Allgather";
+    case COMMPROF_OP_ALLGATHERV:
+      return "MPI_Allgatherv";
+    case COMMPROF_OP_ALLTOALL:
+      return "MPI_Alltoall";
+    case COMMPROF_OP_ALLTOALLV:
+      return "MPI_Alltoallv";
+    case COMMPROF_OP_REDUCE_SCATTER:
+      return "MPI_Reduce_scatter";
+    case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
+      return "MPI_Reduce_scatter_block";
+    case COMMPROF_OP_SCAN:
+      return "MPI_Scan";
+    case COMMPROF_OP_EXSCAN:
+      return "MPI_Exscan";
+    case COMMPROF_OP_SEND:
+      return "MPI_Send";
+    case COMMPROF_OP_RECV:
+      return "MPI_Recv";
+    case COMMPROF_OP_SENDRECV:
+      return "MPI_Sendrecv";
+    case COMMPROF_OP_WAIT:
+      return "MPI_Wait";
+    case COMMPROF_OP_WAITALL:
+      return "MPI_Waitall";
+    case COMMPROF_OP_WAITANY:
+      return "MPI_Waitany";
+    case COMMPROF_OP_TEST:
+      return "MPI_Test";
+    case COMMPROF_OP_COMM_DUP:
+      return "MPI_Comm_dup";
+    case COMMPROF_OP_COMM_SPLIT:
+      return "MPI_Comm_split";
+    case COMMPROF_OP_COMM_CREATE:
+      return "MPI_Comm_create";
+    default:
+      return nullptr;
+  }
+}
+
+// The names of MpiName's entries, in its order from kNameIallreduce.
+constexpr const char* kExtraNames[] = {"MPI_Iallreduce",
+                                       "MPI_Ibcast",
+                                       "MPI_Iallgather",
+                                       "MPI_Ialltoall",
+                                       "MPI_Isend",
+                                       "MPI_Irecv",
+                                       "MPI_Init",
+                                       "MPI_Finalize",
+                                       "MPI_Waitsome",
+                                       "MPI_Testall",
+                                       "MPI_Testany",
+                                       "MPI_Testsome",
+                                       "MPI_Ssend",
+                                       "MPI_Bsend",
+                                       "MPI_Rsend",
+                                       "MPI_Issend",
+                                       "MPI_Ibsend",
+                                       "MPI_Irsend",
+                                       "MPI_Sendrecv_replace",
+                                       "MPI_Ibarrier",
+                                       "MPI_Ireduce",
+                                       "MPI_Igather",
+                                       "MPI_Igatherv",
+                                       "MPI_Iscatter",
+                                       "MPI_Iscatterv",
+                                       "MPI_Iallgatherv",
+                                       "MPI_Ialltoallv",
+                                       "MPI_Ireduce_scatter",
+                                       "MPI_Ireduce_scatter_block",
+                                       "MPI_Iscan",
+                                       "MPI_Iexscan"};
+static_assert(kNameIallreduce + std::size(kExtraNames) == kNameEnd_);
+
+}  // namespace
+
+const char* MpiCallName(uint8_t name) {
+  if (name < kNameIallreduce) {
+    return OpCallName(name);
+  }
+  return name < kNameEnd_ ? kExtraNames[name - kNameIallreduce] : nullptr;
+}
 
 uint8_t DatatypeCode(MPI_Datatype dt) {
   if (dt == MPI_DATATYPE_NULL) {

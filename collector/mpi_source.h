@@ -17,28 +17,11 @@
 #include <vector>
 
 #include "collector/mpi_clock_sync.h"
+#include "collector/mpi_codes.h"
 #include "collector/mpi_comm_ids.h"
 #include "collector/runtime.h"
 
 namespace commprof {
-
-// Name indexes of the calls that share an op type with another call (non-blocking variants carry
-// the blocking call's op and the NONBLOCKING flag) or have none; every other call is named by its
-// op (commprof/event.h), below 200.
-enum MpiName : uint8_t {
-  kNameIallreduce = 200,
-  kNameIbcast,
-  kNameIallgather,
-  kNameIalltoall,
-  kNameIsend,
-  kNameIrecv,
-  kNameInit,
-  kNameFinalize,
-  kNameWaitsome,
-  kNameTestall,
-  kNameTestany,
-  kNameTestsome
-};
 
 // Per-thread scratch of the request-array calls: requests are copied before PMPI nulls them,
 // statuses are supplied when the caller passed MPI_STATUSES_IGNORE. Grows once, then reused.
@@ -57,7 +40,7 @@ class MpiSource {
   MpiSource& operator=(const MpiSource&) = delete;
 
   Runtime& runtime() const { return rt_; }
-  // The string id of the call named `name` (an op type or an MpiName).
+  // The string id of the call named `name` (an op type or an MpiName, mpi_codes.h).
   uint32_t NameId(uint8_t name) const { return names_[name]; }
   CommIds& comms() { return comms_; }
 

@@ -1,5 +1,6 @@
 // PMPI interposition: every wrapped MPI call becomes one event with entry and exit times, bytes,
-// datatype, root/peer and communicator (id + per-communicator sequence number for collectives).
+// datatype, root/peer and communicator (id + per-communicator sequence number for collectives);
+// MPI_Sendrecv(_replace) becomes two, its send half and its receive half.
 //
 // The entry points only: how a call becomes an event is in mpi_calls.h (blocking, non-blocking
 // issue, communicator creation) and mpi_completion.h (Wait*/Test*); the state they use is the
@@ -29,6 +30,62 @@ int CommRank(MPI_Comm comm) {
   int r = 0;
   PMPI_Comm_rank(comm, &r);
   return r;
+}
+
+// The collectives whose bytes depend on the rank, the communicator's size or a counts array, for
+// the blocking call and its I-form (`name`) alike: docs/file-format.md gives each rule.
+MpiCall GatherCall(MpiSource& mpi, const void* s, int sc, MPI_Datatype sdt, int rc, MPI_Datatype rdt, int root,
+                   MPI_Comm comm, uint8_t name = 0) {
+  uint64_t n = static_cast<uint64_t>(CommSize(mpi, comm));
+  bool in_place = s == MPI_IN_PLACE;
+  uint64_t bytes = in_place ? TypeBytes(rdt, rc) * n : TypeBytes(sdt, sc) * n;
+  return Coll(COMMPROF_OP_GATHER, comm, bytes, in_place ? rdt : sdt, MPI_OP_NULL, root, name);
+}
+
+MpiCall GathervCall(MpiSource& mpi, int sc, MPI_Datatype sdt, const int rcs[], MPI_Datatype rdt, int root,
+                    MPI_Comm comm, uint8_t name = 0) {
+  bool at_root = CommRank(comm) == root;  // recvcounts are significant at the root only
+  uint64_t bytes = at_root ? TypeBytes(rdt, SumCounts(rcs, CommSize(mpi, comm))) : TypeBytes(sdt, sc);
+  return Coll(COMMPROF_OP_GATHERV, comm, bytes, at_root ? rdt : sdt, MPI_OP_NULL, root, name);
+}
+
+MpiCall ScatterCall(MpiSource& mpi, int sc, MPI_Datatype sdt, int rc, MPI_Datatype rdt, int root, MPI_Comm comm,
+                    uint8_t name = 0) {
+  uint64_t n = static_cast<uint64_t>(CommSize(mpi, comm));
+  bool at_root = CommRank(comm) == root;
+  uint64_t bytes = at_root ? TypeBytes(sdt, sc) * n : TypeBytes(rdt, rc) * n;
+  return Coll(COMMPROF_OP_SCATTER, comm, bytes, at_root ? sdt : rdt, MPI_OP_NULL, root, name);
+}
+
+MpiCall ScattervCall(MpiSource& mpi, const int scs[], MPI_Datatype sdt, int rc, MPI_Datatype rdt, int root,
+                     MPI_Comm comm, uint8_t name = 0) {
+  bool at_root = CommRank(comm) == root;  // sendcounts are significant at the root only
+  uint64_t bytes = at_root ? TypeBytes(sdt, SumCounts(scs, CommSize(mpi, comm))) : TypeBytes(rdt, rc);
+  return Coll(COMMPROF_OP_SCATTERV, comm, bytes, at_root ? sdt : rdt, MPI_OP_NULL, root, name);
+}
+
+MpiCall AllgathervCall(MpiSource& mpi, const int rcs[], MPI_Datatype rdt, MPI_Comm comm, uint8_t name = 0) {
+  uint64_t bytes = TypeBytes(rdt, SumCounts(rcs, CommSize(mpi, comm)));
+  return Coll(COMMPROF_OP_ALLGATHERV, comm, bytes, rdt, MPI_OP_NULL, COMMPROF_NO_PEER, name);
+}
+
+MpiCall AlltoallvCall(MpiSource& mpi, const void* s, const int scs[], MPI_Datatype sdt, const int rcs[],
+                      MPI_Datatype rdt, MPI_Comm comm, uint8_t name = 0) {
+  bool in_place = s == MPI_IN_PLACE;
+  int n = CommSize(mpi, comm);
+  uint64_t bytes = in_place ? TypeBytes(rdt, SumCounts(rcs, n)) : TypeBytes(sdt, SumCounts(scs, n));
+  return Coll(COMMPROF_OP_ALLTOALLV, comm, bytes, in_place ? rdt : sdt, MPI_OP_NULL, COMMPROF_NO_PEER, name);
+}
+
+MpiCall ReduceScatterCall(MpiSource& mpi, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                          uint8_t name = 0) {
+  uint64_t bytes = TypeBytes(dt, SumCounts(rcs, CommSize(mpi, comm)));
+  return Coll(COMMPROF_OP_REDUCE_SCATTER, comm, bytes, dt, op, COMMPROF_NO_PEER, name);
+}
+
+MpiCall ReduceScatterBlockCall(MpiSource& mpi, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, uint8_t name = 0) {
+  uint64_t bytes = TypeBytes(dt, rc) * static_cast<uint64_t>(CommSize(mpi, comm));
+  return Coll(COMMPROF_OP_REDUCE_SCATTER_BLOCK, comm, bytes, dt, op, COMMPROF_NO_PEER, name);
 }
 
 // After a successful PMPI_Init(_thread) whose entry was read at `t0_steady` (before the runtime
@@ -137,10 +194,7 @@ int MPI_Gather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Dat
   if (mpi == nullptr) {
     return PMPI_Gather(s, sc, sdt, r, rc, rdt, root, comm);
   }
-  uint64_t n = static_cast<uint64_t>(CommSize(*mpi, comm));
-  bool in_place = s == MPI_IN_PLACE;
-  uint64_t bytes = in_place ? TypeBytes(rdt, rc) * n : TypeBytes(sdt, sc) * n;
-  return Traced(Coll(COMMPROF_OP_GATHER, comm, bytes, in_place ? rdt : sdt, MPI_OP_NULL, root),
+  return Traced(GatherCall(*mpi, s, sc, sdt, rc, rdt, root, comm),
                 [&] { return PMPI_Gather(s, sc, sdt, r, rc, rdt, root, comm); });
 }
 
@@ -150,9 +204,7 @@ int MPI_Gatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[
   if (mpi == nullptr) {
     return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm);
   }
-  bool at_root = CommRank(comm) == root;
-  uint64_t bytes = at_root ? TypeBytes(rdt, SumCounts(rcs, CommSize(*mpi, comm))) : TypeBytes(sdt, sc);
-  return Traced(Coll(COMMPROF_OP_GATHERV, comm, bytes, at_root ? rdt : sdt, MPI_OP_NULL, root),
+  return Traced(GathervCall(*mpi, sc, sdt, rcs, rdt, root, comm),
                 [&] { return PMPI_Gatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm); });
 }
 
@@ -161,10 +213,7 @@ int MPI_Scatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Da
   if (mpi == nullptr) {
     return PMPI_Scatter(s, sc, sdt, r, rc, rdt, root, comm);
   }
-  uint64_t n = static_cast<uint64_t>(CommSize(*mpi, comm));
-  bool at_root = CommRank(comm) == root;
-  uint64_t bytes = at_root ? TypeBytes(sdt, sc) * n : TypeBytes(rdt, rc) * n;
-  return Traced(Coll(COMMPROF_OP_SCATTER, comm, bytes, at_root ? sdt : rdt, MPI_OP_NULL, root),
+  return Traced(ScatterCall(*mpi, sc, sdt, rc, rdt, root, comm),
                 [&] { return PMPI_Scatter(s, sc, sdt, r, rc, rdt, root, comm); });
 }
 
@@ -174,9 +223,7 @@ int MPI_Scatterv(const void* s, const int scs[], const int displs[], MPI_Datatyp
   if (mpi == nullptr) {
     return PMPI_Scatterv(s, scs, displs, sdt, r, rc, rdt, root, comm);
   }
-  bool at_root = CommRank(comm) == root;
-  uint64_t bytes = at_root ? TypeBytes(sdt, SumCounts(scs, CommSize(*mpi, comm))) : TypeBytes(rdt, rc);
-  return Traced(Coll(COMMPROF_OP_SCATTERV, comm, bytes, at_root ? sdt : rdt, MPI_OP_NULL, root),
+  return Traced(ScattervCall(*mpi, scs, sdt, rc, rdt, root, comm),
                 [&] { return PMPI_Scatterv(s, scs, displs, sdt, r, rc, rdt, root, comm); });
 }
 
@@ -196,8 +243,7 @@ int MPI_Allgatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int r
   if (mpi == nullptr) {
     return PMPI_Allgatherv(s, sc, sdt, r, rcs, displs, rdt, comm);
   }
-  uint64_t bytes = TypeBytes(rdt, SumCounts(rcs, CommSize(*mpi, comm)));
-  return Traced(Coll(COMMPROF_OP_ALLGATHERV, comm, bytes, rdt),
+  return Traced(AllgathervCall(*mpi, rcs, rdt, comm),
                 [&] { return PMPI_Allgatherv(s, sc, sdt, r, rcs, displs, rdt, comm); });
 }
 
@@ -217,10 +263,7 @@ int MPI_Alltoallv(const void* s, const int scs[], const int sd[], MPI_Datatype s
   if (mpi == nullptr) {
     return PMPI_Alltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm);
   }
-  bool in_place = s == MPI_IN_PLACE;
-  int n = CommSize(*mpi, comm);
-  uint64_t bytes = in_place ? TypeBytes(rdt, SumCounts(rcs, n)) : TypeBytes(sdt, SumCounts(scs, n));
-  return Traced(Coll(COMMPROF_OP_ALLTOALLV, comm, bytes, in_place ? rdt : sdt),
+  return Traced(AlltoallvCall(*mpi, s, scs, sdt, rcs, rdt, comm),
                 [&] { return PMPI_Alltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm); });
 }
 
@@ -229,8 +272,7 @@ int MPI_Reduce_scatter(const void* s, void* r, const int rcs[], MPI_Datatype dt,
   if (mpi == nullptr) {
     return PMPI_Reduce_scatter(s, r, rcs, dt, op, comm);
   }
-  uint64_t bytes = TypeBytes(dt, SumCounts(rcs, CommSize(*mpi, comm)));
-  return Traced(Coll(COMMPROF_OP_REDUCE_SCATTER, comm, bytes, dt, op),
+  return Traced(ReduceScatterCall(*mpi, rcs, dt, op, comm),
                 [&] { return PMPI_Reduce_scatter(s, r, rcs, dt, op, comm); });
 }
 
@@ -239,8 +281,7 @@ int MPI_Reduce_scatter_block(const void* s, void* r, int rc, MPI_Datatype dt, MP
   if (mpi == nullptr) {
     return PMPI_Reduce_scatter_block(s, r, rc, dt, op, comm);
   }
-  uint64_t bytes = TypeBytes(dt, rc) * static_cast<uint64_t>(CommSize(*mpi, comm));
-  return Traced(Coll(COMMPROF_OP_REDUCE_SCATTER_BLOCK, comm, bytes, dt, op),
+  return Traced(ReduceScatterBlockCall(*mpi, rc, dt, op, comm),
                 [&] { return PMPI_Reduce_scatter_block(s, r, rc, dt, op, comm); });
 }
 
@@ -251,6 +292,15 @@ int MPI_Scan(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_
   }
   return Traced(Coll(COMMPROF_OP_SCAN, comm, TypeBytes(dt, count), dt, op),
                 [&] { return PMPI_Scan(s, r, count, dt, op, comm); });
+}
+
+int MPI_Exscan(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Exscan(s, r, count, dt, op, comm);
+  }
+  return Traced(Coll(COMMPROF_OP_EXSCAN, comm, TypeBytes(dt, count), dt, op),
+                [&] { return PMPI_Exscan(s, r, count, dt, op, comm); });
 }
 
 // ---- non-blocking collectives ----
@@ -294,6 +344,120 @@ int MPI_Ialltoall(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_
                      [&] { return PMPI_Ialltoall(s, sc, sdt, r, rc, rdt, comm, req); });
 }
 
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* req) {
+  return TracedStart(
+      Coll(COMMPROF_OP_BARRIER, comm, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, COMMPROF_NO_PEER, kNameIbarrier), req,
+      [&] { return PMPI_Ibarrier(comm, req); });
+}
+
+int MPI_Ireduce(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ireduce(s, r, count, dt, op, root, comm, req);
+  }
+  return TracedStart(Coll(COMMPROF_OP_REDUCE, comm, TypeBytes(dt, count), dt, op, root, kNameIreduce), req,
+                     [&] { return PMPI_Ireduce(s, r, count, dt, op, root, comm, req); });
+}
+
+int MPI_Igather(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root, MPI_Comm comm,
+                MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Igather(s, sc, sdt, r, rc, rdt, root, comm, req);
+  }
+  return TracedStart(GatherCall(*mpi, s, sc, sdt, rc, rdt, root, comm, kNameIgather), req,
+                     [&] { return PMPI_Igather(s, sc, sdt, r, rc, rdt, root, comm, req); });
+}
+
+int MPI_Igatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[],
+                 MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Igatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm, req);
+  }
+  return TracedStart(GathervCall(*mpi, sc, sdt, rcs, rdt, root, comm, kNameIgatherv), req,
+                     [&] { return PMPI_Igatherv(s, sc, sdt, r, rcs, displs, rdt, root, comm, req); });
+}
+
+int MPI_Iscatter(const void* s, int sc, MPI_Datatype sdt, void* r, int rc, MPI_Datatype rdt, int root, MPI_Comm comm,
+                 MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Iscatter(s, sc, sdt, r, rc, rdt, root, comm, req);
+  }
+  return TracedStart(ScatterCall(*mpi, sc, sdt, rc, rdt, root, comm, kNameIscatter), req,
+                     [&] { return PMPI_Iscatter(s, sc, sdt, r, rc, rdt, root, comm, req); });
+}
+
+int MPI_Iscatterv(const void* s, const int scs[], const int displs[], MPI_Datatype sdt, void* r, int rc,
+                  MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Iscatterv(s, scs, displs, sdt, r, rc, rdt, root, comm, req);
+  }
+  return TracedStart(ScattervCall(*mpi, scs, sdt, rc, rdt, root, comm, kNameIscatterv), req,
+                     [&] { return PMPI_Iscatterv(s, scs, displs, sdt, r, rc, rdt, root, comm, req); });
+}
+
+int MPI_Iallgatherv(const void* s, int sc, MPI_Datatype sdt, void* r, const int rcs[], const int displs[],
+                    MPI_Datatype rdt, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Iallgatherv(s, sc, sdt, r, rcs, displs, rdt, comm, req);
+  }
+  return TracedStart(AllgathervCall(*mpi, rcs, rdt, comm, kNameIallgatherv), req,
+                     [&] { return PMPI_Iallgatherv(s, sc, sdt, r, rcs, displs, rdt, comm, req); });
+}
+
+int MPI_Ialltoallv(const void* s, const int scs[], const int sd[], MPI_Datatype sdt, void* r, const int rcs[],
+                   const int rd[], MPI_Datatype rdt, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ialltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm, req);
+  }
+  return TracedStart(AlltoallvCall(*mpi, s, scs, sdt, rcs, rdt, comm, kNameIalltoallv), req,
+                     [&] { return PMPI_Ialltoallv(s, scs, sd, sdt, r, rcs, rd, rdt, comm, req); });
+}
+
+int MPI_Ireduce_scatter(const void* s, void* r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                        MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ireduce_scatter(s, r, rcs, dt, op, comm, req);
+  }
+  return TracedStart(ReduceScatterCall(*mpi, rcs, dt, op, comm, kNameIreduceScatter), req,
+                     [&] { return PMPI_Ireduce_scatter(s, r, rcs, dt, op, comm, req); });
+}
+
+int MPI_Ireduce_scatter_block(const void* s, void* r, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                              MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ireduce_scatter_block(s, r, rc, dt, op, comm, req);
+  }
+  return TracedStart(ReduceScatterBlockCall(*mpi, rc, dt, op, comm, kNameIreduceScatterBlock), req,
+                     [&] { return PMPI_Ireduce_scatter_block(s, r, rc, dt, op, comm, req); });
+}
+
+int MPI_Iscan(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Iscan(s, r, count, dt, op, comm, req);
+  }
+  return TracedStart(Coll(COMMPROF_OP_SCAN, comm, TypeBytes(dt, count), dt, op, COMMPROF_NO_PEER, kNameIscan), req,
+                     [&] { return PMPI_Iscan(s, r, count, dt, op, comm, req); });
+}
+
+int MPI_Iexscan(const void* s, void* r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Iexscan(s, r, count, dt, op, comm, req);
+  }
+  return TracedStart(Coll(COMMPROF_OP_EXSCAN, comm, TypeBytes(dt, count), dt, op, COMMPROF_NO_PEER, kNameIexscan), req,
+                     [&] { return PMPI_Iexscan(s, r, count, dt, op, comm, req); });
+}
+
 // ---- point to point ----
 int MPI_Send(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
   MpiSource* mpi = ActiveMpiSource();
@@ -325,15 +489,57 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
   return rc;
 }
 
+// Ssend, Bsend and Rsend are sends like MPI_Send, told apart by their names.
+int MPI_Ssend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ssend(buf, count, dt, dest, tag, comm);
+  }
+  return Traced(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameSsend),
+                [&] { return PMPI_Ssend(buf, count, dt, dest, tag, comm); });
+}
+
+int MPI_Bsend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Bsend(buf, count, dt, dest, tag, comm);
+  }
+  return Traced(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameBsend),
+                [&] { return PMPI_Bsend(buf, count, dt, dest, tag, comm); });
+}
+
+int MPI_Rsend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Rsend(buf, count, dt, dest, tag, comm);
+  }
+  return Traced(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameRsend),
+                [&] { return PMPI_Rsend(buf, count, dt, dest, tag, comm); });
+}
+
 int MPI_Sendrecv(const void* sbuf, int sc, MPI_Datatype sdt, int dest, int stag, void* rbuf, int rc, MPI_Datatype rdt,
                  int src, int rtag, MPI_Comm comm, MPI_Status* status) {
   MpiSource* mpi = ActiveMpiSource();
   if (mpi == nullptr) {
     return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status);
   }
-  uint64_t bytes = TypeBytes(sdt, sc) + TypeBytes(rdt, rc);
-  return Traced(P2p(COMMPROF_OP_SENDRECV, comm, bytes, sdt, dest, stag),
-                [&] { return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, status); });
+  return TracedSendrecv(
+      P2p(COMMPROF_OP_SENDRECV, comm, TypeBytes(sdt, sc), sdt, dest, stag),
+      P2p(COMMPROF_OP_SENDRECV, comm, TypeBytes(rdt, rc), rdt, src, rtag), status,
+      [&](MPI_Status* st) { return PMPI_Sendrecv(sbuf, sc, sdt, dest, stag, rbuf, rc, rdt, src, rtag, comm, st); });
+}
+
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype dt, int dest, int stag, int src, int rtag, MPI_Comm comm,
+                         MPI_Status* status) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
+  }
+  uint64_t bytes = TypeBytes(dt, count);
+  return TracedSendrecv(
+      P2p(COMMPROF_OP_SENDRECV, comm, bytes, dt, dest, stag, kNameSendrecvReplace),
+      P2p(COMMPROF_OP_SENDRECV, comm, bytes, dt, src, rtag, kNameSendrecvReplace), status,
+      [&](MPI_Status* st) { return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, st); });
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
@@ -343,6 +549,33 @@ int MPI_Isend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MP
   }
   return TracedStart(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameIsend), req,
                      [&] { return PMPI_Isend(buf, count, dt, dest, tag, comm, req); });
+}
+
+int MPI_Issend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Issend(buf, count, dt, dest, tag, comm, req);
+  }
+  return TracedStart(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameIssend), req,
+                     [&] { return PMPI_Issend(buf, count, dt, dest, tag, comm, req); });
+}
+
+int MPI_Ibsend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Ibsend(buf, count, dt, dest, tag, comm, req);
+  }
+  return TracedStart(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameIbsend), req,
+                     [&] { return PMPI_Ibsend(buf, count, dt, dest, tag, comm, req); });
+}
+
+int MPI_Irsend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
+  MpiSource* mpi = ActiveMpiSource();
+  if (mpi == nullptr) {
+    return PMPI_Irsend(buf, count, dt, dest, tag, comm, req);
+  }
+  return TracedStart(P2p(COMMPROF_OP_SEND, comm, TypeBytes(dt, count), dt, dest, tag, kNameIrsend), req,
+                     [&] { return PMPI_Irsend(buf, count, dt, dest, tag, comm, req); });
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request* req) {

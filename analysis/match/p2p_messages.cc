@@ -35,10 +35,12 @@ struct Op {
   uint16_t flags = 0;
   uint8_t op = 0;
   bool send = false;
+  bool whole_sendrecv = false;  // an older file's Sendrecv: one event for both halves, bytes of both
 };
 
-// A call in which a rank completed P2P operations: a blocking Send/Recv/Sendrecv, or the
-// Wait*/Test* call that completed non-blocking ones. Waits are charged per call (§5.4).
+// A call in which a rank completed P2P operations: a blocking Send/Recv, a Sendrecv (both its
+// halves), or the Wait*/Test* call that completed non-blocking ones. Waits are charged per call
+// (§5.4).
 struct Call {
   int64_t start = 0;
   int64_t end = 0;
@@ -77,6 +79,13 @@ bool IsP2POp(uint8_t subtype) {
   return subtype == COMMPROF_OP_SEND || subtype == COMMPROF_OP_RECV || subtype == COMMPROF_OP_SENDRECV;
 }
 
+bool IsRecvHalf(uint16_t flags) { return (flags & COMMPROF_FLAG_RECV_HALF) != 0; }
+
+// Where the side of `o` blocked to complete it (P2PMessage::send_call_start / recv_call_start).
+int64_t CallStart(const Op& o, const std::vector<Call>& calls) {
+  return o.call != kNoCall && calls[o.call].blocking ? calls[o.call].start : kNoCallStart;
+}
+
 }  // namespace
 
 const char* P2PUnmatchedReasonName(P2PUnmatchedReason r) {
@@ -113,6 +122,10 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
     // return of the call that completed it, on the thread that called it (file-format.md).
     std::unordered_map<std::pair<uint32_t, uint64_t>, WaitCall, ThreadEndHash> waits;
     std::vector<std::pair<size_t, std::pair<uint32_t, uint64_t>>> completed_by_wait;
+    // This rank's Sendrecv calls by (thread, end): both halves of one call share it.
+    std::unordered_map<std::pair<uint32_t, uint64_t>, size_t, ThreadEndHash> sendrecv_calls;
+    bool recv_halves = false;  // none: an older file, whose Sendrecv is one event
+    const size_t first_op = ops.size();
     uint64_t row = 0;
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const commprof_event& e : chunk) {
@@ -144,12 +157,20 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
         o.peer = e.peer;
         o.flags = e.flags;
         o.op = e.subtype;
-        o.send = e.subtype != COMMPROF_OP_RECV;
+        o.send = e.subtype != COMMPROF_OP_RECV && !IsRecvHalf(e.flags);
+        recv_halves = recv_halves || (e.subtype == COMMPROF_OP_SENDRECV && IsRecvHalf(e.flags));
         // An INCOMPLETE operation's end is not a completion: it matches (it was posted) but was
         // never seen blocking anyone.
         if ((e.flags & COMMPROF_FLAG_INCOMPLETE) == 0) {
           if ((e.flags & COMMPROF_FLAG_NONBLOCKING) != 0) {
             completed_by_wait.push_back({ops.size(), {e.thread_id, e.end_ns}});
+          } else if (e.subtype == COMMPROF_OP_SENDRECV) {
+            // One blocking call for both halves: charged once (§5.4).
+            auto [it, fresh] = sendrecv_calls.try_emplace({e.thread_id, e.end_ns}, calls.size());
+            if (fresh) {
+              calls.push_back(Call{o.start, o.end, ri, true, 0, 0});
+            }
+            o.call = it->second;
           } else {
             o.call = calls.size();
             calls.push_back(Call{o.start, o.end, ri, true, 0, 0});
@@ -159,6 +180,11 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
       }
     });
     COMMPROF_RETURN_IF_ERROR(st);
+    if (!recv_halves) {
+      for (size_t k = first_op; k < ops.size(); ++k) {
+        ops[k].whole_sendrecv = ops[k].op == COMMPROF_OP_SENDRECV;
+      }
+    }
     for (const auto& [op_index, at] : completed_by_wait) {
       auto it = waits.find(at);
       if (it == waits.end()) {
@@ -188,9 +214,9 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
       if (o.op == COMMPROF_OP_SENDRECV) {
         ++out.unmatched_sendrecv;
       }
-      // A Sendrecv's bytes add its receive to its send: with no receive to tell them apart the
-      // sent part is unknown (§5.5).
-      if (o.op != COMMPROF_OP_SENDRECV) {
+      // An older file's Sendrecv adds its receive to its send: with no receive to tell them
+      // apart the sent part is unknown (§5.5).
+      if (!o.whole_sendrecv) {
         rs.bytes_sent += o.bytes;
       }
     } else {
@@ -271,9 +297,9 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
     m.src = sends[i].src;
     m.dst = sends[i].dst;
     m.tag = s.tag;
-    // §5.5: a Send's bytes are the message; a Sendrecv's also hold its receive, so take the
-    // receiver's count (the bytes it actually got) for those.
-    m.bytes = s.op == COMMPROF_OP_SENDRECV ? r.bytes : s.bytes;
+    // §5.5: a send's bytes are the message; an older file's Sendrecv's also hold its receive, so
+    // take the receiver's count (the bytes it actually got) for those.
+    m.bytes = s.whole_sendrecv ? r.bytes : s.bytes;
     m.send_op = s.op;
     m.send_flags = s.flags;
     m.recv_flags = r.flags;
@@ -281,14 +307,17 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
     m.send_end = s.end;
     m.recv_start = r.start;
     m.recv_end = r.end;
+    m.send_call_start = CallStart(s, calls);
+    m.recv_call_start = CallStart(r, calls);
     if (r.call != kNoCall && calls[r.call].blocking) {
       Call& c = calls[r.call];
       m.late_sender_ns = LateSenderWait(s.start, BlockedCall{c.start, c.end});
       c.max_late_sender = std::max(c.max_late_sender, m.late_sender_ns);
     }
-    // A Sendrecv also receives inside the same call, so time in it may be its own receive
-    // waiting: not charged as Late Receiver (§5.3).
-    if (s.op != COMMPROF_OP_SENDRECV && s.call != kNoCall && calls[s.call].blocking) {
+    // An older file's Sendrecv also received inside the same call, unrecorded, so time in it may
+    // be its own receive waiting: not charged as Late Receiver (§5.3). A recorded receive half
+    // shares the call, which is charged once (§5.4).
+    if (!s.whole_sendrecv && s.call != kNoCall && calls[s.call].blocking) {
       Call& c = calls[s.call];
       m.late_receiver_ns = LateReceiverWait(r.start, BlockedCall{c.start, c.end});
       c.max_late_receiver = std::max(c.max_late_receiver, m.late_receiver_ns);
@@ -296,6 +325,9 @@ Result<P2PMatchResult> MatchP2PMessages(const ProfileReader& reader, const P2PMa
     ++out.matched;
     out.bytes += m.bytes;
     out.ranks[s.rank_index].bytes_sent += m.bytes;
+    if (options.keep_messages) {
+      out.messages.push_back(m);
+    }
     if (options.max_worst > 0 && m.late_sender_ns + m.late_receiver_ns > 0) {
       worst.push(m);
       if (worst.size() > options.max_worst) {

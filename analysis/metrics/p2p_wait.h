@@ -2,8 +2,8 @@
 // MPI_LATESENDER and MPI_LATERECEIVER patterns). All times on the aligned time base.
 //
 // A rank *waits* for a message only inside the call in which it blocks to complete it: the
-// blocking MPI_Send / MPI_Recv itself, or the MPI_Wait* call that completed an Isend / Irecv.
-// That call is the BlockedCall below; an operation completed by MPI_Test*, never completed
+// blocking MPI_Send / MPI_Recv / MPI_Sendrecv itself, or the MPI_Wait* call that completed an
+// Isend / Irecv. That call is the BlockedCall below; an operation completed by MPI_Test*, never completed
 // (INCOMPLETE) or completed out of sight has none, and is charged no wait.
 #pragma once
 

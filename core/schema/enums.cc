@@ -63,6 +63,7 @@ constexpr OpEntry kOps[] = {
     COMMPROF_OP(COMMPROF_OP_REDUCE_SCATTER, "reduce_scatter", "ReduceScatter", true),
     COMMPROF_OP(COMMPROF_OP_REDUCE_SCATTER_BLOCK, "reduce_scatter_block", nullptr, true),
     COMMPROF_OP(COMMPROF_OP_SCAN, "scan", nullptr, true),
+    COMMPROF_OP(COMMPROF_OP_EXSCAN, "exscan", nullptr, true),
     COMMPROF_OP(COMMPROF_OP_SEND, "send", "Send", false),
     COMMPROF_OP(COMMPROF_OP_RECV, "recv", "Recv", false),
     COMMPROF_OP(COMMPROF_OP_SENDRECV, "sendrecv", "SendRecv", false),
@@ -99,10 +100,9 @@ constexpr EnumEntry kReduceOps[] = {
 };
 
 constexpr EnumEntry kFlags[] = {
-    COMMPROF_ENTRY(COMMPROF_FLAG_NONBLOCKING, nullptr),
-    COMMPROF_ENTRY(COMMPROF_FLAG_INCOMPLETE, nullptr),
-    COMMPROF_ENTRY(COMMPROF_FLAG_UNTRACKED_COMM, nullptr),
-    COMMPROF_ENTRY(COMMPROF_FLAG_FROM_NVTX, nullptr),
+    COMMPROF_ENTRY(COMMPROF_FLAG_NONBLOCKING, nullptr),    COMMPROF_ENTRY(COMMPROF_FLAG_INCOMPLETE, nullptr),
+    COMMPROF_ENTRY(COMMPROF_FLAG_UNTRACKED_COMM, nullptr), COMMPROF_ENTRY(COMMPROF_FLAG_FROM_NVTX, nullptr),
+    COMMPROF_ENTRY(COMMPROF_FLAG_RECV_HALF, nullptr),
 };
 
 #undef COMMPROF_OP

@@ -24,6 +24,7 @@ KIND = {"mpi_init": 1, "mpi_finalize": 2, "mpi_collective": 3, "mpi_p2p": 4, "mp
         "mpi_comm": 6, "user_range": 7, "user_mark": 8, "step": 9}
 FLAG_NONBLOCKING = 1
 FLAG_INCOMPLETE = 2
+FLAG_RECV_HALF = 16
 NO_PEER = -1
 
 
@@ -166,6 +167,79 @@ def case_nonblocking(ctx):
         expect(all(s == seqs[0] for s in seqs), "Iallreduce sequence numbers agree across ranks")
 
 
+# mpi_all_calls.c's non-blocking collectives of issue 15, all completed by one Waitall:
+# (name, world seq, bytes (or bytes per rank), root).
+ALL_CALLS_NBC = [("MPI_Ibarrier", 20, 0, None), ("MPI_Ireduce", 21, 32, 2), ("MPI_Igather", 22, 128, 0),
+                 ("MPI_Igatherv", 23, lambda rank: 128 if rank == 0 else 32, 0), ("MPI_Iscatter", 24, 128, 3),
+                 ("MPI_Iscatterv", 25, lambda rank: 128 if rank == 3 else 32, 3), ("MPI_Iallgatherv", 26, 128, None),
+                 ("MPI_Ialltoallv", 27, 128, None), ("MPI_Ireduce_scatter", 28, 128, None),
+                 ("MPI_Ireduce_scatter_block", 29, 128, None), ("MPI_Iscan", 30, 32, None),
+                 ("MPI_Iexscan", 31, 32, None)]
+ALL_CALLS_NB = {"MPI_Iallreduce", "MPI_Ibcast", "MPI_Iallgather", "MPI_Ialltoall"} | {n for n, *_ in ALL_CALLS_NBC}
+# subtype (enum commprof_op_type) of each blocking collective; an I-form has its blocking form's
+ALL_CALLS_OP = {"MPI_Barrier": 1, "MPI_Bcast": 2, "MPI_Reduce": 3, "MPI_Allreduce": 4, "MPI_Gather": 5,
+                "MPI_Gatherv": 6, "MPI_Scatter": 7, "MPI_Scatterv": 8, "MPI_Allgather": 9, "MPI_Allgatherv": 10,
+                "MPI_Alltoall": 11, "MPI_Alltoallv": 12, "MPI_Reduce_scatter": 13, "MPI_Reduce_scatter_block": 14,
+                "MPI_Scan": 15, "MPI_Exscan": 16}
+OP_SEND, OP_SENDRECV = 32, 34
+
+
+def check_all_calls_nbc_completion(rank, ev, names):
+    """The twelve non-blocking collectives in flight together end at the return of the one Waitall
+    (of 12 requests) that completed them, on its thread."""
+    waitall = named(ev, names, "MPI_Waitall")
+    waitall = waitall[waitall["bytes"] == 12]
+    expect(len(waitall) == 1, f"rank {rank}: {len(waitall)} MPI_Waitall of 12 requests")
+    for name, *_ in ALL_CALLS_NBC:
+        e = named(ev, names, name)
+        expect(int(e["end_ns"][0]) == int(waitall["end_ns"][0]) and e["thread_id"][0] == waitall["thread_id"][0],
+               f"rank {rank}: {name} ends at {e['end_ns'][0]}, not at its Waitall's return {waitall['end_ns'][0]}")
+        expect(e["start_ns"][0] < waitall["start_ns"][0], f"rank {rank}: {name} issued after its Waitall")
+
+
+def check_all_calls_sendrecv(rank, ev, names):
+    """Each Sendrecv(_replace) is two events over the one call: the send half (what was sent) and
+    the receive half (RECV_HALF: the source, tag and bytes actually received)."""
+    right, left = (rank + 1) % 4, (rank + 3) % 4
+    # (name, send half: peer, tag, bytes; receive half: peer, tag, bytes)
+    for name, send, recv in [("MPI_Sendrecv", (right, 5 + rank, 16), (left, 5 + left, 16)),
+                             ("MPI_Sendrecv_replace", (left, 40, 32), (right, 40, 32))]:
+        e = named(ev, names, name)
+        expect(len(e) == 2 and np.all(e["kind"] == KIND["mpi_p2p"]) and np.all(e["subtype"] == OP_SENDRECV),
+               f"rank {rank}: {name} events {e}")
+        halves = e[e["flags"] & FLAG_RECV_HALF != 0]
+        sends = e[e["flags"] & FLAG_RECV_HALF == 0]
+        expect(len(halves) == 1 and len(sends) == 1, f"rank {rank}: {name} flags {e['flags']}")
+        for what, h, (peer, tag, nbytes) in [("send", sends, send), ("receive", halves, recv)]:
+            got = (int(h["peer"][0]), int(h["correlation"][0]), int(h["bytes"][0]))
+            expect(got == (peer, tag, nbytes), f"rank {rank}: {name} {what} half (peer, tag, bytes) {got}, "
+                   f"expected {(peer, tag, nbytes)}")
+            expect(int(h["comm_id"][0]) == 1 and int(h["datatype"][0]) == 7, f"rank {rank}: {name} {what} half {h}")
+        expect(all(int(sends[k][0]) == int(halves[k][0]) for k in ("start_ns", "end_ns", "thread_id")),
+               f"rank {rank}: {name} halves span different calls: {e}")
+
+
+def check_all_calls_send_modes(rank, ev, names):
+    """Ssend/Bsend/Rsend are sends (subtype SEND) under their own names; their I-forms are as Isend."""
+    right = (rank + 1) % 4
+    for name, tag, nbytes, nb in [("MPI_Ssend", 20, 32, False), ("MPI_Bsend", 21, 32, False),
+                                  ("MPI_Rsend", 22, 32, False), ("MPI_Issend", 23, 16, True),
+                                  ("MPI_Ibsend", 24, 16, True), ("MPI_Irsend", 25, 16, True)]:
+        e = named(ev, names, name)
+        expect(len(e) == 1 and int(e["kind"][0]) == KIND["mpi_p2p"] and int(e["subtype"][0]) == OP_SEND,
+               f"rank {rank}: {name} {e}")
+        got = (int(e["peer"][0]), int(e["correlation"][0]), int(e["bytes"][0]), bool(e["flags"][0] & FLAG_NONBLOCKING))
+        expect(got == (right, tag, nbytes, nb), f"rank {rank}: {name} (peer, tag, bytes, nonblocking) {got}")
+        expect(not e["flags"][0] & FLAG_INCOMPLETE, f"rank {rank}: {name} incomplete")
+    # Their receives: Irecv from the left, tags 20-25, completed with what was sent.
+    left = (rank + 3) % 4
+    irecv = named(ev, names, "MPI_Irecv")
+    got = sorted((int(t), int(b), int(p)) for t, b, p in zip(irecv["correlation"], irecv["bytes"], irecv["peer"])
+                 if 20 <= t <= 25)
+    expect(got == [(20, 32, left), (21, 32, left), (22, 32, left), (23, 16, left), (24, 16, left), (25, 16, left)],
+           f"rank {rank}: send-mode receives (tag, bytes, peer) {got}")
+
+
 def case_all_calls(ctx):
     """Every wrapped MPI call, once, with known bytes, roots, peers and communicators."""
     exe = os.path.join(ctx.build, "tests", "e2e", "mpi_all_calls")
@@ -177,22 +251,29 @@ def case_all_calls(ctx):
             ("MPI_Alltoallv", 11, 128, None), ("MPI_Reduce_scatter", 12, 128, None),
             ("MPI_Reduce_scatter_block", 13, 128, None), ("MPI_Scan", 14, 32, None),
             ("MPI_Iallreduce", 15, 32, None), ("MPI_Ibcast", 16, 32, 0), ("MPI_Iallgather", 17, 128, None),
-            ("MPI_Ialltoall", 18, 32, None)]
+            ("MPI_Ialltoall", 18, 32, None), ("MPI_Exscan", 19, 32, None)] + ALL_CALLS_NBC
     with h5py.File(out, "r") as f:
         ids = {}
         for rank in range(4):
             _, ev, names = load_rank(f, rank)
             world = ev[(ev["kind"] == KIND["mpi_collective"]) & (ev["comm_id"] == 1)]
-            expect(sorted(world["seq"].tolist()) == list(range(19)), f"rank {rank}: world seqs {sorted(world['seq'])}")
+            expect(sorted(world["seq"].tolist()) == list(range(32)), f"rank {rank}: world seqs {sorted(world['seq'])}")
             for name, seq, nbytes, root in coll:
                 e = named(ev, names, name)
                 e = e[e["comm_id"] == 1]
                 expect(len(e) == 1, f"rank {rank}: {len(e)} {name} on world")
                 expect(int(e["seq"][0]) == seq, f"rank {rank}: {name} seq {e['seq'][0]}, expected {seq}")
+                if callable(nbytes):
+                    nbytes = nbytes(rank)
                 expect(int(e["bytes"][0]) == nbytes, f"rank {rank}: {name} bytes {e['bytes'][0]}, expected {nbytes}")
-                if root is not None:
-                    expect(int(e["peer"][0]) == root, f"rank {rank}: {name} root {e['peer'][0]}")
+                expect(int(e["peer"][0]) == (NO_PEER if root is None else root),
+                       f"rank {rank}: {name} root {e['peer'][0]}")
                 expect(int(e["datatype"][0]) in (0, 7), f"rank {rank}: {name} datatype {e['datatype'][0]}")
+                blocking = "MPI_" + name[5].upper() + name[6:] if name in ALL_CALLS_NB else name
+                expect(int(e["subtype"][0]) == ALL_CALLS_OP[blocking], f"rank {rank}: {name} subtype {e['subtype'][0]}")
+                nb = bool(e["flags"][0] & FLAG_NONBLOCKING)
+                expect(nb == (name in ALL_CALLS_NB), f"rank {rank}: {name} flags {e['flags'][0]}")
+            check_all_calls_nbc_completion(rank, ev, names)
             red = named(ev, names, "MPI_Allreduce")
             expect(int(red[red["comm_id"] == 1]["reduce_op"][0]) == 3, "Allreduce records MPI_MAX")
             gv = named(ev, names, "MPI_Gatherv")
@@ -208,15 +289,15 @@ def case_all_calls(ctx):
             expect(len(recv) == 1 and int(recv["peer"][0]) == left and int(recv["correlation"][0]) == 7 + left
                    and int(recv["bytes"][0]) == 32, f"rank {rank}: MPI_Recv {recv}")
             irecv = named(ev, names, "MPI_Irecv")
+            irecv = irecv[irecv["correlation"] == 99]
             expect(len(irecv) == 1 and int(irecv["peer"][0]) == left and int(irecv["bytes"][0]) == 16
                    and irecv["flags"][0] & FLAG_NONBLOCKING, f"rank {rank}: MPI_Irecv {irecv}")
             isend = named(ev, names, "MPI_Isend")
             expect(len(isend) == 1 and int(isend["peer"][0]) == right and int(isend["bytes"][0]) == 16,
                    f"rank {rank}: MPI_Isend {isend}")
-            sr = named(ev, names, "MPI_Sendrecv")
-            expect(len(sr) == 1 and int(sr["bytes"][0]) == 64 and int(sr["peer"][0]) == right,
-                   f"rank {rank}: MPI_Sendrecv {sr}")
-            for wname, count in [("MPI_Wait", 1), ("MPI_Waitall", 1), ("MPI_Waitany", 2)]:
+            check_all_calls_sendrecv(rank, ev, names)
+            check_all_calls_send_modes(rank, ev, names)
+            for wname, count in [("MPI_Wait", 1), ("MPI_Waitall", 3), ("MPI_Waitany", 2)]:
                 w = named(ev, names, wname)
                 expect(len(w) == count and np.all(w["kind"] == KIND["mpi_wait"]), f"rank {rank}: {wname} x{len(w)}")
             expect(len(named(ev, names, "MPI_Test")) >= 1, f"rank {rank}: MPI_Test")
@@ -622,8 +703,7 @@ def case_p2p_late(ctx):
     (rendezvous) send from rank 2 (Late Receiver on rank 2). Injected clock offsets of up to
     15 ms between the pairs, which alignment must remove (on the raw clocks rank 3's receives
     would seem posted after rank 2's sends had returned: no Late Receiver at all). The closing
-    Sendrecv exchange matches one message and, by design (its receive half is not recorded),
-    leaves rank 2's send unmatched."""
+    Sendrecv exchange matches two messages, one with each of its halves."""
     iters, sleep_ms = 10, 50
     exe = os.path.join(ctx.build, "tests", "e2e", "mpi_p2p_late")
     out = ctx.path("p2p_late.h5")
@@ -634,11 +714,11 @@ def case_p2p_late(ctx):
     planted = iters * sleep_ms * 1_000_000
     tol = 0.15 * planted
     p = rep["p2p"]
-    expect(p["matched"] == 2 * iters + 1 and p["unmatched_sends"] == 1 and p["unmatched_recvs"] == 0,
-           f"p2p matching {p}: expected {2 * iters + 1} matched, 1 unmatched send, 0 unmatched receives")
+    expect(p["matched"] == 2 * iters + 2 and p["unmatched_sends"] == 0 and p["unmatched_recvs"] == 0,
+           f"p2p matching {p}: expected {2 * iters + 2} matched, nothing unmatched")
     ranks = {r["rank"]: r["p2p"] for r in rep["ranks"]}
     counts = [(ranks[r]["sent"], ranks[r]["received"]) for r in range(4)]
-    expect(counts == [(0, iters), (iters, 0), (iters + 1, 1), (1, iters)], f"(sent, received) per rank: {counts}")
+    expect(counts == [(0, iters), (iters, 0), (iters + 1, 1), (1, iters + 1)], f"(sent, received) per rank: {counts}")
     for what, got in (("rank 0 late_sender_wait_ns", ranks[0]["late_sender_wait_ns"]),
                       ("rank 2 late_receiver_wait_ns", ranks[2]["late_receiver_wait_ns"]),
                       ("job late_sender_wait_ns", p["late_sender_wait_ns"]),

@@ -49,6 +49,25 @@ int main(int argc, char** argv) {
   MPI_Iallgather(send, N, MPI_INT, recv, N, MPI_INT, MPI_COMM_WORLD, &reqs[0]);            /* seq 17 */
   MPI_Ialltoall(send, N / 4, MPI_INT, recv + 0, N / 4, MPI_INT, MPI_COMM_WORLD, &reqs[1]); /* seq 18, 32 B */
   MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+  MPI_Exscan(send, recv, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* seq 19, 32 B */
+
+  /* The other non-blocking collectives, all in flight together (a receive buffer each), completed
+   * by one Waitall. Bytes as their blocking forms. */
+  static int out[12][4 * N];
+  MPI_Request nbc[12];
+  MPI_Ibarrier(MPI_COMM_WORLD, &nbc[0]);                                         /* seq 20, 0 B */
+  MPI_Ireduce(send, out[1], N, MPI_INT, MPI_SUM, 2, MPI_COMM_WORLD, &nbc[1]);    /* seq 21, 32 B, root 2 */
+  MPI_Igather(send, N, MPI_INT, out[2], N, MPI_INT, 0, MPI_COMM_WORLD, &nbc[2]); /* seq 22, 128 B */
+  MPI_Igatherv(send, N, MPI_INT, out[3], counts, displs, MPI_INT, 0, MPI_COMM_WORLD, &nbc[3]);  /* seq 23 */
+  MPI_Iscatter(send, N, MPI_INT, out[4], N, MPI_INT, 3, MPI_COMM_WORLD, &nbc[4]);               /* seq 24, 128 B */
+  MPI_Iscatterv(send, counts, displs, MPI_INT, out[5], N, MPI_INT, 3, MPI_COMM_WORLD, &nbc[5]); /* seq 25 */
+  MPI_Iallgatherv(send, N, MPI_INT, out[6], counts, displs, MPI_INT, MPI_COMM_WORLD, &nbc[6]);  /* seq 26, 128 B */
+  MPI_Ialltoallv(send, counts, displs, MPI_INT, out[7], counts, displs, MPI_INT, MPI_COMM_WORLD, &nbc[7]); /* 27 */
+  MPI_Ireduce_scatter(send, out[8], counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nbc[8]);  /* seq 28, 128 B */
+  MPI_Ireduce_scatter_block(send, out[9], N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nbc[9]); /* seq 29, 128 B */
+  MPI_Iscan(send, out[10], N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nbc[10]);               /* seq 30, 32 B */
+  MPI_Iexscan(send, out[11], N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nbc[11]);             /* seq 31, 32 B */
+  MPI_Waitall(12, nbc, MPI_STATUSES_IGNORE);
 
   /* Point to point in a ring: rank r sends to r+1 with tag 7+r. */
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -64,7 +83,33 @@ int main(int argc, char** argv) {
   int index = -1;
   MPI_Waitany(2, reqs, &index, MPI_STATUS_IGNORE);
   MPI_Waitany(2, reqs, &index, MPI_STATUS_IGNORE);
-  MPI_Sendrecv(send, N, MPI_INT, right, 5, recv, N, MPI_INT, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  /* Sendrecv ring: 16 B sent right with tag 5+rank; the receive half (32 B posted, any source)
+   * gets 16 B from the left. Sendrecv_replace the other way: 32 B, tag 40, received with any tag.
+   * One wildcard each, so neither receive can take the other's message. */
+  MPI_Sendrecv(send, N / 2, MPI_INT, right, 5 + rank, recv, N, MPI_INT, MPI_ANY_SOURCE, 5 + left, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  MPI_Status status;
+  MPI_Sendrecv_replace(recv, N, MPI_INT, left, 40, right, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+
+  /* The send modes, to the right, tags 20-25, into receives posted first. The ready-mode
+   * receives (22, 25) are posted before the Ssend's (20), so the Ssend returning means the right
+   * neighbour has posted them: Rsend and Irsend are then legal. */
+  static char bsend_space[2 * (N * sizeof(int) + MPI_BSEND_OVERHEAD)];
+  MPI_Buffer_attach(bsend_space, sizeof bsend_space);
+  static int modes_in[6][N];
+  MPI_Request modes[9];
+  const int tags[6] = {22, 25, 21, 23, 24, 20};
+  for (int i = 0; i < 6; ++i) MPI_Irecv(modes_in[i], N, MPI_INT, left, tags[i], MPI_COMM_WORLD, &modes[i]);
+  MPI_Ssend(send, N, MPI_INT, right, 20, MPI_COMM_WORLD);                 /* 32 B */
+  MPI_Rsend(send, N, MPI_INT, right, 22, MPI_COMM_WORLD);                 /* 32 B */
+  MPI_Irsend(send, N / 2, MPI_INT, right, 25, MPI_COMM_WORLD, &modes[6]); /* 16 B */
+  MPI_Bsend(send, N, MPI_INT, right, 21, MPI_COMM_WORLD);                 /* 32 B */
+  MPI_Issend(send, N / 2, MPI_INT, right, 23, MPI_COMM_WORLD, &modes[7]); /* 16 B */
+  MPI_Ibsend(send, N / 2, MPI_INT, right, 24, MPI_COMM_WORLD, &modes[8]); /* 16 B */
+  MPI_Waitall(9, modes, MPI_STATUSES_IGNORE);
+  void* detached;
+  int detached_size;
+  MPI_Buffer_detach(&detached, &detached_size);
 
   /* Communicators: a dup, a split into halves, and a create of the even ranks. */
   MPI_Comm dup, half, evens;

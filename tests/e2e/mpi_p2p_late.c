@@ -5,9 +5,9 @@
  *   Late Receiver: rank 3 sleeps S ms before posting each MPI_Recv of a large message (4 MiB by
  *                  default, far above Open MPI's eager limits, so the send is a rendezvous) that
  *                  rank 2 is already sending with MPI_Send: about S ms per message charged to rank 2.
- * Then one exchange the analysis cannot pair, by design (docs/file-format.md Limitations): rank 2
- * sends 4 B (tag 5) that rank 3 takes in the unrecorded receive half of an MPI_Sendrecv, whose
- * send half (tag 6) rank 2 gets with MPI_Recv: one matched message and one unmatched send.
+ * Then one exchange through an MPI_Sendrecv (docs/file-format.md, Sendrecv: two events): rank 2
+ * sends 4 B (tag 5) that rank 3 takes in the receive half of its MPI_Sendrecv, whose send half
+ * (tag 6) rank 2 gets with MPI_Recv: two matched messages.
  * Usage: mpi_p2p_late [--iters N] [--sleep-ms S] [--bytes B]   (defaults 10, 20, 4194304) */
 #include <mpi.h>
 #include <stdio.h>

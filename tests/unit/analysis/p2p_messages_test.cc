@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,26 @@ using test_support::events::Send;
 using test_support::events::WaitCall;
 
 constexpr uint16_t kNb = COMMPROF_FLAG_NONBLOCKING;
+constexpr uint16_t kRecvHalf = COMMPROF_FLAG_RECV_HALF;
+
+// An MPI_Sendrecv as the collector records it: the send half, then the receive half (RECV_HALF)
+// with the source, tag and bytes it got, both over the one call [start, end].
+std::vector<commprof_event> Sendrecv(uint64_t start, uint64_t end, int32_t dest, uint32_t send_tag, int32_t source,
+                                     uint32_t recv_tag, uint64_t bytes = 16) {
+  return {P2p(COMMPROF_OP_SENDRECV, start, end, dest, send_tag, bytes),
+          P2p(COMMPROF_OP_SENDRECV, start, end, source, recv_tag, bytes, COMMPROF_COMM_WORLD_ID, kRecvHalf)};
+}
+
+// The kept message on `tag` (keep_messages), or a failure.
+P2PMessage MessageOnTag(const P2PMatchResult& m, uint32_t tag) {
+  for (const P2PMessage& msg : m.messages) {
+    if (msg.tag == tag) {
+      return msg;
+    }
+  }
+  ADD_FAILURE() << "no message with tag " << tag;
+  return {};
+}
 
 class P2PMessagesTest : public ::testing::Test {
  protected:
@@ -300,7 +321,8 @@ TEST_F(P2PMessagesTest, AlignmentRemovesAClockOffsetThatWouldHideTheLateSender) 
   EXPECT_EQ(raw.late_receiver_wait_ns, 0);
 }
 
-TEST_F(P2PMessagesTest, SendrecvIsASendWithTheReceiversByteCountAndNoLateReceiver) {
+TEST_F(P2PMessagesTest, AnOlderFilesSendrecvIsASendWithTheReceiversByteCountAndNoLateReceiver) {
+  // Files from before the receive half was recorded: one SENDRECV event per call, no RECV_HALF.
   // rank 0 MPI_Sendrecv(dest 1, tag 6) over [100, 900], recorded bytes 8 + 8 = 16; rank 1
   // MPI_Recv(src 0, tag 6) [500, 600] gets 8 B. One message of 8 B. Under the MPI_Send rule rank 0
   // would be charged 500 - 100 = 400 Late Receiver, but a Sendrecv also waits for its own receive
@@ -322,6 +344,135 @@ TEST_F(P2PMessagesTest, SendrecvIsASendWithTheReceiversByteCountAndNoLateReceive
   EXPECT_EQ(m.ranks[1].sent, 1u);
   EXPECT_EQ(m.ranks[0].p2p_time_ns, 800);
   EXPECT_EQ(m.ranks[1].p2p_time_ns, 200);
+}
+
+TEST_F(P2PMessagesTest, AnOlderFilesSendrecvRingLeavesEverySendUnmatched) {
+  // The ring below, recorded the old way (one event each, bytes 16 + 16): four sends whose
+  // receives were not recorded. All unmatched (no_partner), all Sendrecv, no bytes sent, no wait;
+  // each call's time counted once.
+  std::vector<RankData> r(4);
+  for (int k = 0; k < 4; ++k) {
+    r[k].events = {P2p(COMMPROF_OP_SENDRECV, 100 * (k + 1), 1000, (k + 1) % 4, k, 32)};
+  }
+  P2PMatchResult m = Match(r);
+  EXPECT_EQ(m.matched, 0u);
+  EXPECT_EQ(m.sends, 4u);
+  EXPECT_EQ(m.recvs, 0u);
+  EXPECT_EQ(m.unmatched_sends, 4u);
+  EXPECT_EQ(m.unmatched_sendrecv, 4u);
+  EXPECT_EQ(m.unmatched_recvs, 0u);
+  EXPECT_EQ(m.unmatched_by_reason[static_cast<size_t>(P2PUnmatchedReason::kNoPartner)], 4u);
+  EXPECT_EQ(m.late_sender_wait_ns + m.late_receiver_wait_ns, 0);
+  EXPECT_EQ(m.ranks[0].bytes_sent, 0u);
+  EXPECT_EQ(m.ranks[0].p2p_time_ns, 900);
+}
+
+TEST_F(P2PMessagesTest, ASendrecvRingMatchesBothHalvesAndChargesEachCallOnce) {
+  // Rank k: MPI_Sendrecv(dest k+1, tag k; source k-1, tag k-1), 16 B each way, over
+  // [100 (k + 1), 1000]: entries 100, 200, 300, 400. Four messages k -> k+1, none left over.
+  // Late Sender (receive half, §5.2): rank 0 gets rank 3's message, sent at 400: 400 - 100 = 300;
+  //   ranks 1-3 get theirs from a rank that entered earlier: 0.
+  // Late Receiver (send half, §5.3): rank k's message is received by rank k+1's call entered 100
+  //   later, while rank k is still inside: 100 for ranks 0, 1, 2; rank 3's receiver (rank 0)
+  //   entered first: 0.
+  // Once per call (§5.4): rank 0 is charged its Late Sender 300 and not its Late Receiver 100;
+  //   ranks 1 and 2 their Late Receiver 100. Totals: Late Sender 300, Late Receiver 200.
+  std::vector<RankData> r(4);
+  for (int k = 0; k < 4; ++k) {
+    r[k].events = Sendrecv(100 * (k + 1), 1000, (k + 1) % 4, k, (k + 3) % 4, (k + 3) % 4);
+  }
+  P2PMatchOptions opt;
+  opt.keep_messages = true;
+  P2PMatchResult m = Match(r, opt);
+  EXPECT_EQ(m.matched, 4u);
+  EXPECT_EQ(m.sends, 4u);
+  EXPECT_EQ(m.recvs, 4u);
+  EXPECT_EQ(m.unmatched_sends + m.unmatched_recvs + m.unmatched_sendrecv, 0u);
+  EXPECT_EQ(m.bytes, 64u) << "each message counts its send half's 16 B";
+  EXPECT_EQ(m.late_sender_wait_ns, 300);
+  EXPECT_EQ(m.late_receiver_wait_ns, 200);
+  EXPECT_EQ(m.ranks[0].late_sender_wait_ns, 300);
+  EXPECT_EQ(m.ranks[0].late_sender_calls, 1u);
+  EXPECT_EQ(m.ranks[0].late_receiver_wait_ns, 0);
+  EXPECT_EQ(m.ranks[0].late_receiver_calls, 0u);
+  EXPECT_EQ(m.ranks[1].late_receiver_wait_ns, 100);
+  EXPECT_EQ(m.ranks[2].late_receiver_wait_ns, 100);
+  EXPECT_EQ(m.ranks[3].late_sender_wait_ns + m.ranks[3].late_receiver_wait_ns, 0);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(m.ranks[k].sent, 1u) << k;
+    EXPECT_EQ(m.ranks[k].received, 1u) << k;
+    EXPECT_EQ(m.ranks[k].bytes_sent, 16u) << k;
+    EXPECT_EQ(m.ranks[k].bytes_received, 16u) << k;
+    EXPECT_EQ(m.ranks[k].p2p_time_ns, 1000 - 100 * (k + 1)) << "one call, counted once: " << k;
+  }
+  ASSERT_EQ(m.messages.size(), 4u);
+  for (uint32_t k = 0; k < 4; ++k) {
+    P2PMessage msg = MessageOnTag(m, k);
+    EXPECT_EQ(msg.src, k);
+    EXPECT_EQ(msg.dst, (k + 1) % 4);
+    EXPECT_EQ(msg.send_op, COMMPROF_OP_SENDRECV);
+    EXPECT_EQ(msg.send_flags & kRecvHalf, 0);
+    EXPECT_EQ(msg.recv_flags & kRecvHalf, kRecvHalf);
+    EXPECT_EQ(msg.send_call_start, 100 * (k + 1));
+    EXPECT_EQ(msg.recv_call_start, 100 * ((k + 1) % 4 + 1));
+  }
+  EXPECT_EQ(MessageOnTag(m, 3).late_sender_ns, 300);
+  EXPECT_EQ(MessageOnTag(m, 0).late_receiver_ns, 100) << "per message, before the per-call choice";
+}
+
+TEST_F(P2PMessagesTest, ASendrecvWaitingOnBothHalvesIsChargedItsLateSenderOnly) {
+  // rank 0 MPI_Sendrecv(dest 1, tag 1; source 1, tag 2) over [100, 1000]. Rank 1 posts MPI_Recv
+  // (tag 1) at 400 and MPI_Send (tag 2) at 600. Receive half: Late Sender 600 - 100 = 500. Send
+  // half: Late Receiver 400 - 100 = 300. One blocked interval: charged 500 as Late Sender, no Late
+  // Receiver, its 900 ns of p2p time once.
+  std::vector<RankData> r(2);
+  r[0].events = Sendrecv(100, 1000, 1, 1, 1, 2, 8);
+  r[1].events = {Recv(400, 1100, 0, 1, 8), Send(600, 610, 0, 2, 8)};
+  P2PMatchResult m = Match(r);
+  EXPECT_EQ(m.matched, 2u);
+  EXPECT_EQ(m.ranks[0].late_sender_wait_ns, 500);
+  EXPECT_EQ(m.ranks[0].late_sender_calls, 1u);
+  EXPECT_EQ(m.ranks[0].late_receiver_wait_ns, 0);
+  EXPECT_EQ(m.ranks[0].late_receiver_calls, 0u);
+  EXPECT_EQ(m.ranks[0].p2p_time_ns, 900);
+  EXPECT_EQ(m.late_sender_wait_ns, 500);
+  EXPECT_EQ(m.late_receiver_wait_ns, 0);
+  EXPECT_TRUE(m.messages.empty()) << "kept only when asked";
+}
+
+TEST_F(P2PMessagesTest, CallStartsAreWhereEachSideBlockedToCompleteItsOperation) {
+  // tag 1: rank 1 MPI_Send [700, 710], rank 0 MPI_Recv [100, 1000]: the blocking calls, 700 / 100.
+  // tag 2: rank 1 MPI_Isend posted at 2000, completed by MPI_Wait [2500, 2600] (2500); rank 0
+  //   MPI_Irecv posted at 1900, completed by MPI_Test [2700, 2701]: no blocking call.
+  // tag 3: rank 1 MPI_Isend posted at 3000, freed (INCOMPLETE): none; rank 0 MPI_Irecv posted at
+  //   2900, completed with another by MPI_Waitall [3200, 3400] (3200).
+  // tag 4: rank 0 MPI_Irecv posted at 2950 and completed by the same Waitall (3200); rank 1
+  //   MPI_Isend posted at 3100 ending at 3150, a time no Wait* call of rank 1 ends at: out of sight.
+  std::vector<RankData> r(2);
+  r[0].events = {Recv(100, 1000, 1, 1),
+                 WaitCall(COMMPROF_OP_TEST, 2700, 2701),
+                 P2p(COMMPROF_OP_RECV, 1900, 2701, 1, 2, 8, COMMPROF_COMM_WORLD_ID, kNb),
+                 WaitCall(COMMPROF_OP_WAITALL, 3200, 3400),
+                 P2p(COMMPROF_OP_RECV, 2900, 3400, 1, 3, 8, COMMPROF_COMM_WORLD_ID, kNb),
+                 P2p(COMMPROF_OP_RECV, 2950, 3400, 1, 4, 8, COMMPROF_COMM_WORLD_ID, kNb)};
+  r[1].events = {Send(700, 710, 0, 1), WaitCall(COMMPROF_OP_WAIT, 2500, 2600),
+                 P2p(COMMPROF_OP_SEND, 2000, 2600, 0, 2, 8, COMMPROF_COMM_WORLD_ID, kNb),
+                 P2p(COMMPROF_OP_SEND, 3000, 3050, 0, 3, 8, COMMPROF_COMM_WORLD_ID, kNb | COMMPROF_FLAG_INCOMPLETE),
+                 P2p(COMMPROF_OP_SEND, 3100, 3150, 0, 4, 8, COMMPROF_COMM_WORLD_ID, kNb)};
+  P2PMatchOptions opt;
+  opt.keep_messages = true;
+  P2PMatchResult m = Match(r, opt);
+  EXPECT_EQ(m.matched, 4u);
+  ASSERT_EQ(m.messages.size(), 4u);
+  EXPECT_EQ(MessageOnTag(m, 1).send_call_start, 700);
+  EXPECT_EQ(MessageOnTag(m, 1).recv_call_start, 100);
+  EXPECT_EQ(MessageOnTag(m, 2).send_call_start, 2500);
+  EXPECT_EQ(MessageOnTag(m, 2).recv_call_start, kNoCallStart);
+  EXPECT_EQ(MessageOnTag(m, 3).send_call_start, kNoCallStart);
+  EXPECT_EQ(MessageOnTag(m, 3).recv_call_start, 3200);
+  EXPECT_EQ(MessageOnTag(m, 4).send_call_start, kNoCallStart);
+  EXPECT_EQ(MessageOnTag(m, 4).recv_call_start, 3200);
+  EXPECT_EQ(kNoCallStart, std::numeric_limits<int64_t>::min());
 }
 
 TEST_F(P2PMessagesTest, AnIncompleteOperationMatchesButIsChargedNoWait) {
