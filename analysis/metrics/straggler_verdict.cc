@@ -233,7 +233,7 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     for (uint32_t c : delay.graph.by_rank[i]) {
       excess += static_cast<double>(delay.graph.calls[c].excess);
     }
-    s.cause = excess >= 0.5 * static_cast<double>(lateness_sum) ? "compute" : "transfer";
+    s.cause = excess >= 0.25 * static_cast<double>(lateness_sum) ? "compute" : "transfer";
     out.push_back(std::move(s));
   }
   return out;
