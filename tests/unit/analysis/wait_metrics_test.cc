@@ -154,8 +154,8 @@ TEST(WaitMetrics, ARankOftenLastByAHairIsNotAStraggler) {
   std::vector<CollectiveInstance> in;
   for (uint64_t s = 0; s < 10; ++s) {
     const int64_t t = static_cast<int64_t>(s) * 1000000;
-    in.push_back(Make(s, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER,
-                      {{t, t + 100000}, {t, t + 100000}, {t + 2000, t + 100000}}));
+    in.push_back(
+        Make(s, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{t, t + 100000}, {t, t + 100000}, {t + 2000, t + 100000}}));
   }
   WaitReport r = ComputeWaitMetrics(ThreeRanks(), in);
   EXPECT_EQ(r.ranks[2].times_last, 10u);
@@ -326,8 +326,8 @@ TEST(WaitMetrics, RootedReduceNonRootsWaitOnlyWhileStillInTheCall) {
   CollectiveInstance in =
       Make(0, COMMPROF_OP_REDUCE, 0, {{5000, 9000}, {0, 1000}, {1000, 6000}, {8000, 9000}, {2000, 9000}}, 5);
   InstanceMetrics m = MeasureInstance(in, 1000);
-  EXPECT_EQ(m.deps, (std::vector<WaitDeps>{WaitDeps::kAll, WaitDeps::kNone, WaitDeps::kRoot, WaitDeps::kAll,
-                                           WaitDeps::kAll}));
+  EXPECT_EQ(m.deps,
+            (std::vector<WaitDeps>{WaitDeps::kAll, WaitDeps::kNone, WaitDeps::kRoot, WaitDeps::kAll, WaitDeps::kAll}));
   EXPECT_EQ(m.waits, (std::vector<int64_t>{3000, 0, 4000, 0, 6000}));
   EXPECT_EQ(m.transfers, (std::vector<int64_t>{1000, 1000, 1000, 1000, 1000}));
   EXPECT_EQ(m.total_wait_ns, 13000);
