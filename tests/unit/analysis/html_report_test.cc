@@ -69,18 +69,33 @@ Status Reject(const Json& report, std::string* written = nullptr) {
   return st;
 }
 
+// The fixture's verdict entry in the form of schema 3 (docs/metrics.md §9.3): delay cost, pattern,
+// saving, communicators.
+Json SchemaThreeStraggler() {
+  return Json::parse(R"({"rank": 2, "host": "node-b", "delay_cost_ns": 84000000, "direct_ns": 80000000,
+    "propagated_ns": 4000000, "share": 0.9, "saving_ns": 27000000, "pattern": "persistent",
+    "communicators": [{"comm_id": 1, "name": "MPI_COMM_WORLD", "size": 4, "members": [0, 1, 2, 3],
+                       "delay_cost_ns": 80000000}],
+    "cause": "compute", "late_instances": 90, "typical_lateness_ns": 600000})");
+}
+
 TEST(HtmlReport, StragglerVerdictNamesTheRankWithItsEvidence) {
-  const std::string html = Render(LoadFixture("straggler_4rank.json"));
+  Json j = LoadFixture("straggler_4rank.json");
+  j["stragglers"] = Json::array({SchemaThreeStraggler()});
+  const std::string html = Render(j);
   const std::string verdict = html.substr(html.find("<div id=\"verdict\">"), 1500);
   EXPECT_NE(verdict.find("class=\"verdict bad\""), std::string::npos);
-  EXPECT_NE(verdict.find("Rank 2 on node-b is the straggler"), std::string::npos) << verdict;
-  // share_last 0.9 -> 90.0%, of instances.matched = 100, ranks[2].times_last = 90
-  EXPECT_NE(verdict.find("<b>90.0%</b> of the 100 matched collective instances (90 times)"), std::string::npos);
-  EXPECT_NE(verdict.find("<b>Persistent</b>"), std::string::npos);
-  EXPECT_NE(verdict.find("<b>27.00 ms</b>"), std::string::npos);                       // delay_caused_ns 27'000'000
-  EXPECT_NE(verdict.find("other ranks: 84.00 ms"), std::string::npos);                 // ranks[2].wait_imposed_ns
-  EXPECT_NE(verdict.find("in a time bin: 600.00 \xc2\xb5s"), std::string::npos);       // max of its lateness row
-  EXPECT_NE(verdict.find("longer compute before the collective"), std::string::npos);  // cause "compute"
+  EXPECT_NE(verdict.find("Rank 2 on node-b is a straggler"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("<b>Persistent</b>: late in most of its calls, typically by 600.00 \xc2\xb5s"),
+            std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find("<b>84.00 ms</b>, 90.0% of the job's waiting (direct 80.00 ms, propagated 4.00 ms)"),
+            std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find("about <b>27.00 ms</b> earlier"), std::string::npos) << verdict;  // saving_ns
+  EXPECT_NE(verdict.find("Late on MPI_COMM_WORLD (ranks 0, 1, 2, 3): 80.00 ms of waiting"), std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find("longer compute before its calls"), std::string::npos);  // cause "compute"
   // The straggler's rows are marked in the charts and the rank table.
   EXPECT_NE(Bar(html, "chart-rank-time", 2).find("class=\"bar straggler\""), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"straggler\"><td class=\"n\" data-v=\"2\">2</td>"), std::string::npos);
@@ -202,12 +217,17 @@ TEST(HtmlReport, TablesShowEveryCollectiveRankWorstInstanceAndClock) {
 }
 
 TEST(HtmlReport, NoStragglerSaysSoAndNamesTheNearestCandidate) {
-  const std::string html = Render(LoadFixture("no_straggler_2rank.json"));
+  Json j = LoadFixture("no_straggler_2rank.json");
+  // schema 3's delay costs: rank 0 caused 9 us of the 20 us charged to a rank
+  j["delay"] = Json::parse(R"({"total_wait_ns": 25000, "attributed_ns": 20000, "unattributed_ns": 5000})");
+  j["ranks"][0]["delay_cost_ns"] = 9000;
+  j["ranks"][1]["delay_cost_ns"] = 8000;
+  const std::string html = Render(j);
   EXPECT_NE(html.find("<section class=\"verdict ok\"><h2>No straggler</h2>"), std::string::npos);
-  EXPECT_EQ(html.find("is the straggler"), std::string::npos);
+  EXPECT_EQ(html.find("is a straggler"), std::string::npos);
   EXPECT_EQ(html.find("class=\"bar straggler\""), std::string::npos);
-  // times_last 6 of matched 10; its delay_caused_ns 9000.
-  EXPECT_NE(html.find("Most often last: rank 0, in 6 of 10 instances (60.0%), causing 9.00 \xc2\xb5s"),
+  EXPECT_NE(html.find("Largest delay cost: rank 0, 9.00 \xc2\xb5s (45.0% of the 20.00 \xc2\xb5s of waiting charged "
+                      "to a rank)"),
             std::string::npos);
   EXPECT_EQ(CountOf(Section(html, "lateness"), "data-bin=\""), 8u);  // 2 ranks x 4 bins
   // bin_ns 0.5 ms, span 2 ms: the axis is in ms with one decimal.
@@ -251,11 +271,11 @@ TEST(HtmlReport, ZeroRanksAndNullsRenderWithoutCrashing) {
   j["ranks"][2]["host"] = nullptr;
   j["stragglers"][0]["host"] = nullptr;
   j["clock"]["ranks"][0]["clock_error_bound_ns"] = nullptr;
-  j["stragglers"][0]["share_last"] = nullptr;
+  j["stragglers"][0]["delay_cost_ns"] = nullptr;
   j["lateness"]["ranks"][3]["times_last"] = nullptr;
   j["lateness"]["bin_ns"] = nullptr;
   html = Render(j);
-  EXPECT_NE(html.find("Rank 2 is the straggler"), std::string::npos);  // no host anywhere
+  EXPECT_NE(html.find("Rank 2 is a straggler"), std::string::npos);  // no host anywhere
   EXPECT_EQ(html.find("Last to arrive in"), std::string::npos);
   EXPECT_EQ(CountOf(Section(html, "rank-time"), "<g class=\"bar"), 4u);  // rank 0 at zero length
   EXPECT_EQ(CountOf(Section(html, "lateness"), "data-bin=\""), 40u);
@@ -313,7 +333,7 @@ TEST(HtmlReport, HostileStringsAreEscapedEverywhere) {
   }
   for (const char* esc :
        {"&lt;script&gt;alert(1)&lt;/script&gt;", "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;",
-        "/tmp/a&amp;b/&#39;x&#39;.h5", "Rank 1 on evil&amp;co&lt;/title&gt; is the straggler",
+        "/tmp/a&amp;b/&#39;x&#39;.h5", "Rank 1 on evil&amp;co&lt;/title&gt; is a straggler",
         "&lt;/td&gt;&lt;script&gt;alert(3)&lt;/script&gt;", "&lt;iframe src=x&gt;", "&lt;svg onload=alert(4)&gt;",
         "&lt;b&gt;allreduce&lt;/b&gt;", "&lt;u&gt;x&lt;/u&gt;", "&lt;i&gt;bcast&lt;/i&gt;"}) {
     EXPECT_NE(html.find(esc), std::string::npos) << esc;
@@ -364,8 +384,8 @@ TEST(HtmlReport, RejectsInputLackingRequiredKeysNamingTheKey) {
        "report key ranks[3].wait_time_ns: expected a number, got string"},
       {[](Json& j) { j["ranks"][0]["breakdown"]["idle_ns"] = true; },
        "report key ranks[0].breakdown.idle_ns: expected a number, got boolean"},
-      {[](Json& j) { j["stragglers"][0]["persistent"] = "yes"; },
-       "report key stragglers[0].persistent: expected a boolean, got string"},
+      {[](Json& j) { j["stragglers"][0]["pattern"] = true; },
+       "report key stragglers[0].pattern: expected a string, got boolean"},
       {[](Json& j) {
          j["lateness"]["ranks"][0]["mean_lateness_ns"] = {1, 2, 3};
        },

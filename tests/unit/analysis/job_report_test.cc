@@ -31,7 +31,9 @@ using test_support::events::Collective;
 // Aligned arrivals: 0 and 2 at t, 1 at t + 20000; every rank leaves at t + 30000.
 // Per instance: skew 20000, waits 20000, 0, 20000 (total 40000), delay caused 20000 (second
 // latest = t), transfer 30000 - 20000 = 10000 -> algbw 1e6 / 1e4 = 100 GB/s, busbw 100 x 4/3.
-// Seq 6 has only ranks 0 and 1: incomplete. Rank 1 last in 6 of 6: by chance (1/3)^6 = 0.0014.
+// Seq 6 has only ranks 0 and 1: incomplete. Delay costs (§9.1): rank 1 holds the two others
+// 20000 ns in each of the 6 instances, directly: 6 x 2 x 20000 = 240000 ns, all of the attributed
+// waiting, so it alone is named (§9.3), late in every call: persistent.
 std::vector<RankData> Job() {
   std::vector<RankData> ranks(3);
   for (uint64_t s = 0; s < 6; ++s) {
@@ -88,7 +90,28 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   EXPECT_EQ(j["collectives"][0]["skew_p99_ns"], 20000);
   ASSERT_EQ(j["stragglers"].size(), 1u);
   EXPECT_EQ(j["stragglers"][0]["rank"], 1);
-  EXPECT_EQ(j["stragglers"][0]["share_last"], 1.0);
+  EXPECT_EQ(j["stragglers"][0]["host"], "h1");
+  EXPECT_EQ(j["stragglers"][0]["delay_cost_ns"], 6 * 2 * 20000);
+  EXPECT_EQ(j["stragglers"][0]["direct_ns"], 6 * 2 * 20000);
+  EXPECT_EQ(j["stragglers"][0]["propagated_ns"], 0);
+  EXPECT_EQ(j["stragglers"][0]["share"], 1.0);
+  EXPECT_EQ(j["stragglers"][0]["pattern"], "persistent");
+  EXPECT_EQ(j["stragglers"][0]["late_instances"], 6);
+  EXPECT_EQ(j["stragglers"][0]["typical_lateness_ns"], 20000);
+  ASSERT_EQ(j["stragglers"][0]["communicators"].size(), 1u);
+  EXPECT_EQ(j["stragglers"][0]["communicators"][0]["name"], "MPI_COMM_WORLD");
+  EXPECT_EQ(j["stragglers"][0]["communicators"][0]["members"], nlohmann::json::array({0, 1, 2}));
+  EXPECT_EQ(j["delay"]["total_wait_ns"], 6 * 2 * 20000);
+  EXPECT_EQ(j["delay"]["attributed_ns"], 6 * 2 * 20000);
+  EXPECT_EQ(j["delay"]["unattributed_ns"], 0);
+  EXPECT_EQ(j["ranks"][1]["delay_cost_ns"], 6 * 2 * 20000);
+  EXPECT_EQ(j["ranks"][0]["delay_cost_ns"], 0);
+  // rank 0's time: its waits charged to rank 1 (host MPI calls), the rest of its calls transfer
+  EXPECT_EQ(j["ranks"][0]["time"]["wait_ns"], 6 * 20000);
+  EXPECT_EQ(j["ranks"][0]["time"]["transfer_ns"], 6 * 10000);
+  ASSERT_EQ(j["ranks"][0]["time"]["wait_by_culprit"].size(), 1u);
+  EXPECT_EQ(j["ranks"][0]["time"]["wait_by_culprit"][0]["rank"], 1);
+  EXPECT_EQ(j["ranks"][0]["time"]["wait_by_culprit"][0]["ns"], 6 * 20000);
   EXPECT_EQ(j["worst_instances"].size(), 6u);
   EXPECT_EQ(j["worst_instances"][0]["last_rank"], 1);
   EXPECT_EQ(j["clock"]["ranks"][1]["clock_offset_ns"], -50000);
@@ -106,7 +129,8 @@ TEST(JobReport, FiguresJsonAndTextOfAHandMadeJob) {
   std::ostringstream text;
   WriteTextReport(rep.value(), text);
   std::string t = text.str();
-  EXPECT_NE(t.find("rank 1 on h1 is the straggler"), std::string::npos) << t;
+  EXPECT_NE(t.find("verdict: 1 straggler"), std::string::npos) << t;
+  EXPECT_NE(t.find("rank 1 on h1 is a straggler"), std::string::npos) << t;
   EXPECT_NE(t.find("worst instances"), std::string::npos);
   EXPECT_NE(t.find("incomplete instances"), std::string::npos);
   std::istringstream lines(t);
@@ -225,7 +249,19 @@ JobReport EveryListFilled() {
   r.wait.incomplete_list.push_back({1, 2, COMMPROF_OP_ALLREDUCE, 2, {0}});
   r.wait.types.push_back(TypeWaitMetrics{});
   r.wait.worst.push_back(WorstInstance{});
-  r.wait.verdict.found = true;
+  // two stragglers: a periodic one (period) and a transient one (window), each with a communicator
+  Straggler periodic;
+  periodic.device = 0;
+  periodic.saving_ns = 1;
+  periodic.pattern = "periodic";
+  periodic.communicators.push_back(StragglerCommunicator{});
+  Straggler transient = periodic;
+  transient.pattern = "transient";
+  r.stragglers = {periodic, transient};
+  r.delay.ranks.push_back(RankDelay{});
+  RankTime time;
+  time.wait_by_culprit.emplace_back(0, 1);
+  r.time.push_back(time);
   r.wait.lateness.bins = 1;
   r.wait.lateness.mean_lateness_ns = {{1.0}};
   r.wait.lateness.times_last = {{0}};
