@@ -509,60 +509,20 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     if (total <= 0) {
       return;
     }
-    // Each waiter's wait: the attributed part (split among the group's root causes in the group's
-    // proportions) and the rest.
-    auto settle = [&](double rooted) {
-      out.attributed_ns += rooted;
-      out.unattributed_ns += std::max(0.0, total - rooted);
-      const double f = std::clamp(rooted / total, 0.0, 1.0);
-      for (uint32_t c = first; c < first + count; ++c) {
-        const SyncCall& sc = g.calls[c];
-        const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
-        if (w <= 0) {
-          continue;
-        }
-        RankDelay& rd = out.ranks[sc.rank];
-        rd.waited_ns += w * f;
-        rd.unattributed_wait_ns += w * (1 - f);
-        if (host) {
-          rd.host_wait_ns += w * f;
-        }
-        for (const auto& [root, v] : charger.roots()) {
-          const uint32_t world = out.ranks[root].rank;
-          const double add = w * v / total;
-          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
-                                 [&](const auto& p) { return p.first == world; });
-          if (it == rd.wait_by_culprit.end()) {
-            rd.wait_by_culprit.emplace_back(world, add);
-          } else {
-            it->second += add;
-          }
-        }
-      }
-    };
-    charger.roots().clear();
-    if (!attributable) {
-      settle(0);
-      return;
-    }
-    // Dependencies of the group: per waiter's list; with shared lists, per position of the list.
-    // Amounts by dependency index (g.deps), windows from the earliest blocked start.
-    std::unordered_map<uint32_t, double> by_dep;
-    int64_t min_b = INT64_MAX;
-    for (uint32_t c = first; c < first + count; ++c) {
-      const SyncCall& sc = g.calls[c];
+    // One waiter's wait split among its dependencies (§9.1): fn(dependency index, ns) for each
+    // dependency it waited for. Suffix increments: every dependency from q on is missing during
+    // the piece that ends at the q-th dependency's time.
+    auto per_dep = [&](const SyncCall& sc, auto fn) {
       const int64_t we = g.WaitEnd(sc);
       if (we <= sc.block_start) {
-        continue;
+        return;
       }
-      min_b = std::min(min_b, sc.block_start);
       const SyncDep* d = &g.deps[sc.dep_begin];
       const uint32_t n = sc.dep_count;
       uint32_t j = 0;
       while (j < n && d[j].time <= sc.block_start) {
         ++j;
       }
-      // suffix increments: every dependency from q on is missing during the piece
       inc.assign(n + 1, 0.0);
       int64_t t = sc.block_start;
       for (uint32_t q = j; q < n && t < we;) {
@@ -577,16 +537,43 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       for (uint32_t q = j; q < n; ++q) {
         run += inc[q];
         if (run > 0) {
-          by_dep[sc.dep_begin + q] += run;
+          fn(sc.dep_begin + q, run);
         }
       }
+    };
+    if (!attributable) {
+      out.unattributed_ns += total;
+      for (uint32_t c = first; c < first + count; ++c) {
+        out.ranks[g.calls[c].rank].unattributed_wait_ns +=
+            static_cast<double>(g.WaitEnd(g.calls[c]) - g.calls[c].block_start);
+      }
+      return;
+    }
+    // The group's waiting per dependency (index into g.deps), each charged once from the
+    // earliest blocked start; where each dependency's share ended up (its root causes).
+    std::unordered_map<uint32_t, double> by_dep;
+    int64_t min_b = INT64_MAX;
+    for (uint32_t c = first; c < first + count; ++c) {
+      const SyncCall& sc = g.calls[c];
+      if (g.WaitEnd(sc) > sc.block_start) {
+        min_b = std::min(min_b, sc.block_start);
+      }
+      per_dep(sc, [&](uint32_t d, double ns) { by_dep[d] += ns; });
     }
     const double material = std::max(static_cast<double>(skew_threshold_ns), 0.25 * total);
     std::map<uint32_t, CulpritEvent> events;  // per culprit world rank
+    std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, double>>> roots_of;  // dep -> (root, fraction)
+    double rooted = 0;
     for (const auto& [d, amt] : by_dep) {
       const SyncDep& dep = g.deps[d];
       const uint32_t ri = dep.rank;
+      charger.roots().clear();
       charger.Charge(ri, min_b, std::max(min_b, dep.time), amt, 0);
+      auto& fractions = roots_of[d];
+      for (const auto& [root, v] : charger.roots()) {
+        fractions.emplace_back(root, v / amt);
+        rooted += v;
+      }
       CulpritEvent& e = events[out.ranks[ri].rank];
       const DepOrigin o = origin(d);
       if (e.cost_ns == 0) {
@@ -604,11 +591,38 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         out.culprit_events.push_back(e);
       }
     }
-    double rooted = 0;
-    for (const auto& [root, v] : charger.roots()) {
-      rooted += v;
+    out.attributed_ns += rooted;
+    out.unattributed_ns += std::max(0.0, total - rooted);
+    // Each waiter's own wait, through the dependencies it waited for, to their root causes.
+    for (uint32_t c = first; c < first + count; ++c) {
+      const SyncCall& sc = g.calls[c];
+      const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
+      if (w <= 0) {
+        continue;
+      }
+      RankDelay& rd = out.ranks[sc.rank];
+      double attributed = 0;
+      per_dep(sc, [&](uint32_t d, double ns) {
+        for (const auto& [root, f] : roots_of[d]) {
+          const uint32_t world = out.ranks[root].rank;
+          const double add = ns * f;
+          attributed += add;
+          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
+                                 [&](const auto& p) { return p.first == world; });
+          if (it == rd.wait_by_culprit.end()) {
+            rd.wait_by_culprit.emplace_back(world, add);
+          } else {
+            it->second += add;
+          }
+        }
+      });
+      attributed = std::min(attributed, w);
+      rd.waited_ns += attributed;
+      rd.unattributed_wait_ns += w - attributed;
+      if (host) {
+        rd.host_wait_ns += attributed;
+      }
     }
-    settle(rooted);
   };
   for (const InstanceGroup& grp : groups) {
     const CollectiveInstance& in = instances[grp.instance];

@@ -137,6 +137,9 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
         }
       }
     }
+    if (d == INT64_MIN) {
+      deps = WaitDeps::kNone;  // Exscan's rank 0 depends on nobody
+    }
     const int64_t w = deps == WaitDeps::kNone ? 0 : std::max<int64_t>(0, std::min(x.end, d) - b);
     m.deps[i] = deps;
     m.waits[i] = w;
