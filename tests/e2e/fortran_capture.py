@@ -14,8 +14,8 @@ import sys
 import h5py
 import numpy as np
 
-from e2e_capture import EXACT_ENV, FLAG_INCOMPLETE, FLAG_NONBLOCKING, KIND, Ctx, expect, load_rank, mpirun, named, \
-    report_json, run
+from e2e_capture import EXACT_ENV, FLAG_INCOMPLETE, FLAG_NONBLOCKING, FLAG_RECV_HALF, KIND, Ctx, expect, load_rank, \
+    mpirun, named, report_json, run
 
 ITERS = 50  # allreduces on MPI_COMM_WORLD, rank 3 planted late before each
 EXIT_NOTHING_RECORDED = 4
@@ -59,9 +59,14 @@ def case_fortran(ctx, binding):
             sub_names = sorted(names[i] for i in sub["name_id"])
             expect(sub_names == ["MPI_Allreduce", "MPI_Barrier"] and sorted(sub["seq"].tolist()) == [0, 1],
                    f"rank {rank}: split communicator holds an allreduce and a barrier: {sub_names} {sub['seq']}")
+            # both halves (docs/file-format.md): the send to the right, the receive from the left
             sr = named(ev, names, "MPI_Sendrecv")
-            expect(len(sr) == 1 and int(sr["peer"][0]) == right and int(sr["correlation"][0]) == 7,
-                   f"rank {rank}: MPI_Sendrecv to {right}, tag 7: {sr}")
+            send_half = sr[(sr["flags"] & FLAG_RECV_HALF) == 0]
+            recv_half = sr[(sr["flags"] & FLAG_RECV_HALF) != 0]
+            expect(len(send_half) == 1 and int(send_half["peer"][0]) == right
+                   and int(send_half["correlation"][0]) == 7, f"rank {rank}: MPI_Sendrecv to {right}, tag 7: {sr}")
+            expect(len(recv_half) == 1 and int(recv_half["peer"][0]) == left
+                   and int(recv_half["correlation"][0]) == 7, f"rank {rank}: MPI_Sendrecv from {left}, tag 7: {sr}")
             isend, irecv = named(ev, names, "MPI_Isend"), named(ev, names, "MPI_Irecv")
             expect(len(isend) == 1 and int(isend["peer"][0]) == left and int(isend["bytes"][0]) == 40
                    and isend["flags"][0] & FLAG_NONBLOCKING, f"rank {rank}: MPI_Isend to {left}: {isend}")
@@ -81,12 +86,13 @@ def case_fortran(ctx, binding):
         expect(sub_ids[0] == sub_ids[2] and sub_ids[1] == sub_ids[3] and sub_ids[0] != sub_ids[1],
                f"split communicator ids: {sub_ids}")
     rep = report_json(ctx, out)
-    # Blocking collectives only (docs/metrics.md §1): 50 allreduces and 3 bcasts on the world,
-    # an allreduce and a barrier on each of the two split communicators.
-    expect(rep["world_size"] == 4 and rep["instances"]["matched"] == ITERS + 3 + 2 * 2
+    # docs/metrics.md §1: 50 allreduces, 3 bcasts and the polled Iallreduce on the world, an
+    # allreduce and a barrier on each of the two split communicators.
+    expect(rep["world_size"] == 4 and rep["instances"]["matched"] == ITERS + 3 + 1 + 2 * 2
            and rep["instances"]["incomplete"] == 0, f"instances {rep['instances']}")
-    # The Isend/Irecv ring's 4 messages; the Sendrecv sends have no recorded receive half.
-    expect(rep["p2p"]["matched"] == 4, f"p2p {rep['p2p']['matched']} matched, expected 4")
+    # The Isend/Irecv ring's 4 messages and the Sendrecv ring's 4.
+    expect(rep["p2p"]["matched"] == 8 and rep["p2p"]["unmatched_sends"] == 0,
+           f"p2p {rep['p2p']['matched']} matched, expected 8")
     expect(rep["stragglers"] and rep["stragglers"][0]["rank"] == 3, f"planted late rank 3: {rep['stragglers']}")
 
 

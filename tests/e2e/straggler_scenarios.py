@@ -229,7 +229,8 @@ def check_raw(sc, h5):
         expect(wrong_p + wrong_u <= max(2, sc.iters // 33),
                f"rank {c.rank}: {wrong_p} planted iterations without the plant, {wrong_u} unplanted ones with it")
         med_u = float(np.median(np.abs(late[u]))) if len(u) else 0.0
-        expect(med_u <= 1 * MS, f"rank {c.rank}: median |lateness| {med_u / MS:.3f} ms when not planted")
+        # a loaded machine wakes ranks late by a few ms now and then; the plant is 10-40 ms
+        expect(med_u <= 0.2 * d, f"rank {c.rank}: median |lateness| {med_u / MS:.3f} ms when not planted")
         observed[c.rank] = None
         if c.waiters:  # the delay cost the file shows: its lateness in the planted iterations x waiters
             observed[c.rank] = int(np.clip(late[p], 0, None).sum()) * c.waiters
@@ -347,9 +348,14 @@ def check_report(ctx, sc, h5, raw):
     d = rep["delay"]
     expect(abs(d["attributed_ns"] + d["unattributed_ns"] - d["total_wait_ns"]) <= max(1000, 0.01 * d["total_wait_ns"]),
            f"delay: attributed + unattributed != total: {d}")
+    # the ranks' delay costs add up to the attributed waiting; their `wait` time categories are the
+    # attributed waiting seen from the waiters' side (host calls only: all of it here)
+    total_cost = sum(m["delay_cost_ns"] for m in ranks.values())
+    expect(abs(total_cost - d["attributed_ns"]) <= max(1000, 0.01 * d["attributed_ns"]),
+           f"delay.attributed_ns {d['attributed_ns']} != the ranks' delay_cost_ns {total_cost}")
     total_wait_time = sum(m["time"]["wait_ns"] for m in ranks.values())
-    expect(abs(total_wait_time - d["total_wait_ns"]) <= max(1000, 0.01 * d["total_wait_ns"]),
-           f"delay.total_wait_ns {d['total_wait_ns']} != the ranks' time.wait_ns {total_wait_time}")
+    expect(abs(total_wait_time - d["attributed_ns"]) <= max(1000, 0.01 * d["attributed_ns"]),
+           f"delay.attributed_ns {d['attributed_ns']} != the ranks' time.wait_ns {total_wait_time}")
     if sc.culprits:
         truth = sum(c.cost for c in sc.culprits)
         within(d["total_wait_ns"], truth, "delay.total_wait_ns")
