@@ -150,7 +150,7 @@ def main():
         for s in stragglers:
             check(("Rank %d " % s["rank"]) in out["verdict"], "verdict %r does not name rank %d" %
                   (out["verdict"], s["rank"]))
-            check("is the straggler" in out["verdict"], "verdict lacks 'is the straggler'")
+            check("is a straggler" in out["verdict"], "verdict lacks 'is a straggler'")
     elif stragglers == []:
         check(out["verdict"].startswith("No straggler"), "verdict %r is not 'No straggler'" % out["verdict"])
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a deterministic report JSON (schema_version 2) for a job of N ranks and B lateness bins
+"""Writes a deterministic report JSON (schema_version 3) for a job of N ranks and B lateness bins
 with a planted persistent straggler, a transient late rank and one bin with no instance. The
 browser test renders it to check the page at a realistic size (and, past 256 ranks, the banded
 heat map)."""
@@ -65,7 +65,7 @@ def main():
                       "clock_error_bound_ns": 0 if r == 0 else rnd.randint(100, 3000),
                       "clock_method": "mpi-reference" if r == 0 else "mpi-pingpong"})
     report = {
-        "schema": "commprof-report", "schema_version": 2, "path": "/scratch/large-%d.h5" % n,
+        "schema": "commprof-report", "schema_version": 3, "path": "/scratch/large-%d.h5" % n,
         "job_id": "large-%d" % n, "world_size": n,
         "instances": {"matched": matched, "incomplete": 0, "incomplete_list": []},
         "skew_threshold_ns": 6000, "ranks": ranks,
@@ -78,8 +78,13 @@ def main():
                              "total_wait_ns": (600_000 - k * 1000) * (n - 1)} for k in range(10)],
         "p2p": {"matched": 100 * n, "unmatched_sends": 0, "unmatched_recvs": 0,
                 "late_sender_wait_ns": 12_000_000, "late_receiver_wait_ns": 3_000_000},
-        "stragglers": [{"rank": s, "host": "node-%03d" % (s // 8), "share_last": (per_bin - 2) / per_bin,
-                        "delay_caused_ns": ranks[s]["delay_caused_ns"], "persistent": True, "cause": "compute"}],
+        "delay": {"total_wait_ns": ranks[s]["delay_caused_ns"] * (n - 1),
+                  "attributed_ns": ranks[s]["delay_caused_ns"] * (n - 1), "unattributed_ns": 0},
+        "stragglers": [{"rank": s, "host": "node-%03d" % (s // 8), "delay_cost_ns": ranks[s]["delay_caused_ns"] * (n - 1),
+                        "direct_ns": ranks[s]["delay_caused_ns"] * (n - 1), "propagated_ns": 0, "share": 1.0,
+                        "pattern": "persistent", "cause": "compute",
+                        "communicators": [{"comm_id": 1, "name": "MPI_COMM_WORLD", "size": n,
+                                           "members": list(range(n)), "delay_cost_ns": ranks[s]["delay_caused_ns"]}]}],
         "lateness": {"start_ns": start, "bin_ns": bin_ns, "bins": bins, "ranks": late_rows},
         "clock": {"violations": 0, "instances_checked": matched, "ranks": clock},
     }
