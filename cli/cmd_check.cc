@@ -59,8 +59,7 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
          return m;
        }},
       {"stragglers", [](const Figures& f) { return static_cast<double>(f.stragglers->size()); }},
-      {"straggler_share",
-       [](const Figures& f) { return f.stragglers->empty() ? 0.0 : f.stragglers->front().share; }},
+      {"straggler_share", [](const Figures& f) { return f.stragglers->empty() ? 0.0 : f.stragglers->front().share; }},
       {"incomplete", [](const Figures& f) { return static_cast<double>(f.rep->incomplete); }},
       {"clock_violations", [](const Figures& f) { return static_cast<double>(f.cv->violations); }},
       {"late_sender_wait_ns",

@@ -131,7 +131,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           continue;
         }
         if (nonblocking && e.kind == COMMPROF_KIND_MPI_WAIT) {
-          completions.emplace(ThreadEnd{e.thread_id, e.end_ns}, CompletionCall{e.start_ns, e.subtype != COMMPROF_OP_TEST});
+          completions.emplace(ThreadEnd{e.thread_id, e.end_ns},
+                              CompletionCall{e.start_ns, e.subtype != COMMPROF_OP_TEST});
           continue;
         }
         if (nonblocking && IsMatchableNonblockingCollective(e)) {

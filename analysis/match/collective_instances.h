@@ -70,8 +70,8 @@ struct CollectiveInstance {
 
 // Every blocking collective instance of the file (with `nonblocking`, the MPI non-blocking ones
 // too: arrival = issue, blocked from the entry of the Wait* call that completed them), ordered by
-// earliest arrival. `aligned`: apply each rank's clock model (false: raw local times). A malformed input is rejected (kCorrupt, naming
-// the file, rank and events row): an event that ends before it starts, a rank recording the same
+// earliest arrival. `aligned`: apply each rank's clock model (false: raw local times). A malformed input is rejected
+// (kCorrupt, naming the file, rank and events row): an event that ends before it starts, a rank recording the same
 // (communicator, sequence) twice, or ranks disagreeing on the operation of one call.
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
                                                                 bool nonblocking = false);

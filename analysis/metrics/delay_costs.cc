@@ -10,7 +10,7 @@ namespace commprof {
 
 namespace {
 
-constexpr int kMaxDepth = 32;         // §9.2: longer chains are charged to the rank reached
+constexpr int kMaxDepth = 32;           // §9.2: longer chains are charged to the rank reached
 constexpr double kNegligibleNs = 1e-3;  // shares under a picosecond are not followed further
 
 // Where a dependency came from, for the culprit events (§9.3): the communicator of the call and
@@ -66,8 +66,7 @@ class Charger {
     }
     const auto& calls = g_.by_rank[m];
     const auto& reach = g_.reach[m];
-    auto it = std::partition_point(calls.begin(), calls.end(),
-                                   [&](uint32_t c) { return g_.calls[c].block_start < y; });
+    auto it = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start < y; });
     const auto last = static_cast<std::ptrdiff_t>(it - calls.begin());
     // Walk back from the last call that started before y while some earlier call still reaches x.
     double blocked = 0, tail = 0;
@@ -85,8 +84,10 @@ class Charger {
     const double running = std::max(0.0, len - blocked - tail);
     // m's excess compute before the calls it arrived at in (x, y].
     const auto& ex = g_.excess_sum[m];
-    auto lo = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= x; });
-    auto hi = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= y; });
+    auto lo =
+        std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= x; });
+    auto hi =
+        std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= y; });
     const double excess = std::min(running, static_cast<double>(ex[hi - calls.begin()] - ex[lo - calls.begin()]));
     const double weight = blocked + tail + excess;
     if (weight <= 0) {
@@ -212,8 +213,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   };
   // Calls that may complete several operations, keyed; their dependencies gathered first.
   std::unordered_map<CallKey, uint32_t, CallKeyHash> merged;
-  std::vector<std::pair<uint32_t, SyncDep>> loose;  // (call, dependency) of merged calls
-  std::vector<DepOrigin> loose_origin;              // parallel to loose
+  std::vector<std::pair<uint32_t, SyncDep>> loose;      // (call, dependency) of merged calls
+  std::vector<DepOrigin> loose_origin;                  // parallel to loose
   std::vector<std::pair<uint32_t, uint32_t>> partners;  // merged calls: (call, partner call)
   auto merged_call = [&](uint32_t ri, int64_t arrival, int64_t start, int64_t end) {
     auto [it, fresh] = merged.try_emplace(CallKey{ri, start, end}, static_cast<uint32_t>(g.calls.size()));
@@ -290,8 +291,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
           for (const SyncDep& s : sorted) {
             for (const Arrival& y : in.arrivals) {
               if (idx(y.world_rank) == s.rank && y.local_rank >= 0 &&
-                  (y.local_rank < x.local_rank ||
-                   (m.deps[i] == WaitDeps::kPrefix && y.local_rank == x.local_rank))) {
+                  (y.local_rank < x.local_rank || (m.deps[i] == WaitDeps::kPrefix && y.local_rank == x.local_rank))) {
                 to.push_back(s);
               }
             }
@@ -299,7 +299,10 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
           break;
       }
     };
-    if (!in.nonblocking) {
+    // Blocking or not (a non-blocking one blocks in the Wait* that completed it), one call per
+    // participant, sharing the instance's dependency list. A Wait* that also completed messages
+    // is a second call over the same interval.
+    {
       groups.push_back({k, static_cast<uint32_t>(g.calls.size())});
       const auto shared_begin = static_cast<uint32_t>(g.deps.size());
       bool shared = false;
@@ -319,28 +322,6 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
           c.dep_count = static_cast<uint32_t>(g.deps.size()) - c.dep_begin;
         }
         g.calls.push_back(c);
-      }
-      continue;
-    }
-    // Non-blocking: each participant's completing call, merged with whatever else it completed.
-    std::vector<uint32_t> calls;
-    for (size_t i = 0; i < in.arrivals.size(); ++i) {
-      const Arrival& x = in.arrivals[i];
-      const uint32_t c = merged_call(idx(x.world_rank), x.start, BlockStart(in, x), x.end);
-      g.calls[c].collective = true;
-      calls.push_back(c);
-      std::vector<SyncDep> d;
-      deps_of(i, d);
-      for (const SyncDep& s : d) {
-        loose.emplace_back(c, s);
-        loose_origin.push_back({in.comm_id, ordinal_of[k], in.op});
-      }
-    }
-    for (uint32_t a : calls) {
-      for (uint32_t b : calls) {
-        if (a != b) {
-          partners.emplace_back(a, b);
-        }
       }
     }
   }
@@ -454,15 +435,26 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<int64_t> scratch;
   for (const InstanceGroup& grp : groups) {
     const size_t n = instances[grp.instance].arrivals.size();
+    // The partners' median: of the others in small instances; of everyone in large ones (one
+    // rank moves the median of many by at most one place, and this keeps it O(n)).
+    int64_t everyone = 0;
+    if (n > 8) {
+      scratch.assign(gap.begin() + grp.first_call, gap.begin() + grp.first_call + static_cast<std::ptrdiff_t>(n));
+      everyone = Median(scratch);
+    }
     for (size_t i = 0; i < n; ++i) {
-      scratch.clear();
-      for (size_t j = 0; j < n; ++j) {
-        if (j != i) {
-          scratch.push_back(gap[grp.first_call + j]);
-        }
-      }
       const uint32_t c = grp.first_call + static_cast<uint32_t>(i);
-      g.calls[c].excess = std::max<int64_t>(0, gap[c] - Median(scratch));
+      int64_t median = everyone;
+      if (n <= 8) {
+        scratch.clear();
+        for (size_t j = 0; j < n; ++j) {
+          if (j != i) {
+            scratch.push_back(gap[grp.first_call + j]);
+          }
+        }
+        median = Median(scratch);
+      }
+      g.calls[c].excess = std::max<int64_t>(0, gap[c] - median);
     }
   }
   std::sort(partners.begin(), partners.end());
@@ -553,15 +545,72 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     // earliest blocked start; where each dependency's share ended up (its root causes).
     std::unordered_map<uint32_t, double> by_dep;
     int64_t min_b = INT64_MAX;
-    for (uint32_t c = first; c < first + count; ++c) {
+    // Fast path (an instance's waiters all waiting on its one shared list until its last arrival):
+    // with F(x) = the integral of 1 / missing up to x, a waiter entering at b owes dependency q
+    // F(T_q) - F(b), so the group's sums come from prefix sums over the waiters sorted by b.
+    uint32_t shared_begin = UINT32_MAX, shared_count = 0;
+    bool shared = true;
+    for (uint32_t c = first; c < first + count && shared; ++c) {
       const SyncCall& sc = g.calls[c];
-      if (g.WaitEnd(sc) > sc.block_start) {
-        min_b = std::min(min_b, sc.block_start);
+      if (g.WaitEnd(sc) <= sc.block_start) {
+        continue;
       }
-      per_dep(sc, [&](uint32_t d, double ns) { by_dep[d] += ns; });
+      if (shared_begin == UINT32_MAX) {
+        shared_begin = sc.dep_begin;
+        shared_count = sc.dep_count;
+      }
+      shared = sc.dep_begin == shared_begin && sc.dep_count == shared_count &&
+               g.WaitEnd(sc) == g.deps[sc.dep_begin + sc.dep_count - 1].time;
+    }
+    shared = shared && shared_begin != UINT32_MAX;
+    std::vector<double> f_at;  // F(T_q), shared path
+    auto F = [&](int64_t x) {
+      const SyncDep* d = &g.deps[shared_begin];
+      const auto p = static_cast<uint32_t>(
+          std::upper_bound(d, d + shared_count, x, [](int64_t v, const SyncDep& e) { return v < e.time; }) - d);
+      if (p == 0) {
+        return static_cast<double>(x - d[0].time) / static_cast<double>(shared_count);
+      }
+      return f_at[p - 1] + static_cast<double>(x - d[p - 1].time) / static_cast<double>(shared_count - p);
+    };
+    if (shared) {
+      const SyncDep* d = &g.deps[shared_begin];
+      f_at.assign(shared_count, 0.0);
+      for (uint32_t q = 1; q < shared_count; ++q) {
+        f_at[q] = f_at[q - 1] + static_cast<double>(d[q].time - d[q - 1].time) / static_cast<double>(shared_count - q);
+      }
+      std::vector<std::pair<int64_t, double>> bs;  // (b, F(b)) of the waiters, by b
+      for (uint32_t c = first; c < first + count; ++c) {
+        const SyncCall& sc = g.calls[c];
+        if (g.WaitEnd(sc) > sc.block_start) {
+          bs.emplace_back(sc.block_start, F(sc.block_start));
+          min_b = std::min(min_b, sc.block_start);
+        }
+      }
+      std::sort(bs.begin(), bs.end());
+      size_t i = 0;
+      double sum_f = 0;
+      for (uint32_t q = 0; q < shared_count; ++q) {
+        while (i < bs.size() && bs[i].first < d[q].time) {
+          sum_f += bs[i].second;
+          ++i;
+        }
+        const double amt = static_cast<double>(i) * f_at[q] - sum_f;
+        if (i > 0 && amt > 0) {
+          by_dep[shared_begin + q] = amt;
+        }
+      }
+    } else {
+      for (uint32_t c = first; c < first + count; ++c) {
+        const SyncCall& sc = g.calls[c];
+        if (g.WaitEnd(sc) > sc.block_start) {
+          min_b = std::min(min_b, sc.block_start);
+        }
+        per_dep(sc, [&](uint32_t d, double ns) { by_dep[d] += ns; });
+      }
     }
     const double material = std::max(static_cast<double>(skew_threshold_ns), 0.25 * total);
-    std::map<uint32_t, CulpritEvent> events;  // per culprit world rank
+    std::map<uint32_t, CulpritEvent> events;                                          // per culprit world rank
     std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, double>>> roots_of;  // dep -> (root, fraction)
     double rooted = 0;
     for (const auto& [d, amt] : by_dep) {
@@ -593,7 +642,76 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     }
     out.attributed_ns += rooted;
     out.unattributed_ns += std::max(0.0, total - rooted);
-    // Each waiter's own wait, through the dependencies it waited for, to their root causes.
+    // Each waiter's own wait, through the dependencies it waited for, to their root causes. On
+    // the shared path with few root causes, per root r: suffix sums over q of F(T_q) x f_q(r) and
+    // of f_q(r) give a waiter entering before dependency p its sum_{q >= p} (F(T_q) - F(b)) f_q(r).
+    std::vector<uint32_t> group_roots;
+    if (shared) {
+      for (const auto& [d, fr] : roots_of) {
+        for (const auto& [root, f] : fr) {
+          if (std::find(group_roots.begin(), group_roots.end(), root) == group_roots.end()) {
+            group_roots.push_back(root);
+          }
+        }
+      }
+    }
+    constexpr size_t kFewRoots = 4;
+    if (shared && group_roots.size() <= kFewRoots) {
+      const SyncDep* d = &g.deps[shared_begin];
+      const size_t nr = group_roots.size();
+      std::vector<double> suffix_a((shared_count + 1) * nr, 0.0), suffix_b((shared_count + 1) * nr, 0.0);
+      for (uint32_t q = shared_count; q-- > 0;) {
+        for (size_t k = 0; k < nr; ++k) {
+          suffix_a[q * nr + k] = suffix_a[(q + 1) * nr + k];
+          suffix_b[q * nr + k] = suffix_b[(q + 1) * nr + k];
+        }
+        auto it = roots_of.find(shared_begin + q);
+        if (it == roots_of.end()) {
+          continue;
+        }
+        for (const auto& [root, f] : it->second) {
+          const size_t k =
+              static_cast<size_t>(std::find(group_roots.begin(), group_roots.end(), root) - group_roots.begin());
+          suffix_a[q * nr + k] += f_at[q] * f;
+          suffix_b[q * nr + k] += f;
+        }
+      }
+      for (uint32_t c = first; c < first + count; ++c) {
+        const SyncCall& sc = g.calls[c];
+        const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
+        if (w <= 0) {
+          continue;
+        }
+        RankDelay& rd = out.ranks[sc.rank];
+        const auto p = static_cast<size_t>(std::upper_bound(d, d + shared_count, sc.block_start,
+                                                            [](int64_t v, const SyncDep& e) { return v < e.time; }) -
+                                           d);
+        const double fb = F(sc.block_start);
+        double attributed = 0;
+        for (size_t k = 0; k < nr; ++k) {
+          const double add = suffix_a[p * nr + k] - fb * suffix_b[p * nr + k];
+          if (add <= 0) {
+            continue;
+          }
+          attributed += add;
+          const uint32_t world = out.ranks[group_roots[k]].rank;
+          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
+                                 [&](const auto& e) { return e.first == world; });
+          if (it == rd.wait_by_culprit.end()) {
+            rd.wait_by_culprit.emplace_back(world, add);
+          } else {
+            it->second += add;
+          }
+        }
+        attributed = std::min(attributed, w);
+        rd.waited_ns += attributed;
+        rd.unattributed_wait_ns += w - attributed;
+        if (host) {
+          rd.host_wait_ns += attributed;
+        }
+      }
+      return;
+    }
     for (uint32_t c = first; c < first + count; ++c) {
       const SyncCall& sc = g.calls[c];
       const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
@@ -628,7 +746,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const CollectiveInstance& in = instances[grp.instance];
     const InstanceMetrics& m = measured[grp.instance];
     charge_group(grp.first_call, static_cast<uint32_t>(in.arrivals.size()), m.skew_ns > skew_threshold_ns, !in.nccl,
-                 [&](uint32_t) { return DepOrigin{in.comm_id, ordinal_of[grp.instance], in.op}; });
+                 [&](uint32_t) {
+                   return DepOrigin{in.comm_id, ordinal_of[grp.instance], in.op};
+                 });
   }
   for (const auto& [key, c] : merged) {
     const SyncCall& sc = g.calls[c];
@@ -636,8 +756,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     charge_group(c, 1, attributable, true, [&](uint32_t d) { return origin_of_dep[d - merged_dep_base]; });
   }
   for (RankDelay& r : out.ranks) {
-    std::sort(r.wait_by_culprit.begin(), r.wait_by_culprit.end(),
-              [](const auto& a, const auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); });
+    std::sort(r.wait_by_culprit.begin(), r.wait_by_culprit.end(), [](const auto& a, const auto& b) {
+      return a.second > b.second || (a.second == b.second && a.first < b.first);
+    });
   }
   std::sort(out.culprit_events.begin(), out.culprit_events.end(), [](const CulpritEvent& a, const CulpritEvent& b) {
     return std::tie(a.time_ns, a.rank) < std::tie(b.time_ns, b.rank);

@@ -55,11 +55,11 @@ struct SyncCall {
 // Every blocked call of the job with its dependencies, and per rank its calls by blocked start.
 struct SyncGraph {
   std::vector<SyncCall> calls;
-  std::vector<SyncDep> deps;                    // each call's dependencies, sorted by time
-  std::vector<std::vector<uint32_t>> by_rank;   // per rank index: its calls by block_start
-  std::vector<std::vector<int64_t>> reach;      // parallel to by_rank: prefix max of the exits
+  std::vector<SyncDep> deps;                     // each call's dependencies, sorted by time
+  std::vector<std::vector<uint32_t>> by_rank;    // per rank index: its calls by block_start
+  std::vector<std::vector<int64_t>> reach;       // parallel to by_rank: prefix max of the exits
   std::vector<std::vector<int64_t>> excess_sum;  // parallel to by_rank, one longer: prefix sums of excess
-  std::vector<int64_t> rank_end;                // per rank index: end of its last event seen (job end)
+  std::vector<int64_t> rank_end;                 // per rank index: end of its last event seen (job end)
 
   // The end of call c's wait: its latest dependency, within [block_start, exit].
   int64_t WaitEnd(const SyncCall& c) const;
@@ -68,13 +68,13 @@ struct SyncGraph {
 // A material lateness of one rank, where it was the immediate cause of waiting (§9.3: the events
 // the pattern is read from).
 struct CulpritEvent {
-  uint32_t rank = 0;       // world rank
-  uint64_t comm_id = 0;    // the communicator of the call it was late to
-  uint8_t op = 0;          // the call's operation (enum commprof_op_type)
-  uint64_t ordinal = 0;    // its place among the rank's calls of that operation on that communicator
-  int64_t time_ns = 0;     // its late arrival
-  int64_t lateness_ns = 0; // how long the earliest waiter waited for it
-  double cost_ns = 0;      // the waiting it directly caused there
+  uint32_t rank = 0;        // world rank
+  uint64_t comm_id = 0;     // the communicator of the call it was late to
+  uint8_t op = 0;           // the call's operation (enum commprof_op_type)
+  uint64_t ordinal = 0;     // its place among the rank's calls of that operation on that communicator
+  int64_t time_ns = 0;      // its late arrival
+  int64_t lateness_ns = 0;  // how long the earliest waiter waited for it
+  double cost_ns = 0;       // the waiting it directly caused there
 };
 
 struct RankDelay {
@@ -102,10 +102,10 @@ struct RankCommCalls {
 };
 
 struct DelayAnalysis {
-  double total_wait_ns = 0;       // every wait of every blocked call
-  double attributed_ns = 0;       // of it, charged to a root cause
-  double unattributed_ns = 0;     // under the clock threshold, or lost to the depth bound
-  std::vector<RankDelay> ranks;   // parallel to ProfileInfo::ranks
+  double total_wait_ns = 0;                  // every wait of every blocked call
+  double attributed_ns = 0;                  // of it, charged to a root cause
+  double unattributed_ns = 0;                // under the clock threshold, or lost to the depth bound
+  std::vector<RankDelay> ranks;              // parallel to ProfileInfo::ranks
   std::vector<CulpritEvent> culprit_events;  // by time
   std::vector<RankCommCalls> comm_calls;     // by (rank, comm, op)
   std::vector<std::pair<uint64_t, std::vector<uint32_t>>> members;  // comm id -> world ranks seen

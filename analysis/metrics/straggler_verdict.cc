@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -34,6 +34,7 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
                  const RankCommCalls& calls, Straggler& s) {
   std::vector<const CulpritEvent*> late;
   std::vector<int64_t> lateness;
+  lateness.reserve(all.size());
   for (const CulpritEvent* e : all) {
     lateness.push_back(e->lateness_ns);
   }
@@ -50,7 +51,8 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
   }
   s.late_instances = late.size();
   s.typical_lateness_ns = MedianOf(typical);
-  std::sort(late.begin(), late.end(), [](const CulpritEvent* a, const CulpritEvent* b) { return a->ordinal < b->ordinal; });
+  std::sort(late.begin(), late.end(),
+            [](const CulpritEvent* a, const CulpritEvent* b) { return a->ordinal < b->ordinal; });
   const double fraction = calls.calls > 0 ? static_cast<double>(late.size()) / static_cast<double>(calls.calls) : 0;
   // Periodic: the gaps between late calls mostly one value K >= 2.
   if (late.size() >= 3) {
@@ -58,7 +60,8 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
     for (size_t i = 1; i < late.size(); ++i) {
       ++gaps[late[i]->ordinal - late[i - 1]->ordinal];
     }
-    auto mode = std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto mode =
+        std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(late.size() - 1) &&
         fraction <= 0.6) {
       s.pattern = "periodic";
@@ -158,7 +161,8 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     s.direct_ns = r.direct_ns;
     s.propagated_ns = r.propagated_ns;
     s.share = r.cost() / delay.attributed_ns;
-    s.saving_ns = k < kMaxReplays ? std::max<int64_t>(0, baseline - ReplayJobEnd(delay.graph, static_cast<int64_t>(i))) : -1;
+    s.saving_ns =
+        k < kMaxReplays ? std::max<int64_t>(0, baseline - ReplayJobEnd(delay.graph, static_cast<int64_t>(i))) : -1;
     const auto calls_late = LateCalls(delay, r.rank);
     std::vector<const CulpritEvent*> mine;
     std::map<uint64_t, double> by_comm;

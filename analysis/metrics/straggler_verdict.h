@@ -30,14 +30,14 @@ struct Straggler {
   double propagated_ns = 0;
   double share = 0;  // of the job's attributed waiting
   int64_t saving_ns = 0;
-  std::string pattern;          // "persistent" | "periodic" | "transient"
-  uint64_t period_every = 0;    // periodic: late every K-th call on its main communicator
+  std::string pattern;              // "persistent" | "periodic" | "transient"
+  uint64_t period_every = 0;        // periodic: late every K-th call on its main communicator
   int64_t typical_lateness_ns = 0;  // median lateness of its late calls
-  int64_t window_start_ns = 0;  // transient: first and last late call
+  int64_t window_start_ns = 0;      // transient: first and last late call
   int64_t window_end_ns = 0;
   std::vector<StragglerCommunicator> communicators;  // largest cost first
-  std::string cause;            // "compute" | "transfer"
-  uint64_t late_instances = 0;  // calls where it was materially late
+  std::string cause;                                 // "compute" | "transfer"
+  uint64_t late_instances = 0;                       // calls where it was materially late
 };
 
 // The rule's constants (§9.3).

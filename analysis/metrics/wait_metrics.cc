@@ -217,7 +217,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
     std::vector<int64_t> skews;
   };
   std::map<uint8_t, TypeAcc> types;
-  std::map<uint32_t, int64_t> last_end;                           // per rank: end of its previous matched collective
+  std::map<uint32_t, int64_t> last_end;  // per rank: end of its previous matched collective
   uint64_t complete_total = 0;
   int64_t run_start = INT64_MAX, run_end = INT64_MIN;
   for (const auto& in : instances) {

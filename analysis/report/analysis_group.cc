@@ -1,8 +1,7 @@
 #include "analysis/report/analysis_group.h"
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 

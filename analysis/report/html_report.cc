@@ -191,8 +191,8 @@ void Straggler(Page& p, const ReportModel::Straggler& s) {
              "</b> earlier (replay, metrics.md &sect;9.4).</li>";
   }
   for (const ReportModel::StragglerCommunicator& c : List(s.communicators)) {
-    p.out += "<li>Late on " + HtmlEscape(c.name.value_or("?")) + " (ranks " + MemberList(List(c.members)) + "): " +
-             Dur(NumOr(c.delay_cost_ns, 0)) + " of waiting.</li>";
+    p.out += "<li>Late on " + HtmlEscape(c.name.value_or("?")) + " (ranks " + MemberList(List(c.members)) +
+             "): " + Dur(NumOr(c.delay_cost_ns, 0)) + " of waiting.</li>";
   }
   const std::string cause = s.cause.value_or("");
   if (!cause.empty()) {

@@ -29,10 +29,10 @@ struct JobReport {
   std::vector<InstanceMetrics> measured;      // parallel to instances, each measured once (§2)
   WaitReport wait;
   ClockViolations clock;
-  P2PMatchResult p2p;                // point-to-point messages, Late Sender / Late Receiver (§5)
-  std::vector<RankOverlap> overlap;  // per rank, parallel to info.ranks (§6)
-  std::vector<MemorySeries> memory;  // per rank, device and memory kind that has alloc/free records (§7)
-  DelayAnalysis delay;               // root causes of waiting (§9.1-§9.2); its graph is freed once judged
+  P2PMatchResult p2p;                 // point-to-point messages, Late Sender / Late Receiver (§5)
+  std::vector<RankOverlap> overlap;   // per rank, parallel to info.ranks (§6)
+  std::vector<MemorySeries> memory;   // per rank, device and memory kind that has alloc/free records (§7)
+  DelayAnalysis delay;                // root causes of waiting (§9.1-§9.2); its graph is freed once judged
   std::vector<Straggler> stragglers;  // the verdict (§9.3), largest delay cost first
   std::vector<RankTime> time;         // per rank, parallel to info.ranks (§9.5)
 };

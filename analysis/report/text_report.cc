@@ -226,7 +226,7 @@ std::string Members(const std::vector<int64_t>& m) {
 }
 
 std::string PatternText(const ReportModel::Straggler& v, int64_t run_start) {
-  const std::string p = V(v.pattern);
+  std::string p = V(v.pattern);
   if (p == "periodic" && v.period) {
     return "periodic: late every " + std::to_string(Ull(v.period->every)) + "th call (typically " +
            Ms(V(v.period->typical_lateness_ns)) + " ms late)";

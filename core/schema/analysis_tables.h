@@ -151,23 +151,23 @@ inline constexpr TableInfo kAnalysisTables[] = {
 inline constexpr const char* kReportJsonDataset = "report_json";  // scalar string: the JSON report
 
 // The group's attributes: the report's headline figures.
-#define COMMPROF_ANALYSIS_ATTRS(X)                                                                         \
-  X(kAnalysisVersionAttr, "analysis_version", uint64_t, "version of this group's layout (2)")              \
-  X(kReportSchemaVersion, "report_schema_version", uint64_t, "the JSON schema version of `report_json`")   \
-  X(kMatched, "matched", uint64_t, "complete blocking collective instances")                               \
-  X(kIncomplete, "incomplete", uint64_t, "instances missing a rank")                                       \
-  X(kSkewThresholdNs, "skew_threshold_ns", int64_t, "skew under which an instance has no straggler")       \
-  X(kClockViolations, "clock_violations", uint64_t, "instances violating the clock condition")             \
-  X(kStragglers, "stragglers", uint64_t, "ranks the verdict names")                                       \
-  X(kStragglerRank, "straggler_rank", int64_t, "the named rank with the largest delay cost (-1: none)")   \
-  X(kStragglerShare, "straggler_share", double, "its share of the job's attributed waiting")              \
-  X(kStragglerDelayCostNs, "straggler_delay_cost_ns", int64_t, "its delay cost")                          \
+#define COMMPROF_ANALYSIS_ATTRS(X)                                                                          \
+  X(kAnalysisVersionAttr, "analysis_version", uint64_t, "version of this group's layout (2)")               \
+  X(kReportSchemaVersion, "report_schema_version", uint64_t, "the JSON schema version of `report_json`")    \
+  X(kMatched, "matched", uint64_t, "complete blocking collective instances")                                \
+  X(kIncomplete, "incomplete", uint64_t, "instances missing a rank")                                        \
+  X(kSkewThresholdNs, "skew_threshold_ns", int64_t, "skew under which an instance has no straggler")        \
+  X(kClockViolations, "clock_violations", uint64_t, "instances violating the clock condition")              \
+  X(kStragglers, "stragglers", uint64_t, "ranks the verdict names")                                         \
+  X(kStragglerRank, "straggler_rank", int64_t, "the named rank with the largest delay cost (-1: none)")     \
+  X(kStragglerShare, "straggler_share", double, "its share of the job's attributed waiting")                \
+  X(kStragglerDelayCostNs, "straggler_delay_cost_ns", int64_t, "its delay cost")                            \
   X(kStragglerPattern, "straggler_pattern", std::string, "`persistent`, `periodic`, `transient`, or empty") \
-  X(kStragglerCause, "straggler_cause", std::string, "`compute`, `transfer`, or empty")                    \
-  X(kP2pMatched, "p2p_matched", uint64_t, "matched point-to-point messages")                               \
-  X(kP2pUnmatchedSends, "p2p_unmatched_sends", uint64_t, "sends without a matching receive")               \
-  X(kP2pUnmatchedRecvs, "p2p_unmatched_recvs", uint64_t, "receives without a matching send")               \
-  X(kP2pLateSenderWaitNs, "p2p_late_sender_wait_ns", int64_t, "Late Sender wait of the whole job")         \
+  X(kStragglerCause, "straggler_cause", std::string, "`compute`, `transfer`, or empty")                     \
+  X(kP2pMatched, "p2p_matched", uint64_t, "matched point-to-point messages")                                \
+  X(kP2pUnmatchedSends, "p2p_unmatched_sends", uint64_t, "sends without a matching receive")                \
+  X(kP2pUnmatchedRecvs, "p2p_unmatched_recvs", uint64_t, "receives without a matching send")                \
+  X(kP2pLateSenderWaitNs, "p2p_late_sender_wait_ns", int64_t, "Late Sender wait of the whole job")          \
   X(kP2pLateReceiverWaitNs, "p2p_late_receiver_wait_ns", int64_t, "Late Receiver wait of the whole job")
 
 namespace analysis_attr {

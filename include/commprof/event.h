@@ -19,12 +19,13 @@ enum commprof_kind {
   COMMPROF_KIND_MPI_INIT = 1, /* MPI_Init / MPI_Init_thread */
   COMMPROF_KIND_MPI_FINALIZE = 2,
   COMMPROF_KIND_MPI_COLLECTIVE = 3, /* blocking collective, or a non-blocking one from issue to completion */
-  COMMPROF_KIND_MPI_P2P = 4,        /* Send/Recv/Sendrecv (two: send and receive half), or Isend/Irecv from post to completion */
-  COMMPROF_KIND_MPI_WAIT = 5,       /* time inside Wait/Waitall/Waitany/Test */
-  COMMPROF_KIND_MPI_COMM = 6,       /* communicator creation (MPI dup/split/create, NCCL init): comm_id = new id */
-  COMMPROF_KIND_USER_RANGE = 7,     /* commprof_range_push/pop */
-  COMMPROF_KIND_USER_MARK = 8,      /* commprof_mark */
-  COMMPROF_KIND_STEP = 9,           /* commprof_step: seq = step number */
+  COMMPROF_KIND_MPI_P2P =
+      4, /* Send/Recv/Sendrecv (two: send and receive half), or Isend/Irecv from post to completion */
+  COMMPROF_KIND_MPI_WAIT = 5,   /* time inside Wait/Waitall/Waitany/Test */
+  COMMPROF_KIND_MPI_COMM = 6,   /* communicator creation (MPI dup/split/create, NCCL init): comm_id = new id */
+  COMMPROF_KIND_USER_RANGE = 7, /* commprof_range_push/pop */
+  COMMPROF_KIND_USER_MARK = 8,  /* commprof_mark */
+  COMMPROF_KIND_STEP = 9,       /* commprof_step: seq = step number */
   COMMPROF_KIND_COMPUTE_KERNEL = 10,
   COMMPROF_KIND_COMM_KERNEL = 11,
   COMMPROF_KIND_MEMCPY = 12,
@@ -126,7 +127,7 @@ enum commprof_event_flags {
   COMMPROF_FLAG_INCOMPLETE = 1u << 1,     /* never completed (request lost or process ended) */
   COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2, /* communicator made by a call we do not wrap: comm_id is local only */
   COMMPROF_FLAG_FROM_NVTX = 1u << 3,      /* an NCCL API event decoded from NCCL's own NVTX range (docs/nvtx.md) */
-  COMMPROF_FLAG_RECV_HALF = 1u << 4       /* the receive half of an MPI_Sendrecv(_replace): peer, tag, bytes as received */
+  COMMPROF_FLAG_RECV_HALF = 1u << 4 /* the receive half of an MPI_Sendrecv(_replace): peer, tag, bytes as received */
 };
 
 /* comm_id 0: the event is not about a communicator. MPI_COMM_WORLD is 1; a communicator created

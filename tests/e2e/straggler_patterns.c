@@ -87,31 +87,49 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* k = argv[i];
     const char* v = argv[i + 1];
-    if (strcmp(k, "--pattern") == 0) o.pattern = v;
-    else if (strcmp(k, "--iters") == 0) o.iters = atoi(v);
-    else if (strcmp(k, "--compute-ms") == 0) o.compute_ms = atoi(v);
-    else if (strcmp(k, "--slow-rank") == 0) o.slow = atoi(v);
-    else if (strcmp(k, "--slow-ms") == 0) o.slow_ms = atoi(v);
-    else if (strcmp(k, "--every") == 0) o.every = atoi(v);
-    else if (strcmp(k, "--from") == 0) o.from = atoi(v);
-    else if (strcmp(k, "--to") == 0) o.to = atoi(v);
-    else if (strcmp(k, "--group-size") == 0) o.group_size = atoi(v);
-    else if (strcmp(k, "--world-every") == 0) o.world_every = atoi(v);
-    else if (strcmp(k, "--slow-rank2") == 0) o.slow2 = atoi(v);
-    else if (strcmp(k, "--slow-ms2") == 0) o.slow_ms2 = atoi(v);
-    else if (strcmp(k, "--root") == 0) o.root = atoi(v);
-    else if (strcmp(k, "--bytes") == 0) o.bytes = atol(v);
-    else if (strcmp(k, "--jitter-ms") == 0) o.jitter_ms = atoi(v);
-    else if (strcmp(k, "--seed") == 0) o.seed = atoi(v);
-    else if (strcmp(k, "--hops") == 0) o.hops = atoi(v);
-    else Fail(rank, "unknown option");
+    if (strcmp(k, "--pattern") == 0)
+      o.pattern = v;
+    else if (strcmp(k, "--iters") == 0)
+      o.iters = atoi(v);
+    else if (strcmp(k, "--compute-ms") == 0)
+      o.compute_ms = atoi(v);
+    else if (strcmp(k, "--slow-rank") == 0)
+      o.slow = atoi(v);
+    else if (strcmp(k, "--slow-ms") == 0)
+      o.slow_ms = atoi(v);
+    else if (strcmp(k, "--every") == 0)
+      o.every = atoi(v);
+    else if (strcmp(k, "--from") == 0)
+      o.from = atoi(v);
+    else if (strcmp(k, "--to") == 0)
+      o.to = atoi(v);
+    else if (strcmp(k, "--group-size") == 0)
+      o.group_size = atoi(v);
+    else if (strcmp(k, "--world-every") == 0)
+      o.world_every = atoi(v);
+    else if (strcmp(k, "--slow-rank2") == 0)
+      o.slow2 = atoi(v);
+    else if (strcmp(k, "--slow-ms2") == 0)
+      o.slow_ms2 = atoi(v);
+    else if (strcmp(k, "--root") == 0)
+      o.root = atoi(v);
+    else if (strcmp(k, "--bytes") == 0)
+      o.bytes = atol(v);
+    else if (strcmp(k, "--jitter-ms") == 0)
+      o.jitter_ms = atoi(v);
+    else if (strcmp(k, "--seed") == 0)
+      o.seed = atoi(v);
+    else if (strcmp(k, "--hops") == 0)
+      o.hops = atoi(v);
+    else
+      Fail(rank, "unknown option");
   }
   if (o.to < 0) o.to = o.iters;
   if (o.bytes < 0) o.bytes = strcmp(o.pattern, "rooted") == 0 ? 1L << 20 : 64;
-  if (o.iters <= 0 || o.compute_ms < 0 || o.slow_ms < 0 || o.slow_ms2 < 0 || o.every <= 0 ||
-      o.slow < 0 || o.slow >= size || o.slow2 < 0 || o.slow2 >= size || o.root < 0 || o.root >= size ||
-      o.group_size <= 0 || size % o.group_size != 0 || o.world_every < 0 || o.jitter_ms < 0 ||
-      o.hops <= 0 || o.hops >= size || o.bytes < 8 || o.bytes > (1L << 30))
+  if (o.iters <= 0 || o.compute_ms < 0 || o.slow_ms < 0 || o.slow_ms2 < 0 || o.every <= 0 || o.slow < 0 ||
+      o.slow >= size || o.slow2 < 0 || o.slow2 >= size || o.root < 0 || o.root >= size || o.group_size <= 0 ||
+      size % o.group_size != 0 || o.world_every < 0 || o.jitter_ms < 0 || o.hops <= 0 || o.hops >= size ||
+      o.bytes < 8 || o.bytes > (1L << 30))
     Fail(rank, "bad option value");
 
   /* The groups: "tensor-parallel" (consecutive ranks) and "data-parallel" (strided). */
