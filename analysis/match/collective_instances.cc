@@ -1,6 +1,7 @@
 #include "analysis/match/collective_instances.h"
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,21 +38,15 @@ bool IsNvtxNcclCollective(const commprof_event& e) {
 
 namespace {
 
-// A rank's Wait*/Test* calls by (thread, exit): a non-blocking operation ends exactly when the call
-// that completed it returns, on the thread that called it (docs/file-format.md).
-struct ThreadEnd {
+// A rank's Wait*/Test* call, found by (thread, exit): a non-blocking operation ends exactly when the
+// call that completed it returns, on the thread that called it (docs/file-format.md). Kept in a
+// vector sorted once (cheaper than a hash map of every completion call of the rank).
+struct CompletionCall {
   uint32_t thread = 0;
   uint64_t end = 0;
-  bool operator==(const ThreadEnd&) const = default;
-};
-struct ThreadEndHash {
-  size_t operator()(const ThreadEnd& k) const {
-    return static_cast<size_t>(k.end * 0x9E3779B97F4A7C15ull ^ (k.thread + 0x632BE59BD9B4E019ull));
-  }
-};
-struct CompletionCall {
   uint64_t start = 0;
   bool blocks = false;  // Wait*; Test* does not block
+  bool operator<(const CompletionCall& o) const { return std::tie(thread, end) < std::tie(o.thread, o.end); }
 };
 
 }  // namespace
@@ -108,7 +103,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     std::unordered_set<uint64_t> plugin_comms;
     // Non-blocking collectives wait for the rank's completion calls (read in any order).
     std::vector<std::pair<commprof_event, uint64_t>> issued;
-    std::unordered_map<ThreadEnd, CompletionCall, ThreadEndHash> completions;
+    std::vector<CompletionCall> completions;
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
         const uint64_t at = row++;
@@ -131,8 +126,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           continue;
         }
         if (nonblocking && e.kind == COMMPROF_KIND_MPI_WAIT) {
-          completions.emplace(ThreadEnd{e.thread_id, e.end_ns},
-                              CompletionCall{e.start_ns, e.subtype != COMMPROF_OP_TEST});
+          completions.push_back({e.thread_id, e.end_ns, e.start_ns, e.subtype != COMMPROF_OP_TEST});
           continue;
         }
         if (nonblocking && IsMatchableNonblockingCollective(e)) {
@@ -147,10 +141,13 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     });
     COMMPROF_RETURN_IF_ERROR(st);
     COMMPROF_RETURN_IF_ERROR(bad);
+    std::sort(completions.begin(), completions.end());
     for (const auto& [e, at] : issued) {
-      auto c = completions.find(ThreadEnd{e.thread_id, e.end_ns});
+      const CompletionCall key{e.thread_id, e.end_ns, 0, false};
+      auto c = std::lower_bound(completions.begin(), completions.end(), key);
+      const bool found = c != completions.end() && c->thread == key.thread && c->end == key.end;
       // Completed by a Wait*: blocked from its entry. By a Test*, or out of sight: never blocked.
-      const uint64_t blocked = c != completions.end() && c->second.blocks ? c->second.start : e.end_ns;
+      const uint64_t blocked = found && c->blocks ? c->start : e.end_ns;
       add(e, KeyOf(e), false, at, std::max(e.start_ns, std::min(blocked, e.end_ns)));
       COMMPROF_RETURN_IF_ERROR(bad);
     }

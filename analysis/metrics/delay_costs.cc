@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -17,8 +18,23 @@ constexpr double kNegligibleNs = 1e-3;  // shares under a picosecond are not fol
 // the culprit's place among its calls there.
 struct DepOrigin {
   uint64_t comm_id = 0;
-  uint64_t ordinal = 0;
+  uint64_t ordinal = 0;  // for a message: filled when needed, from post_rank and post_time
   uint8_t op = 0;
+  uint32_t post_rank = UINT32_MAX;  // a message's poster (world rank); UINT32_MAX: not a message
+  int64_t post_time = 0;
+};
+
+// (world rank, communicator, operation) of a rank's posts, for their ordinals.
+struct PostKey {
+  uint32_t rank = 0;
+  uint64_t comm = 0;
+  uint8_t op = 0;
+  bool operator==(const PostKey&) const = default;
+};
+struct PostKeyHash {
+  size_t operator()(const PostKey& k) const {
+    return static_cast<size_t>(k.comm * 0x9E3779B97F4A7C15ull ^ (uint64_t{k.rank} << 8 | k.op));
+  }
 };
 
 // The key of a call that may complete several operations (a Wait* with non-blocking collectives
@@ -36,6 +52,26 @@ struct CallKeyHash {
   }
 };
 
+// Sorts call indices by (key(c), c), comparing (key, index) pairs side by side rather than through
+// the calls (random reads); nothing to do when already in order, as calls mostly are.
+template <typename Key>
+void SortByKey(std::vector<uint32_t>& v, Key key) {
+  std::vector<std::pair<int64_t, uint32_t>> keyed;
+  keyed.reserve(v.size());
+  bool sorted = true;
+  for (uint32_t c : v) {
+    keyed.emplace_back(key(c), c);
+    sorted = sorted && (keyed.size() < 2 || keyed[keyed.size() - 2] <= keyed.back());
+  }
+  if (sorted) {
+    return;
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = keyed[i].second;
+  }
+}
+
 int64_t Median(std::vector<int64_t>& v) {
   if (v.empty()) {
     return 0;
@@ -48,7 +84,7 @@ int64_t Median(std::vector<int64_t>& v) {
 // The charging of §9.1-§9.2 over a built graph.
 class Charger {
  public:
-  Charger(const SyncGraph& g, DelayAnalysis& out) : g_(g), out_(out) {}
+  Charger(const SyncGraph& g, DelayAnalysis& out) : g_(g), out_(out), cursor_(g.by_rank.size(), 0) {}
 
   // `amount` ns of waiting, spread evenly over [x, y], was caused by rank index m not having
   // arrived: follow it to the root causes (§9.2). Over the window, m was (a) blocked waiting for
@@ -66,7 +102,24 @@ class Charger {
     }
     const auto& calls = g_.by_rank[m];
     const auto& reach = g_.reach[m];
-    auto it = std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start < y; });
+    // The first call that starts at or after y, found from where the last query on m ended
+    // (queries mostly move forward in time: amortised O(1) rather than a cache-missing search).
+    size_t& cur = cursor_[m];
+    cur = std::min(cur, calls.size());
+    constexpr int kNearSteps = 8;
+    int steps = 0;
+    while (cur > 0 && g_.calls[calls[cur - 1]].block_start >= y && steps++ < kNearSteps) {
+      --cur;
+    }
+    while (cur < calls.size() && g_.calls[calls[cur]].block_start < y && steps++ < kNearSteps) {
+      ++cur;
+    }
+    if (steps > kNearSteps) {  // far from the last query: search
+      cur = static_cast<size_t>(
+          std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start < y; }) -
+          calls.begin());
+    }
+    auto it = calls.begin() + static_cast<std::ptrdiff_t>(cur);
     const auto last = static_cast<std::ptrdiff_t>(it - calls.begin());
     // Walk back from the last call that started before y while some earlier call still reaches x.
     double blocked = 0, tail = 0;
@@ -80,14 +133,22 @@ class Charger {
       }
       first = k;
     }
+    if (blocked <= 0 && tail <= 0) {
+      Credit(m, amount, depth);  // m ran all along: whether or not its excess shows, it is the cause
+      return;
+    }
     const double len = static_cast<double>(y - x);
     const double running = std::max(0.0, len - blocked - tail);
-    // m's excess compute before the calls it arrived at in (x, y].
+    // m's excess compute before the calls it arrived at in (x, y]: [lo, hi) of its calls.
     const auto& ex = g_.excess_sum[m];
-    auto lo =
-        std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= x; });
-    auto hi =
-        std::partition_point(calls.begin(), calls.end(), [&](uint32_t c) { return g_.calls[c].block_start <= y; });
+    auto lo = it;
+    while (lo != calls.begin() && g_.calls[*(lo - 1)].block_start > x) {
+      --lo;
+    }
+    auto hi = it;
+    while (hi != calls.end() && g_.calls[*hi].block_start <= y) {
+      ++hi;
+    }
     const double excess = std::min(running, static_cast<double>(ex[hi - calls.begin()] - ex[lo - calls.begin()]));
     const double weight = blocked + tail + excess;
     if (weight <= 0) {
@@ -160,6 +221,7 @@ class Charger {
   const SyncGraph& g_;
   DelayAnalysis& out_;
   std::vector<std::pair<uint32_t, double>> roots_;  // per group: root rank index -> ns
+  std::vector<size_t> cursor_;                      // per rank: where its last query ended in by_rank
 };
 
 }  // namespace
@@ -199,6 +261,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<InstanceGroup> groups;
   std::map<std::tuple<uint32_t, uint64_t, uint8_t>, RankCommCalls> comm_calls;
   std::map<uint64_t, std::vector<uint32_t>> members;
+  std::map<std::pair<uint64_t, uint8_t>, RankCommCalls> site_calls;  // instances per (comm, op)
+  std::vector<SyncDep> sorted;                                       // scratch: one instance's arrivals
   auto count_call = [&](uint32_t world, uint64_t comm, uint8_t op, uint64_t ordinal) {
     RankCommCalls& c = comm_calls[{world, comm, op}];
     if (c.calls == 0) {
@@ -213,8 +277,14 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   };
   // Calls that may complete several operations, keyed; their dependencies gathered first.
   std::unordered_map<CallKey, uint32_t, CallKeyHash> merged;
-  std::vector<std::pair<uint32_t, SyncDep>> loose;      // (call, dependency) of merged calls
-  std::vector<DepOrigin> loose_origin;                  // parallel to loose
+  // The dependencies of merged calls before they are grouped per call: sorted in place by (call,
+  // time, rank), without an index indirection.
+  struct LooseDep {
+    uint32_t call = 0;
+    SyncDep dep;
+    DepOrigin origin;
+  };
+  std::vector<LooseDep> loose;
   std::vector<std::pair<uint32_t, uint32_t>> partners;  // merged calls: (call, partner call)
   auto merged_call = [&](uint32_t ri, int64_t arrival, int64_t start, int64_t end) {
     auto [it, fresh] = merged.try_emplace(CallKey{ri, start, end}, static_cast<uint32_t>(g.calls.size()));
@@ -255,11 +325,16 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       }
     }
     ordinal_of[k] = instance_ordinal(in);
-    for (const Arrival& a : in.arrivals) {
-      count_call(a.world_rank, in.comm_id, in.op, ordinal_of[k]);
+    {
+      // Counted per (communicator, operation): every member calls each instance (expanded to the
+      // members at the end, rather than a map lookup per arrival).
+      RankCommCalls& c = site_calls[{in.comm_id, in.op}];
+      c.first_ordinal = c.calls == 0 ? ordinal_of[k] : std::min(c.first_ordinal, ordinal_of[k]);
+      c.last_ordinal = std::max(c.last_ordinal, ordinal_of[k]);
+      ++c.calls;
     }
     // The instance's arrivals by time: the dependency list of every all-waiting participant.
-    std::vector<SyncDep> sorted;
+    sorted.clear();
     sorted.reserve(in.arrivals.size());
     for (const Arrival& a : in.arrivals) {
       sorted.push_back({a.start, idx(a.world_rank)});
@@ -328,13 +403,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
 
   // ---- build: matched messages (§9.1: Late Sender and Late Receiver as dependencies) ----
   // Ordinal of a message among its sender's sends (receiver's receives) on the communicator.
-  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::vector<int64_t>> posts;
+  std::unordered_map<PostKey, std::vector<int64_t>, PostKeyHash> posts;
   for (const P2PMessage& msg : messages) {
     posts[{msg.src, msg.comm_id, COMMPROF_OP_SEND}].push_back(msg.send_start);
     posts[{msg.dst, msg.comm_id, COMMPROF_OP_RECV}].push_back(msg.recv_start);
   }
   for (auto& [key, v] : posts) {
-    const auto& [rank, comm, op] = key;
+    const uint32_t rank = key.rank;
+    const uint64_t comm = key.comm;
+    const uint8_t op = key.op;
     std::sort(v.begin(), v.end());
     for (size_t i = 0; i < v.size(); ++i) {
       count_call(rank, comm, op, i);
@@ -356,16 +433,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     uint32_t recv_call = UINT32_MAX, send_call = UINT32_MAX;
     if (msg.recv_call_start != INT64_MIN) {
       recv_call = merged_call(di, msg.recv_call_start, msg.recv_call_start, msg.recv_end);
-      loose.emplace_back(recv_call, SyncDep{msg.send_start, si});  // Late Sender
-      loose_origin.push_back(
-          {msg.comm_id, ordinal(msg.src, msg.comm_id, COMMPROF_OP_SEND, msg.send_start), COMMPROF_OP_SEND});
+      loose.push_back({recv_call,
+                       SyncDep{msg.send_start, si},  // Late Sender
+                       {msg.comm_id, 0, COMMPROF_OP_SEND, msg.src, msg.send_start}});
     }
     if (msg.send_call_start != INT64_MIN) {
       send_call = merged_call(si, msg.send_call_start, msg.send_call_start, msg.send_end);
       if (msg.send_call_start < msg.recv_start && msg.recv_start < msg.send_end) {  // Late Receiver
-        loose.emplace_back(send_call, SyncDep{msg.recv_start, di});
-        loose_origin.push_back(
-            {msg.comm_id, ordinal(msg.dst, msg.comm_id, COMMPROF_OP_RECV, msg.recv_start), COMMPROF_OP_RECV});
+        loose.push_back(
+            {send_call, SyncDep{msg.recv_start, di}, {msg.comm_id, 0, COMMPROF_OP_RECV, msg.dst, msg.recv_start}});
       }
     }
     if (recv_call != UINT32_MAX && send_call != UINT32_MAX) {
@@ -374,24 +450,19 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     }
   }
   // The merged calls' dependencies, grouped per call and sorted by time.
-  std::vector<uint32_t> order(loose.size());
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-  }
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::tie(loose[a].first, loose[a].second.time, loose[a].second.rank) <
-           std::tie(loose[b].first, loose[b].second.time, loose[b].second.rank);
+  std::sort(loose.begin(), loose.end(), [](const LooseDep& a, const LooseDep& b) {
+    return std::tie(a.call, a.dep.time, a.dep.rank) < std::tie(b.call, b.dep.time, b.dep.rank);
   });
   std::vector<DepOrigin> origin_of_dep;  // for the merged calls' dependencies: index - merged_dep_base
+  origin_of_dep.reserve(loose.size());
   const auto merged_dep_base = static_cast<uint32_t>(g.deps.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    const auto& [call, dep] = loose[order[i]];
-    SyncCall& c = g.calls[call];
+  for (const LooseDep& l : loose) {
+    SyncCall& c = g.calls[l.call];
     if (c.dep_count == 0) {
       c.dep_begin = static_cast<uint32_t>(g.deps.size());
     }
-    g.deps.push_back(dep);
-    origin_of_dep.push_back(loose_origin[order[i]]);
+    g.deps.push_back(l.dep);
+    origin_of_dep.push_back(l.origin);
     ++c.dep_count;
   }
   loose.clear();
@@ -407,9 +478,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   g.reach.assign(nranks, {});
   for (size_t r = 0; r < nranks; ++r) {
     auto& v = g.by_rank[r];
-    std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
-      return std::tie(g.calls[a].block_start, a) < std::tie(g.calls[b].block_start, b);
-    });
+    SortByKey(v, [&](uint32_t c) { return g.calls[c].block_start; });
     int64_t reach = INT64_MIN;
     for (uint32_t c : v) {
       reach = std::max(reach, g.calls[c].exit);
@@ -422,9 +491,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<int64_t> gap(g.calls.size(), 0);
   for (size_t r = 0; r < nranks; ++r) {
     std::vector<uint32_t> by_arrival = g.by_rank[r];
-    std::sort(by_arrival.begin(), by_arrival.end(), [&](uint32_t a, uint32_t b) {
-      return std::tie(g.calls[a].arrival, a) < std::tie(g.calls[b].arrival, b);
-    });
+    SortByKey(by_arrival, [&](uint32_t c) { return g.calls[c].arrival; });
     int64_t prev_exit = INT64_MIN;
     for (uint32_t c : by_arrival) {
       const SyncCall& sc = g.calls[c];
@@ -484,6 +551,23 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<double> inc, amount;
   // One group: calls [first, first + count) whose waits are charged together. `origin(d)` gives
   // the communicator and ordinal of dependency index d. `host`: MPI calls (time categories).
+  // Scratch reused by every group (no allocation per group once they have grown).
+  std::unordered_map<uint32_t, double> by_dep_map;
+  std::vector<std::pair<uint32_t, double>> by_dep;  // (dependency index, ns) of the group
+  struct RootEntry {
+    uint32_t dep = 0;
+    uint32_t root = 0;
+    double fraction = 0;
+  };
+  std::vector<RootEntry> root_entries;  // where each dependency's share ended up, by dependency
+  std::vector<double> f_at, suffix_a, suffix_b, dense;
+  std::vector<std::pair<int64_t, double>> bs;
+  std::vector<uint32_t> group_roots;
+  std::vector<CulpritEvent> event_of(nranks);  // per culprit rank index, within one group
+  std::vector<uint32_t> first_dep_of(nranks);  // per culprit rank index: its first dependency there
+  std::vector<uint32_t> touched;               // the ranks of event_of in use
+  // Per waiting rank index: its waiting by root cause rank index (RankDelay::wait_by_culprit).
+  std::vector<std::unordered_map<uint32_t, double>> culprit_acc(nranks);
   auto charge_group = [&](uint32_t first, uint32_t count, bool attributable, bool host, auto origin) {
     double total = 0;
     for (uint32_t c = first; c < first + count; ++c) {
@@ -543,7 +627,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     }
     // The group's waiting per dependency (index into g.deps), each charged once from the
     // earliest blocked start; where each dependency's share ended up (its root causes).
-    std::unordered_map<uint32_t, double> by_dep;
+    by_dep.clear();
     int64_t min_b = INT64_MAX;
     // Fast path (an instance's waiters all waiting on its one shared list until its last arrival):
     // with F(x) = the integral of 1 / missing up to x, a waiter entering at b owes dependency q
@@ -559,11 +643,13 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         shared_begin = sc.dep_begin;
         shared_count = sc.dep_count;
       }
-      shared = sc.dep_begin == shared_begin && sc.dep_count == shared_count &&
-               g.WaitEnd(sc) == g.deps[sc.dep_begin + sc.dep_count - 1].time;
+      shared = sc.dep_begin == shared_begin && sc.dep_count == shared_count;
     }
     shared = shared && shared_begin != UINT32_MAX;
-    std::vector<double> f_at;  // F(T_q), shared path
+    // A waiter that left before the last arrival (a clock error, a held rooted call) is "partial":
+    // it is summed dependency by dependency; the others through the prefix sums.
+    auto full = [&](const SyncCall& sc) { return g.WaitEnd(sc) == g.deps[shared_begin + shared_count - 1].time; };
+    // f_at: F(T_q) on the shared path
     auto F = [&](int64_t x) {
       const SyncDep* d = &g.deps[shared_begin];
       const auto p = static_cast<uint32_t>(
@@ -579,12 +665,18 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       for (uint32_t q = 1; q < shared_count; ++q) {
         f_at[q] = f_at[q - 1] + static_cast<double>(d[q].time - d[q - 1].time) / static_cast<double>(shared_count - q);
       }
-      std::vector<std::pair<int64_t, double>> bs;  // (b, F(b)) of the waiters, by b
+      bs.clear();  // (b, F(b)) of the full waiters, by b
+      dense.assign(shared_count, 0.0);
       for (uint32_t c = first; c < first + count; ++c) {
         const SyncCall& sc = g.calls[c];
-        if (g.WaitEnd(sc) > sc.block_start) {
+        if (g.WaitEnd(sc) <= sc.block_start) {
+          continue;
+        }
+        min_b = std::min(min_b, sc.block_start);
+        if (full(sc)) {
           bs.emplace_back(sc.block_start, F(sc.block_start));
-          min_b = std::min(min_b, sc.block_start);
+        } else {
+          per_dep(sc, [&](uint32_t dep, double ns) { dense[dep - shared_begin] += ns; });
         }
       }
       std::sort(bs.begin(), bs.end());
@@ -595,9 +687,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
           sum_f += bs[i].second;
           ++i;
         }
-        const double amt = static_cast<double>(i) * f_at[q] - sum_f;
-        if (i > 0 && amt > 0) {
-          by_dep[shared_begin + q] = amt;
+        const double amt = dense[q] + (i > 0 ? static_cast<double>(i) * f_at[q] - sum_f : 0.0);
+        if (amt > 0) {
+          by_dep.emplace_back(shared_begin + q, amt);
         }
       }
     } else {
@@ -606,52 +698,80 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         if (g.WaitEnd(sc) > sc.block_start) {
           min_b = std::min(min_b, sc.block_start);
         }
-        per_dep(sc, [&](uint32_t d, double ns) { by_dep[d] += ns; });
+        per_dep(sc, [&](uint32_t d, double ns) { by_dep_map[d] += ns; });
       }
+      by_dep.assign(by_dep_map.begin(), by_dep_map.end());
+      by_dep_map.clear();
+      std::sort(by_dep.begin(), by_dep.end());
     }
     const double material = std::max(static_cast<double>(skew_threshold_ns), 0.25 * total);
-    std::map<uint32_t, CulpritEvent> events;                                          // per culprit world rank
-    std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, double>>> roots_of;  // dep -> (root, fraction)
+    touched.clear();
+    root_entries.clear();
     double rooted = 0;
     for (const auto& [d, amt] : by_dep) {
       const SyncDep& dep = g.deps[d];
       const uint32_t ri = dep.rank;
       charger.roots().clear();
       charger.Charge(ri, min_b, std::max(min_b, dep.time), amt, 0);
-      auto& fractions = roots_of[d];
       for (const auto& [root, v] : charger.roots()) {
-        fractions.emplace_back(root, v / amt);
+        root_entries.push_back({d, root, v / amt});
         rooted += v;
       }
-      CulpritEvent& e = events[out.ranks[ri].rank];
-      const DepOrigin o = origin(d);
+      CulpritEvent& e = event_of[ri];
       if (e.cost_ns == 0) {
+        touched.push_back(ri);
         e.rank = out.ranks[ri].rank;
-        e.comm_id = o.comm_id;
-        e.ordinal = o.ordinal;
-        e.op = o.op;
+        first_dep_of[ri] = d;  // where it was late: looked up only if the event is kept
       }
       e.time_ns = std::max(e.time_ns, dep.time);
       e.lateness_ns = std::max(e.lateness_ns, dep.time - min_b);
       e.cost_ns += amt;
     }
-    for (auto& [rank, e] : events) {
-      if (e.cost_ns >= material) {
-        out.culprit_events.push_back(e);
+    for (uint32_t ri : touched) {
+      if (event_of[ri].cost_ns >= material) {
+        const DepOrigin o = origin(first_dep_of[ri]);
+        event_of[ri].comm_id = o.comm_id;
+        event_of[ri].ordinal =
+            o.post_rank == UINT32_MAX ? o.ordinal : ordinal(o.post_rank, o.comm_id, o.op, o.post_time);
+        event_of[ri].op = o.op;
+        out.culprit_events.push_back(event_of[ri]);
       }
+      event_of[ri] = CulpritEvent();
     }
     out.attributed_ns += rooted;
     out.unattributed_ns += std::max(0.0, total - rooted);
     // Each waiter's own wait, through the dependencies it waited for, to their root causes. On
     // the shared path with few root causes, per root r: suffix sums over q of F(T_q) x f_q(r) and
     // of f_q(r) give a waiter entering before dependency p its sum_{q >= p} (F(T_q) - F(b)) f_q(r).
-    std::vector<uint32_t> group_roots;
+    // One waiter's own wait, dependency by dependency (in index order, as root_entries), to the
+    // root causes of each.
+    auto settle_one = [&](const SyncCall& sc, double w) {
+      RankDelay& rd = out.ranks[sc.rank];
+      auto& acc = culprit_acc[sc.rank];
+      double attributed = 0;
+      auto entry = root_entries.begin();
+      per_dep(sc, [&](uint32_t d, double ns) {
+        while (entry != root_entries.end() && entry->dep < d) {
+          ++entry;
+        }
+        for (auto e = entry; e != root_entries.end() && e->dep == d; ++e) {
+          const double add = ns * e->fraction;
+          attributed += add;
+          acc[e->root] += add;
+        }
+      });
+      attributed = std::min(attributed, w);
+      rd.waited_ns += attributed;
+      rd.unattributed_wait_ns += w - attributed;
+      if (host) {
+        rd.host_wait_ns += attributed;
+      }
+    };
+    group_roots.clear();
     if (shared) {
-      for (const auto& [d, fr] : roots_of) {
-        for (const auto& [root, f] : fr) {
-          if (std::find(group_roots.begin(), group_roots.end(), root) == group_roots.end()) {
-            group_roots.push_back(root);
-          }
+      for (const RootEntry& r : root_entries) {
+        if (std::find(group_roots.begin(), group_roots.end(), r.root) == group_roots.end()) {
+          group_roots.push_back(r.root);
         }
       }
     }
@@ -659,27 +779,29 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     if (shared && group_roots.size() <= kFewRoots) {
       const SyncDep* d = &g.deps[shared_begin];
       const size_t nr = group_roots.size();
-      std::vector<double> suffix_a((shared_count + 1) * nr, 0.0), suffix_b((shared_count + 1) * nr, 0.0);
+      suffix_a.assign((shared_count + 1) * nr, 0.0);
+      suffix_b.assign((shared_count + 1) * nr, 0.0);
+      for (const RootEntry& r : root_entries) {
+        const uint32_t q = r.dep - shared_begin;
+        const auto k =
+            static_cast<size_t>(std::find(group_roots.begin(), group_roots.end(), r.root) - group_roots.begin());
+        suffix_a[q * nr + k] += f_at[q] * r.fraction;
+        suffix_b[q * nr + k] += r.fraction;
+      }
       for (uint32_t q = shared_count; q-- > 0;) {
         for (size_t k = 0; k < nr; ++k) {
-          suffix_a[q * nr + k] = suffix_a[(q + 1) * nr + k];
-          suffix_b[q * nr + k] = suffix_b[(q + 1) * nr + k];
-        }
-        auto it = roots_of.find(shared_begin + q);
-        if (it == roots_of.end()) {
-          continue;
-        }
-        for (const auto& [root, f] : it->second) {
-          const size_t k =
-              static_cast<size_t>(std::find(group_roots.begin(), group_roots.end(), root) - group_roots.begin());
-          suffix_a[q * nr + k] += f_at[q] * f;
-          suffix_b[q * nr + k] += f;
+          suffix_a[q * nr + k] += suffix_a[(q + 1) * nr + k];
+          suffix_b[q * nr + k] += suffix_b[(q + 1) * nr + k];
         }
       }
       for (uint32_t c = first; c < first + count; ++c) {
         const SyncCall& sc = g.calls[c];
         const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
         if (w <= 0) {
+          continue;
+        }
+        if (!full(sc)) {
+          settle_one(sc, w);
           continue;
         }
         RankDelay& rd = out.ranks[sc.rank];
@@ -694,14 +816,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
             continue;
           }
           attributed += add;
-          const uint32_t world = out.ranks[group_roots[k]].rank;
-          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
-                                 [&](const auto& e) { return e.first == world; });
-          if (it == rd.wait_by_culprit.end()) {
-            rd.wait_by_culprit.emplace_back(world, add);
-          } else {
-            it->second += add;
-          }
+          culprit_acc[sc.rank][group_roots[k]] += add;
         }
         attributed = std::min(attributed, w);
         rd.waited_ns += attributed;
@@ -715,30 +830,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     for (uint32_t c = first; c < first + count; ++c) {
       const SyncCall& sc = g.calls[c];
       const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
-      if (w <= 0) {
-        continue;
-      }
-      RankDelay& rd = out.ranks[sc.rank];
-      double attributed = 0;
-      per_dep(sc, [&](uint32_t d, double ns) {
-        for (const auto& [root, f] : roots_of[d]) {
-          const uint32_t world = out.ranks[root].rank;
-          const double add = ns * f;
-          attributed += add;
-          auto it = std::find_if(rd.wait_by_culprit.begin(), rd.wait_by_culprit.end(),
-                                 [&](const auto& p) { return p.first == world; });
-          if (it == rd.wait_by_culprit.end()) {
-            rd.wait_by_culprit.emplace_back(world, add);
-          } else {
-            it->second += add;
-          }
-        }
-      });
-      attributed = std::min(attributed, w);
-      rd.waited_ns += attributed;
-      rd.unattributed_wait_ns += w - attributed;
-      if (host) {
-        rd.host_wait_ns += attributed;
+      if (w > 0) {
+        settle_one(sc, w);
       }
     }
   };
@@ -750,10 +843,24 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
                    return DepOrigin{in.comm_id, ordinal_of[grp.instance], in.op};
                  });
   }
+  // In time order, so that the charger's searches move forward (the map's order is random).
+  std::vector<uint32_t> merged_calls;
+  merged_calls.reserve(merged.size());
   for (const auto& [key, c] : merged) {
+    merged_calls.push_back(c);
+  }
+  std::sort(merged_calls.begin(), merged_calls.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(g.calls[a].block_start, a) < std::tie(g.calls[b].block_start, b);
+  });
+  for (uint32_t c : merged_calls) {
     const SyncCall& sc = g.calls[c];
     const bool attributable = g.WaitEnd(sc) - sc.block_start > skew_threshold_ns;
     charge_group(c, 1, attributable, true, [&](uint32_t d) { return origin_of_dep[d - merged_dep_base]; });
+  }
+  for (size_t r = 0; r < nranks; ++r) {
+    for (const auto& [root, ns] : culprit_acc[r]) {
+      out.ranks[r].wait_by_culprit.emplace_back(out.ranks[root].rank, ns);
+    }
   }
   for (RankDelay& r : out.ranks) {
     std::sort(r.wait_by_culprit.begin(), r.wait_by_culprit.end(), [](const auto& a, const auto& b) {
@@ -763,6 +870,17 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::sort(out.culprit_events.begin(), out.culprit_events.end(), [](const CulpritEvent& a, const CulpritEvent& b) {
     return std::tie(a.time_ns, a.rank) < std::tie(b.time_ns, b.rank);
   });
+  for (const auto& [site, c] : site_calls) {
+    for (uint32_t world : members[site.first]) {
+      RankCommCalls& r = comm_calls[{world, site.first, site.second}];
+      r.rank = world;
+      r.comm_id = site.first;
+      r.op = site.second;
+      r.first_ordinal = r.calls == 0 ? c.first_ordinal : std::min(r.first_ordinal, c.first_ordinal);
+      r.last_ordinal = std::max(r.last_ordinal, c.last_ordinal);
+      r.calls += c.calls;
+    }
+  }
   for (auto& [key, c] : comm_calls) {
     out.comm_calls.push_back(c);
   }
@@ -781,32 +899,51 @@ int64_t ReplayJobEnd(const SyncGraph& g, int64_t corrected) {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> shift(nranks);
   auto shift_at = [&](uint32_t r, int64_t t) -> int64_t {
     const auto& h = shift[r];
+    if (h.empty() || h.back().first <= t) {
+      return h.empty() ? 0 : h.back().second;  // the usual case: the rank's latest shift
+    }
     auto it = std::upper_bound(h.begin(), h.end(), t, [](int64_t v, const auto& e) { return v < e.first; });
     return it == h.begin() ? 0 : std::prev(it)->second;
   };
   auto push = [&](uint32_t r, int64_t t, int64_t s) {
     auto& h = shift[r];
+    if ((h.empty() && s == 0) || (!h.empty() && h.back().second == s)) {
+      return;  // unchanged: the history holds only the changes
+    }
     if (!h.empty() && h.back().first >= t) {
       t = h.back().first;  // overlapping calls (threads): keep the history ordered
     }
     h.emplace_back(t, s);
   };
-  // Points: arrivals (corrections) before exits at equal times.
-  std::vector<uint32_t> by_arrival, by_exit;
-  by_exit.reserve(g.calls.size());
-  for (uint32_t c = 0; c < g.calls.size(); ++c) {
-    if (g.calls[c].rank == UINT32_MAX) {
-      continue;
-    }
-    by_exit.push_back(c);
-    if (corrected >= 0 && g.calls[c].rank == static_cast<uint32_t>(corrected) && g.calls[c].excess > 0) {
-      by_arrival.push_back(c);
+  // Points: arrivals (corrections of the corrected rank) before exits at equal times; the exits'
+  // order is the graph's (sorted once).
+  std::vector<uint32_t> by_arrival;
+  if (corrected >= 0) {
+    for (uint32_t c : g.by_rank[static_cast<size_t>(corrected)]) {
+      if (g.calls[c].excess > 0) {
+        by_arrival.push_back(c);
+      }
     }
   }
-  std::sort(by_exit.begin(), by_exit.end(),
-            [&](uint32_t a, uint32_t b) { return std::tie(g.calls[a].exit, a) < std::tie(g.calls[b].exit, b); });
   std::sort(by_arrival.begin(), by_arrival.end(),
             [&](uint32_t a, uint32_t b) { return std::tie(g.calls[a].arrival, a) < std::tie(g.calls[b].arrival, b); });
+  // Every call by exit, sorted as (exit, index) pairs side by side: no indirection in the
+  // comparisons. Built here, only when a rank is judged, not for every report.
+  std::vector<uint32_t> by_exit;
+  {
+    std::vector<std::pair<int64_t, uint32_t>> exits;
+    exits.reserve(g.calls.size());
+    for (uint32_t c = 0; c < g.calls.size(); ++c) {
+      if (g.calls[c].rank != UINT32_MAX) {
+        exits.emplace_back(g.calls[c].exit, c);
+      }
+    }
+    std::sort(exits.begin(), exits.end());
+    by_exit.reserve(exits.size());
+    for (const auto& [exit, c] : exits) {
+      by_exit.push_back(c);
+    }
+  }
   // Replayed latest dependency of each shared list, computed once (all its arrivals precede the
   // first exit of its participants).
   std::unordered_map<uint32_t, int64_t> shared_last;

@@ -46,13 +46,18 @@ void RankTimeBuilder::Add(std::span<const commprof_event> events) {
   }
 }
 
-RankTime RankTimeBuilder::Finish(const RankOverlap& overlap, const RankDelay& delay) {
+RankTimeBuilder::Parts RankTimeBuilder::Summarize() {
+  Parts p{startup_ns_, shutdown_ns_, IntervalSet::FromIntervals(std::move(blocked_)).Length()};
+  blocked_ = {};
+  return p;
+}
+
+RankTime ComposeRankTime(const RankTimeBuilder::Parts& parts, const RankOverlap& overlap, const RankDelay& delay) {
   RankTime t;
   t.span_ns = overlap.breakdown.span_ns;
-  const int64_t blocked = IntervalSet::FromIntervals(std::move(blocked_)).Length();
-  blocked_.clear();
-  t.startup_ns = std::min(startup_ns_, t.span_ns);
-  t.shutdown_ns = std::min(shutdown_ns_, t.span_ns - t.startup_ns);
+  const int64_t blocked = parts.blocked_ns;
+  t.startup_ns = std::min(parts.startup_ns, t.span_ns);
+  t.shutdown_ns = std::min(parts.shutdown_ns, t.span_ns - t.startup_ns);
   const int64_t room = std::max<int64_t>(0, t.span_ns - t.startup_ns - t.shutdown_ns);
   const int64_t comm = std::min(blocked, room);
   t.wait_ns = std::min(comm, static_cast<int64_t>(std::llround(delay.host_wait_ns)));

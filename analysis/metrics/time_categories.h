@@ -32,9 +32,14 @@ class RankTimeBuilder {
  public:
   explicit RankTimeBuilder(ClockModel clock = ClockModel()) : clock_(std::move(clock)) {}
   void Add(std::span<const commprof_event> events);
-  // The categories, from what was added, the rank's overlap figures (span, compute) and its
-  // delay figures (wait, transfer). Call once, last.
-  RankTime Finish(const RankOverlap& overlap, const RankDelay& delay);
+  // What the events give on their own: start-up, shutdown and the union of the host
+  // communication calls (its intervals are freed). Call once, after the last Add.
+  struct Parts {
+    int64_t startup_ns = 0;
+    int64_t shutdown_ns = 0;
+    int64_t blocked_ns = 0;  // |union of host communication calls|
+  };
+  Parts Summarize();
 
  private:
   ClockModel clock_;
@@ -42,5 +47,9 @@ class RankTimeBuilder {
   int64_t shutdown_ns_ = 0;
   std::vector<Interval> blocked_;  // host communication calls
 };
+
+// The categories of one rank from its parts, its overlap figures (span, compute) and its delay
+// figures (wait, transfer, wait by culprit).
+RankTime ComposeRankTime(const RankTimeBuilder::Parts& parts, const RankOverlap& overlap, const RankDelay& delay);
 
 }  // namespace commprof

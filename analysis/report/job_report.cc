@@ -2,30 +2,31 @@
 
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 namespace commprof {
 
 namespace {
 
-// One read of each rank's events feeds both incremental builders: overlap and breakdown (§6) and
-// memory in use (§7).
-Status ComputeOverlapAndMemory(const ProfileReader& reader, JobReport& rep) {
+// One read of each rank's events feeds the incremental builders: overlap and breakdown (§6),
+// memory in use (§7) and the parts of the time categories the events give on their own (§9.5).
+Status ComputeOverlapAndMemory(const ProfileReader& reader, JobReport& rep, std::vector<RankTimeBuilder::Parts>& time) {
   rep.overlap.reserve(reader.info().ranks.size());
   for (const RankInfo& r : reader.info().ranks) {
     const ClockModel clock = r.clock_model();
     RankOverlapBuilder overlap(clock);
     MemoryUsageBuilder memory(r.rank, clock);
-    RankTimeBuilder time(clock);
+    RankTimeBuilder parts(clock);
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
       overlap.Add(chunk);
       memory.Add(chunk);
-      time.Add(chunk);
+      parts.Add(chunk);
     });
     if (!st.ok()) {
       return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
     }
     rep.overlap.push_back(overlap.Finish(r.rank));
-    rep.time.push_back(time.Finish(rep.overlap.back(), rep.delay.ranks[rep.overlap.size() - 1]));
+    time.push_back(parts.Summarize());
     for (MemorySeries& s : memory.Finish()) {
       rep.memory.push_back(std::move(s));
     }
@@ -57,12 +58,22 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   rep.clock = CountClockViolations(rep.instances);
   rep.measured = MeasureInstances(rep.instances, SkewThresholdNs(rep.info));
   rep.wait = ComputeWaitMetrics(rep.info, rep.instances, rep.measured);
+  // The third read of the file (overlap, memory, time parts) runs while the delay costs are
+  // computed: only that thread touches the file (HDF5 is not thread-safe here), and the two write
+  // different members of `rep` until the join.
+  std::vector<RankTimeBuilder::Parts> time_parts;
+  Status overlap_status;
+  std::jthread third_read([&] { overlap_status = ComputeOverlapAndMemory(reader, rep, time_parts); });
   rep.delay = ComputeDelayCosts(rep.info, rep.instances, rep.measured, rep.p2p.messages, rep.wait.skew_threshold_ns);
   rep.p2p.messages.clear();
   rep.p2p.messages.shrink_to_fit();
   rep.stragglers = JudgeStragglers(rep.info, rep.instances, rep.delay);
-  rep.delay.graph = SyncGraph();  // the replay is done: free the job's calls before the last pass
-  COMMPROF_RETURN_IF_ERROR(ComputeOverlapAndMemory(reader, rep));
+  rep.delay.graph = SyncGraph();  // the replay is done: free the job's calls
+  third_read.join();
+  COMMPROF_RETURN_IF_ERROR(overlap_status);
+  for (size_t i = 0; i < rep.overlap.size() && i < rep.delay.ranks.size(); ++i) {
+    rep.time.push_back(ComposeRankTime(time_parts[i], rep.overlap[i], rep.delay.ranks[i]));
+  }
   return rep;
 }
 

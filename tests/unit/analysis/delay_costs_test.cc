@@ -544,7 +544,7 @@ TEST(TimeCategories, TheCategoriesAddUpToTheSpan) {
   d.host_wait_ns = 3000.4;
   d.host_transfer_ns = 1500;
   d.wait_by_culprit = {{3, 2000.0}, {1, 1000.4}};
-  RankTime t = b.Finish(o, d);
+  RankTime t = ComposeRankTime(b.Summarize(), o, d);
   EXPECT_EQ(t.span_ns, 22000);
   EXPECT_EQ(t.startup_ns, 1500);
   EXPECT_EQ(t.shutdown_ns, 2000);
@@ -568,7 +568,7 @@ TEST(TimeCategories, FiguresThatOverflowTheSpanAreCutSoTheyStillAddUp) {
   o.breakdown.compute_ns = 30000;
   RankDelay d;
   d.host_wait_ns = 9000;  // more than the blocked time: capped
-  RankTime t = b.Finish(o, d);
+  RankTime t = ComposeRankTime(b.Summarize(), o, d);
   EXPECT_EQ(t.wait_ns, 4000);
   EXPECT_EQ(t.transfer_ns, 0);
   EXPECT_EQ(t.unattributed_ns, 0);
@@ -596,7 +596,7 @@ TEST(TimeCategories, ACollectiveJobsWaitsAndTransfersReachTheCategories) {
   RankOverlap o;
   o.breakdown.span_ns = 95 * kMs + 100 * kUs;  // 5 ms .. 98.1 ms, plus room
   o.breakdown.compute_ns = 60 * kMs;
-  RankTime t = b.Finish(o, a.rank(0));
+  RankTime t = ComposeRankTime(b.Summarize(), o, a.rank(0));
   EXPECT_EQ(t.wait_ns, 10 * 3 * kMs);
   EXPECT_EQ(t.transfer_ns, 10 * 100 * kUs);
   EXPECT_EQ(t.unattributed_ns, 0);
