@@ -45,7 +45,8 @@ struct CompletionCall {
   uint32_t thread = 0;
   uint64_t end = 0;
   uint64_t start = 0;
-  bool blocks = false;  // Wait*; Test* does not block
+  bool blocks = false;    // Wait*; Test* does not block
+  uint64_t requests = 0;  // requests passed (the event's bytes): more than one may complete together
   bool operator<(const CompletionCall& o) const { return std::tie(thread, end) < std::tie(o.thread, o.end); }
 };
 
@@ -65,7 +66,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     };
     // One arrival of `e` (a matchable event; `key` its identity) at this rank. `block_start`: local
     // entry of the call it blocked in (the event's start for a blocking call).
-    auto add = [&](const commprof_event& e, CollectiveKey key, bool nccl, uint64_t at, uint64_t block_start) {
+    auto add = [&](const commprof_event& e, CollectiveKey key, bool nccl, uint64_t at, uint64_t block_start,
+                   bool shared_completion = false) {
       auto start = static_cast<int64_t>(e.start_ns), end = static_cast<int64_t>(e.end_ns);
       auto blocked = static_cast<int64_t>(block_start);
       if (aligned) {
@@ -95,7 +97,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
                       " for the same call");
         return;
       }
-      in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked});
+      in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked, shared_completion});
     };
     // NCCL API calls decoded from NCCL's NVTX ranges, and the communicators the plugin's
     // collective records cover on this rank: the plugin's records win (docs/metrics.md §1).
@@ -126,7 +128,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
           continue;
         }
         if (nonblocking && e.kind == COMMPROF_KIND_MPI_WAIT) {
-          completions.push_back({e.thread_id, e.end_ns, e.start_ns, e.subtype != COMMPROF_OP_TEST});
+          completions.push_back({e.thread_id, e.end_ns, e.start_ns, e.subtype != COMMPROF_OP_TEST, e.bytes});
           continue;
         }
         if (nonblocking && IsMatchableNonblockingCollective(e)) {
@@ -143,12 +145,12 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     COMMPROF_RETURN_IF_ERROR(bad);
     std::sort(completions.begin(), completions.end());
     for (const auto& [e, at] : issued) {
-      const CompletionCall key{e.thread_id, e.end_ns, 0, false};
+      const CompletionCall key{e.thread_id, e.end_ns, 0, false, 0};
       auto c = std::lower_bound(completions.begin(), completions.end(), key);
       const bool found = c != completions.end() && c->thread == key.thread && c->end == key.end;
       // Completed by a Wait*: blocked from its entry. By a Test*, or out of sight: never blocked.
       const uint64_t blocked = found && c->blocks ? c->start : e.end_ns;
-      add(e, KeyOf(e), false, at, std::max(e.start_ns, std::min(blocked, e.end_ns)));
+      add(e, KeyOf(e), false, at, std::max(e.start_ns, std::min(blocked, e.end_ns)), found && c->requests > 1);
       COMMPROF_RETURN_IF_ERROR(bad);
     }
     // Without the plugin's records for a communicator, its NVTX-decoded calls are the instances:

@@ -51,6 +51,9 @@ struct Arrival {
   // for a blocking call; for a non-blocking one the entry of the Wait* call that completed it,
   // or `end` when nothing blocked for it (completed by Test*, or the completing call not found).
   int64_t block_start = 0;
+  // Non-blocking: the completing call was passed several requests (Waitall, Waitany, Waitsome), so
+  // it may have completed other operations too (docs/metrics.md §9.1).
+  bool shared_completion = false;
 };
 
 struct CollectiveInstance {

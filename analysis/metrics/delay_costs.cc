@@ -277,6 +277,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   };
   // Calls that may complete several operations, keyed; their dependencies gathered first.
   std::unordered_map<CallKey, uint32_t, CallKeyHash> merged;
+  // The non-blocking collectives' completing calls by key: one Wait* that completed several
+  // operations (Waitall over two collectives, or a collective and messages) must be one blocked
+  // call with all their dependencies, not several calls each claiming the same wait.
+  struct Completion {
+    uint32_t call = 0;
+    DepOrigin origin;
+  };
+  std::unordered_map<CallKey, std::vector<Completion>, CallKeyHash> completions;
+  std::unordered_map<uint32_t, uint32_t> alias;  // retired call -> the merged call it became
   // The dependencies of merged calls before they are grouped per call: sorted in place by (call,
   // time, rank), without an index indirection.
   struct LooseDep {
@@ -375,8 +384,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       }
     };
     // Blocking or not (a non-blocking one blocks in the Wait* that completed it), one call per
-    // participant, sharing the instance's dependency list. A Wait* that also completed messages
-    // is a second call over the same interval.
+    // participant, sharing the instance's dependency list. A Wait* that completed several
+    // operations is made one call below (completions).
     {
       groups.push_back({k, static_cast<uint32_t>(g.calls.size())});
       const auto shared_begin = static_cast<uint32_t>(g.deps.size());
@@ -395,6 +404,10 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
           c.dep_begin = static_cast<uint32_t>(g.deps.size());
           deps_of(i, g.deps);
           c.dep_count = static_cast<uint32_t>(g.deps.size()) - c.dep_begin;
+        }
+        if (in.nonblocking && x.shared_completion) {
+          completions[CallKey{c.rank, c.block_start, c.exit}].push_back(
+              {static_cast<uint32_t>(g.calls.size()), {in.comm_id, ordinal_of[k], in.op}});
         }
         g.calls.push_back(c);
       }
@@ -449,6 +462,28 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       partners.emplace_back(send_call, recv_call);
     }
   }
+  // Completing calls shared by several operations: their dependencies move to one merged call (a
+  // copy per participant, only where calls collide) and the separate calls are retired (rank
+  // UINT32_MAX: left out of the waits, the per-rank index and the replay).
+  for (auto& [key, list] : completions) {
+    if (list.size() < 2 && !merged.contains(key)) {
+      continue;
+    }
+    const SyncCall first = g.calls[list.front().call];
+    const uint32_t target = merged_call(key.rank, first.arrival, key.start, key.end);
+    g.calls[target].collective = true;
+    for (const Completion& done : list) {
+      alias[done.call] = target;
+      SyncCall& c = g.calls[done.call];
+      g.calls[target].arrival = std::min(g.calls[target].arrival, c.arrival);
+      for (uint32_t d = c.dep_begin; d < c.dep_begin + c.dep_count; ++d) {
+        loose.push_back({target, g.deps[d], done.origin});
+      }
+      c.rank = UINT32_MAX;
+      c.dep_count = 0;
+    }
+  }
+  completions.clear();
   // The merged calls' dependencies, grouped per call and sorted by time.
   std::sort(loose.begin(), loose.end(), [](const LooseDep& a, const LooseDep& b) {
     return std::tie(a.call, a.dep.time, a.dep.rank) < std::tie(b.call, b.dep.time, b.dep.rank);
@@ -502,26 +537,35 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<int64_t> scratch;
   for (const InstanceGroup& grp : groups) {
     const size_t n = instances[grp.instance].arrivals.size();
+    // A participant's call may have been retired into a merged completing call (alias): its gap
+    // and its excess are that call's.
+    auto call_of = [&](size_t i) {
+      const uint32_t c = grp.first_call + static_cast<uint32_t>(i);
+      return g.calls[c].rank == UINT32_MAX ? alias[c] : c;
+    };
     // The partners' median: of the others in small instances; of everyone in large ones (one
     // rank moves the median of many by at most one place, and this keeps it O(n)).
     int64_t everyone = 0;
     if (n > 8) {
-      scratch.assign(gap.begin() + grp.first_call, gap.begin() + grp.first_call + static_cast<std::ptrdiff_t>(n));
+      scratch.clear();
+      for (size_t j = 0; j < n; ++j) {
+        scratch.push_back(gap[call_of(j)]);
+      }
       everyone = Median(scratch);
     }
     for (size_t i = 0; i < n; ++i) {
-      const uint32_t c = grp.first_call + static_cast<uint32_t>(i);
+      const uint32_t c = call_of(i);
       int64_t median = everyone;
       if (n <= 8) {
         scratch.clear();
         for (size_t j = 0; j < n; ++j) {
           if (j != i) {
-            scratch.push_back(gap[grp.first_call + j]);
+            scratch.push_back(gap[call_of(j)]);
           }
         }
         median = Median(scratch);
       }
-      g.calls[c].excess = std::max<int64_t>(0, gap[c] - median);
+      g.calls[c].excess = std::max(g.calls[c].excess, std::max<int64_t>(0, gap[c] - median));
     }
   }
   std::sort(partners.begin(), partners.end());
@@ -572,6 +616,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     double total = 0;
     for (uint32_t c = first; c < first + count; ++c) {
       const SyncCall& sc = g.calls[c];
+      if (sc.rank == UINT32_MAX) {
+        continue;  // retired: its wait is charged with the merged call it became part of
+      }
       const double w = static_cast<double>(g.WaitEnd(sc) - sc.block_start);
       const double blocked = static_cast<double>(std::max<int64_t>(0, sc.exit - sc.block_start));
       RankDelay& rd = out.ranks[sc.rank];
@@ -620,8 +667,10 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     if (!attributable) {
       out.unattributed_ns += total;
       for (uint32_t c = first; c < first + count; ++c) {
-        out.ranks[g.calls[c].rank].unattributed_wait_ns +=
-            static_cast<double>(g.WaitEnd(g.calls[c]) - g.calls[c].block_start);
+        if (g.calls[c].rank != UINT32_MAX) {
+          out.ranks[g.calls[c].rank].unattributed_wait_ns +=
+              static_cast<double>(g.WaitEnd(g.calls[c]) - g.calls[c].block_start);
+        }
       }
       return;
     }

@@ -339,6 +339,37 @@ TEST(DelayCosts, ANonBlockingCollectiveWaitsOnlyFromTheEntryOfItsWait) {
   EXPECT_EQ(Named(a), (std::vector<uint32_t>{2}));
 }
 
+TEST(DelayCosts, OneWaitallCompletingTwoCollectivesIsOneBlockedCall) {
+  // 3 ranks, 20 iterations 10 ms apart: an MPI_Iallreduce and an MPI_Ibcast (root 0) issued at 0
+  // (rank 2 at 3 ms), both completed by one MPI_Waitall entered at 1 ms, left at 3.1 ms. Ranks 0
+  // and 1 wait 2 ms once per Waitall (not once per collective), all of it rank 2's; the replay
+  // removes rank 2's 3 ms of excess compute before its issues.
+  constexpr int kN = 20;
+  std::vector<CollectiveInstance> in;
+  for (int s = 0; s < kN; ++s) {
+    const int64_t t = s * 10 * kMs, exit = t + 3 * kMs + 100 * kUs;
+    for (int k = 0; k < 2; ++k) {
+      CollectiveInstance c =
+          Allreduce(COMMPROF_COMM_WORLD_ID, 2 * s + k, {{0, t, exit}, {1, t, exit}, {2, t + 3 * kMs, exit}});
+      c.nonblocking = true;
+      for (Arrival& x : c.arrivals) {
+        x.block_start = x.world_rank == 2 ? t + 3 * kMs : t + 1 * kMs;
+        x.shared_completion = true;  // one MPI_Waitall passed both requests
+      }
+      in.push_back(c);
+    }
+  }
+  Analysis a = Analyze(Job(3), in);
+  EXPECT_NEAR(a.delay.total_wait_ns, kN * 2 * 2.0 * kMs, kExact);  // 2 waiters x 2 ms, once
+  EXPECT_NEAR(a.rank(2).direct_ns, kN * 2 * 2.0 * kMs, kExact);
+  EXPECT_NEAR(a.rank(0).waited_ns, kN * 2.0 * kMs, kExact);
+  EXPECT_NEAR(a.rank(0).blocked_ns, kN * 2.1 * kMs, kExact);
+  ASSERT_EQ(Named(a), (std::vector<uint32_t>{2}));
+  // every iteration ends 2 ms sooner without rank 2's lateness (it was 3 ms late, the others'
+  // Waitall entered at 1 ms): a tolerance of one iteration's excess
+  EXPECT_NEAR(static_cast<double>(a.stragglers[0].saving_ns), kN * 2.0 * kMs, 3.0 * kMs);
+}
+
 TEST(DelayCosts, TwoCulpritsInTwoGroupsAreBothNamedTheCostlierFirst) {
   // 8 ranks, groups 0-3 (0xA0) and 4-7 (0xB0), 50 allreduces each, 10 ms apart: rank 1 is 4 ms
   // late in group A, rank 6 2 ms late in group B. Costs 3 x 4 ms x 50 = 600 ms and 3 x 2 ms x 50
