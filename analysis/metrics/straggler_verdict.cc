@@ -54,15 +54,22 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
   std::sort(late.begin(), late.end(),
             [](const CulpritEvent* a, const CulpritEvent* b) { return a->ordinal < b->ordinal; });
   const double fraction = calls.calls > 0 ? static_cast<double>(late.size()) / static_cast<double>(calls.calls) : 0;
-  // Periodic: the gaps between late calls mostly one value K >= 2.
-  if (late.size() >= 3) {
+  // Periodic: late calls come in episodes (a run of consecutive calls: one hiccup can make several
+  // calls late, such as both sends of a halo exchange) whose starts are mostly K >= 2 calls apart.
+  std::vector<uint64_t> episodes;
+  for (size_t i = 0; i < late.size(); ++i) {
+    if (i == 0 || late[i]->ordinal > late[i - 1]->ordinal + 1) {
+      episodes.push_back(late[i]->ordinal);
+    }
+  }
+  if (episodes.size() >= 3) {
     std::map<uint64_t, size_t> gaps;
-    for (size_t i = 1; i < late.size(); ++i) {
-      ++gaps[late[i]->ordinal - late[i - 1]->ordinal];
+    for (size_t i = 1; i < episodes.size(); ++i) {
+      ++gaps[episodes[i] - episodes[i - 1]];
     }
     auto mode =
         std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(late.size() - 1) &&
+    if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(episodes.size() - 1) &&
         fraction <= 0.6) {
       s.pattern = "periodic";
       s.period_every = mode->first;

@@ -370,6 +370,38 @@ TEST(DelayCosts, OneWaitallCompletingTwoCollectivesIsOneBlockedCall) {
   EXPECT_NEAR(static_cast<double>(a.stragglers[0].saving_ns), kN * 2.0 * kMs, 3.0 * kMs);
 }
 
+TEST(DelayCosts, AHaloHiccupEveryTenthIterationIsPeriodicInItsSends) {
+  // 4 ranks in a ring, 100 iterations 10 ms apart, each a Sendrecv to the right then one to the
+  // left (two sends per rank and iteration). Every 10th iteration rank 1 enters both 5 ms late:
+  // its neighbours wait 5 ms in the Sendrecv with it. Both of its sends are late in those
+  // iterations: one episode of two consecutive sends every 20 sends.
+  constexpr int kN = 100;
+  std::vector<CollectiveInstance> in;
+  std::vector<P2PMessage> msgs;
+  for (int s = 0; s < kN; ++s) {
+    const int64_t t = s * 10 * kMs;
+    const bool hiccup = s % 10 == 9;
+    for (int half = 0; half < 2; ++half) {
+      int64_t b[4], e[4];
+      for (uint32_t r = 0; r < 4; ++r) b[r] = t + half * 100 * kUs + (r == 1 && hiccup ? 5 * kMs : 0);
+      for (uint32_t r = 0; r < 4; ++r) {
+        const uint32_t peer = half == 0 ? (r + 1) % 4 : (r + 3) % 4, from = half == 0 ? (r + 3) % 4 : (r + 1) % 4;
+        e[r] = std::max({b[r], b[peer], b[from]}) + 10 * kUs;
+      }
+      for (uint32_t r = 0; r < 4; ++r) {
+        const uint32_t peer = half == 0 ? (r + 1) % 4 : (r + 3) % 4;
+        msgs.push_back(Message(r, b[r], e[r], peer, b[peer], e[peer]));
+      }
+    }
+  }
+  Analysis a = Analyze(Job(4), in, msgs);
+  ASSERT_EQ(Named(a), (std::vector<uint32_t>{1}));
+  const Straggler& st = a.stragglers[0];
+  EXPECT_EQ(st.pattern, "periodic");
+  EXPECT_EQ(st.period_every, 20u);  // in its sends: two per iteration
+  EXPECT_NEAR(static_cast<double>(st.typical_lateness_ns), 5.0 * kMs, 50.0 * kUs);
+}
+
 TEST(DelayCosts, TwoCulpritsInTwoGroupsAreBothNamedTheCostlierFirst) {
   // 8 ranks, groups 0-3 (0xA0) and 4-7 (0xB0), 50 allreduces each, 10 ms apart: rank 1 is 4 ms
   // late in group A, rank 6 2 ms late in group B. Costs 3 x 4 ms x 50 = 600 ms and 3 x 2 ms x 50
