@@ -610,6 +610,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<CulpritEvent> event_of(nranks);  // per culprit rank index, within one group
   std::vector<uint32_t> first_dep_of(nranks);  // per culprit rank index: its first dependency there
   std::vector<uint32_t> touched;               // the ranks of event_of in use
+  std::vector<char> in_touched(nranks, 0);
   // Per waiting rank index: its waiting by root cause rank index (RankDelay::wait_by_culprit).
   std::vector<std::unordered_map<uint32_t, double>> culprit_acc(nranks);
   auto charge_group = [&](uint32_t first, uint32_t count, bool attributable, bool host, auto origin) {
@@ -761,20 +762,23 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       const SyncDep& dep = g.deps[d];
       const uint32_t ri = dep.rank;
       charger.roots().clear();
+      const double direct_before = out.ranks[ri].direct_ns;
       charger.Charge(ri, min_b, std::max(min_b, dep.time), amt, 0);
       for (const auto& [root, v] : charger.roots()) {
         root_entries.push_back({d, root, v / amt});
         rooted += v;
       }
       CulpritEvent& e = event_of[ri];
-      if (e.cost_ns == 0) {
+      if (!in_touched[ri]) {
+        in_touched[ri] = 1;
         touched.push_back(ri);
         e.rank = out.ranks[ri].rank;
         first_dep_of[ri] = d;  // where it was late: looked up only if the event is kept
       }
       e.time_ns = std::max(e.time_ns, dep.time);
       e.lateness_ns = std::max(e.lateness_ns, dep.time - min_b);
-      e.cost_ns += amt;
+      // what it was directly charged here (its share less what passed on or went to nobody)
+      e.cost_ns += out.ranks[ri].direct_ns - direct_before;
     }
     for (uint32_t ri : touched) {
       if (event_of[ri].cost_ns >= material) {
@@ -786,6 +790,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         out.culprit_events.push_back(event_of[ri]);
       }
       event_of[ri] = CulpritEvent();
+      in_touched[ri] = 0;
     }
     out.attributed_ns += rooted;
     out.unattributed_ns += std::max(0.0, total - rooted);

@@ -74,7 +74,7 @@ struct CulpritEvent {
   uint64_t ordinal = 0;     // its place among the rank's calls of that operation on that communicator
   int64_t time_ns = 0;      // its late arrival
   int64_t lateness_ns = 0;  // how long the earliest waiter waited for it
-  double cost_ns = 0;       // the waiting it directly caused there
+  double cost_ns = 0;       // the waiting it was directly charged there (§9.2)
 };
 
 struct RankDelay {
