@@ -122,7 +122,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
 // index `corrected` removed (-1: none, the baseline).
 int64_t ReplayJobEnd(const SyncGraph& graph, int64_t corrected);
 
-// §9.4: estimated saving in job time had rank index `rank_index` been on time (>= 0).
+// §9.4: estimated saving in job time had rank index `rank_index` been on time (>= 0): the recorded
+// end minus the replayed end with its excess removed.
 int64_t EstimateSaving(const SyncGraph& graph, uint32_t rank_index);
 
 }  // namespace commprof

@@ -157,12 +157,7 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     return delay.ranks[a].cost() > delay.ranks[b].cost() ||
            (delay.ranks[a].cost() == delay.ranks[b].cost() && delay.ranks[a].rank < delay.ranks[b].rank);
   });
-  // Without a correction the replay reproduces the recorded times (§9.4): the baseline is the
-  // recorded end, which saves a replay of the whole job.
-  int64_t baseline = INT64_MIN;
-  for (int64_t e : delay.graph.rank_end) {
-    baseline = std::max(baseline, e);
-  }
+
   for (size_t k = 0; k < named.size(); ++k) {
     const size_t i = named[k];
     const RankDelay& r = delay.ranks[i];
@@ -174,7 +169,7 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     s.propagated_ns = r.propagated_ns;
     s.share = r.cost() / delay.attributed_ns;
     s.saving_ns =
-        k < kMaxReplays ? std::max<int64_t>(0, baseline - ReplayJobEnd(delay.graph, static_cast<int64_t>(i))) : -1;
+        k < kMaxReplays ? EstimateSaving(delay.graph, static_cast<uint32_t>(i)) : -1;
     const auto calls_late = LateCalls(delay, r.rank);
     std::vector<const CulpritEvent*> mine;
     std::map<uint64_t, double> by_comm;
