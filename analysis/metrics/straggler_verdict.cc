@@ -168,8 +168,7 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     s.direct_ns = r.direct_ns;
     s.propagated_ns = r.propagated_ns;
     s.share = r.cost() / delay.attributed_ns;
-    s.saving_ns =
-        k < kMaxReplays ? EstimateSaving(delay.graph, static_cast<uint32_t>(i)) : -1;
+    s.saving_ns = k < kMaxReplays ? EstimateSaving(delay.graph, static_cast<uint32_t>(i)) : -1;
     const auto calls_late = LateCalls(delay, r.rank);
     std::vector<const CulpritEvent*> mine;
     std::map<uint64_t, double> by_comm;
