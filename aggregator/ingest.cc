@@ -21,14 +21,78 @@ Result<std::unique_ptr<Ingest>> Ingest::Start(const std::string& path, const Job
 
 Ingest::~Ingest() { (void)Finish(); }
 
-bool Ingest::ClaimRank(uint32_t rank) {
+RankClaim Ingest::ClaimRank(const wire::Hello& hello) {
   std::lock_guard<std::mutex> lock(mu_);
-  return claimed_.insert(rank).second;
+  RankClaim claim;
+  auto [it, fresh] = progress_.try_emplace(hello.rank);
+  RankProgress& p = it->second;
+  if (fresh) {
+    p.pid = hello.pid;
+    p.start_steady_ns = hello.start_steady_ns;
+    p.host = hello.host;
+    p.live = true;
+    claim.generation = p.generation;
+    return claim;
+  }
+  bool same_process = p.pid == hello.pid && p.start_steady_ns == hello.start_steady_ns && p.host == hello.host;
+  if (!same_process) {
+    claim.kind = RankClaim::Kind::kTaken;
+    claim.why = "rank " + std::to_string(hello.rank) + " (pid " + std::to_string(hello.pid) +
+                ") is already connected or stored (pid " + std::to_string(p.pid) + ")";
+    return claim;
+  }
+  // A process whose bye is stored may still send its spool (it did not get the confirmation):
+  // everything in it is skipped as already stored, and its end stays the first one.
+  // The same process again: its earlier stream ended (or is being given up by the collector).
+  claim.kind = RankClaim::Kind::kResume;
+  claim.generation = ++p.generation;
+  claim.next_batch = p.next_batch;
+  claim.strings_known = p.strings_known;
+  claim.batches_lost = p.batches_lost;
+  p.live = true;
+  p.pending_close.reset();
+  return claim;
+}
+
+bool Ingest::ClaimRank(uint32_t rank) {
+  wire::Hello h;
+  h.rank = rank;
+  return ClaimRank(h).kind == RankClaim::Kind::kNew;
+}
+
+bool Ingest::Current(uint32_t rank, uint64_t generation) const {
+  auto it = progress_.find(rank);
+  return it != progress_.end() && it->second.generation == generation;
+}
+
+Ingest::Durable Ingest::DurableOf(uint32_t rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = progress_.find(rank);
+  if (it == progress_.end()) {
+    return {};
+  }
+  return {it->second.durable_batches, it->second.bye_durable};
+}
+
+std::set<uint32_t> Ingest::ranks_done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<uint32_t> out;
+  for (const auto& [rank, p] : progress_) {
+    if (p.said_bye) {
+      out.insert(rank);
+    }
+  }
+  return out;
 }
 
 std::vector<uint32_t> Ingest::ranks_claimed() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {claimed_.begin(), claimed_.end()};
+  std::vector<uint32_t> out;
+  out.reserve(progress_.size());
+  for (const auto& [rank, p] : progress_) {
+    out.push_back(rank);
+  }
+  return out;
 }
 
 uint64_t Ingest::events_written() const {
@@ -49,15 +113,71 @@ void Ingest::OpenRank(const wire::Hello& hello) {
   Push(OpenCmd{
       RankDescription{hello.rank, hello.world_size, hello.pid, hello.start_steady_ns, hello.start_utc_ns, hello.host}});
 }
-void Ingest::Strings(uint32_t rank, wire::Strings s) { Push(StringsCmd{rank, {s.first_id, std::move(s.strings)}}); }
-void Ingest::Events(uint32_t rank, std::vector<commprof_event> e) { Push(EventsCmd{rank, std::move(e)}); }
-void Ingest::Clock(uint32_t rank, wire::Clock c) {
-  Push(ClockCmd{rank, RankClock{c.offset_ns, c.drift_ppm, c.error_bound_ns, c.anchor_local_ns, std::move(c.method),
-                                std::move(c.points), std::move(c.samples)}});
+void Ingest::Strings(uint32_t rank, uint64_t generation, wire::Strings s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!Current(rank, generation)) {
+    return;
+  }
+  RankProgress& p = progress_[rank];
+  // A resumed stream starts its table from id 0 again: only ids the file lacks go on.
+  uint64_t end = uint64_t{s.first_id} + s.strings.size();
+  if (end <= p.strings_known) {
+    return;
+  }
+  if (s.first_id < p.strings_known) {
+    s.strings.erase(s.strings.begin(), s.strings.begin() + (p.strings_known - s.first_id));
+    s.first_id = p.strings_known;
+  }
+  p.strings_known = static_cast<uint32_t>(end);
+  queue_.push_back(StringsCmd{rank, {s.first_id, std::move(s.strings)}});
+  cv_.notify_one();
 }
-void Ingest::CloseRank(uint32_t rank, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
-                       uint64_t batches_lost, std::string reason) {
-  Push(CloseCmd{rank, end, std::move(counters), batches_lost, std::move(reason)});
+
+void Ingest::Events(uint32_t rank, uint64_t generation, uint64_t batch_seq, std::vector<commprof_event> e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!Current(rank, generation)) {
+    return;
+  }
+  RankProgress& p = progress_[rank];
+  if (batch_seq < p.next_batch) {
+    return;  // resent after a reconnect, and already stored
+  }
+  p.next_batch = batch_seq + 1;
+  queue_.push_back(EventsCmd{rank, batch_seq, std::move(e)});
+  cv_.notify_one();
+}
+
+void Ingest::Clock(uint32_t rank, uint64_t generation, wire::Clock c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!Current(rank, generation)) {
+    return;
+  }
+  queue_.push_back(ClockCmd{rank, RankClock{c.offset_ns, c.drift_ppm, c.error_bound_ns, c.anchor_local_ns,
+                                            std::move(c.method), std::move(c.points), std::move(c.samples)}});
+  cv_.notify_one();
+}
+
+void Ingest::CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
+                       std::vector<std::pair<std::string, uint64_t>> counters, uint64_t batches_lost,
+                       std::string reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!Current(rank, generation)) {
+    return;
+  }
+  RankProgress& p = progress_[rank];
+  p.live = false;
+  if (p.said_bye) {
+    return;  // a resent stream of a rank already closed: its first end stands
+  }
+  p.batches_lost = batches_lost;
+  CloseCmd cmd{rank, end, std::move(counters), batches_lost, std::move(reason)};
+  if (end != RankEnd::kComplete) {
+    p.pending_close = std::move(cmd);  // the process may come back: decided at Finish
+    return;
+  }
+  p.said_bye = true;
+  queue_.push_back(std::move(cmd));
+  cv_.notify_one();
 }
 
 void Ingest::Apply(Command& c) {
@@ -75,6 +195,7 @@ void Ingest::Apply(Command& c) {
           if (s.ok()) {
             std::lock_guard<std::mutex> lock(mu_);
             events_written_ += cmd.events.size();
+            progress_[cmd.rank].written_batches = cmd.batch_seq + 1;
           }
           return s;
         }
@@ -82,7 +203,12 @@ void Ingest::Apply(Command& c) {
           return writer_->SetClock(cmd.rank, cmd.clock);
         }
         if constexpr (std::is_same_v<T, CloseCmd>) {
-          return writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);
+          Status s = writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);
+          if (s.ok() && cmd.end == RankEnd::kComplete) {
+            std::lock_guard<std::mutex> lock(mu_);
+            progress_[cmd.rank].bye_written = true;
+          }
+          return s;
         }
       },
       c);
@@ -107,12 +233,24 @@ void Ingest::Loop() {
       batch.swap(queue_);
       stopping = stop_;
     }
+    // A bye is acknowledged once everything before it is on disk, and its rank is waiting for
+    // that acknowledgement to exit: flush at once rather than at the next period.
+    bool bye_applied = false;
     for (auto& c : batch) {
       Apply(c);
+      bye_applied = bye_applied || std::holds_alternative<CloseCmd>(c);
     }
-    if (std::chrono::steady_clock::now() >= next_flush) {
+    if (bye_applied || std::chrono::steady_clock::now() >= next_flush) {
       if (Status s = writer_->Flush(); !s.ok()) {
         COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
+      } else {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (first_error_.ok()) {
+          for (auto& [rank, p] : progress_) {
+            p.durable_batches = p.written_batches;
+            p.bye_durable = p.bye_written;
+          }
+        }
       }
       next_flush = std::chrono::steady_clock::now() + period;
     }
@@ -132,6 +270,13 @@ Status Ingest::Finish() {
   finished_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Streams that ended without a bye and never resumed: now their end is final.
+    for (auto& [rank, p] : progress_) {
+      if (p.pending_close.has_value()) {
+        queue_.push_back(std::move(*p.pending_close));
+        p.pending_close.reset();
+      }
+    }
     stop_ = true;
   }
   cv_.notify_one();

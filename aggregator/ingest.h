@@ -7,7 +7,9 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -19,27 +21,57 @@
 
 namespace commprof {
 
+// What a hello finds when it claims its rank (see Ingest::ClaimRank).
+struct RankClaim {
+  enum class Kind { kNew, kResume, kTaken };
+  Kind kind = Kind::kNew;
+  uint64_t generation = 0;     // which of the rank's streams this is: frames of older ones are ignored
+  uint64_t next_batch = 0;     // kResume: batches below this are already stored (resends are skipped)
+  uint32_t strings_known = 0;  // kResume: string ids below this are already stored
+  uint64_t batches_lost = 0;   // kResume: gaps counted by the earlier streams
+  std::string why;             // kTaken: why the rank cannot be claimed
+};
+
 class Ingest {
  public:
   static Result<std::unique_ptr<Ingest>> Start(const std::string& path, const JobMeta& meta,
                                                const WriterOptions& options, uint32_t flush_ms = 1000);
   ~Ingest();
 
-  // Reserves a rank for one stream; false when another stream already holds it.
+  // Reserves a rank for a stream. A rank is one process: a hello from the same process (pid,
+  // host and start time) after its earlier stream ended without a bye resumes it (a reconnect, or
+  // the spool a collector wrote after losing its connection); the same process while its earlier
+  // stream is still open supersedes that stream (the collector gave up on it, e.g. a late
+  // hello-ack); any other hello for a claimed rank is refused.
+  RankClaim ClaimRank(const wire::Hello& hello);
+  // Only for callers that never resume (tests of the writer path): ClaimRank with a bare hello.
   bool ClaimRank(uint32_t rank);
 
-  // Frames as ranks send them; the writer gets its own types (RankDescription, ...).
+  // Frames as ranks send them; the writer gets its own types (RankDescription, ...). Each carries
+  // the claim's generation: a superseded stream's frames are dropped here.
   void OpenRank(const wire::Hello& hello);
-  void Strings(uint32_t rank, wire::Strings strings);
-  void Events(uint32_t rank, std::vector<commprof_event> events);
-  void Clock(uint32_t rank, wire::Clock clock);
-  void CloseRank(uint32_t rank, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
+  void Strings(uint32_t rank, uint64_t generation, wire::Strings strings);
+  void Events(uint32_t rank, uint64_t generation, uint64_t batch_seq, std::vector<commprof_event> events);
+  void Clock(uint32_t rank, uint64_t generation, wire::Clock clock);
+  // The stream ended. A bye closes the rank for good. Any other end is held back until Finish,
+  // since the same process may resume; `batches_lost` is the total over the rank's streams.
+  void CloseRank(uint32_t rank, uint64_t generation, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
                  uint64_t batches_lost, std::string reason);
+
+  // What of `rank` is written and flushed to disk, so the aggregator can acknowledge it: batches
+  // with batch_seq below `batches`, and whether the bye (the rank's end) is too.
+  struct Durable {
+    uint64_t batches = 0;
+    bool bye = false;
+  };
+  Durable DurableOf(uint32_t rank) const;
 
   // Drains the queue, finalizes and closes the file; returns the first write error, if any.
   Status Finish();
   uint64_t events_written() const;
   std::vector<uint32_t> ranks_claimed() const;
+  // Ranks whose bye has been received.
+  std::set<uint32_t> ranks_done() const;
 
  private:
   struct OpenCmd {
@@ -51,6 +83,7 @@ class Ingest {
   };
   struct EventsCmd {
     uint32_t rank;
+    uint64_t batch_seq;
     std::vector<commprof_event> events;
   };
   struct ClockCmd {
@@ -66,8 +99,28 @@ class Ingest {
   };
   using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd>;
 
+  // One rank's streams as seen by the network side (under mu_).
+  struct RankProgress {
+    uint32_t pid = 0;
+    uint64_t start_steady_ns = 0;
+    std::string host;
+    uint64_t generation = 0;
+    bool live = false;             // a stream is open
+    bool said_bye = false;         // closed for good
+    uint64_t next_batch = 0;       // batches queued for the writer
+    uint32_t strings_known = 0;    // string ids queued for the writer
+    uint64_t batches_lost = 0;
+    uint64_t written_batches = 0;  // writer thread: batches appended ...
+    uint64_t durable_batches = 0;  // ... and flushed
+    bool bye_written = false;      // writer thread: the bye's close is applied ...
+    bool bye_durable = false;      // ... and flushed
+    std::optional<CloseCmd> pending_close;
+  };
+
   Ingest() = default;
   void Push(Command c);
+  // True when `generation` is the rank's current stream (under mu_).
+  bool Current(uint32_t rank, uint64_t generation) const;
   void Loop();
   void Apply(Command& c);
 
@@ -76,7 +129,7 @@ class Ingest {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Command> queue_;
-  std::set<uint32_t> claimed_;
+  std::map<uint32_t, RankProgress> progress_;
   bool stop_ = false;
   Status first_error_;
   uint64_t events_written_ = 0;

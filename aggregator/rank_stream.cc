@@ -1,6 +1,25 @@
 #include "aggregator/rank_stream.h"
 
+#include <algorithm>
+
 namespace commprof {
+
+namespace {
+// A bye sent from a fatal-signal handler carries the signal (collector/fatal_signals.h).
+std::string ByeReason(const std::vector<std::pair<std::string, uint64_t>>& counters) {
+  for (const auto& [name, value] : counters) {
+    if (name == "fatal_signal") {
+      const char* sig = value == 11 ? " (SIGSEGV)"
+                        : value == 7 ? " (SIGBUS)"
+                        : value == 6 ? " (SIGABRT)"
+                        : value == 15 ? " (SIGTERM)"
+                                      : "";
+      return "killed by signal " + std::to_string(value) + sig;
+    }
+  }
+  return "bye";
+}
+}  // namespace
 
 Status RankStream::OnHello(std::span<const uint8_t> payload) {
   if (accepted_) {
@@ -18,14 +37,23 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " is for job '" + h->job_id +
                            "', not this job '" + policy_.job_id + "'");
   }
-  if (!ingest_.ClaimRank(h->rank)) {
-    return InvalidArgument("rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) +
-                           ") is already connected or stored");
+  RankClaim claim = ingest_.ClaimRank(h.value());
+  if (claim.kind == RankClaim::Kind::kTaken) {
+    return InvalidArgument(claim.why);
   }
   hello_ = h.value();
   rank_ = hello_.rank;
+  generation_ = claim.generation;
   accepted_ = true;
-  ingest_.OpenRank(hello_);
+  if (claim.kind == RankClaim::Kind::kNew) {
+    ingest_.OpenRank(hello_);
+  } else {
+    // The same process again (a reconnect, or its spool after a lost connection): what is stored
+    // stays, resent batches are skipped by the ingest, and batches counted lost stay counted.
+    resumed_ = true;
+    next_batch_ = claim.next_batch;
+    batches_lost_ = claim.batches_lost;
+  }
   return Status::Ok();
 }
 
@@ -45,7 +73,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (!s.ok()) {
         return s.status();
       }
-      ingest_.Strings(rank_, std::move(s.value()));
+      ingest_.Strings(rank_, generation_, std::move(s.value()));
       return Status::Ok();
     }
     case wire::FrameType::kEvents: {
@@ -53,13 +81,25 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (!e.ok()) {
         return e.status();
       }
-      if (e->batch_seq < next_batch_) {
-        return Corrupt("events batch " + std::to_string(e->batch_seq) + " repeats or goes back (expected " +
-                       std::to_string(next_batch_) + ")");
+      if (e->batch_seq < last_seen_ || (seen_any_ && e->batch_seq == last_seen_)) {
+        return Corrupt("events batch " + std::to_string(e->batch_seq) + " repeats or goes back (expected more than " +
+                       std::to_string(last_seen_) + ")");
       }
-      batches_lost_ += e->batch_seq - next_batch_;
-      next_batch_ = e->batch_seq + 1;
-      ingest_.Events(rank_, std::move(e->events));
+      if (!seen_any_ && !resumed_ && e->batch_seq > 0) {
+        // A fresh stream that starts past batch 0: its collector had those acknowledged by an
+        // aggregator before this one (it resends only what was not), so they are in that file.
+        first_batch_ = e->batch_seq;
+        next_batch_ = e->batch_seq;
+      }
+      seen_any_ = true;
+      last_seen_ = e->batch_seq;
+      // A resumed stream starts with the batches its collector had not seen acknowledged: those
+      // below next_batch_ are already stored, and are skipped (by the ingest), not counted.
+      if (e->batch_seq > next_batch_) {
+        batches_lost_ += e->batch_seq - next_batch_;
+      }
+      next_batch_ = std::max(next_batch_, e->batch_seq + 1);
+      ingest_.Events(rank_, generation_, e->batch_seq, std::move(e->events));
       return Status::Ok();
     }
     case wire::FrameType::kClock: {
@@ -67,7 +107,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (!c.ok()) {
         return c.status();
       }
-      ingest_.Clock(rank_, std::move(c.value()));
+      ingest_.Clock(rank_, generation_, std::move(c.value()));
       return Status::Ok();
     }
     case wire::FrameType::kBye: {
@@ -77,7 +117,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       }
       counters_ = std::move(b->counters);
       bye_ = true;
-      End("bye");
+      End(ByeReason(counters_));
       return Status::Ok();
     }
     default:
@@ -91,7 +131,10 @@ void RankStream::End(const std::string& reason, bool corrupt) {
   }
   ended_ = true;
   RankEnd end = bye_ ? RankEnd::kComplete : (corrupt ? RankEnd::kCorrupt : RankEnd::kDisconnected);
-  ingest_.CloseRank(rank_, end, counters_, batches_lost_, reason);
+  if (first_batch_ > 0) {
+    counters_.emplace_back("batches_in_other_files", first_batch_);
+  }
+  ingest_.CloseRank(rank_, generation_, end, counters_, batches_lost_, reason);
 }
 
 }  // namespace commprof

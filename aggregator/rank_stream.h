@@ -30,6 +30,9 @@ class RankStream {
   bool accepted() const { return accepted_; }
   bool said_bye() const { return bye_; }
   uint32_t rank() const { return rank_; }
+  // Batches of this rank the stream has seen (acknowledgements may not run ahead of them).
+  uint64_t next_batch() const { return next_batch_; }
+  bool resumed() const { return resumed_; }
   const wire::Hello& hello() const { return hello_; }
 
  private:
@@ -40,9 +43,14 @@ class RankStream {
   bool accepted_ = false;
   bool bye_ = false;
   bool ended_ = false;
+  bool resumed_ = false;
   uint32_t rank_ = 0;
+  uint64_t generation_ = 0;
   wire::Hello hello_;
   uint64_t next_batch_ = 0;
+  uint64_t last_seen_ = 0;  // the stream's own order check: batch_seq goes up strictly
+  bool seen_any_ = false;
+  uint64_t first_batch_ = 0;  // a fresh stream's first batch_seq, when above 0
   uint64_t batches_lost_ = 0;
   std::vector<std::pair<std::string, uint64_t>> counters_;
 };

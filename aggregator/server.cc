@@ -1,6 +1,9 @@
 #include "aggregator/server.h"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <deque>
 #include <vector>
 
 #include "core/clock.h"
@@ -13,10 +16,20 @@ using asio::ip::tcp;
 
 namespace {
 
+// How often a session tells its rank what is on disk (the ingest flushes every --flush-ms, and at
+// once after a bye), and how long a rank's bye may wait for the file to take it.
+constexpr auto kAckPeriod = std::chrono::milliseconds(100);
+constexpr auto kByeAckDeadline = std::chrono::seconds(20);
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Ingest& ingest, const StreamPolicy& policy, ServerStats& stats)
-      : socket_(std::move(socket)), hello_timer_(socket_.get_executor()), stream_(ingest, policy), stats_(stats) {
+      : socket_(std::move(socket)),
+        hello_timer_(socket_.get_executor()),
+        ack_timer_(socket_.get_executor()),
+        ingest_(ingest),
+        stream_(ingest, policy),
+        stats_(stats) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -76,20 +89,27 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!was_accepted && stream_.accepted()) {
       hello_timer_.cancel();
       stats_.accepted++;
-      COMMPROF_LOG_INFO("rank %u connected from %s (pid %u, host %s)", stream_.rank(), peer_.c_str(),
-                        stream_.hello().pid, stream_.hello().host.c_str());
-      wire::HelloAck ack{true, ""};
-      return SendAckThen(ack, false);
+      COMMPROF_LOG_INFO("rank %u %s from %s (pid %u, host %s)", stream_.rank(),
+                        stream_.resumed() ? "resumed its stream" : "connected", peer_.c_str(), stream_.hello().pid,
+                        stream_.hello().host.c_str());
+      std::vector<uint8_t> ack;
+      wire::AppendHelloAck(ack, wire::HelloAck{true, ""});
+      Write(std::move(ack));
+      ScheduleBatchAcks();
+      return ReadHeader();
     }
     if (stream_.said_bye()) {
       stats_.byes++;
-      return Finish("bye");
+      // The rank waits for the acknowledgement that its whole stream is on disk: the session stays
+      // open (reading nothing more) until the ingest has flushed the bye, or the deadline passes.
+      bye_deadline_ = std::chrono::steady_clock::now() + kByeAckDeadline;
+      return;
     }
     ReadHeader();
   }
 
   // Clock alignment for ranks without MPI: our steady clock is their reference. Answer at once;
-  // the rank waits for the pong before its next ping, so writes never overlap.
+  // the rank waits for the pong before its next ping.
   void AnswerPing() {
     uint64_t now = SteadyNowNs();
     auto ping = wire::DecodeClockPing(payload_);
@@ -99,38 +119,81 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!ping.ok()) {
       return Drop(ping.status().message());
     }
-    out_.clear();
-    wire::AppendClockPong(out_, wire::ClockPong{ping.value(), now});
-    asio::async_write(socket_, asio::buffer(out_),
+    std::vector<uint8_t> pong;
+    wire::AppendClockPong(pong, wire::ClockPong{ping.value(), now});
+    Write(std::move(pong));
+    ReadHeader();
+  }
+
+  // Writes go out one at a time, in order (hello-ack, clock-pongs, batch acks interleave).
+  void Write(std::vector<uint8_t> frame) {
+    writes_.push_back(std::move(frame));
+    if (writes_.size() == 1) {
+      WriteFront();
+    }
+  }
+
+  void WriteFront() {
+    asio::async_write(socket_, asio::buffer(writes_.front()),
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        self->writes_.pop_front();
                         if (ec) {
-                          return self->Finish("cannot send clock-pong: " + ec.message());
+                          self->writes_.clear();
+                          return self->Finish("cannot write to the rank: " + ec.message());
                         }
-                        self->ReadHeader();
+                        if (!self->writes_.empty()) {
+                          return self->WriteFront();
+                        }
+                        if (self->close_after_writes_) {
+                          self->Close();
+                        }
                       });
   }
 
-  void SendAckThen(const wire::HelloAck& ack, bool close_after) {
-    out_.clear();
-    wire::AppendHelloAck(out_, ack);
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this(), close_after](const boost::system::error_code& ec, size_t) {
-                        if (close_after) {
-                          return self->Close();
-                        }
-                        if (ec) {
-                          return self->Finish("cannot send hello-ack: " + ec.message());
-                        }
-                        self->ReadHeader();
-                      });
+  // The delivery guarantee (docs/wire-protocol.md, batch-ack): tell the collector which batches
+  // are on disk, so it can forget them; it resends the rest after a reconnect.
+  void ScheduleBatchAcks() {
+    ack_timer_.expires_after(kAckPeriod);
+    ack_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished_) {
+        return;
+      }
+      self->SendBatchAck();
+    });
+  }
+
+  void SendBatchAck() {
+    Ingest::Durable d = ingest_.DurableOf(stream_.rank());
+    // Never acknowledge more than this stream has seen: after a resume, durable counts may include
+    // batches the collector has not resent yet, which it still holds and will send.
+    uint64_t batches = std::min(d.batches, stream_.next_batch());
+    bool bye = stream_.said_bye() && d.bye;
+    if (batches > acked_ || bye) {
+      acked_ = batches;
+      std::vector<uint8_t> frame;
+      wire::AppendBatchAck(frame, wire::BatchAck{batches, bye});
+      Write(std::move(frame));
+    }
+    if (stream_.said_bye() && (bye || std::chrono::steady_clock::now() >= bye_deadline_)) {
+      if (!bye) {
+        COMMPROF_LOG_WARN("rank %u: its stream could not be flushed to disk within %lld s; not acknowledged",
+                          stream_.rank(), static_cast<long long>(kByeAckDeadline.count()));
+      }
+      return Finish("bye");
+    }
+    ScheduleBatchAcks();
   }
 
   void Refuse(const std::string& why) {
     stats_.refused++;
     hello_timer_.cancel();
     COMMPROF_LOG_WARN("refused connection from %s: %s; nothing from this peer is stored", peer_.c_str(), why.c_str());
-    SendAckThen(wire::HelloAck{false, why}, true);
+    std::vector<uint8_t> ack;
+    wire::AppendHelloAck(ack, wire::HelloAck{false, why});
+    close_after_writes_ = true;
+    Write(std::move(ack));
   }
+
 
   void Drop(const std::string& why) {
     stats_.dropped++;
@@ -154,11 +217,18 @@ class Session : public std::enable_shared_from_this<Session> {
       stream_.End(reason, corrupt);
       stats_.ended++;
     }
-    Close();
+    ack_timer_.cancel();
+    // What is queued (a final batch-ack) still goes out; the socket closes after it.
+    if (writes_.empty()) {
+      Close();
+    } else {
+      close_after_writes_ = true;
+    }
   }
 
   void Close() {
     hello_timer_.cancel();
+    ack_timer_.cancel();
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -170,13 +240,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket socket_;
   asio::steady_timer hello_timer_;
+  asio::steady_timer ack_timer_;
+  Ingest& ingest_;
   RankStream stream_;
   ServerStats& stats_;
   std::string peer_;
   std::array<uint8_t, wire::kHeaderSize> header_{};
   wire::FrameHeader current_{};
   std::vector<uint8_t> payload_;
-  std::vector<uint8_t> out_;
+  std::deque<std::vector<uint8_t>> writes_;
+  bool close_after_writes_ = false;
+  uint64_t acked_ = 0;
+  std::chrono::steady_clock::time_point bye_deadline_{};
   bool finished_ = false;
   bool closed_ = false;
 };

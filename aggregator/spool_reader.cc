@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace commprof {
@@ -37,6 +38,58 @@ Result<wire::Hello> ReadSpoolHello(const std::string& path) {
     return Corrupt(path + ": " + hello.status().message());
   }
   return hello;
+}
+
+namespace {
+// The rank of a spool file of `job_id` that ends with a bye; nothing for anything else.
+std::optional<uint32_t> SpoolDoneRank(const std::string& path, const std::string& job_id) {
+  File file{std::fopen(path.c_str(), "rbe")};
+  if (file.f == nullptr) {
+    return std::nullopt;
+  }
+  wire::FrameHeader h;
+  std::vector<uint8_t> payload;
+  std::optional<uint32_t> rank;
+  for (;;) {
+    auto got = wire::ReadFrame(file.f, h, payload);
+    if (!got.ok() || !got.value()) {
+      return std::nullopt;
+    }
+    if (!rank.has_value()) {
+      auto hello = h.type == wire::FrameType::kHello ? wire::DecodeHello(payload)
+                                                      : Result<wire::Hello>(Corrupt("no hello"));
+      if (!hello.ok() || hello->job_id != job_id) {
+        return std::nullopt;
+      }
+      rank = hello->rank;
+    } else if (h.type == wire::FrameType::kBye) {
+      return rank;
+    }
+  }
+}
+}  // namespace
+
+std::set<uint32_t> SpooledRanksDone(const std::string& dir, const std::string& job_id, SpoolScanCache& cache) {
+  std::set<uint32_t> done;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".cpspool") {
+      continue;
+    }
+    std::string path = entry.path().string();
+    uintmax_t size = entry.file_size(ec);
+    if (ec) {
+      continue;
+    }
+    auto it = cache.files.find(path);
+    if (it == cache.files.end() || it->second.first != size) {
+      it = cache.files.insert_or_assign(path, std::make_pair(size, SpoolDoneRank(path, job_id))).first;
+    }
+    if (it->second.second.has_value()) {
+      done.insert(*it->second.second);
+    }
+  }
+  return done;
 }
 
 SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy) {

@@ -183,8 +183,17 @@ int Aggregate(Options o) {
   const auto t0 = std::chrono::steady_clock::now();
   uint32_t shown = 0;
   const char* why = nullptr;
+  uint32_t byes = 0;
+  auto next_scan = t0;
   for (;;) {
-    const uint32_t byes = c.stats().byes.load();
+    // Done ranks: a bye over TCP, or in a spool file (a rank that could not reach us). The spool
+    // directory is scanned once a second (unchanged files are not read again).
+    if (auto now = std::chrono::steady_clock::now(); now >= next_scan) {
+      byes = c.RanksDone(o.spool_dir);
+      next_scan = now + std::chrono::seconds(1);
+    } else {
+      byes = std::max(byes, c.stats().byes.load());
+    }
     if (!o.quiet && byes != shown) {
       std::fprintf(stderr, "commprof aggregate: %u of %u rank(s) done\n", byes, o.expect);
       shown = byes;
@@ -202,7 +211,6 @@ int Aggregate(Options o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  const uint32_t byes = c.stats().byes.load();
   if (why != nullptr) {
     std::fprintf(stderr, "commprof aggregate: %s with %u of %u rank(s) done; finalizing what arrived\n", why, byes,
                  o.expect);

@@ -72,6 +72,15 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   return c;
 }
 
+uint32_t Collection::RanksDone(const std::string& spool_dir) {
+  std::set<uint32_t> done = ingest_->ranks_done();
+  std::error_code ec;
+  if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
+    done.merge(SpooledRanksDone(spool_dir, options_.meta.job_id, spool_scan_));
+  }
+  return static_cast<uint32_t>(done.size());
+}
+
 Collection::~Collection() {
   if (!finished_) {
     (void)Finish(0.0, "", false);

@@ -18,6 +18,7 @@
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"
 #include "aggregator/server.h"
+#include "aggregator/spool_reader.h"
 #include "core/status.h"
 
 namespace commprof::cli {
@@ -48,6 +49,8 @@ class Collection {
 
   uint16_t port() const { return server_->port(); }
   const ServerStats& stats() const { return server_->stats(); }
+  // Ranks done: their bye arrived over TCP, or their spool in `spool_dir` ends with one.
+  uint32_t RanksDone(const std::string& spool_dir);
 
   // Waits up to `grace_s` for open connections, closes the server (sessions still open are marked
   // disconnected), merges this job's spools from `spool_dir` (removing those merged, and the
@@ -64,6 +67,7 @@ class Collection {
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::thread io_thread_;
   bool finished_ = false;
+  SpoolScanCache spool_scan_;
 };
 
 // 2 x `bytes` random hex digits from /dev/urandom (a time/pid fallback on a broken system).

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "collector/fatal_signals.h"
 #include "collector/mpi_source.h"
 #include "collector/shipper.h"
 #include "core/log.h"
@@ -92,6 +93,12 @@ void Runtime::Shutdown() {
       shipper_->Stop();
     }
   });
+}
+
+void Runtime::ShipForSignal(int signo, bool final, uint32_t wait_ms) {
+  if (shipper_) {
+    shipper_->ShipForSignal(signo, final, wait_ms);
+  }
 }
 
 void Runtime::RequestFlush() {
@@ -279,9 +286,15 @@ Runtime* CreateRuntime(int mpi_rank, int mpi_size);
 
 Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
   if (Runtime* rt = ActiveRuntime()) {
+    if (mpi_rank >= 0) {
+      InstallFatalSignalHandlers(rt);  // after MPI_Init: chain to the handlers it installed
+    }
     return rt;
   }
   Runtime* rt = CreateRuntime(mpi_rank, mpi_size);
+  // MPI_Init may have installed its own handlers (Open MPI's backtrace printer) since the runtime
+  // was created: chain to them.
+  InstallFatalSignalHandlers(rt);
   // Outside the runtime lock and after the runtime is published: enabling CUPTI may initialize the
   // CUDA driver, whose injection call (InitializeInjection) comes back here on this thread.
   if (rt != nullptr && ProcessHasCuda()) {
@@ -355,6 +368,7 @@ void ShutdownRuntime() {
   // Threads that loaded the pointer just before the exchange may still record: the object is
   // shut down (final flush) but deliberately not freed, so such a late write stays harmless.
   if (rt != nullptr) {
+    ForgetFatalSignalRuntime();
     rt->Shutdown();
     g_retired = rt;
   }

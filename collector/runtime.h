@@ -84,6 +84,8 @@ class Runtime {
 
   void Start();     // launches the shipper thread
   void Shutdown();  // final drain, clock and bye frames, close; idempotent
+  // From a fatal-signal handler (fatal_signals.h): a last shipment, async-signal-safe.
+  void ShipForSignal(int signo, bool final, uint32_t wait_ms);
 
   // Hot path: stamps the thread index and pushes into this thread's ring.
   void Record(commprof_event e) {

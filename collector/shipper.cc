@@ -1,15 +1,35 @@
 #include "collector/shipper.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <chrono>
+#include <cerrno>
+#include <ctime>
 
 #include "collector/runtime.h"
 #include "core/log.h"
 
 namespace commprof {
 namespace {
+
 constexpr uint32_t kBatchEvents = 4096;  // 256 KiB per events frame
+constexpr uint32_t kFirstBackoffMs = 50;
+constexpr uint32_t kMaxBackoffMs = 2000;
+
+uint64_t SelfId() { return static_cast<uint64_t>(::pthread_self()); }
+
+// CLOCK_MONOTONIC in ms through clock_gettime, which is async-signal-safe.
+uint64_t MonotonicMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
 }
+
+}  // namespace
 
 Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<commprof_event[]>(kBatchEvents)) {
   const Identity& id = rt_.identity();
@@ -22,32 +42,78 @@ Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<com
   hello_.start_utc_ns = rt_.start_anchor().utc_ns;
   out_.reserve(wire::EventsFrameSize(kBatchEvents) * 2);
   wire::AppendHello(hello_frame_, hello_, rt_.config().secret);  // see transport.h: here, not on our thread
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    wake_pipe_[0] = wake_pipe_[1] = -1;  // WaitForWork then just sleeps out its period
+    COMMPROF_LOG_WARN("cannot create the shipper's wake-up pipe: flushes happen every period only");
+  }
 }
 
-Shipper::~Shipper() { Stop(); }
+Shipper::~Shipper() {
+  Stop();
+  for (int fd : wake_pipe_) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
 
 void Shipper::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
+namespace {
+void Wake(int fd) {
+  if (fd >= 0) {
+    char b = 1;
+    ssize_t n = ::write(fd, &b, 1);  // a full pipe already means "wake up"
+    (void)n;
+  }
+}
+}  // namespace
+
 void Shipper::Flush() {
-  std::lock_guard<std::mutex> lock(mu_);
-  flush_ = true;
-  cv_.notify_one();
+  flush_.store(true);
+  Wake(wake_pipe_[1]);
 }
 
 void Shipper::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ && !thread_.joinable()) {
-      return;
-    }
-    stop_ = true;
-    cv_.notify_one();
-  }
-  if (thread_.joinable()) {
+  stop_.store(true);
+  Wake(wake_pipe_[1]);
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
     thread_.join();
   }
+}
+
+void Shipper::ShipForSignal(int signo, bool final, uint32_t wait_ms) {
+  if (stopped_.load() || !thread_.joinable() || thread_id_.load() == SelfId()) {
+    return;
+  }
+  uint64_t before = signal_done_.load();
+  signal_final_.store(final);
+  signal_.store(signo);
+  Wake(wake_pipe_[1]);
+  uint64_t deadline = MonotonicMs() + wait_ms;
+  while (signal_done_.load() == before && !stopped_.load() && MonotonicMs() < deadline) {
+    timespec ts{0, 1000000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+bool Shipper::WaitForWork(uint32_t timeout_ms) {
+  if (stop_.load() || flush_.load() || signal_.load() != 0) {
+    return true;
+  }
+  if (wake_pipe_[0] < 0) {
+    timespec ts{static_cast<time_t>(timeout_ms / 1000), static_cast<long>(timeout_ms % 1000) * 1000000L};
+    ::nanosleep(&ts, nullptr);
+    return false;
+  }
+  pollfd pfd{wake_pipe_[0], POLLIN, 0};
+  int pr = ::poll(&pfd, 1, static_cast<int>(timeout_ms));
+  char buf[64];
+  while (::read(wake_pipe_[0], buf, sizeof buf) > 0) {
+  }
+  return pr > 0;
 }
 
 void Shipper::Connect() {
@@ -56,11 +122,19 @@ void Shipper::Connect() {
     transport_ = std::move(t.value());
     return;
   }
-  SwitchToSpool(t.status().message().c_str());
+  // An aggregator that is configured but slow or restarting (the hello-ack came late, the port is
+  // not open yet) is retried like a lost connection; a refusal or no aggregator at all is final.
+  bool retry = t.status().code() == StatusCode::kUnavailable && !rt_.config().aggregator.empty() &&
+               rt_.config().reconnect_ms > 0;
+  if (retry) {
+    return OnSendFailed(t.status().message());
+  }
+  SwitchToSpool(t.status().message());
 }
 
-void Shipper::SwitchToSpool(const char* why) {
+void Shipper::SwitchToSpool(const std::string& why) {
   transport_.reset();
+  reconnecting_ = false;
   if (spooling_) {
     return;
   }
@@ -68,45 +142,176 @@ void Shipper::SwitchToSpool(const char* why) {
   std::string path;
   auto s = rt_.transports().OpenSpool(hello_, hello_frame_, &path);
   if (!s.ok()) {
-    COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): events from now on are dropped", why,
-                       s.status().message().c_str());
+    spool_failed_ = true;
+    COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): %zu unacknowledged batches and events from now on are "
+                       "dropped",
+                       why.c_str(), s.status().message().c_str(), unacked_.size());
+    unconfirmed_batches_ += unacked_.size();
+    unacked_.clear();
+    unacked_bytes_ = 0;
     return;
   }
-  COMMPROF_LOG_WARN("%s; spooling to %s (turn it into a file with `commprof merge`)", why, path.c_str());
+  COMMPROF_LOG_WARN("%s; spooling to %s (turn it into a file with `commprof merge`)", why.c_str(), path.c_str());
   transport_ = std::move(s.value());
-  strings_sent_ = 0;  // the spool is a complete stream of its own: strings from id 0
+  // The spool is a complete stream of its own: strings from id 0, the clock, and every batch the
+  // aggregator did not confirm (a merge skips those it stored after all).
+  std::vector<uint8_t> restart;
+  AppendRestart(restart);
+  unacked_.clear();
+  unacked_bytes_ = 0;
+  Send(restart);
 }
 
-void Shipper::SendOrSpool(std::vector<uint8_t>& frames) {
+void Shipper::AppendRestart(std::vector<uint8_t>& out) {
+  auto all = rt_.strings().Since(0);
+  wire::AppendStrings(out, 0, all);
+  strings_sent_ = static_cast<uint32_t>(all.size());
+  clock_sent_version_ = rt_.clock_version();
+  wire::AppendClock(out, rt_.TakeClockFrame());
+  for (const Unacked& u : unacked_) {
+    out.insert(out.end(), u.frame.begin(), u.frame.end());
+    ++resent_batches_;
+  }
+}
+
+void Shipper::OnSendFailed(const std::string& why) {
+  transport_.reset();
+  if (spooling_) {
+    spool_failed_ = true;
+    COMMPROF_LOG_ERROR("%s; events from now on are dropped", why.c_str());
+    return;
+  }
+  if (reconnecting_) {
+    return;  // the deadline of the first failure stands
+  }
+  uint32_t window = rt_.config().reconnect_ms;
+  if (window == 0) {
+    return SwitchToSpool(why);
+  }
+  reconnecting_ = true;
+  reconnect_deadline_ns_ = rt_.Now() + static_cast<uint64_t>(window) * 1000000ull;
+  next_attempt_ns_ = rt_.Now() + static_cast<uint64_t>(kFirstBackoffMs) * 1000000ull;
+  backoff_ms_ = kFirstBackoffMs;
+  COMMPROF_LOG_WARN("%s; reconnecting for up to %u ms, keeping what the aggregator has not confirmed", why.c_str(),
+                    window);
+}
+
+void Shipper::TryReconnect() {
+  uint64_t now = rt_.Now();
+  if (now < next_attempt_ns_) {
+    return;
+  }
+  auto t = rt_.transports().Connect(hello_frame_);
+  if (t.ok()) {
+    transport_ = std::move(t.value());
+    reconnecting_ = false;
+    ++reconnects_;
+    COMMPROF_LOG_INFO("reconnected to the aggregator; resending %zu unconfirmed batches", unacked_.size());
+    std::vector<uint8_t> restart;
+    AppendRestart(restart);
+    Send(restart);
+    return;
+  }
+  if (t.status().code() != StatusCode::kUnavailable || now >= reconnect_deadline_ns_) {
+    return SwitchToSpool("cannot reconnect to the aggregator: " + t.status().message());
+  }
+  backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);
+  next_attempt_ns_ = rt_.Now() + static_cast<uint64_t>(backoff_ms_) * 1000000ull;
+}
+
+void Shipper::Send(std::vector<uint8_t>& frames) {
   if (frames.empty()) {
     return;
   }
-  if (transport_ != nullptr) {
-    Status st = transport_->Send(frames);
-    if (st.ok()) {
-      ++batches_sent_;
-      bytes_sent_ += frames.size();
-      frames.clear();
+  if (transport_ == nullptr) {
+    // Reconnecting: the events are retained and the rest is rebuilt on the new stream. Spool
+    // failed: nothing can take them (counted at the bye through events_shipped).
+    frames.clear();
+    return;
+  }
+  Status st = transport_->Send(frames);
+  size_t size = frames.size();
+  frames.clear();
+  if (st.ok()) {
+    ++batches_sent_;
+    bytes_sent_ += size;
+    return;
+  }
+  OnSendFailed(st.message());
+}
+
+void Shipper::Retain(uint64_t batch_seq, const uint8_t* frame, size_t size) {
+  bool acknowledged = transport_ != nullptr ? transport_->acknowledges() : reconnecting_;
+  if (!acknowledged) {
+    return;  // a spool or a test sink: written is stored
+  }
+  unacked_.push_back(Unacked{batch_seq, std::vector<uint8_t>(frame, frame + size)});
+  unacked_bytes_ += size;
+  const size_t limit = static_cast<size_t>(rt_.config().retain_mb) << 20;
+  while (unacked_bytes_ > limit && unacked_.size() > 1) {
+    unacked_bytes_ -= unacked_.front().frame.size();
+    unacked_.pop_front();
+    ++unconfirmed_batches_;
+  }
+}
+
+void Shipper::OnAck(const wire::BatchAck& ack) {
+  acked_batches_ = std::max(acked_batches_, ack.durable_batches);
+  while (!unacked_.empty() && unacked_.front().batch_seq < acked_batches_) {
+    unacked_bytes_ -= unacked_.front().frame.size();
+    unacked_.pop_front();
+  }
+  bye_acked_ = bye_acked_ || ack.bye_stored;
+}
+
+void Shipper::ReadAcks() {
+  if (transport_ == nullptr || !transport_->acknowledges()) {
+    return;
+  }
+  wire::FrameHeader h;
+  std::vector<uint8_t> payload;
+  for (;;) {
+    auto got = transport_->TryReceive(h, payload);
+    if (!got.ok()) {
+      return OnSendFailed("connection to the aggregator lost: " + got.status().message());
+    }
+    if (!got.value()) {
       return;
     }
-    if (spooling_) {
-      COMMPROF_LOG_ERROR("%s; events from now on are dropped", st.message().c_str());
-      transport_.reset();
-    } else {
-      // The aggregator went away: keep everything not yet acknowledged by writing it to the spool.
-      SwitchToSpool(st.message().c_str());
-      if (transport_ != nullptr) {
-        std::vector<uint8_t> strings;
-        auto all = rt_.strings().Since(0);
-        wire::AppendStrings(strings, 0, all);
-        strings_sent_ = static_cast<uint32_t>(all.size());
-        if (transport_->Send(strings).ok() && transport_->Send(frames).ok()) {
-          ++batches_sent_;
-        }
+    if (h.type == wire::FrameType::kBatchAck) {
+      auto ack = wire::DecodeBatchAck(payload);
+      if (!ack.ok()) {
+        return OnSendFailed("bad batch-ack from the aggregator: " + ack.status().message());
       }
+      OnAck(ack.value());
+    } else {
+      COMMPROF_LOG_DEBUG("ignoring a %s frame from the aggregator", wire::FrameTypeName(h.type));
     }
   }
-  frames.clear();
+}
+
+bool Shipper::AwaitByeAck() {
+  uint64_t deadline = MonotonicMs() + rt_.config().bye_ack_ms;
+  wire::FrameHeader h;
+  std::vector<uint8_t> payload;
+  while (transport_ != nullptr && !bye_acked_) {
+    uint64_t now = MonotonicMs();
+    if (now >= deadline) {
+      return false;
+    }
+    Status st = transport_->Receive(h, payload, static_cast<uint32_t>(deadline - now));
+    if (!st.ok()) {
+      return false;
+    }
+    if (h.type == wire::FrameType::kBatchAck) {
+      auto ack = wire::DecodeBatchAck(payload);
+      if (!ack.ok()) {
+        return false;
+      }
+      OnAck(ack.value());
+    }
+  }
+  return bye_acked_;
 }
 
 bool Shipper::TcpSyncWanted() const {
@@ -123,7 +328,15 @@ void Shipper::TcpEpoch(uint32_t rounds) {
     frame.clear();
     wire::AppendClockPing(frame, s.local_send_ns);
     wire::FrameHeader h;
-    if (!transport_->Send(frame).ok() || !transport_->Receive(h, payload, 2000).ok()) {
+    bool answered = transport_->Send(frame).ok();
+    // Batch acknowledgements may come first: take them on the way to the pong.
+    while (answered && (answered = transport_->Receive(h, payload, 2000).ok()) &&
+           h.type == wire::FrameType::kBatchAck) {
+      if (auto ack = wire::DecodeBatchAck(payload); ack.ok()) {
+        OnAck(ack.value());
+      }
+    }
+    if (!answered) {
       // A late pong would confuse every later exchange: give up on TCP alignment, once.
       tcp_sync_failed_ = true;
       COMMPROF_LOG_WARN("clock sync with the aggregator: no answer in 2 s; keeping the model so far");
@@ -166,50 +379,104 @@ void Shipper::ShipOnce() {
     strings_sent_ += static_cast<uint32_t>(fresh.size());
   }
   rt_.DrainAll(scratch_.get(), kBatchEvents, [this](const commprof_event* ev, uint32_t n) {
-    wire::AppendEvents(out_, batch_seq_++, ev, n);
+    size_t at = out_.size();
+    uint64_t seq = batch_seq_++;
+    wire::AppendEvents(out_, seq, ev, n);
+    Retain(seq, out_.data() + at, out_.size() - at);
     events_shipped_ += n;
     if (out_.size() >= wire::EventsFrameSize(kBatchEvents)) {
-      SendOrSpool(out_);
+      Send(out_);
     }
   });
-  SendOrSpool(out_);
+  Send(out_);
+  ReadAcks();
+}
+
+void Shipper::Finish(uint64_t signo) {
+  if (reconnecting_) {
+    next_attempt_ns_ = 0;  // one last try before the spool
+    TryReconnect();
+    if (reconnecting_) {
+      SwitchToSpool("the aggregator is still unreachable at exit");
+    }
+  }
+  if (signo == 0 && TcpSyncWanted()) {
+    TcpEpoch(rt_.config().clock_sync_rounds);
+  }
+  ShipOnce();
+  auto tail = [&] {
+    wire::Bye bye = rt_.Counters();
+    bye.counters.emplace_back("events_shipped", events_shipped_);
+    bye.counters.emplace_back("batches_sent", batches_sent_);
+    if (reconnects_ > 0 || resent_batches_ > 0) {
+      bye.counters.emplace_back("reconnects", reconnects_);
+      bye.counters.emplace_back("batches_resent", resent_batches_);
+    }
+    if (unconfirmed_batches_ > 0) {
+      bye.counters.emplace_back("unconfirmed_batches", unconfirmed_batches_);
+    }
+    if (signo != 0) {
+      bye.counters.emplace_back("fatal_signal", signo);
+    }
+    bye.counters.emplace_back("spooled", spooling_ ? 1 : 0);
+    std::vector<uint8_t> frames;
+    wire::AppendClock(frames, rt_.TakeClockFrame());
+    wire::AppendBye(frames, bye);
+    return frames;
+  };
+  std::vector<uint8_t> frames = tail();
+  Send(frames);
+  if (transport_ != nullptr && transport_->acknowledges() && !AwaitByeAck()) {
+    // Not confirmed: everything the aggregator did not acknowledge goes to the spool, and the
+    // merge at the end of the job skips what it stored after all.
+    SwitchToSpool("the aggregator did not confirm this rank's stream within COMMPROF_BYE_ACK_MS");
+    frames = tail();
+    Send(frames);
+  }
+  transport_.reset();
 }
 
 void Shipper::Loop() {
+  thread_id_.store(SelfId());
+  // A SIGTERM sent to the process must reach a thread that can wait for us to ship, not this one.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &term, nullptr);
   Connect();
   if (TcpSyncWanted()) {
     uint64_t t0 = rt_.Now();
     TcpEpoch(rt_.config().clock_sync_rounds);
     rt_.SetCounter("clock_sync_init_ns", rt_.Now() - t0);
   }
-  const auto period = std::chrono::milliseconds(rt_.config().flush_ms);
+  const uint32_t period = rt_.config().flush_ms;
   for (;;) {
-    bool stopping;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, period, [this] { return stop_ || flush_; });
-      stopping = stop_;
-      flush_ = false;
+    WaitForWork(period);
+    flush_.store(false);
+    bool stopping = stop_.load();
+    int signo = signal_.exchange(0);
+    if (signo != 0 && signal_final_.load()) {
+      Finish(static_cast<uint64_t>(signo));
+      stopped_.store(true);
+      signal_done_.fetch_add(1);
+      return;
+    }
+    if (reconnecting_) {
+      TryReconnect();
     }
     if (!stopping && TcpSyncWanted() && rt_.Now() >= next_tcp_sync_ns_) {
       TcpEpoch(std::max(1u, rt_.config().clock_sync_rounds / 2));
     }
     ShipOnce();
+    if (signo != 0) {
+      signal_done_.fetch_add(1);
+    }
     if (stopping) {
       break;
     }
   }
-  if (TcpSyncWanted()) {
-    TcpEpoch(rt_.config().clock_sync_rounds);
-  }
-  wire::AppendClock(out_, rt_.TakeClockFrame());
-  wire::Bye bye = rt_.Counters();
-  bye.counters.emplace_back("events_shipped", events_shipped_);
-  bye.counters.emplace_back("batches_sent", batches_sent_);
-  bye.counters.emplace_back("spooled", spooling_ ? 1 : 0);
-  wire::AppendBye(out_, bye);
-  SendOrSpool(out_);
-  transport_.reset();
+  Finish(0);
+  stopped_.store(true);
 }
 
 }  // namespace commprof

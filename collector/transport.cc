@@ -19,51 +19,6 @@
 namespace commprof {
 namespace {
 
-// Reads exactly n bytes before `deadline_ns` (steady clock).
-bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns) {
-  size_t off = 0;
-  while (off < n) {
-    uint64_t now = SteadyNowNs();
-    if (now >= deadline_ns) {
-      return false;
-    }
-    pollfd pfd{fd, POLLIN, 0};
-    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
-    if (pr < 0 && errno == EINTR) {
-      continue;
-    }
-    if (pr <= 0) {
-      return false;
-    }
-    ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    off += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-Status ReceiveFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns) {
-  uint8_t raw[wire::kHeaderSize];
-  if (!ReadFully(fd, raw, sizeof raw, deadline_ns)) {
-    return Unavailable("no frame from the aggregator in time");
-  }
-  auto h = wire::DecodeHeader(raw);
-  if (!h.ok()) {
-    return h.status();
-  }
-  header = h.value();
-  payload.resize(header.payload_len);
-  if (!ReadFully(fd, payload.data(), payload.size(), deadline_ns)) {
-    return Unavailable("truncated frame from the aggregator");
-  }
-  return Status::Ok();
-}
-
 class TcpTransport final : public Transport {
  public:
   explicit TcpTransport(int fd) : fd_(fd) {}
@@ -83,13 +38,98 @@ class TcpTransport final : public Transport {
     }
     return Status::Ok();
   }
+
   Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) override {
-    return ReceiveFrame(fd_, header, payload, SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull);
+    uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+    for (;;) {
+      auto got = TakeFrame(header, payload);
+      if (!got.ok()) {
+        return got.status();
+      }
+      if (got.value()) {
+        return Status::Ok();
+      }
+      uint64_t now = SteadyNowNs();
+      if (now >= deadline) {
+        return Unavailable(inbox_.empty() ? "no frame from the aggregator in time"
+                                          : "truncated frame from the aggregator");
+      }
+      pollfd pfd{fd_, POLLIN, 0};
+      int pr = ::poll(&pfd, 1, static_cast<int>((deadline - now) / 1000000 + 1));
+      if (pr < 0 && errno != EINTR) {
+        return Unavailable(std::string("poll on the aggregator connection failed: ") + std::strerror(errno));
+      }
+      if (pr > 0) {
+        Status st = Fill();
+        if (!st.ok()) {
+          // The peer's last frames (a final batch-ack before it closed) still count.
+          auto last = TakeFrame(header, payload);
+          return last.ok() && last.value() ? Status::Ok() : st;
+        }
+      }
+    }
   }
+
+  Result<bool> TryReceive(wire::FrameHeader& header, std::vector<uint8_t>& payload) override {
+    auto got = TakeFrame(header, payload);
+    if (!got.ok() || got.value()) {
+      return got;
+    }
+    Status st = Fill();
+    got = TakeFrame(header, payload);
+    if (!st.ok() && got.ok() && !got.value()) {
+      return st;  // frames received before the end are handed out first
+    }
+    return got;
+  }
+
+  bool acknowledges() const override { return true; }
   const char* name() const override { return "tcp"; }
 
  private:
+  // Reads what the socket holds without blocking; an error or EOF is the connection's end.
+  Status Fill() {
+    uint8_t buf[4096];
+    for (;;) {
+      ssize_t got = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (got > 0) {
+        inbox_.insert(inbox_.end(), buf, buf + got);
+        continue;
+      }
+      if (got == 0) {
+        return Unavailable("the aggregator closed the connection");
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return Status::Ok();
+      }
+      return Unavailable(std::string("receive from aggregator failed: ") + std::strerror(errno));
+    }
+  }
+
+  // Moves the first whole frame out of the inbox: false when it does not hold one yet.
+  Result<bool> TakeFrame(wire::FrameHeader& header, std::vector<uint8_t>& payload) {
+    if (inbox_.size() < wire::kHeaderSize) {
+      return false;
+    }
+    auto h = wire::DecodeHeader(std::span<const uint8_t>(inbox_.data(), wire::kHeaderSize));
+    if (!h.ok()) {
+      return h.status();
+    }
+    size_t total = wire::kHeaderSize + h->payload_len;
+    if (inbox_.size() < total) {
+      return false;
+    }
+    header = h.value();
+    payload.assign(inbox_.begin() + wire::kHeaderSize, inbox_.begin() + static_cast<std::ptrdiff_t>(total));
+    inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<std::ptrdiff_t>(total));
+    return true;
+  }
+
   int fd_;
+  std::vector<uint8_t> inbox_;
 };
 
 class SpoolTransport final : public Transport {

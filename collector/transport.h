@@ -23,6 +23,10 @@ class Transport {
   virtual Status Send(std::span<const uint8_t> bytes) = 0;
   // Reads one whole frame within timeout_ms (TCP only: a spool has nothing to answer).
   virtual Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) = 0;
+  // A whole frame the peer has already sent, without waiting: false when there is none (yet).
+  virtual Result<bool> TryReceive(wire::FrameHeader& /*header*/, std::vector<uint8_t>& /*payload*/) { return false; }
+  // True when the peer acknowledges stored batches (an aggregator over TCP); a spool never does.
+  virtual bool acknowledges() const { return false; }
   virtual const char* name() const = 0;
 };
 

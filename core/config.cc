@@ -33,6 +33,22 @@ constexpr OptionSpec kEnvironment[] = {
      kCollector},
     {"COMMPROF_CONNECT_TIMEOUT_MS", "5000",
      "how long a rank waits for the TCP connect, and again for the hello-ack, before spooling.", kCollector},
+    {"COMMPROF_RECONNECT_MS", "10000",
+     "after a lost connection, how long a rank keeps trying to reconnect (with back-off, holding what the "
+     "aggregator has not acknowledged in memory) before it writes that to its spool file; 0: spool at once.",
+     kCollector},
+    {"COMMPROF_RETAIN_MB", "64",
+     "memory for events sent but not yet acknowledged as stored; beyond it the oldest are forgotten (counted as "
+     "unconfirmed_batches).",
+     kCollector},
+    {"COMMPROF_BYE_ACK_MS", "5000",
+     "how long a rank waits at exit for the aggregator to confirm its whole stream is on disk before it writes "
+     "what is unconfirmed to its spool file.",
+     kCollector},
+    {"COMMPROF_SIGNALS", "on",
+     "on SIGSEGV, SIGBUS, SIGABRT or SIGTERM ship the rank's buffered events and record the signal before the "
+     "program's own handling goes on; off, 0, false or no turn it off.",
+     kCollector},
     {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug (every part of commprof reads it).",
      kCollector},
     {"COMMPROF_CLOCK_SYNC", "on",
@@ -280,6 +296,11 @@ Config ConfigFromEnv() {
   c.flush_ms = EnvU32("COMMPROF_FLUSH_MS", 1);
   c.request_slots = EnvU32("COMMPROF_REQUEST_SLOTS", 16);
   c.connect_timeout_ms = EnvU32("COMMPROF_CONNECT_TIMEOUT_MS", 0);
+  c.reconnect_ms = EnvU32("COMMPROF_RECONNECT_MS", 0);
+  c.retain_mb = EnvU32("COMMPROF_RETAIN_MB", 1);
+  c.bye_ack_ms = EnvU32("COMMPROF_BYE_ACK_MS", 0);
+  std::string signals = EnvOr("COMMPROF_SIGNALS");
+  c.signal_handlers = !(signals == "off" || signals == "0" || signals == "false" || signals == "no");
   std::string sync = EnvOr("COMMPROF_CLOCK_SYNC");
   c.clock_sync = !(sync == "off" || sync == "0" || sync == "false" || sync == "no");
   c.clock_sync_interval_ms = EnvU32("COMMPROF_CLOCK_SYNC_INTERVAL_MS", 0);

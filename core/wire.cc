@@ -260,6 +260,8 @@ const char* FrameTypeName(FrameType type) {
       return "clock-ping";
     case FrameType::kClockPong:
       return "clock-pong";
+    case FrameType::kBatchAck:
+      return "batch-ack";
   }
   return "unknown";
 }
@@ -281,7 +283,8 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
                    std::to_string(kVersion) + ")");
   }
   uint16_t type = static_cast<uint16_t>(t[0] | (t[1] << 8));
-  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kClockPong)) {
+  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBatchAck) ||
+      type == 9) {
     return Corrupt("header: unknown frame type " + std::to_string(type));
   }
   if (len > kMaxPayload) {
@@ -444,6 +447,25 @@ Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload) {
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return p;
+}
+
+void AppendBatchAck(std::vector<uint8_t>& out, const BatchAck& ack) {
+  size_t start = BeginFrame(out, FrameType::kBatchAck);
+  PutU64(out, ack.durable_batches);
+  out.push_back(ack.bye_stored ? 1 : 0);
+  EndFrame(out, start);
+}
+
+Result<BatchAck> DecodeBatchAck(std::span<const uint8_t> payload) {
+  Cursor c(payload, "batch-ack");
+  BatchAck a;
+  uint8_t flags = 0;
+  if (c.U64(a.durable_batches, "durable_batches")) {
+    c.U8(flags, "bye_stored");
+  }
+  a.bye_stored = flags != 0;
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return a;
 }
 
 Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload) {

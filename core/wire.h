@@ -39,6 +39,8 @@ enum class FrameType : uint16_t {
   kBye = 6,
   kClockPing = 7,  // collector -> aggregator: TCP clock exchange for jobs without MPI
   kClockPong = 8,  // aggregator -> collector: the ping's send time echoed plus the reference time
+  // 9 is the handshake's challenge.
+  kBatchAck = 10,  // aggregator -> collector: every events batch below `durable_batches` is in the file
 };
 
 struct FrameHeader {
@@ -96,6 +98,14 @@ struct ClockPong {
   uint64_t reference_ns = 0;
 };
 
+// The delivery guarantee: the aggregator acknowledges events batches once the file holding them
+// has been flushed, so a collector can forget them; anything not acknowledged is resent after a
+// reconnect or written to the spool.
+struct BatchAck {
+  uint64_t durable_batches = 0;  // batches with batch_seq < this value are stored and flushed
+  bool bye_stored = false;       // the bye (and so the whole stream) is stored and flushed
+};
+
 struct Bye {
   std::vector<std::pair<std::string, uint64_t>> counters;  // events_recorded, dropped_*, ...
 };
@@ -109,6 +119,7 @@ void AppendClock(std::vector<uint8_t>& out, const Clock& clock);
 void AppendBye(std::vector<uint8_t>& out, const Bye& bye);
 void AppendClockPing(std::vector<uint8_t>& out, uint64_t local_send_ns);
 void AppendClockPong(std::vector<uint8_t>& out, const ClockPong& pong);
+void AppendBatchAck(std::vector<uint8_t>& out, const BatchAck& ack);
 
 // Size of an events frame holding `count` events.
 constexpr size_t EventsFrameSize(size_t count) { return kHeaderSize + 12 + count * sizeof(commprof_event); }
@@ -124,6 +135,7 @@ Result<Clock> DecodeClock(std::span<const uint8_t> payload);
 Result<Bye> DecodeBye(std::span<const uint8_t> payload);
 Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload);
 Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload);
+Result<BatchAck> DecodeBatchAck(std::span<const uint8_t> payload);
 
 // True when hello.proof is the HMAC of this hello under `secret` (constant-time compare).
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);

@@ -139,6 +139,15 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
       }
       break;
     }
+    case wire::FrameType::kBatchAck: {
+      auto a = wire::DecodeBatchAck(payload);
+      // `bye_stored` is any non-zero byte on decode and 1 on encode.
+      if (count(a) && !frame.empty() && payload.size() == 9 && payload[8] <= 1) {
+        wire::AppendBatchAck(out, a.value());
+        CheckSame("batch-ack", frame, out);
+      }
+      break;
+    }
   }
 }
 

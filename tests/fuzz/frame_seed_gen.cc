@@ -92,6 +92,9 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
       case wire::FrameType::kClockPong:
         st = wire::DecodeClockPong(p).status();
         break;
+      case wire::FrameType::kBatchAck:
+        st = wire::DecodeBatchAck(p).status();
+        break;
     }
     if (!st.ok()) {
       why = st.message();
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
 
   add("clock_ping", [&](auto& out) { wire::AppendClockPing(out, 5000000); });
   add("clock_pong", [&](auto& out) { wire::AppendClockPong(out, wire::ClockPong{5000000, 1700000000005000000ull}); });
+  add("batch_ack", [&](auto& out) { wire::AppendBatchAck(out, wire::BatchAck{42, true}); });
 
   std::vector<uint8_t> stream;
   wire::AppendHello(stream, hello, kSeedSecret);

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""The fault suite's delivery cases (docs/reliability.md), for real: Open MPI jobs, the real
+aggregator over TCP, files read back with h5py.
+
+Usage: delivery_faults.py CASE --build BUILD_DIR --work WORK_DIR
+
+Ground truth: fault_program runs ITER MPI_Allreduce calls per rank and, just before call AT, its
+victim rank fails; the others then block in call AT and are torn down by mpirun. So every rank
+completed exactly AT allreduces (ITER when nothing fails), and the file must hold exactly that
+many MPI_Allreduce events per rank whenever the rank could ship them (a bye). Counts add up: a rank
+with a bye has events_written == events_recorded (nothing recorded is missing) and dropped 0.
+Nothing here depends on timing except where a case says so, with its margin.
+"""
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+SIGNALS = {"segv": (11, "SIGSEGV"), "fault": (11, "SIGSEGV"), "abort": (6, "SIGABRT"), "term": (15, "SIGTERM")}
+
+
+class Ctx:
+    def __init__(self, build, work):
+        self.build = os.path.abspath(build)
+        self.work = os.path.abspath(work)
+        self.commprof = os.path.join(self.build, "cli", "commprof")
+        self.library = os.path.join(self.build, "collector", "libcommprof.so")
+        self.fault_program = os.path.join(self.build, "tests", "e2e", "fault_program")
+        self.mark_program = os.path.join(self.build, "tests", "e2e", "mark_program")
+        subprocess.run(["rm", "-rf", self.work], check=True)
+        os.makedirs(self.work)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def mpirun(n=4):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return cmd
+
+
+def allreduces(f, rank):
+    g = f["ranks"][str(rank)]
+    names = g["strings"].asstr()[...]
+    ids = [i for i, s in enumerate(names) if s == "MPI_Allreduce"]
+    ev = g["events"][...]
+    return ev[np.isin(ev["name_id"], ids)] if ids else ev[:0]
+
+
+def attr(g, name, default=None):
+    v = g.attrs.get(name, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def check_counts_add_up(g, rank):
+    """A rank that said bye: every event it recorded is in the file, none dropped."""
+    recorded = int(attr(g, "events_recorded", -1))
+    written = int(attr(g, "events_written", -2))
+    expect(recorded == written, f"rank {rank}: events_recorded {recorded} != events_written {written}")
+    expect(int(attr(g, "dropped_events", 0)) == 0, f"rank {rank}: dropped {attr(g, 'dropped_events')}")
+    expect(int(attr(g, "batches_lost", 0)) == 0, f"rank {rank}: batches_lost {attr(g, 'batches_lost')}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_profiled(ctx, out, args, env=None, timeout=240):
+    cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.fault_program] + [str(a) for a in args]
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+def case_signal(ctx, action):
+    """Rank 2 dies of a fatal signal before its allreduce number AT: it ships every event (exactly AT
+    allreduces) and its end reason names the signal; the job's exit code says it failed."""
+    iters, at = 400, 150
+    signo, name = SIGNALS[action]
+    out = ctx.path("signal.h5")
+    p = run_profiled(ctx, out, [iters, 2, action, at])
+    expect(p.returncode != 0, f"the job failed, its exit code must say so (got 0)\n{p.stderr}")
+    with h5py.File(out, "r") as f:
+        g = f["ranks"]["2"]
+        reason = attr(g, "end_reason")
+        expect(reason == f"killed by signal {signo} ({name})", f"victim end_reason {reason!r}")
+        expect(attr(g, "status") == "complete", f"victim status {attr(g, 'status')} (its stream ended with a bye)")
+        expect(int(attr(g, "fatal_signal")) == signo, "fatal_signal counter")
+        n = len(allreduces(f, 2))
+        expect(n == at, f"victim holds {n} allreduce events, it completed exactly {at}")
+        check_counts_add_up(g, 2)
+        # The others were torn down by mpirun: whatever they shipped is whole and exact.
+        for rank in (0, 1, 3):
+            g = f["ranks"][str(rank)]
+            n = len(allreduces(f, rank))
+            if attr(g, "status") == "complete":
+                expect(n == at, f"rank {rank} ({attr(g, 'end_reason')}): {n} allreduces, completed {at}")
+                check_counts_add_up(g, rank)
+            else:
+                expect(n <= at, f"rank {rank}: {n} allreduces, more than the {at} it completed")
+    print(f"signal {name}: victim shipped {at}/{at} allreduces; reason {reason!r}")
+
+
+def case_rank_sigkill(ctx):
+    """SIGKILL cannot be caught: the file stays readable, the rank is marked as a lost connection,
+    it holds at most what it completed, and the others are unaffected."""
+    iters, at = 400, 150
+    out = ctx.path("kill.h5")
+    p = run_profiled(ctx, out, [iters, 1, "kill", at])
+    expect(p.returncode != 0, "a killed rank must make the job fail")
+    with h5py.File(out, "r") as f:
+        g = f["ranks"]["1"]
+        expect(attr(g, "status") == "disconnected", f"killed rank status {attr(g, 'status')}")
+        reason = attr(g, "end_reason")
+        expect(reason and reason != "bye" and "signal" not in reason, f"killed rank end_reason {reason!r}")
+        n = len(allreduces(f, 1))
+        expect(0 < n <= at, f"killed rank holds {n} allreduces; it completed {at}")
+        for rank in (0, 2, 3):
+            n = len(allreduces(f, rank))
+            expect(n <= at, f"rank {rank}: {n} allreduces")
+    info = subprocess.run([ctx.commprof, "info", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    expect(info.returncode in (0, 1) and "disconnected" in info.stdout, f"commprof info:\n{info.stdout}{info.stderr}")
+    print(f"SIGKILL: killed rank kept {len(allreduces(h5py.File(out, 'r'), 1))} of {at} allreduces")
+
+
+class Aggregate:
+    """A standalone `commprof aggregate` on a fixed port, as a Slurm job would run it."""
+
+    def __init__(self, ctx, out, port, expect_ranks=4, extra=()):
+        self.log = open(out + ".log", "w")
+        cmd = [ctx.commprof, "aggregate", "--expect", str(expect_ranks), "--listen", f"127.0.0.1:{port}",
+               "-o", out, "--job-id", "faultjob", "--secret-file", ctx.path("secret"),
+               "--spool-dir", ctx.path("spool"), "--flush-ms", "200"] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError(f"aggregate did not listen on {port}")
+
+    def wait(self, timeout):
+        rc = self.proc.wait(timeout=timeout)
+        self.log.close()
+        return rc
+
+
+def job_env(ctx, port, extra=None):
+    secret = open(ctx.path("secret")).read().strip()
+    env = {"COMMPROF_AGGREGATOR": f"127.0.0.1:{port}", "COMMPROF_SECRET": secret, "COMMPROF_JOB_ID": "faultjob",
+           "COMMPROF_SPOOL_DIR": ctx.path("spool")}
+    env.update(extra or {})
+    return env
+
+
+def start_job(ctx, env, args):
+    cmd = mpirun(4)
+    for k in list(env) + ["LD_PRELOAD"]:
+        cmd += ["-x", k]
+    full = dict(os.environ)
+    full.update(env)
+    full["LD_PRELOAD"] = ctx.library
+    log = open(ctx.path("job.log"), "w")
+    return subprocess.Popen(cmd + [ctx.fault_program] + [str(a) for a in args], env=full, stdout=log,
+                            stderr=subprocess.STDOUT), log
+
+
+def seqs_in(path, rank):
+    """Allreduce sequence numbers of `rank` in a file, or an empty set when the file cannot be read."""
+    try:
+        with h5py.File(path, "r") as f:
+            if str(rank) not in f["ranks"] or "events" not in f["ranks"][str(rank)]:
+                return set()
+            return set(allreduces(f, rank)["seq"].tolist())
+    except (OSError, KeyError) as e:
+        print(f"note: {path} unreadable for rank {rank}: {e}")
+        return set()
+
+
+def every_call(seqs, iters):
+    """The allreduces of `iters` calls missing from `seqs`: MPI_COMM_WORLD's sequence numbers of one
+    rank's consecutive calls are consecutive, so the union must be one run of `iters` numbers."""
+    if not seqs:
+        return set(range(iters))
+    first = min(seqs)
+    return set(range(first, first + iters)) - seqs | {s for s in seqs if s >= first + iters}
+
+
+def case_aggregator_restart(ctx):
+    """SIGKILL of the aggregator mid-run, restarted on the same port: the ranks reconnect and resend
+    what it had not confirmed; the two files together hold every allreduce of every rank."""
+    iters = 1500
+    port = free_port()
+    first, second = ctx.path("first.h5"), ctx.path("second.h5")
+    agg = Aggregate(ctx, first, port)
+    job, log = start_job(ctx, job_env(ctx, port, {"COMMPROF_RECONNECT_MS": "30000"}), [iters, 0, "none", -1, 2000])
+    time.sleep(2.0)
+    agg.proc.send_signal(signal.SIGKILL)
+    agg.wait(10)
+    time.sleep(0.5)
+    agg2 = Aggregate(ctx, second, port)
+    rc = job.wait(timeout=200)
+    log.close()
+    expect(rc == 0, f"job exit code {rc}:\n{open(ctx.path('job.log')).read()}")
+    rc2 = agg2.wait(60)
+    expect(rc2 == 0, f"restarted aggregate exit code {rc2}:\n{open(second + '.log').read()}")
+    with h5py.File(second, "r") as f:
+        for rank in range(4):
+            g = f["ranks"][str(rank)]
+            expect(attr(g, "status") == "complete", f"rank {rank} in the second file: {attr(g, 'status')}")
+            expect(int(attr(g, "reconnects", 0)) >= 1, f"rank {rank}: reconnects {attr(g, 'reconnects')}")
+            expect(int(attr(g, "batches_lost", 0)) == 0, f"rank {rank}: batches_lost {attr(g, 'batches_lost')}")
+    for rank in range(4):
+        s1, s2 = seqs_in(first, rank), seqs_in(second, rank)
+        missing = every_call(s1 | s2, iters)
+        expect(not missing, f"rank {rank}: {len(missing)} allreduces in neither file (first {len(s1)}, "
+                            f"second {len(s2)}), e.g. {sorted(missing)[:5]}")
+        expect(len(s2) > 0, f"rank {rank}: nothing in the second file")
+    print(f"aggregator restart: all {iters} allreduces of 4 ranks are in first.h5 + second.h5")
+
+
+def case_aggregator_gone(ctx):
+    """SIGKILL of the aggregator for good: after COMMPROF_RECONNECT_MS the ranks spool everything it
+    had not confirmed; the partial file and the merged spools together hold every allreduce."""
+    iters = 800
+    port = free_port()
+    first = ctx.path("first.h5")
+    agg = Aggregate(ctx, first, port)
+    job, log = start_job(ctx, job_env(ctx, port, {"COMMPROF_RECONNECT_MS": "1000"}), [iters, 0, "none", -1, 2000])
+    time.sleep(1.5)
+    agg.proc.send_signal(signal.SIGKILL)
+    agg.wait(10)
+    rc = job.wait(timeout=200)
+    log.close()
+    joblog = open(ctx.path("job.log")).read()
+    expect(rc == 0, f"job exit code {rc}:\n{joblog}")
+    expect("spooling to" in joblog, f"ranks announce their spools:\n{joblog}")
+    spools = [x for x in os.listdir(ctx.path("spool")) if x.endswith(".cpspool")]
+    expect(len(spools) == 4, f"spool files {spools}")
+    merged = ctx.path("spools.h5")
+    p = subprocess.run([ctx.commprof, "merge", ctx.path("spool"), "-o", merged], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    expect(p.returncode == 0, f"merge: {p.returncode}\n{p.stderr}")
+    with h5py.File(merged, "r") as f:
+        for rank in range(4):
+            g = f["ranks"][str(rank)]
+            expect(attr(g, "status") == "complete", f"rank {rank} from its spool: {attr(g, 'status')}")
+            expect(int(attr(g, "batches_lost", 0)) == 0, f"rank {rank}: batches_lost {attr(g, 'batches_lost')}")
+    for rank in range(4):
+        s1, s2 = seqs_in(first, rank), seqs_in(merged, rank)
+        missing = every_call(s1 | s2, iters)
+        expect(not missing, f"rank {rank}: {len(missing)} allreduces in neither the partial file ({len(s1)}) "
+                            f"nor the spool ({len(s2)})")
+    print(f"aggregator gone: all {iters} allreduces of 4 ranks are in the partial file + spools")
+
+
+def case_aggregator_late(ctx):
+    """The aggregator answers hellos late (stopped for 2 s while the ranks start, each waiting only
+    300 ms for the hello-ack): no rank is lost, none is refused, every allreduce is in the one
+    file, and aggregate ends by itself once every rank said bye."""
+    iters = 2000  # 2 ms apart: the job outlives the pause, so the ranks really reconnect
+    port = free_port()
+    out = ctx.path("late.h5")
+    agg = Aggregate(ctx, out, port)
+    agg.proc.send_signal(signal.SIGSTOP)
+    job, log = start_job(ctx, job_env(ctx, port, {"COMMPROF_CONNECT_TIMEOUT_MS": "300"}),
+                         [iters, 0, "none", -1, 2000])
+    time.sleep(2.0)
+    agg.proc.send_signal(signal.SIGCONT)
+    rc = job.wait(timeout=200)
+    log.close()
+    expect(rc == 0, f"job exit code {rc}:\n{open(ctx.path('job.log')).read()}")
+    rc2 = agg.wait(60)  # no --timeout: it must end by itself
+    agglog = open(out + ".log").read()
+    expect(rc2 == 0, f"aggregate exit code {rc2}:\n{agglog}")
+    expect("refused connection" not in agglog, f"no rank may be refused:\n{agglog}")
+    left = os.listdir(ctx.path("spool")) if os.path.isdir(ctx.path("spool")) else []
+    expect(not left, f"the ranks reconnected, so no spool is left: {left}")
+    with h5py.File(out, "r") as f:
+        for rank in range(4):
+            g = f["ranks"][str(rank)]
+            expect(attr(g, "status") == "complete", f"rank {rank}: {attr(g, 'status')} ({attr(g, 'end_reason')})")
+            n = len(allreduces(f, rank))
+            expect(n == iters, f"rank {rank}: {n} allreduces, ran {iters}")
+            check_counts_add_up(g, rank)
+    print(f"late hello-ack: 4 ranks complete with {iters} allreduces each")
+
+
+def case_many_ranks(ctx):
+    """256 simulated ranks (processes without MPI, rank from PMI_RANK) on one aggregator: all are
+    complete, each holds exactly its N marks, counts add up."""
+    ranks, marks = 256, 200
+    port = free_port()
+    out = ctx.path("many.h5")
+    agg = Aggregate(ctx, out, port, expect_ranks=ranks)
+    base = job_env(ctx, port, {"PMI_SIZE": str(ranks), "COMMPROF_CLOCK_SYNC": "off"})
+    procs = []
+    for r in range(ranks):
+        env = dict(os.environ)
+        env.update(base)
+        env["PMI_RANK"] = str(r)
+        env["LD_PRELOAD"] = ctx.library
+        procs.append(subprocess.Popen([ctx.mark_program, str(marks), "100"], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))
+        if len(procs) % 32 == 0:
+            time.sleep(0.2)
+    failed = [(i, p.wait(timeout=240), p.stderr.read()) for i, p in enumerate(procs)]
+    failed = [x for x in failed if x[1] != 0]
+    expect(not failed, f"{len(failed)} simulated ranks failed, first: {failed[:1]}")
+    rc = agg.wait(120)
+    expect(rc == 0, f"aggregate exit code {rc}:\n{open(out + '.log').read()[-3000:]}")
+    with h5py.File(out, "r") as f:
+        expect(int(f.attrs["world_size"]) == ranks, f"world_size {f.attrs['world_size']}")
+        for r in range(ranks):
+            g = f["ranks"][str(r)]
+            expect(attr(g, "status") == "complete", f"rank {r}: {attr(g, 'status')}")
+            names = g["strings"].asstr()[...]
+            tick = [i for i, s in enumerate(names) if s == "tick"]
+            n = int(np.isin(g["events"]["name_id"], tick).sum())
+            expect(n == marks, f"rank {r}: {n} marks, recorded {marks}")
+            check_counts_add_up(g, r)
+    print(f"{ranks} simulated ranks: all complete with {marks} marks each")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    ctx = Ctx(a.build, a.work)
+    if a.case.startswith("signal_"):
+        case_signal(ctx, a.case[len("signal_"):])
+    else:
+        globals()["case_" + a.case](ctx)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
