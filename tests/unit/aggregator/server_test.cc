@@ -43,11 +43,12 @@ using test_support::TempDir;
 using test_support::WaitFor;
 using Client = test_support::TcpClient;
 
-Bytes HelloFrame(uint32_t rank, const std::string& secret, const std::string& job = kJob, uint32_t world = 1) {
+Bytes HelloFrame(uint32_t rank, const std::string& secret, const std::string& job = kJob, uint32_t world = 1,
+                 uint32_t pid = 0) {
   wire::Hello h;
   h.rank = rank;
   h.world_size = world;
-  h.pid = 1000 + rank;
+  h.pid = pid != 0 ? pid : 1000 + rank;
   h.host = "client-host";
   h.job_id = job;
   h.start_steady_ns = 5;
@@ -216,9 +217,10 @@ TEST_F(ServerTest, DuplicateRankIsRefusedWhileTheFirstStreamContinues) {
   ASSERT_TRUE(ack1.has_value());
   ASSERT_TRUE(ack1->accepted) << ack1->reason;
 
+  // Another process (pid 4242) claiming the same rank.
   Client second(port());
   ASSERT_TRUE(second.connected());
-  ASSERT_TRUE(second.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(second.Send(HelloFrame(0, kSecret, kJob, 1, 4242)));
   auto ack2 = second.ReadAck();
   ASSERT_TRUE(ack2.has_value()) << "a refused peer still gets a hello-ack";
   EXPECT_FALSE(ack2->accepted);
@@ -390,6 +392,53 @@ TEST(ServerListen, RejectsAHostThatIsNotAnIpAddress) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("not-an-ip"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commprof
+
+namespace commprof {
+namespace {
+
+// The same process again (its collector gave up waiting for the hello-ack, or lost the connection
+// and reconnected): it resumes its rank. Batches already stored are skipped when resent, strings
+// already stored are not stored twice, and nothing is counted lost.
+TEST_F(ServerTest, SameProcessReconnectingResumesItsRankWithoutDuplicates) {
+  Client first(port());
+  ASSERT_TRUE(first.connected());
+  ASSERT_TRUE(first.Send(HelloFrame(0, kSecret)));
+  auto ack1 = first.ReadAck();
+  ASSERT_TRUE(ack1.has_value() && ack1->accepted);
+  Bytes strings;
+  std::vector<std::string_view> names = {"", "<overflow>", "MPI_Bcast"};
+  wire::AppendStrings(strings, 0, names);
+  ASSERT_TRUE(first.Send(strings));
+  ASSERT_TRUE(first.Send(EventsFrame(0, MakeEvents(4, 0))));
+  ASSERT_TRUE(first.Send(EventsFrame(1, MakeEvents(4, 4))));
+  first.Close();  // lost without a bye
+  ASSERT_TRUE(WaitFor([&] { return stats().ended.load() == 1; }));
+
+  Client again(port());
+  ASSERT_TRUE(again.connected());
+  ASSERT_TRUE(again.Send(HelloFrame(0, kSecret)));
+  auto ack2 = again.ReadAck();
+  ASSERT_TRUE(ack2.has_value());
+  ASSERT_TRUE(ack2->accepted) << ack2->reason;
+  // The collector resends the whole string table and batch 1, which it never saw acknowledged.
+  ASSERT_TRUE(again.Send(strings));
+  ASSERT_TRUE(again.Send(EventsFrame(1, MakeEvents(4, 4))));
+  ASSERT_TRUE(again.Send(EventsFrame(2, MakeEvents(3, 8))));
+  ASSERT_TRUE(again.Send(ByeFrame(11)));
+  EXPECT_TRUE(again.WaitClosedByPeer());
+  EXPECT_EQ(stats().refused.load(), 0u);
+  auto r = StopAndRead();
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->info().ranks.size(), 1u);
+  EXPECT_EQ(r->info().ranks[0].status, "complete");
+  EXPECT_EQ(r->info().ranks[0].event_count, 11u) << "batch 1 stored once";
+  auto stored = r->Strings(0);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 3u) << "the resent string table is not stored twice";
 }
 
 }  // namespace

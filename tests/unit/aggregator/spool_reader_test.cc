@@ -21,11 +21,11 @@ using Bytes = std::vector<uint8_t>;
 using test_support::PayloadSpan;
 using test_support::TempDir;
 
-wire::Hello MakeHello(uint32_t rank, const std::string& job = "job-sp") {
+wire::Hello MakeHello(uint32_t rank, const std::string& job = "job-sp", uint32_t pid = 0) {
   wire::Hello h;
   h.rank = rank;
   h.world_size = 2;
-  h.pid = 77;
+  h.pid = pid != 0 ? pid : 77;
   h.host = "spool-host";
   h.job_id = job;
   return h;
@@ -179,17 +179,23 @@ TEST_F(SpoolTest, MissingSpoolFileIsAnIoError) {
   EXPECT_FALSE(ReadSpoolHello(dir_ / "absent.cpspool").ok());
 }
 
-TEST_F(SpoolTest, SecondSpoolForTheSameRankIsNotStored) {
-  std::string a = dir_ / "a.cpspool", b = dir_ / "b.cpspool";
+TEST_F(SpoolTest, SecondSpoolOfTheSameProcessAddsNothingAndAnotherProcessIsRefused) {
+  std::string a = dir_ / "a.cpspool", b = dir_ / "b.cpspool", c = dir_ / "c.cpspool";
   WriteFile(a, CompleteSpool(0, "s"));
-  WriteFile(b, CompleteSpool(0, "s"));
+  WriteFile(b, CompleteSpool(0, "s"));  // the same process: a resend of what is stored
+  Bytes other;
+  wire::AppendHello(other, MakeHello(0, "job-sp", 777), "s");
+  WriteFile(c, other);
   EXPECT_TRUE(IngestSpoolFile(*ingest_, a, StreamPolicy{}).status.ok());
   SpoolResult second = IngestSpoolFile(*ingest_, b, StreamPolicy{});
-  EXPECT_FALSE(second.accepted);
-  EXPECT_NE(second.status.message().find("already connected or stored"), std::string::npos) << second.status.message();
+  EXPECT_TRUE(second.status.ok()) << second.status.message();
+  SpoolResult third = IngestSpoolFile(*ingest_, c, StreamPolicy{});
+  EXPECT_FALSE(third.accepted);
+  EXPECT_NE(third.status.message().find("already connected or stored"), std::string::npos) << third.status.message();
   auto r = FinishAndRead();
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->info().ranks.at(0).event_count, 5u) << "the duplicate added nothing";
+  EXPECT_EQ(r->info().ranks.at(0).event_count, 5u) << "the resend added nothing";
+  EXPECT_EQ(r->info().ranks.at(0).status, "complete");
 }
 
 TEST_F(SpoolTest, SpoolForAnotherJobIsRefused) {
