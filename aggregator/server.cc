@@ -41,7 +41,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Start() {
-    stats_.open++;
+    stats_.connections++;
     stats_.pending++;
     book_->sessions.push_back(weak_from_this());
     in_book_ = std::prev(book_->sessions.end());
@@ -129,6 +129,7 @@ class Session : public std::enable_shared_from_this<Session> {
     hello_timer_.cancel();
     LeaveBook();
     stats_.accepted++;
+    stats_.open++;
     COMMPROF_LOG_INFO("rank %u connected from %s (pid %u, host %s)", stream_.rank(), peer_.c_str(), stream_.hello().pid,
                       stream_.hello().host.c_str());
     payload_ = std::vector<uint8_t>();  // the hello's buffer is not kept
@@ -265,7 +266,10 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.close(ec);
     if (!closed_) {
       closed_ = true;
-      stats_.open--;
+      stats_.connections--;
+      if (stream_.accepted()) {
+        stats_.open--;
+      }
     }
   }
 
@@ -366,7 +370,7 @@ bool Server::Admit(tcp::socket& socket) {
     socket.close(ec);
     return false;
   };
-  if (stats_.open.load() >= limits_.max_connections) {
+  if (stats_.connections.load() >= limits_.max_connections) {
     return refuse("cap-total", std::to_string(limits_.max_connections) + " connections are open (the connection cap)");
   }
   while (!pending_->sessions.empty() && pending_->sessions.front().expired()) {
