@@ -32,7 +32,7 @@ struct ServerStats {
   std::atomic<uint32_t> open{0};      // authenticated sessions (ranks) currently open
   std::atomic<uint32_t> ended{0};     // accepted sessions that ended (bye or not)
   std::atomic<uint32_t> byes{0};
-  std::atomic<uint32_t> connections{0};  // all connections open now, authenticated or not
+  std::atomic<uint32_t> connections{0};    // all connections open now, authenticated or not
   std::atomic<uint32_t> pending{0};        // sessions awaiting their hello now
   std::atomic<uint32_t> capped{0};         // connections closed at once: a cap was reached
   std::atomic<uint32_t> evicted{0};        // pending sessions dropped to make room at the cap
