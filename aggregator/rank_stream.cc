@@ -29,9 +29,23 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
   if (!h.ok()) {
     return h.status();
   }
-  if (policy_.secret.has_value() && !wire::VerifyHelloProof(payload, *policy_.secret)) {
-    return Unauthenticated("hello from rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) +
-                           ", host " + h->host + ") has a wrong HMAC proof of the job secret");
+  if (policy_.secret.has_value()) {
+    const std::string who =
+        "hello from rank " + std::to_string(h->rank) + " (pid " + std::to_string(h->pid) + ", host " + h->host + ")";
+    if (!challenge_.has_value()) {
+      if (!wire::VerifyHelloProof(payload, *policy_.secret)) {
+        return Unauthenticated(who + " has a wrong HMAC proof of the job secret");
+      }
+    } else if (!wire::VerifyHelloProof(payload, *policy_.secret, *challenge_)) {
+      // A proof valid without the nonce is a spool file's hello: someone read the file and
+      // replayed it. Anything else is a wrong secret or a hello captured from another connection.
+      if (wire::VerifyHelloProof(payload, *policy_.secret)) {
+        return Unauthenticated(who + " is replayed: its proof is a spool file's, not signed over this connection's " +
+                               "challenge");
+      }
+      return Unauthenticated(who + " has a wrong HMAC proof of the job secret and this connection's challenge " +
+                             "(a wrong secret, or a hello replayed from another connection)");
+    }
   }
   if (!policy_.job_id.empty() && h->job_id != policy_.job_id) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " is for job '" + h->job_id +

@@ -22,6 +22,10 @@ class RankStream {
  public:
   RankStream(Ingest& ingest, StreamPolicy policy) : ingest_(ingest), policy_(std::move(policy)) {}
 
+  // Over TCP: the hello's proof must cover this connection's challenge (docs/wire-protocol.md);
+  // without this call (spool files) the proof is the nonce-less one.
+  void RequireChallenge(const wire::Nonce& nonce) { challenge_ = nonce; }
+
   Status OnFrame(wire::FrameType type, std::span<const uint8_t> payload);
   // The stream ended (EOF, error, or bye seen); `corrupt` when it ended at a bad frame. Safe to
   // call more than once: the first call decides.
@@ -40,6 +44,7 @@ class RankStream {
 
   Ingest& ingest_;
   StreamPolicy policy_;
+  std::optional<wire::Nonce> challenge_;
   bool accepted_ = false;
   bool bye_ = false;
   bool ended_ = false;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <deque>
+#include <chrono>
 #include <vector>
 
 #include "core/clock.h"
@@ -16,6 +16,15 @@ using asio::ip::tcp;
 
 namespace {
 
+// Lines any peer can provoke (refusals, drops, caps, accept errors): a flood of bad peers must not
+// become a flood of log lines (core/log.h). Five lines per kind per second.
+RateLimitedLog& PeerLog() {
+  static RateLimitedLog log(5, 1000);
+  return log;
+}
+
+}  // namespace
+
 // How often a session tells its rank what is on disk (the ingest flushes every --flush-ms, and at
 // once after a bye), and how long a rank's bye may wait for the file to take it.
 constexpr auto kAckPeriod = std::chrono::milliseconds(100);
@@ -23,31 +32,133 @@ constexpr auto kByeAckDeadline = std::chrono::seconds(20);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Ingest& ingest, const StreamPolicy& policy, ServerStats& stats)
+  Session(tcp::socket socket, Ingest& ingest, const StreamPolicy& policy, ServerStats& stats,
+          const ServerLimits& limits, std::shared_ptr<PendingBook> book)
       : socket_(std::move(socket)),
         hello_timer_(socket_.get_executor()),
         ack_timer_(socket_.get_executor()),
         ingest_(ingest),
         stream_(ingest, policy),
-        stats_(stats) {
+        stats_(stats),
+        limits_(limits),
+        book_(std::move(book)),
+        started_(std::chrono::steady_clock::now()) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
   void Start() {
-    stats_.open++;
+    stats_.connections++;
+    stats_.pending++;
+    book_->sessions.push_back(weak_from_this());
+    in_book_ = std::prev(book_->sessions.end());
+    pending_ = true;
     // A peer must introduce itself promptly; a silent connection is closed.
-    hello_timer_.expires_after(std::chrono::seconds(10));
+    hello_timer_.expires_after(std::chrono::milliseconds(limits_.hello_timeout_ms));
     hello_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec && !self->stream_.accepted()) {
-        self->Drop("no hello within 10 s");
+        self->Drop("no hello within " + std::to_string(self->limits_.hello_timeout_ms) + " ms");
       }
     });
-    ReadHeader();
+    SendChallenge();
+  }
+
+  // The pending cap needs room: this session, still without a hello, gives way.
+  void Evict() {
+    stats_.evicted++;
+    Drop("no hello after " + std::to_string(AgeMs()) + " ms while " + std::to_string(limits_.max_pending) +
+         " connections were awaiting theirs (the pending cap)");
+  }
+  uint64_t AgeMs() const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count());
   }
 
  private:
+  // ---- before authentication: a challenge out, one bounded hello in ----
+
+  // A fresh nonce per connection: the hello's proof must cover it, so a hello captured from
+  // another connection or read from a spool file cannot authenticate this one.
+  void SendChallenge() {
+    auto nonce = wire::RandomNonce();
+    if (!nonce.ok()) {
+      return Drop(nonce.status().message());
+    }
+    stream_.RequireChallenge(nonce.value());
+    out_.clear();
+    wire::AppendChallenge(out_, nonce.value());
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        if (ec) {
+                          return self->Finish("cannot send the challenge: " + ec.message());
+                        }
+                        self->ReadHelloHeader();
+                      });
+  }
+
+  // Only a hello may come first, and no longer than the longest valid hello: nothing a peer says
+  // before it is authenticated makes the server allocate more than kMaxHelloPayload bytes.
+  void ReadHelloHeader() {
+    asio::async_read(
+        socket_, asio::buffer(header_), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+          if (ec) {
+            return self->Finish(ec == asio::error::eof ? "connection closed" : ec.message());
+          }
+          auto h = wire::DecodeHeader(self->header_);
+          if (!h.ok()) {
+            return self->Drop(h.status().message());
+          }
+          if (h->type != wire::FrameType::kHello) {
+            return self->Drop(std::string("a ") + wire::FrameTypeName(h->type) +
+                              " frame before the hello (only a hello may come first)");
+          }
+          if (h->payload_len > wire::kMaxHelloPayload) {
+            return self->Drop("hello of " + std::to_string(h->payload_len) + " bytes is longer than any valid hello (" +
+                              std::to_string(wire::kMaxHelloPayload) + " bytes)");
+          }
+          self->current_ = h.value();
+          self->payload_.resize(h->payload_len);
+          asio::async_read(self->socket_, asio::buffer(self->payload_),
+                           [self](const boost::system::error_code& ec2, size_t) {
+                             if (ec2) {
+                               return self->Finish("truncated hello: " + ec2.message());
+                             }
+                             self->HandleHello();
+                           });
+        });
+  }
+
+  void HandleHello() {
+    Status st = stream_.OnFrame(wire::FrameType::kHello, payload_);
+    if (!st.ok()) {
+      return Refuse(st.message());
+    }
+    hello_timer_.cancel();
+    LeaveBook();
+    stats_.accepted++;
+    stats_.open++;
+    COMMPROF_LOG_INFO("rank %u %s from %s (pid %u, host %s)", stream_.rank(),
+                      stream_.resumed() ? "resumed its stream" : "connected", peer_.c_str(), stream_.hello().pid,
+                      stream_.hello().host.c_str());
+    payload_ = std::vector<uint8_t>();  // the hello's buffer is not kept
+    std::vector<uint8_t> ack;
+    wire::AppendHelloAck(ack, wire::HelloAck{true, ""});
+    Write(std::move(ack));
+    ScheduleBatchAcks();
+    ReadHeader();
+  }
+
+  void LeaveBook() {
+    if (pending_) {
+      pending_ = false;
+      book_->sessions.erase(in_book_);
+      stats_.pending--;
+    }
+  }
+
+  // ---- after authentication: the frame loop ----
+
   void ReadHeader() {
     asio::async_read(socket_, asio::buffer(header_),
                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
@@ -78,25 +189,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (current_.type == wire::FrameType::kClockPing) {
       return AnswerPing();
     }
-    bool was_accepted = stream_.accepted();
     Status st = stream_.OnFrame(current_.type, payload_);
     if (!st.ok()) {
-      if (!was_accepted && current_.type == wire::FrameType::kHello) {
-        return Refuse(st.message());
-      }
       return Drop(st.message());
-    }
-    if (!was_accepted && stream_.accepted()) {
-      hello_timer_.cancel();
-      stats_.accepted++;
-      COMMPROF_LOG_INFO("rank %u %s from %s (pid %u, host %s)", stream_.rank(),
-                        stream_.resumed() ? "resumed its stream" : "connected", peer_.c_str(), stream_.hello().pid,
-                        stream_.hello().host.c_str());
-      std::vector<uint8_t> ack;
-      wire::AppendHelloAck(ack, wire::HelloAck{true, ""});
-      Write(std::move(ack));
-      ScheduleBatchAcks();
-      return ReadHeader();
     }
     if (stream_.said_bye()) {
       stats_.byes++;
@@ -125,7 +220,8 @@ class Session : public std::enable_shared_from_this<Session> {
     ReadHeader();
   }
 
-  // Writes go out one at a time, in order (hello-ack, clock-pongs, batch acks interleave).
+  // After the challenge, writes go out one at a time, in order (hello-ack, clock-pongs and batch
+  // acks interleave).
   void Write(std::vector<uint8_t> frame) {
     writes_.push_back(std::move(frame));
     if (writes_.size() == 1) {
@@ -164,8 +260,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void SendBatchAck() {
     Ingest::Durable d = ingest_.DurableOf(stream_.rank());
-    // Never acknowledge more than this stream has seen: after a resume, durable counts may include
-    // batches the collector has not resent yet, which it still holds and will send.
+    // Never acknowledge more than this stream has carried: after a resume the durable count may
+    // include batches the collector has not resent yet, which it still holds and will send.
     uint64_t batches = std::min(d.batches, stream_.next_batch());
     bool bye = stream_.said_bye() && d.bye;
     if (batches > acked_ || bye) {
@@ -187,20 +283,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void Refuse(const std::string& why) {
     stats_.refused++;
     hello_timer_.cancel();
-    COMMPROF_LOG_WARN("refused connection from %s: %s; nothing from this peer is stored", peer_.c_str(), why.c_str());
+    LeaveBook();
+    PeerLog().Log(LogLevel::kWarn, "refused", "refused connection from %s: %s; nothing from this peer is stored",
+                  peer_.c_str(), why.c_str());
     std::vector<uint8_t> ack;
     wire::AppendHelloAck(ack, wire::HelloAck{false, why});
     close_after_writes_ = true;
     Write(std::move(ack));
   }
 
-
   void Drop(const std::string& why) {
     stats_.dropped++;
     if (stream_.accepted()) {
       COMMPROF_LOG_WARN("dropping connection of rank %u from %s: %s", stream_.rank(), peer_.c_str(), why.c_str());
     } else {
-      COMMPROF_LOG_WARN("dropping connection from %s: %s", peer_.c_str(), why.c_str());
+      PeerLog().Log(LogLevel::kWarn, "dropped", "dropping connection from %s: %s", peer_.c_str(), why.c_str());
     }
     Finish(why, /*corrupt=*/true);
   }
@@ -229,12 +326,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close() {
     hello_timer_.cancel();
     ack_timer_.cancel();
+    LeaveBook();
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     if (!closed_) {
       closed_ = true;
-      stats_.open--;
+      stats_.connections--;
+      if (stream_.accepted()) {
+        stats_.open--;
+      }
     }
   }
 
@@ -244,10 +345,16 @@ class Session : public std::enable_shared_from_this<Session> {
   Ingest& ingest_;
   RankStream stream_;
   ServerStats& stats_;
+  const ServerLimits limits_;
+  std::shared_ptr<PendingBook> book_;
+  std::list<std::weak_ptr<Session>>::iterator in_book_;
+  bool pending_ = false;
+  std::chrono::steady_clock::time_point started_;
   std::string peer_;
   std::array<uint8_t, wire::kHeaderSize> header_{};
   wire::FrameHeader current_{};
   std::vector<uint8_t> payload_;
+  std::vector<uint8_t> out_;  // the challenge (the only write before the frame loop)
   std::deque<std::vector<uint8_t>> writes_;
   bool close_after_writes_ = false;
   uint64_t acked_ = 0;
@@ -256,14 +363,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 };
 
-}  // namespace
-
-Server::Server(asio::io_context& io, Ingest& ingest, StreamPolicy policy)
-    : ingest_(ingest), policy_(std::move(policy)), acceptor_(io) {}
+Server::Server(asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits)
+    : ingest_(ingest), policy_(std::move(policy)), limits_(limits), acceptor_(io), accept_timer_(io) {}
 
 Result<std::unique_ptr<Server>> Server::Listen(asio::io_context& io, Ingest& ingest, StreamPolicy policy,
-                                               const std::string& host, uint16_t port) {
-  std::unique_ptr<Server> s(new Server(io, ingest, std::move(policy)));
+                                               const std::string& host, uint16_t port, const ServerLimits& limits) {
+  std::unique_ptr<Server> s(new Server(io, ingest, std::move(policy), limits));
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
   if (ec) {
@@ -296,6 +401,8 @@ uint16_t Server::port() const {
 void Server::Close() {
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_timer_.cancel();
+  PeerLog().Flush();
 }
 
 void Server::Accept() {
@@ -303,14 +410,68 @@ void Server::Accept() {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
       return;
     }
-    if (!ec) {
+    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+        ec.value() == ENFILE) {
+      return PauseAccepting(ec);
+    }
+    if (accept_pause_ms_ != 0) {
+      COMMPROF_LOG_WARN("accepting connections again after %llu failed accepts",
+                        static_cast<unsigned long long>(accept_failures_));
+      accept_pause_ms_ = 0;
+      accept_failures_ = 0;
+    }
+    if (ec) {
+      // Per-connection failures (the peer reset before we took it): nothing to wait for.
+      PeerLog().Log(LogLevel::kWarn, "accept", "accept failed: %s", ec.message().c_str());
+    } else if (Admit(socket)) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);
-      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_)->Start();
-    } else {
-      COMMPROF_LOG_WARN("accept failed: %s", ec.message().c_str());
+      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_)->Start();
     }
     Accept();
+  });
+}
+
+bool Server::Admit(tcp::socket& socket) {
+  auto refuse = [&](const char* key, const std::string& why) {
+    stats_.capped++;
+    boost::system::error_code ec;
+    auto ep = socket.remote_endpoint(ec);
+    std::string peer = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+    PeerLog().Log(LogLevel::kWarn, key, "closing connection from %s at once: %s", peer.c_str(), why.c_str());
+    socket.close(ec);
+    return false;
+  };
+  if (stats_.connections.load() >= limits_.max_connections) {
+    return refuse("cap-total", std::to_string(limits_.max_connections) + " connections are open (the connection cap)");
+  }
+  while (!pending_->sessions.empty() && pending_->sessions.front().expired()) {
+    pending_->sessions.pop_front();  // a session destroyed without closing (io shut down): not pending
+  }
+  if (pending_->sessions.size() >= limits_.max_pending) {
+    auto oldest = pending_->sessions.front().lock();
+    if (oldest != nullptr && oldest->AgeMs() >= limits_.evict_after_ms) {
+      oldest->Evict();  // leaves the book
+    } else {
+      return refuse("cap-pending",
+                    std::to_string(limits_.max_pending) + " connections are awaiting their hello (the pending cap)");
+    }
+  }
+  return true;
+}
+
+void Server::PauseAccepting(const boost::system::error_code& ec) {
+  ++accept_failures_;
+  stats_.accept_pauses++;
+  accept_pause_ms_ =
+      accept_pause_ms_ == 0 ? limits_.accept_pause_ms : std::min(accept_pause_ms_ * 2, limits_.accept_pause_max_ms);
+  PeerLog().Log(LogLevel::kWarn, "accept-pause", "cannot accept connections (%s): pausing accepts for %u ms",
+                ec.message().c_str(), accept_pause_ms_);
+  accept_timer_.expires_after(std::chrono::milliseconds(accept_pause_ms_));
+  accept_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
+    if (!wait_ec && acceptor_.is_open()) {
+      Accept();
+    }
   });
 }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -18,6 +19,60 @@
 
 namespace commprof {
 namespace {
+
+// Reads exactly n bytes before `deadline_ns` (steady clock). `closed`, when given, is set when
+// the peer closed or reset the connection (as opposed to a timeout).
+bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns, bool* closed = nullptr) {
+  size_t off = 0;
+  while (off < n) {
+    uint64_t now = SteadyNowNs();
+    if (now >= deadline_ns) {
+      return false;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
+    if (pr < 0 && errno == EINTR) {
+      continue;
+    }
+    if (pr <= 0) {
+      return false;
+    }
+    ssize_t got = ::recv(fd, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      if (closed != nullptr) {
+        *closed = got == 0 || errno == ECONNRESET;
+      }
+      return false;
+    }
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+Status ReceiveFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns,
+                    bool* closed = nullptr) {
+  uint8_t raw[wire::kHeaderSize];
+  bool eof = false;
+  if (!ReadFully(fd, raw, sizeof raw, deadline_ns, &eof)) {
+    if (closed != nullptr) {
+      *closed = eof;
+    }
+    return Unavailable(eof ? "the aggregator closed the connection" : "no frame from the aggregator in time");
+  }
+  auto h = wire::DecodeHeader(raw);
+  if (!h.ok()) {
+    return h.status();
+  }
+  header = h.value();
+  payload.resize(header.payload_len);
+  if (!ReadFully(fd, payload.data(), payload.size(), deadline_ns)) {
+    return Unavailable("truncated frame from the aggregator");
+  }
+  return Status::Ok();
+}
 
 class TcpTransport final : public Transport {
  public:
@@ -84,6 +139,11 @@ class TcpTransport final : public Transport {
   }
 
   bool acknowledges() const override { return true; }
+  // The first frame of a connection; `closed` tells a connection closed at once (the aggregator's
+  // connection caps) from one that stays silent.
+  Status ReceiveFirst(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns, bool& closed) {
+    return ReceiveFrame(fd_, header, payload, deadline_ns, &closed);
+  }
   const char* name() const override { return "tcp"; }
 
  private:
@@ -157,7 +217,8 @@ Status MakeDirs(const std::string& dir) {
   std::string cur;
   for (size_t i = 0; i <= dir.size(); ++i) {
     if (i == dir.size() || dir[i] == '/') {
-      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      // 0700: spool files hold the rank's events and a hello signed with the job secret.
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
         return IoError("cannot create spool directory " + cur + ": " + std::strerror(errno));
       }
     }
@@ -183,8 +244,10 @@ bool SplitHostPort(const std::string& address, std::string& host, std::string& p
   return true;
 }
 
-Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
-                                                       uint32_t timeout_ms) {
+namespace {
+
+// A connected, blocking TCP socket to host:port by `deadline` (steady ns).
+Result<int> ConnectSocket(const std::string& address, uint64_t deadline) {
   std::string host, port;
   if (!SplitHostPort(address, host, port)) {
     return InvalidArgument("COMMPROF_AGGREGATOR='" + address + "' is not host:port");
@@ -196,7 +259,6 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
     return Unavailable("cannot resolve aggregator " + address + ": " + gai_strerror(rc));
   }
-  uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   int fd = -1;
   std::string last_error = "no address";
   for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
@@ -234,13 +296,49 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  auto transport = std::make_unique<TcpTransport>(fd);
+  return fd;
+}
 
-  COMMPROF_RETURN_IF_ERROR(transport->Send(hello_frame));
+}  // namespace
 
-  // The aggregator answers with an ack; a refusal (bad proof, duplicate rank) is final.
+Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
+                                                       std::string_view secret, uint32_t timeout_ms) {
+  const uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+  std::unique_ptr<TcpTransport> transport;
   wire::FrameHeader h;
   std::vector<uint8_t> payload;
+  // The aggregator speaks first: a challenge. A connection it closes before that hit its
+  // connection caps (docs/wire-protocol.md): try again, backing off, while the timeout allows.
+  for (uint32_t backoff_ms = 10;; backoff_ms = std::min(backoff_ms * 2, 500u)) {
+    auto fd = ConnectSocket(address, deadline);
+    if (!fd.ok()) {
+      return fd.status();
+    }
+    transport = std::make_unique<TcpTransport>(fd.value());
+    bool closed = false;
+    Status st = transport->ReceiveFirst(h, payload, deadline, closed);
+    if (st.ok()) {
+      break;
+    }
+    transport.reset();
+    if (!closed || SteadyNowNs() + backoff_ms * 1000000ull >= deadline) {
+      return Unavailable("aggregator " + address + " sent no challenge: " + st.message());
+    }
+    ::usleep(backoff_ms * 1000);
+  }
+  if (h.type != wire::FrameType::kChallenge) {
+    return Corrupt(std::string("aggregator ") + address + " opened with a " + wire::FrameTypeName(h.type) +
+                   " frame, not a challenge (an aggregator of an older commprof?)");
+  }
+  auto nonce = wire::DecodeChallenge(payload);
+  if (!nonce.ok()) {
+    return nonce.status();
+  }
+  std::vector<uint8_t> signed_hello;
+  COMMPROF_RETURN_IF_ERROR(wire::ResignHello(hello_frame, secret, nonce.value(), signed_hello));
+  COMMPROF_RETURN_IF_ERROR(transport->Send(signed_hello));
+
+  // The aggregator answers with an ack; a refusal (bad proof, duplicate rank) is final.
   if (Status st = transport->Receive(h, payload, timeout_ms); !st.ok()) {
     return Unavailable("aggregator " + address + " did not acknowledge the hello: " + st.message());
   }
@@ -263,9 +361,22 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
   std::string job = hello.job_id.empty() ? std::string("nojob") : hello.job_id;
   std::string path =
       dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" + std::to_string(hello.pid) + ".cpspool";
-  std::FILE* f = std::fopen(path.c_str(), "wbe");
-  if (f == nullptr) {
+  // 0600 (and fchmod for a file left by an earlier run): a spool file holds the rank's events and
+  // a hello proving the job secret.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
     return IoError("cannot create spool file " + path + ": " + std::strerror(errno));
+  }
+  if (::fchmod(fd, 0600) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError("cannot make spool file " + path + " private (mode 0600): " + std::strerror(err));
+  }
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (f == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return IoError("cannot create spool file " + path + ": " + std::strerror(err));
   }
   auto spool = std::make_unique<SpoolTransport>(f, path);
   COMMPROF_RETURN_IF_ERROR(spool->Send(hello_frame));
@@ -280,13 +391,16 @@ namespace {
 class NetworkTransports final : public TransportFactory {
  public:
   explicit NetworkTransports(const Config& config)
-      : aggregator_(config.aggregator), spool_dir_(config.spool_dir), timeout_ms_(config.connect_timeout_ms) {}
+      : aggregator_(config.aggregator),
+        secret_(config.secret),
+        spool_dir_(config.spool_dir),
+        timeout_ms_(config.connect_timeout_ms) {}
 
   Result<std::unique_ptr<Transport>> Connect(std::span<const uint8_t> hello_frame) override {
     if (aggregator_.empty()) {
       return Unavailable("no aggregator configured");
     }
-    auto t = ConnectToAggregator(aggregator_, hello_frame, timeout_ms_);
+    auto t = ConnectToAggregator(aggregator_, hello_frame, secret_, timeout_ms_);
     if (t.ok()) {
       COMMPROF_LOG_DEBUG("connected to aggregator %s", aggregator_.c_str());
     }
@@ -299,6 +413,7 @@ class NetworkTransports final : public TransportFactory {
 
  private:
   const std::string aggregator_;
+  const std::string secret_;  // signs each connection's challenge (the hello frame's own proof is the spool one)
   const std::string spool_dir_;
   const uint32_t timeout_ms_;
 };

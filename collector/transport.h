@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/status.h"
@@ -46,16 +47,20 @@ class TransportFactory {
 // when no aggregator is configured), spool files under config.spool_dir.
 std::unique_ptr<TransportFactory> MakeNetworkTransports(const Config& config);
 
-// Both take the hello as a ready frame: it is signed once, on the thread that starts the runtime,
-// so the shipper thread never calls into OpenSSL (whose exit-time cleanup may already have run
-// when a short program ends while the shipper is still connecting).
+// Both take the hello as a ready frame, signed once on the thread that starts the runtime with the
+// spool proof (no nonce). Over TCP the hello must instead prove the secret over the aggregator's
+// per-connection challenge, so ConnectToAggregator re-signs it per connection (wire::ResignHello):
+// that HMAC is computed without OpenSSL, whose exit-time cleanup may already have run when a short
+// program ends while the shipper is still connecting.
 
-// Connects to host:port, sends the hello frame and waits for the aggregator's acceptance.
+// Connects to host:port, reads the aggregator's challenge, sends the hello signed over it with
+// `secret`, and waits for the aggregator's acceptance. A connection the aggregator closes before
+// its challenge (its connection caps) is retried with back-off within timeout_ms.
 Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
-                                                       uint32_t timeout_ms);
+                                                       std::string_view secret, uint32_t timeout_ms);
 
-// Creates DIR (and parents) and the rank's spool file in it (named after `hello`), starting
-// with the hello frame.
+// Creates DIR (and parents, mode 0700) and the rank's spool file in it (named after `hello`,
+// mode 0600), starting with the hello frame.
 Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
                                              std::span<const uint8_t> hello_frame, std::string* path_out);
 

@@ -3,6 +3,11 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 
 namespace commprof {
 
@@ -14,6 +19,36 @@ void SetLogLevel(LogLevel level);
 void SetLogPrefix(const char* prefix);  // e.g. "commprof[rank 3]"
 
 void Log(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// A logger for lines a peer can provoke at will (refused connections, accept errors): per key,
+// at most `burst` lines per `window_ms`; the rest are counted, and the next line printed for
+// that key ends with "(N similar messages suppressed)". So a flood of bad peers costs a few lines
+// a second, and the count of what was not printed is still told. Thread-safe.
+class RateLimitedLog {
+ public:
+  using Clock = std::function<uint64_t()>;  // monotonic ns; tests pass a fake one
+  explicit RateLimitedLog(uint32_t burst = 5, uint64_t window_ms = 1000, Clock now_ns = {});
+
+  // Returns true when the line was printed (false: suppressed, or below the log level).
+  bool Log(LogLevel level, const char* key, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+  // Prints "N similar messages suppressed" for every key with a count not yet told (at shutdown).
+  void Flush();
+  uint64_t suppressed_total() const;
+
+ private:
+  struct KeyState {
+    uint64_t window_start_ns = 0;
+    uint32_t printed = 0;
+    uint64_t suppressed = 0;  // not yet told
+    LogLevel level = LogLevel::kWarn;
+  };
+  const uint32_t burst_;
+  const uint64_t window_ns_;
+  Clock now_ns_;
+  mutable std::mutex mu_;
+  std::map<std::string, KeyState> keys_;
+  uint64_t suppressed_total_ = 0;
+};
 
 }  // namespace commprof
 

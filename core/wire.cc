@@ -1,9 +1,9 @@
 #include "core/wire.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <sys/random.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace commprof::wire {
@@ -155,6 +155,110 @@ class Cursor {
   std::string err_;
 };
 
+// SHA-256 (FIPS 180-4), the building block of HmacSha256 below. Self-contained on purpose: see
+// HmacSha256 in wire.h. Checked against the FIPS and RFC 4231 vectors and OpenSSL in wire_test.
+class Sha256 {
+ public:
+  void Update(const uint8_t* p, size_t n) {
+    total_ += n;
+    while (n > 0) {
+      size_t take = std::min(n, sizeof buf_ - used_);
+      std::memcpy(buf_ + used_, p, take);
+      used_ += take;
+      p += take;
+      n -= take;
+      if (used_ == sizeof buf_) {
+        Block(buf_);
+        used_ = 0;
+      }
+    }
+  }
+  std::array<uint8_t, 32> Final() {
+    const uint64_t bits = total_ * 8;
+    const uint8_t pad = 0x80;
+    Update(&pad, 1);
+    const uint8_t zero = 0;
+    while (used_ != 56) {
+      Update(&zero, 1);
+    }
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) {
+      len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+    }
+    Update(len, 8);
+    std::array<uint8_t, 32> out{};
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        out[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
+      }
+    }
+    return out;
+  }
+
+ private:
+  static uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void Block(const uint8_t* p) {
+    static constexpr uint32_t kK[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i) {
+      w[i] = (static_cast<uint32_t>(p[4 * i]) << 24) | (static_cast<uint32_t>(p[4 * i + 1]) << 16) |
+             (static_cast<uint32_t>(p[4 * i + 2]) << 8) | static_cast<uint32_t>(p[4 * i + 3]);
+    }
+    for (int i = 16; i < 64; ++i) {
+      uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
+      uint32_t ch = (e & f) ^ (~e & g);
+      uint32_t t1 = h + s1 + ch + kK[i] + w[i];
+      uint32_t s0 = Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22);
+      uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+      uint32_t t2 = s0 + maj;
+      h = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h_[0] += a;
+    h_[1] += b;
+    h_[2] += c;
+    h_[3] += d;
+    h_[4] += e;
+    h_[5] += f;
+    h_[6] += g;
+    h_[7] += h;
+  }
+
+  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint8_t buf_[64] = {};
+  size_t used_ = 0;
+  uint64_t total_ = 0;
+};
+
+// Constant time in the bytes compared (a proof check must not leak how many bytes matched).
+bool EqualConstantTime(const uint8_t* a, const uint8_t* b, size_t n) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
+  }
+  return diff == 0;
+}
+
 void AppendHelloBody(std::vector<uint8_t>& out, const Hello& h) {
   PutU32(out, h.rank);
   PutU32(out, h.world_size);
@@ -167,11 +271,32 @@ void AppendHelloBody(std::vector<uint8_t>& out, const Hello& h) {
 
 }  // namespace
 
-std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data) {
-  std::array<uint8_t, kProofSize> mac{};
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(), mac.data(), &len);
-  return mac;
+std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data,
+                                           std::span<const uint8_t> prefix) {
+  constexpr size_t kBlock = 64;
+  uint8_t k0[kBlock] = {};
+  if (key.size() > kBlock) {
+    Sha256 kh;
+    kh.Update(reinterpret_cast<const uint8_t*>(key.data()), key.size());
+    auto d = kh.Final();
+    std::memcpy(k0, d.data(), d.size());
+  } else if (!key.empty()) {
+    std::memcpy(k0, key.data(), key.size());
+  }
+  uint8_t ipad[kBlock], opad[kBlock];
+  for (size_t i = 0; i < kBlock; ++i) {
+    ipad[i] = static_cast<uint8_t>(k0[i] ^ 0x36);
+    opad[i] = static_cast<uint8_t>(k0[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.Update(ipad, kBlock);
+  inner.Update(prefix.data(), prefix.size());
+  inner.Update(data.data(), data.size());
+  auto inner_digest = inner.Final();
+  Sha256 outer;
+  outer.Update(opad, kBlock);
+  outer.Update(inner_digest.data(), inner_digest.size());
+  return outer.Final();
 }
 
 void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret) {
@@ -180,6 +305,64 @@ void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view
   auto proof = HmacSha256(secret, std::span<const uint8_t>(out.data() + start, out.size() - start));
   out.insert(out.end(), proof.begin(), proof.end());
   EndFrame(out, start);
+}
+
+void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret, const Nonce& nonce) {
+  size_t start = BeginFrame(out, FrameType::kHello);
+  AppendHelloBody(out, hello);
+  auto proof = HmacSha256(secret, std::span<const uint8_t>(out.data() + start, out.size() - start), nonce);
+  out.insert(out.end(), proof.begin(), proof.end());
+  EndFrame(out, start);
+}
+
+Status ResignHello(std::span<const uint8_t> hello_frame, std::string_view secret, const Nonce& nonce,
+                   std::vector<uint8_t>& out) {
+  if (hello_frame.size() < kHeaderSize) {
+    return InvalidArgument("hello frame shorter than a frame header");
+  }
+  auto h = DecodeHeader(hello_frame.first(kHeaderSize));
+  if (!h.ok()) {
+    return h.status();
+  }
+  if (h->type != FrameType::kHello || h->payload_len != hello_frame.size() - kHeaderSize ||
+      h->payload_len < kProofSize) {
+    return InvalidArgument("not one whole hello frame");
+  }
+  const size_t body = hello_frame.size() - kProofSize;
+  out.insert(out.end(), hello_frame.begin(), hello_frame.begin() + static_cast<std::ptrdiff_t>(body));
+  auto proof = HmacSha256(secret, hello_frame.subspan(kHeaderSize, body - kHeaderSize), nonce);
+  out.insert(out.end(), proof.begin(), proof.end());
+  return Status::Ok();
+}
+
+void AppendChallenge(std::vector<uint8_t>& out, const Nonce& nonce) {
+  size_t start = BeginFrame(out, FrameType::kChallenge);
+  out.insert(out.end(), nonce.begin(), nonce.end());
+  EndFrame(out, start);
+}
+
+Result<Nonce> DecodeChallenge(std::span<const uint8_t> payload) {
+  Cursor c(payload, "challenge");
+  Nonce n{};
+  c.Raw(n.data(), n.size(), "nonce");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return n;
+}
+
+Result<Nonce> RandomNonce() {
+  Nonce n{};
+  size_t got = 0;
+  while (got < n.size()) {
+    ssize_t r = ::getrandom(n.data() + got, n.size() - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return Unavailable(std::string("cannot draw a challenge nonce from getrandom(2): ") + std::strerror(errno));
+    }
+    got += static_cast<size_t>(r);
+  }
+  return n;
 }
 
 void AppendHelloAck(std::vector<uint8_t>& out, const HelloAck& ack) {
@@ -262,6 +445,8 @@ const char* FrameTypeName(FrameType type) {
       return "clock-pong";
     case FrameType::kBatchAck:
       return "batch-ack";
+    case FrameType::kChallenge:
+      return "challenge";
   }
   return "unknown";
 }
@@ -283,8 +468,7 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
                    std::to_string(kVersion) + ")");
   }
   uint16_t type = static_cast<uint16_t>(t[0] | (t[1] << 8));
-  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBatchAck) ||
-      type == 9) {
+  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBatchAck)) {
     return Corrupt("header: unknown frame type " + std::to_string(type));
   }
   if (len > kMaxPayload) {
@@ -307,6 +491,10 @@ Result<Hello> DecodeHello(std::span<const uint8_t> payload) {
     c.Raw(h.proof.data(), h.proof.size(), "proof");
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
+  if (h.world_size > kMaxWorldSize) {
+    return Corrupt("hello frame, field 'world_size': " + std::to_string(h.world_size) + " ranks exceeds the limit of " +
+                   std::to_string(kMaxWorldSize));
+  }
   if (h.world_size == 0 || h.rank >= h.world_size) {
     return Corrupt("hello frame, field 'rank': rank " + std::to_string(h.rank) + " outside world size " +
                    std::to_string(h.world_size));
@@ -320,7 +508,16 @@ bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view s
   }
   size_t body = hello_payload.size() - kProofSize;
   auto expect = HmacSha256(secret, hello_payload.first(body));
-  return CRYPTO_memcmp(expect.data(), hello_payload.data() + body, kProofSize) == 0;
+  return EqualConstantTime(expect.data(), hello_payload.data() + body, kProofSize);
+}
+
+bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret, const Nonce& nonce) {
+  if (hello_payload.size() < kProofSize) {
+    return false;
+  }
+  size_t body = hello_payload.size() - kProofSize;
+  auto expect = HmacSha256(secret, hello_payload.first(body), nonce);
+  return EqualConstantTime(expect.data(), hello_payload.data() + body, kProofSize);
 }
 
 Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> payload) {

@@ -29,6 +29,17 @@ inline constexpr size_t kHeaderSize = 16;
 inline constexpr uint32_t kMaxPayload = 16u << 20;  // 16 MiB; larger lengths are rejected
 inline constexpr size_t kProofSize = 32;            // HMAC-SHA256
 inline constexpr size_t kMaxStringLen = 4096;
+inline constexpr size_t kNonceSize = 32;  // the aggregator's per-connection challenge
+// The largest world a hello may announce: readers and the aggregator size per-rank tables by it,
+// so a bigger number is refused at decode rather than trusted (docs/wire-protocol.md).
+inline constexpr uint32_t kMaxWorldSize = 1u << 20;
+// The longest hello payload that can decode: rank, world_size, pid (3 x u32), the two start
+// times (2 x u64), host and job_id (u32 length + at most kMaxStringLen bytes each), the proof.
+// Before a connection is authenticated the aggregator reads no more than this.
+inline constexpr size_t kMaxHelloPayload = 3 * 4 + 2 * 8 + 2 * (4 + kMaxStringLen) + kProofSize;
+static_assert(kMaxHelloPayload == 68 + 2 * kMaxStringLen);
+
+using Nonce = std::array<uint8_t, kNonceSize>;
 
 enum class FrameType : uint16_t {
   kHello = 1,
@@ -39,7 +50,7 @@ enum class FrameType : uint16_t {
   kBye = 6,
   kClockPing = 7,  // collector -> aggregator: TCP clock exchange for jobs without MPI
   kClockPong = 8,  // aggregator -> collector: the ping's send time echoed plus the reference time
-  // 9 is the handshake's challenge.
+  kChallenge = 9,  // aggregator -> collector, first on every connection: a fresh nonce to sign
   kBatchAck = 10,  // aggregator -> collector: every events batch below `durable_batches` is in the file
 };
 
@@ -56,7 +67,10 @@ struct Hello {
   uint64_t start_utc_ns = 0;     // ... and UTC, read together at collector start
   std::string host;
   std::string job_id;
-  std::array<uint8_t, kProofSize> proof{};  // HMAC-SHA256(secret, payload bytes before the proof)
+  // Spool files: HMAC-SHA256(secret, payload bytes before the proof). Over TCP:
+  // HMAC-SHA256(secret, challenge nonce || payload bytes before the proof), so a hello seen once
+  // (captured, or read from a spool file) cannot authenticate another connection.
+  std::array<uint8_t, kProofSize> proof{};
 };
 
 struct HelloAck {
@@ -111,7 +125,16 @@ struct Bye {
 };
 
 // ---- encoding (appends whole frames to `out`) ----
+// A hello with the spool proof (no nonce).
 void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret);
+// A hello with the TCP proof over `nonce` (the connection's challenge).
+void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret, const Nonce& nonce);
+// Appends `hello_frame` (one whole hello frame, any proof) with its proof replaced by the TCP
+// proof over `nonce`. Pure computation (no OpenSSL, no global state): the collector's shipper
+// thread calls it per connection, possibly while the process is exiting.
+Status ResignHello(std::span<const uint8_t> hello_frame, std::string_view secret, const Nonce& nonce,
+                   std::vector<uint8_t>& out);
+void AppendChallenge(std::vector<uint8_t>& out, const Nonce& nonce);
 void AppendHelloAck(std::vector<uint8_t>& out, const HelloAck& ack);
 void AppendStrings(std::vector<uint8_t>& out, uint32_t first_id, std::span<const std::string_view> strings);
 void AppendEvents(std::vector<uint8_t>& out, uint64_t batch_seq, const commprof_event* events, size_t count);
@@ -136,12 +159,22 @@ Result<Bye> DecodeBye(std::span<const uint8_t> payload);
 Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload);
 Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload);
 Result<BatchAck> DecodeBatchAck(std::span<const uint8_t> payload);
+Result<Nonce> DecodeChallenge(std::span<const uint8_t> payload);
 
-// True when hello.proof is the HMAC of this hello under `secret` (constant-time compare).
+// True when hello.proof is the spool proof of this hello under `secret` (constant-time compare).
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);
+// True when hello.proof is the TCP proof of this hello under `secret` and `nonce`.
+bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret, const Nonce& nonce);
 
-// HMAC-SHA256 of `data` under `key`.
-std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data);
+// HMAC-SHA256 (RFC 2104) of `prefix || data` under `key`. Implemented here, without OpenSSL:
+// OpenSSL 3's HMAC() fetches its algorithm from a library context that OpenSSL frees in an
+// atexit handler, and the collector signs on its shipper thread, which can still be connecting
+// while a short program exits.
+std::array<uint8_t, kProofSize> HmacSha256(std::string_view key, std::span<const uint8_t> data,
+                                           std::span<const uint8_t> prefix = {});
+
+// 32 bytes from the kernel's CSPRNG (getrandom(2)); an error if it cannot deliver.
+Result<Nonce> RandomNonce();
 
 const char* FrameTypeName(FrameType type);
 

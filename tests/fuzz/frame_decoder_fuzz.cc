@@ -3,8 +3,8 @@
 // The input is read two ways:
 //   1. as a stream of frames, the way the aggregator and `commprof merge` read one: a 16-byte
 //      header through DecodeHeader, then the payload to the Decode* function of its type
-//      (hello, hello-ack, strings, events, clock, bye, clock-ping, clock-pong; and
-//      VerifyHelloProof for a hello), frame after frame until the bytes or the valid headers end;
+//      (hello, hello-ack, strings, events, clock, bye, clock-ping, clock-pong, challenge; and
+//      VerifyHelloProof, spool and TCP proof, for a hello), frame after frame until the bytes or the valid headers end;
 //      the same bytes also go through ReadFrame on a memory FILE*, the spool reader's path;
 //   2. as one raw payload, handed to every Decode* function and VerifyHelloProof as it is.
 // Besides "no crash, no sanitizer report", a frame that decodes must encode back to the very
@@ -37,6 +37,9 @@ namespace wire = commprof::wire;
 
 // The secret the seed generator signs its hello frames with, so the accepted-proof path is hit.
 constexpr std::string_view kSeedSecret = "commprof-fuzz-secret";
+// The challenge nonce the seed generator signs its TCP hello over (frame_seed_gen.cc): bytes 0..31.
+constexpr wire::Nonce kSeedNonce = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
 // How far the inputs got (the replay driver prints them: a mutation set that never gets past the
 // header would test nothing).
@@ -71,6 +74,7 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
   switch (type) {
     case wire::FrameType::kHello: {
       bool proof_ok = wire::VerifyHelloProof(payload, kSeedSecret);
+      bool tcp_proof_ok = wire::VerifyHelloProof(payload, kSeedSecret, kSeedNonce);
       (void)wire::VerifyHelloProof(payload, "");
       auto h = wire::DecodeHello(payload);
       // The proof covers exactly the bytes the encoder writes, so only a verified hello must
@@ -78,6 +82,14 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
       if (count(h) && proof_ok && !frame.empty()) {
         wire::AppendHello(out, h.value(), kSeedSecret);
         CheckSame("hello", frame, out);
+      }
+      if (h.ok() && tcp_proof_ok && !frame.empty()) {
+        out.clear();
+        wire::AppendHello(out, h.value(), kSeedSecret, kSeedNonce);
+        CheckSame("hello (TCP proof)", frame, out);
+        // Re-signing the frame over the same nonce is the identity.
+        out.clear();
+        if (wire::ResignHello(frame, kSeedSecret, kSeedNonce, out).ok()) CheckSame("re-signed hello", frame, out);
       }
       break;
     }
@@ -148,6 +160,14 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
       }
       break;
     }
+    case wire::FrameType::kChallenge: {
+      auto n = wire::DecodeChallenge(payload);
+      if (count(n) && !frame.empty()) {
+        wire::AppendChallenge(out, n.value());
+        CheckSame("challenge", frame, out);
+      }
+      break;
+    }
   }
 }
 
@@ -194,6 +214,10 @@ void DecodeAsRawPayload(std::span<const uint8_t> in) {
   (void)wire::DecodeBye(in);
   (void)wire::DecodeClockPing(in);
   (void)wire::DecodeClockPong(in);
+  (void)wire::DecodeChallenge(in);
+  (void)wire::VerifyHelloProof(in, kSeedSecret, kSeedNonce);
+  std::vector<uint8_t> resigned;
+  (void)wire::ResignHello(in, kSeedSecret, kSeedNonce, resigned);
 }
 
 }  // namespace

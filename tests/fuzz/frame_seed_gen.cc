@@ -25,6 +25,9 @@ namespace {
 namespace wire = commprof::wire;
 
 constexpr std::string_view kSeedSecret = "commprof-fuzz-secret";  // same as frame_decoder_fuzz.cc
+// The challenge nonce the TCP hello seed is signed over (same as frame_decoder_fuzz.cc).
+constexpr wire::Nonce kSeedNonce = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
 commprof_event MakeEvent(uint8_t kind, uint8_t subtype, uint64_t start, uint64_t dur, uint64_t bytes) {
   commprof_event e{};
@@ -69,7 +72,9 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
     switch (h->type) {
       case wire::FrameType::kHello:
         st = wire::DecodeHello(p).status();
-        if (st.ok() && !wire::VerifyHelloProof(p, kSeedSecret)) st = commprof::Corrupt("hello proof does not verify");
+        if (st.ok() && !wire::VerifyHelloProof(p, kSeedSecret) && !wire::VerifyHelloProof(p, kSeedSecret, kSeedNonce)) {
+          st = commprof::Corrupt("hello proof does not verify");
+        }
         break;
       case wire::FrameType::kHelloAck:
         st = wire::DecodeHelloAck(p).status();
@@ -94,6 +99,9 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
         break;
       case wire::FrameType::kBatchAck:
         st = wire::DecodeBatchAck(p).status();
+        break;
+      case wire::FrameType::kChallenge:
+        st = wire::DecodeChallenge(p).status();
         break;
     }
     if (!st.ok()) {
@@ -145,6 +153,10 @@ int main(int argc, char** argv) {
   wire::Hello hello_min;  // rank 0 of 1, empty strings
   hello_min.world_size = 1;
   add("hello_min", [&](auto& out) { wire::AppendHello(out, hello_min, kSeedSecret); });
+
+  // Over TCP: the aggregator's challenge, and a hello signed over it.
+  add("challenge", [&](auto& out) { wire::AppendChallenge(out, kSeedNonce); });
+  add("hello_tcp", [&](auto& out) { wire::AppendHello(out, hello, kSeedSecret, kSeedNonce); });
 
   add("hello_ack_ok", [&](auto& out) { wire::AppendHelloAck(out, wire::HelloAck{true, ""}); });
   add("hello_ack_refused", [&](auto& out) {
@@ -201,6 +213,12 @@ int main(int argc, char** argv) {
   wire::AppendClock(stream, clock);
   wire::AppendBye(stream, bye);
 
+  // A TCP handshake as the two directions interleave it: challenge, hello, hello-ack.
+  std::vector<uint8_t> handshake;
+  wire::AppendChallenge(handshake, kSeedNonce);
+  wire::AppendHello(handshake, hello, kSeedSecret, kSeedNonce);
+  wire::AppendHelloAck(handshake, wire::HelloAck{true, ""});
+
   int written = 0;
   for (const auto& s : seeds) {
     std::string why;
@@ -221,6 +239,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!WriteFile(dir / "stream.frames", stream)) {
+    std::fprintf(stderr, "frame_seed_gen: cannot write seeds into %s\n", dir.c_str());
+    return 1;
+  }
+  ++written;
+  if (!DecodesCleanly(handshake, why)) {
+    std::fprintf(stderr, "frame_seed_gen: the handshake seed does not decode: %s\n", why.c_str());
+    return 1;
+  }
+  if (!WriteFile(dir / "handshake.frames", handshake)) {
     std::fprintf(stderr, "frame_seed_gen: cannot write seeds into %s\n", dir.c_str());
     return 1;
   }

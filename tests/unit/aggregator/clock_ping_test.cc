@@ -55,7 +55,7 @@ class Client : public test_support::TcpClient {
     h.host = "ping-host";
     h.job_id = kJob;
     Bytes out;
-    wire::AppendHello(out, h, kSecret);
+    wire::AppendHello(out, h, kSecret, challenge().value_or(wire::Nonce{}));
     if (!Send(out)) return false;
     auto f = ReadFrame();
     if (!f || f->first != wire::FrameType::kHelloAck) return false;

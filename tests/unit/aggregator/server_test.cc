@@ -43,8 +43,10 @@ using test_support::TempDir;
 using test_support::WaitFor;
 using Client = test_support::TcpClient;
 
-Bytes HelloFrame(uint32_t rank, const std::string& secret, const std::string& job = kJob, uint32_t world = 1,
-                 uint32_t pid = 0) {
+// A hello signed over the client's challenge, as a collector signs it.
+Bytes HelloFrame(const Client& c, uint32_t rank, const std::string& secret, const std::string& job = kJob,
+                 uint32_t world = 1, uint32_t pid = 0) {
+  EXPECT_TRUE(c.challenge().has_value()) << "the server sent no challenge";
   wire::Hello h;
   h.rank = rank;
   h.world_size = world;
@@ -54,7 +56,7 @@ Bytes HelloFrame(uint32_t rank, const std::string& secret, const std::string& jo
   h.start_steady_ns = 5;
   h.start_utc_ns = 6;
   Bytes out;
-  wire::AppendHello(out, h, secret);
+  wire::AppendHello(out, h, secret, c.challenge().value_or(wire::Nonce{}));
   return out;
 }
 
@@ -125,7 +127,7 @@ class ServerTest : public test_support::LiveAggregatorTest {
   void RunGoodClient(uint32_t rank, size_t n_events) {
     Client c(port());
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.Send(HelloFrame(rank, kSecret)));
+    ASSERT_TRUE(c.Send(HelloFrame(c, rank, kSecret)));
     auto ack = c.ReadAck();
     ASSERT_TRUE(ack.has_value());
     EXPECT_TRUE(ack->accepted) << ack->reason;
@@ -163,7 +165,7 @@ TEST_F(ServerTest, GarbageBytesDropTheConnectionAndTheServerKeepsServing) {
 TEST_F(ServerTest, HeaderAnnouncingMoreThanSixteenMebibytesIsDroppedWithoutAllocating) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret)));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   ASSERT_TRUE(ack->accepted) << ack->reason;
@@ -212,7 +214,7 @@ TEST_F(ServerTest, EventsFrameBeforeHelloIsDropped) {
 TEST_F(ServerTest, DuplicateRankIsRefusedWhileTheFirstStreamContinues) {
   Client first(port());
   ASSERT_TRUE(first.connected());
-  ASSERT_TRUE(first.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(first.Send(HelloFrame(first, 0, kSecret)));
   auto ack1 = first.ReadAck();
   ASSERT_TRUE(ack1.has_value());
   ASSERT_TRUE(ack1->accepted) << ack1->reason;
@@ -220,7 +222,7 @@ TEST_F(ServerTest, DuplicateRankIsRefusedWhileTheFirstStreamContinues) {
   // Another process (pid 4242) claiming the same rank.
   Client second(port());
   ASSERT_TRUE(second.connected());
-  ASSERT_TRUE(second.Send(HelloFrame(0, kSecret, kJob, 1, 4242)));
+  ASSERT_TRUE(second.Send(HelloFrame(second, 0, kSecret, kJob, 1, 4242)));
   auto ack2 = second.ReadAck();
   ASSERT_TRUE(ack2.has_value()) << "a refused peer still gets a hello-ack";
   EXPECT_FALSE(ack2->accepted);
@@ -244,7 +246,7 @@ TEST_F(ServerTest, DuplicateRankIsRefusedWhileTheFirstStreamContinues) {
 TEST_F(ServerTest, HelloWithBadHmacIsRefusedWithANegativeAck) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, "guessed-secret")));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, "guessed-secret")));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   EXPECT_FALSE(ack->accepted);
@@ -265,7 +267,7 @@ TEST_F(ServerTest, HelloWithBadHmacIsRefusedWithANegativeAck) {
 TEST_F(ServerTest, HelloForAnotherJobIsRefused) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, kSecret, "some-other-job")));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret, "some-other-job")));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   EXPECT_FALSE(ack->accepted);
@@ -280,7 +282,7 @@ TEST_F(ServerTest, HelloForAnotherJobIsRefused) {
 TEST_F(ServerTest, MalformedHelloIsRefused) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(5, kSecret, kJob, 2)));  // rank outside its world
+  ASSERT_TRUE(c.Send(HelloFrame(c, 5, kSecret, kJob, 2)));  // rank outside its world
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   EXPECT_FALSE(ack->accepted);
@@ -291,11 +293,11 @@ TEST_F(ServerTest, MalformedHelloIsRefused) {
 TEST_F(ServerTest, SecondHelloOnAnAcceptedStreamDropsIt) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, kSecret, kJob, 2)));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret, kJob, 2)));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   ASSERT_TRUE(ack->accepted);
-  ASSERT_TRUE(c.Send(HelloFrame(1, kSecret, kJob, 2)));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 1, kSecret, kJob, 2)));
   EXPECT_TRUE(c.WaitClosedByPeer());
   ASSERT_TRUE(WaitFor([&] { return stats().dropped.load() == 1 && stats().ended.load() == 1; }));
   auto r = StopAndRead();
@@ -311,7 +313,7 @@ TEST_F(ServerTest, ClientClosingWithoutByeLeavesADisconnectedRankWithItsEvents) 
   {
     Client c(port());
     ASSERT_TRUE(c.connected());
-    ASSERT_TRUE(c.Send(HelloFrame(0, kSecret)));
+    ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret)));
     auto ack = c.ReadAck();
     ASSERT_TRUE(ack.has_value());
     ASSERT_TRUE(ack->accepted);
@@ -350,7 +352,7 @@ TEST_F(ServerTest, ClientClosingWithoutByeLeavesADisconnectedRankWithItsEvents) 
 TEST_F(ServerTest, BatchSequenceGapsAreCountedAsLostBatches) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret)));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   ASSERT_TRUE(ack->accepted);
@@ -368,7 +370,7 @@ TEST_F(ServerTest, BatchSequenceGapsAreCountedAsLostBatches) {
 TEST_F(ServerTest, EventsBatchGoingBackIsDropped) {
   Client c(port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(c.Send(HelloFrame(c, 0, kSecret)));
   auto ack = c.ReadAck();
   ASSERT_TRUE(ack.has_value());
   ASSERT_TRUE(c.Send(EventsFrame(4, MakeEvents(1, 0))));
@@ -406,7 +408,7 @@ namespace {
 TEST_F(ServerTest, SameProcessReconnectingResumesItsRankWithoutDuplicates) {
   Client first(port());
   ASSERT_TRUE(first.connected());
-  ASSERT_TRUE(first.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(first.Send(HelloFrame(first, 0, kSecret)));
   auto ack1 = first.ReadAck();
   ASSERT_TRUE(ack1.has_value() && ack1->accepted);
   Bytes strings;
@@ -420,7 +422,7 @@ TEST_F(ServerTest, SameProcessReconnectingResumesItsRankWithoutDuplicates) {
 
   Client again(port());
   ASSERT_TRUE(again.connected());
-  ASSERT_TRUE(again.Send(HelloFrame(0, kSecret)));
+  ASSERT_TRUE(again.Send(HelloFrame(again, 0, kSecret)));
   auto ack2 = again.ReadAck();
   ASSERT_TRUE(ack2.has_value());
   ASSERT_TRUE(ack2->accepted) << ack2->reason;

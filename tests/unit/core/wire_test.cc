@@ -300,7 +300,9 @@ TEST(WireCodec, FrameTypeNamesAreTheDocumentedOnes) {
   EXPECT_STREQ(FrameTypeName(FrameType::kBye), "bye");
   EXPECT_STREQ(FrameTypeName(FrameType::kClockPing), "clock-ping");
   EXPECT_STREQ(FrameTypeName(FrameType::kClockPong), "clock-pong");
-  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(9)), "unknown");
+  EXPECT_STREQ(FrameTypeName(FrameType::kChallenge), "challenge");
+  EXPECT_STREQ(FrameTypeName(FrameType::kBatchAck), "batch-ack");
+  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(11)), "unknown");
   EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(99)), "unknown");
 }
 
@@ -327,8 +329,8 @@ TEST(WireCodec, DecodeHeaderRejectsUnsupportedVersion) {
   EXPECT_FALSE(DecodeHeader(HeaderBytes(kMagic, 0, 1, 0, 0)).ok());
 }
 
-TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToClockPong) {
-  for (uint16_t type = 1; type <= 8; ++type) {
+TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToChallenge) {
+  for (uint16_t type = 1; type <= 9; ++type) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 16, 0));
     ASSERT_TRUE(h.ok()) << type << ": " << h.status().message();
     EXPECT_EQ(static_cast<uint16_t>(h->type), type);
@@ -336,7 +338,7 @@ TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToClockPong) {
 }
 
 TEST(WireCodec, DecodeHeaderRejectsUnknownFrameType) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{9}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{11}, uint16_t{0xFFFF}}) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 0, 0));
     ASSERT_FALSE(h.ok()) << type;
     EXPECT_NE(h.status().message().find("unknown frame type " + std::to_string(type)), std::string::npos)
@@ -570,6 +572,151 @@ TEST(WireCodec, HmacSha256MatchesRfc4231TestCase2) {
   EXPECT_EQ(std::memcmp(mac.data(), want, kProofSize), 0);
 }
 
+TEST(WireCodec, HelloWithAWorldAboveTheCapIsRejectedNamingTheField) {
+  for (uint32_t world : {kMaxWorldSize + 1, uint32_t{4000000000u}}) {
+    Hello h = MakeHello();
+    h.rank = 0;
+    h.world_size = world;
+    Bytes frame;
+    AppendHello(frame, h, "k");
+    auto d = DecodeHello(PayloadOf(frame, FrameType::kHello));
+    ASSERT_FALSE(d.ok()) << world;
+    EXPECT_EQ(d.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(
+        d.status().message().find("'world_size': " + std::to_string(world) + " ranks exceeds the limit of 1048576"),
+        std::string::npos)
+        << d.status().message();
+  }
+  // the cap itself is a valid world, its last rank a valid rank
+  Hello h = MakeHello();
+  h.world_size = kMaxWorldSize;
+  h.rank = kMaxWorldSize - 1;
+  Bytes frame;
+  AppendHello(frame, h, "k");
+  auto d = DecodeHello(PayloadOf(frame, FrameType::kHello));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->rank, kMaxWorldSize - 1);
+}
+
+TEST(WireCodec, LongestHelloIsExactlyKMaxHelloPayloadAndDecodes) {
+  Hello h = MakeHello();
+  h.host = std::string(kMaxStringLen + 100, 'h');  // the encoder cuts strings at the limit
+  h.job_id = std::string(kMaxStringLen, 'j');
+  Bytes frame;
+  AppendHello(frame, h, "k");
+  EXPECT_EQ(frame.size() - kHeaderSize, kMaxHelloPayload);
+  EXPECT_EQ(kMaxHelloPayload, 68u + 2 * 4096u);
+  EXPECT_TRUE(DecodeHello(PayloadOf(frame, FrameType::kHello)).ok());
+}
+
+// ---- challenge and the TCP proof ----
+
+Nonce TestNonce(uint8_t seed) {
+  Nonce n{};
+  for (size_t i = 0; i < n.size(); ++i) n[i] = static_cast<uint8_t>(seed + 7 * i);
+  return n;
+}
+
+TEST(WireCodec, ChallengeRoundTripsItsNonceAndRejectsAnyOtherLength) {
+  Bytes frame;
+  AppendChallenge(frame, TestNonce(3));
+  EXPECT_EQ(frame.size(), kHeaderSize + kNonceSize);
+  auto n = DecodeChallenge(PayloadOf(frame, FrameType::kChallenge));
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(n.value(), TestNonce(3));
+  Bytes p = PayloadOf(frame, FrameType::kChallenge);
+  Bytes shorter(p.begin(), p.end() - 1), longer = p;
+  longer.push_back(0);
+  auto s = DecodeChallenge(shorter);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("challenge frame, field 'nonce': truncated"), std::string::npos)
+      << s.status().message();
+  EXPECT_FALSE(DecodeChallenge(longer).ok());
+}
+
+TEST(WireCodec, TcpProofIsTheHmacOfNonceThenBodyAndVerifiesOnlyWithThatNonce) {
+  Bytes frame;
+  AppendHello(frame, MakeHello(), "s3cret", TestNonce(1));
+  Bytes payload = PayloadOf(frame, FrameType::kHello);
+  const Nonce nonce = TestNonce(1);
+  Bytes message(nonce.begin(), nonce.end());
+  message.insert(message.end(), payload.begin(), payload.end() - kProofSize);
+  auto want = HmacSha256("s3cret", message);
+  EXPECT_EQ(0, std::memcmp(want.data(), payload.data() + payload.size() - kProofSize, kProofSize));
+  EXPECT_TRUE(VerifyHelloProof(payload, "s3cret", TestNonce(1)));
+  EXPECT_FALSE(VerifyHelloProof(payload, "s3cret", TestNonce(2))) << "another connection's nonce";
+  EXPECT_FALSE(VerifyHelloProof(payload, "s3cret")) << "a TCP proof is not a spool proof";
+  EXPECT_FALSE(VerifyHelloProof(payload, "wrong", TestNonce(1)));
+  EXPECT_FALSE(VerifyHelloProof(HelloPayload("s3cret"), "s3cret", TestNonce(1))) << "a spool proof is not a TCP one";
+}
+
+TEST(WireCodec, ResignHelloReplacesTheSpoolProofWithTheTcpProofAndKeepsTheBody) {
+  Bytes spool;
+  AppendHello(spool, MakeHello(), "s3cret");
+  Bytes resigned;
+  ASSERT_TRUE(ResignHello(spool, "s3cret", TestNonce(5), resigned).ok());
+  Bytes direct;
+  AppendHello(direct, MakeHello(), "s3cret", TestNonce(5));
+  EXPECT_EQ(resigned, direct);
+  Bytes out;
+  EXPECT_FALSE(ResignHello(std::span<const uint8_t>(spool).first(kHeaderSize - 1), "s3cret", TestNonce(5), out).ok());
+  EXPECT_FALSE(ResignHello(std::span<const uint8_t>(spool).first(spool.size() - 1), "s3cret", TestNonce(5), out).ok())
+      << "a frame cut short";
+  Bytes bye;
+  AppendBye(bye, MakeBye());
+  auto st = ResignHello(bye, "s3cret", TestNonce(5), out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("not one whole hello frame"), std::string::npos) << st.message();
+  EXPECT_TRUE(out.empty()) << "nothing appended on failure";
+}
+
+TEST(WireCodec, RandomNonceDrawsDistinctNonces) {
+  auto a = RandomNonce(), b = RandomNonce();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a.value(), b.value());
+  EXPECT_NE(a.value(), Nonce{});
+}
+
+// Independent vectors for the self-contained SHA-256 behind HmacSha256 (RFC 4231 cases 1, 6, 7:
+// a 20-byte key, and keys longer than the 64-byte block, which are hashed first).
+std::string Hex(const std::array<uint8_t, kProofSize>& mac) {
+  std::string s;
+  char b[3];
+  for (uint8_t v : mac) {
+    std::snprintf(b, sizeof b, "%02x", v);
+    s += b;
+  }
+  return s;
+}
+std::span<const uint8_t> AsBytes(const std::string& s) {
+  return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+TEST(WireCodec, HmacSha256MatchesRfc4231TestCases1And6And7) {
+  EXPECT_EQ(Hex(HmacSha256(std::string(20, '\x0b'), AsBytes("Hi There"))),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  const std::string big_key(131, '\xaa');
+  EXPECT_EQ(Hex(HmacSha256(big_key, AsBytes("Test Using Larger Than Block-Size Key - Hash Key First"))),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(Hex(HmacSha256(big_key, AsBytes("This is a test using a larger than block-size key and a larger than "
+                                            "block-size data. The key needs to be hashed before being used by the "
+                                            "HMAC algorithm."))),
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+}
+
+TEST(WireCodec, HmacSha256WithAPrefixEqualsItOverTheConcatenationAtEveryLengthAcrossBlockEdges) {
+  // Lengths around the 64-byte block and the 56-byte padding edge, split at every point.
+  Bytes data(130);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31 + 1);
+  for (size_t n : {0u, 1u, 55u, 56u, 57u, 63u, 64u, 65u, 119u, 120u, 128u, 130u}) {
+    std::span<const uint8_t> all(data.data(), n);
+    auto whole = HmacSha256("key", all);
+    for (size_t cut = 0; cut <= n; ++cut) {
+      ASSERT_EQ(HmacSha256("key", all.subspan(cut), all.first(cut)), whole) << n << " split at " << cut;
+    }
+  }
+}
+
 // ---- ReadFrame ----
 
 struct TmpFile {
@@ -681,6 +828,30 @@ TEST(WireReadFrame, InvalidHeaderNamesTheByteOffset) {
   EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("at byte " + std::to_string(second_at)), std::string::npos)
       << r.status().message();
+}
+
+}  // namespace
+}  // namespace commprof::wire
+
+namespace commprof::wire {
+namespace {
+
+TEST(WireCodec, BatchAckRoundTripsAndRejectsTruncationAndTrailingBytes) {
+  std::vector<uint8_t> frame;
+  AppendBatchAck(frame, BatchAck{123456789012ull, true});
+  ASSERT_EQ(frame.size(), kHeaderSize + 9);
+  auto h = DecodeHeader(std::span<const uint8_t>(frame.data(), kHeaderSize));
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->type, FrameType::kBatchAck);
+  std::span<const uint8_t> payload(frame.data() + kHeaderSize, 9);
+  auto a = DecodeBatchAck(payload);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->durable_batches, 123456789012ull);
+  EXPECT_TRUE(a->bye_stored);
+  EXPECT_FALSE(DecodeBatchAck(payload.first(8)).ok()) << "bye_stored missing";
+  std::vector<uint8_t> longer(payload.begin(), payload.end());
+  longer.push_back(0);
+  EXPECT_FALSE(DecodeBatchAck(longer).ok()) << "trailing byte";
 }
 
 }  // namespace

@@ -43,14 +43,15 @@ LiveAggregator::LiveAggregator(const std::string& path, StreamPolicy policy, uin
   Start(path, std::move(policy), world_size);
 }
 
-void LiveAggregator::Start(const std::string& path, StreamPolicy policy, uint32_t world_size) {
+void LiveAggregator::Start(const std::string& path, StreamPolicy policy, uint32_t world_size,
+                           const ServerLimits& limits) {
   JobMeta meta;
   meta.job_id = policy.job_id;
   meta.world_size = world_size;
   auto in = Ingest::Start(path, meta, WriterOptions{}, 50);
   ASSERT_TRUE(in.ok()) << in.status().message();
   ingest_ = std::move(in.value());
-  auto s = Server::Listen(io_, *ingest_, std::move(policy), "127.0.0.1", 0);
+  auto s = Server::Listen(io_, *ingest_, std::move(policy), "127.0.0.1", 0, limits);
   ASSERT_TRUE(s.ok()) << s.status().message();
   server_ = std::move(s.value());
   thread_ = std::thread([this] { io_.run(); });
@@ -65,7 +66,7 @@ Status LiveAggregator::Finish() {
   return ingest_ ? ingest_->Finish() : Status::Ok();
 }
 
-TcpClient::TcpClient(uint16_t port) {
+TcpClient::TcpClient(uint16_t port, bool read_challenge) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -80,6 +81,13 @@ TcpClient::TcpClient(uint16_t port) {
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (read_challenge) {
+    auto f = ReadFrame();
+    if (f.has_value() && f->first == wire::FrameType::kChallenge) {
+      auto n = wire::DecodeChallenge(f->second);
+      if (n.ok()) challenge_ = n.value();
+    }
+  }
 }
 
 bool TcpClient::Send(const Bytes& b) {

@@ -58,7 +58,8 @@ class LiveAggregator {
 
   // Ingest into `path` for job policy.job_id with world_size ranks, then the server and its io
   // thread. A step that fails is a fatal test failure and leaves ok() false.
-  void Start(const std::string& path, StreamPolicy policy, uint32_t world_size);
+  void Start(const std::string& path, StreamPolicy policy, uint32_t world_size,
+             const ServerLimits& limits = ServerLimits{});
 
   bool ok() const { return server_ != nullptr; }
   uint16_t port() const { return server_->port(); }
@@ -105,10 +106,13 @@ class LiveAggregatorTest : public ::testing::Test {
 };
 
 // A blocking TCP client to 127.0.0.1:port with a 5 s receive timeout and TCP_NODELAY (small
-// frames go out at once, no Nagle wait for the server's delayed ack).
+// frames go out at once, no Nagle wait for the server's delayed ack). Unless told not to, it
+// reads the server's challenge first (docs/wire-protocol.md): challenge() is its nonce, which a
+// hello must be signed over (wire::AppendHello with the nonce).
 class TcpClient {
  public:
-  explicit TcpClient(uint16_t port);
+  explicit TcpClient(uint16_t port, bool read_challenge = true);
+  const std::optional<wire::Nonce>& challenge() const { return challenge_; }
   ~TcpClient() { Close(); }
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
@@ -131,9 +135,11 @@ class TcpClient {
 
   void Close();
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
+  std::optional<wire::Nonce> challenge_;
 };
 
 // One rank of a hand-made profile: its events (local clock) and clock points (empty: no clock
