@@ -131,7 +131,7 @@ void Ingest::Loop() {
     if (std::chrono::steady_clock::now() >= next_flush) {
       if (!writer_->failed()) {
         if (Status s = writer_->Flush(); !s.ok()) {
-          COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
+          COMMPROF_LOG_ERROR("writer: %s; nothing more is stored, events are counted", s.message().c_str());
           std::lock_guard<std::mutex> lock(mu_);
           if (first_error_.ok() || first_error_.code() != StatusCode::kIoError) {
             first_error_ = s;

@@ -153,8 +153,8 @@ void ReportNothingRecorded(const Options& o, const std::string& library, const s
                "  - libcommprof.so loads in the ranks: if it does not, their stderr shows\n"
                "    \"ERROR: ld.so: object '%s' from LD_PRELOAD cannot be preloaded\".\n",
                o.output.c_str(), previous_kept ? "is left as it was" : "holds no rank (world size 0)",
-               job_rc != 0 ? " and the job failed" : "", preload.c_str(), unreadable.c_str(),
-               names.c_str(), openmpi ? "(passed with mpirun -x)" : "(set in the launched command's environment)",
+               job_rc != 0 ? " and the job failed" : "", preload.c_str(), unreadable.c_str(), names.c_str(),
+               openmpi ? "(passed with mpirun -x)" : "(set in the launched command's environment)",
                openmpi ? "commprof run gave mpirun -x for each; check that mpirun reaches the ranks with it"
                        : "mpirun is given -x by commprof run; another launcher must export LD_PRELOAD and "
                          "COMMPROF_*, e.g. srun --export=ALL",

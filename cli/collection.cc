@@ -117,8 +117,8 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   c->options_ = options;
   c->command_ = command;
   std::error_code ec;
-  c->write_path_ = fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid())
-                                                  : options.output;
+  c->write_path_ =
+      fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid()) : options.output;
   auto ingest = Ingest::Start(c->write_path_, options.meta, WriterOptions{options.deflate}, options.flush_ms);
   if (!ingest.ok()) {
     return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());

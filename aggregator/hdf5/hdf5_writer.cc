@@ -175,8 +175,8 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
     H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
-    w->write_status_ = Handle(H5Dcreate2(f, schema::kWriteStatusDataset, type.get(), space.get(), H5P_DEFAULT,
-                                         dcpl.get(), H5P_DEFAULT));
+    w->write_status_ = Handle(
+        H5Dcreate2(f, schema::kWriteStatusDataset, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
     haddr_t offset = w->write_status_.valid() ? H5Dget_offset(w->write_status_.get()) : HADDR_UNDEF;
     if (offset == HADDR_UNDEF) {
       return w->Err("cannot create /" + std::string(schema::kWriteStatusDataset));

@@ -115,14 +115,14 @@ class Hdf5Writer {
   WriterOptions options_;
   h5::Handle file_;
   h5::Handle ranks_group_;
-  h5::Handle write_status_;            // the root `write_status` dataset
-  uint64_t write_status_offset_ = 0;   // its bytes' place in the file, rewritten in place on failure
+  h5::Handle write_status_;           // the root `write_status` dataset
+  uint64_t write_status_offset_ = 0;  // its bytes' place in the file, rewritten in place on failure
   const h5::FailSafeFile* driver_ = nullptr;
   std::map<uint32_t, RankOut> ranks_;
   uint32_t world_size_seen_ = 0;
   bool finalized_ = false;
   Status write_error_;
-  std::string failure_;  // write_error_'s reason alone, for `write_status`
+  std::string failure_;           // write_error_'s reason alone, for `write_status`
   uint64_t events_received_ = 0;  // handed to AppendEvents
   uint64_t events_appended_ = 0;  // appended without an error
   uint64_t events_flushed_ = 0;   // of those, on disk at the last complete flush

@@ -125,8 +125,8 @@ TEST(WriterFaults, AFailedWriteStopsTheWriterCountsWhatIsLostAndKeepsWhatWasFlus
     // Finalize closes every handle (nothing is left for HDF5's exit handler) and says why.
     EXPECT_EQ(w.Finalize().message(), st.message());
   }
-  EXPECT_EQ(ReadWriteStatus(path), std::string("failed: ") + std::strerror(EFBIG) + "; " +
-                                       std::to_string(kLost + 7) + " events not stored");
+  EXPECT_EQ(ReadWriteStatus(path),
+            std::string("failed: ") + std::strerror(EFBIG) + "; " + std::to_string(kLost + 7) + " events not stored");
   // What the last flush stored is there, exactly: no rows of zeros.
   auto r = ProfileReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
