@@ -1,6 +1,7 @@
 #include "aggregator/hdf5/hdf5_writer.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace commprof {
@@ -125,14 +126,24 @@ bool Hdf5Writer::DeviceFailed() {
 
 uint64_t Hdf5Writer::events_not_stored() const { return failed() ? events_received_ - events_flushed_ : 0; }
 
+namespace {
+
+// `text` as the bytes of `write_status`: cut to fit, NUL-padded.
+std::array<char, schema::kWriteStatusSize> StatusBytes(const std::string& text) {
+  std::array<char, schema::kWriteStatusSize> buf{};
+  std::copy_n(text.begin(), std::min(text.size(), buf.size() - 1), buf.begin());
+  return buf;
+}
+
+}  // namespace
+
 // The root `write_status` dataset: a fixed-size string at a fixed place in the file.
 Status Hdf5Writer::WriteStatus(const std::string& text) {
-  char buf[schema::kWriteStatusSize] = {};
-  std::memcpy(buf, text.data(), std::min(text.size(), sizeof buf - 1));
+  auto buf = StatusBytes(text);
   Handle type(H5Tcopy(H5T_C_S1));
-  H5Tset_size(type.get(), sizeof buf);
+  H5Tset_size(type.get(), buf.size());
   H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
-  if (H5Dwrite(write_status_.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+  if (H5Dwrite(write_status_.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
     return Err("cannot write /" + std::string(schema::kWriteStatusDataset));
   }
   return Status::Ok();
@@ -413,9 +424,8 @@ Status Hdf5Writer::Finalize() {
     // occupies since the file was created (no allocation, so a full disk still takes it).
     std::string text = std::string(schema::kWriteStatusFailedPrefix) + failure_ + "; " +
                        std::to_string(events_not_stored()) + " events not stored";
-    char buf[schema::kWriteStatusSize] = {};
-    std::memcpy(buf, text.data(), std::min(text.size(), sizeof buf - 1));
-    (void)h5::OverwriteInPlace(path_, write_status_offset_, buf, sizeof buf);
+    auto buf = StatusBytes(text);
+    (void)h5::OverwriteInPlace(path_, write_status_offset_, buf.data(), buf.size());
   }
   return write_error_;
 }
