@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/h5/h5_util.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -98,6 +99,16 @@ std::vector<uint32_t> Ingest::ranks_claimed() const {
 uint64_t Ingest::events_written() const {
   std::lock_guard<std::mutex> lock(mu_);
   return events_written_;
+}
+
+uint64_t Ingest::events_not_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_not_stored_;
+}
+
+Status Ingest::write_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_.code() == StatusCode::kIoError ? first_error_ : Status::Ok();
 }
 
 void Ingest::Push(Command c) {
@@ -213,15 +224,22 @@ void Ingest::Apply(Command& c) {
       },
       c);
   if (!st.ok()) {
-    COMMPROF_LOG_ERROR("writer: %s", st.message().c_str());
     std::lock_guard<std::mutex> lock(mu_);
-    if (first_error_.ok()) {
+    // A failed writer answers every later frame with the same error: said once, not per frame.
+    bool repeat = writer_->failed() && first_error_.code() == StatusCode::kIoError;
+    if (!repeat) {
+      COMMPROF_LOG_ERROR("writer: %s%s", st.message().c_str(),
+                         writer_->failed() ? "; nothing more is stored, events are counted" : "");
+    }
+    if (first_error_.ok() || (writer_->failed() && first_error_.code() != StatusCode::kIoError)) {
       first_error_ = st;
     }
   }
 }
 
 void Ingest::Loop() {
+  // HDF5 keeps its error-printing setting per thread: this thread's must be silenced too.
+  h5::QuietErrors();
   auto period = std::chrono::milliseconds(flush_ms_);
   auto next_flush = std::chrono::steady_clock::now() + period;
   for (;;) {
@@ -241,14 +259,22 @@ void Ingest::Loop() {
       bye_applied = bye_applied || std::holds_alternative<CloseCmd>(c);
     }
     if (bye_applied || std::chrono::steady_clock::now() >= next_flush) {
-      if (Status s = writer_->Flush(); !s.ok()) {
-        COMMPROF_LOG_ERROR("writer: %s", s.message().c_str());
-      } else {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (first_error_.ok()) {
-          for (auto& [rank, p] : progress_) {
-            p.durable_batches = p.written_batches;
-            p.bye_durable = p.bye_written;
+      if (!writer_->failed()) {
+        if (Status s = writer_->Flush(); !s.ok()) {
+          COMMPROF_LOG_ERROR("writer: %s; nothing more is stored, events are counted", s.message().c_str());
+          std::lock_guard<std::mutex> lock(mu_);
+          if (first_error_.ok() || first_error_.code() != StatusCode::kIoError) {
+            first_error_ = s;
+          }
+        } else {
+          // On disk now: what the sessions may acknowledge (never once a write failed: the
+          // collectors then keep, and spool, what they sent).
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!writer_->failed()) {
+            for (auto& [rank, p] : progress_) {
+              p.durable_batches = p.written_batches;
+              p.bye_durable = p.bye_written;
+            }
           }
         }
       }
@@ -285,9 +311,11 @@ Status Ingest::Finish() {
   }
   Status fin = writer_->Finalize();
   std::lock_guard<std::mutex> lock(mu_);
-  if (first_error_.ok() && !fin.ok()) {
+  if (!fin.ok() && (first_error_.ok() || first_error_.code() != StatusCode::kIoError)) {
     first_error_ = fin;
   }
+  events_not_stored_ = writer_->events_not_stored();
+  events_written_ = writer_->events_stored();
   return first_error_;
 }
 

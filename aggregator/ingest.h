@@ -68,7 +68,14 @@ class Ingest {
 
   // Drains the queue, finalizes and closes the file; returns the first write error, if any.
   Status Finish();
+  // Events in the file: appended so far; after Finish, those the file holds (after a write
+  // error, the ones stored by the last complete flush).
   uint64_t events_written() const;
+  // After a write error (the writer's failed state, hdf5_writer.h): events that the file does
+  // not hold. 0 otherwise. Final after Finish.
+  uint64_t events_not_stored() const;
+  // The first write error ("writing PATH failed: REASON"), OK while there is none.
+  Status write_error() const;
   std::vector<uint32_t> ranks_claimed() const;
   // Ranks whose bye has been received.
   std::set<uint32_t> ranks_done() const;
@@ -133,6 +140,7 @@ class Ingest {
   bool stop_ = false;
   Status first_error_;
   uint64_t events_written_ = 0;
+  uint64_t events_not_stored_ = 0;
   std::thread thread_;
   bool finished_ = false;
 };

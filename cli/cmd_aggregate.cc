@@ -130,36 +130,40 @@ int Aggregate(Options o) {
                  o.listen.c_str());
     return 2;
   }
-  std::string secret, error;
-  if (!LoadSecret(o, secret, error)) {
-    std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
-    return 2;
-  }
   if (o.job_id.empty()) {
     o.job_id = DefaultJobId();
   }
   if (o.output.empty()) {
     o.output = "commprof-" + o.job_id + ".h5";
   }
-  if (o.spool_dir.empty()) {
-    o.spool_dir = o.output + ".spool";
-  }
-  o.spool_dir = fs::absolute(o.spool_dir).string();
-
   CollectionOptions copts;
   copts.output = o.output;
   copts.meta.job_id = o.job_id;
   copts.meta.command_line = "commprof aggregate --expect " + std::to_string(o.expect);
-  copts.meta.start_epoch_ns = UtcNowNs();
-  copts.secret = secret;
   copts.listen = host;
   copts.port = port;
   copts.deflate = o.deflate;
   copts.flush_ms = o.flush_ms;
+  // The address and the output are checked before the secret file may be created.
+  if (Status st = CheckCollectionTargets(copts, "commprof aggregate"); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::string secret, error;
+  if (!LoadSecret(o, secret, error)) {
+    std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
+    return 2;
+  }
+  if (o.spool_dir.empty()) {
+    o.spool_dir = o.output + ".spool";
+  }
+  o.spool_dir = fs::absolute(o.spool_dir).string();
+  copts.meta.start_epoch_ns = UtcNowNs();
+  copts.secret = secret;
   auto collection = Collection::Start(copts, "commprof aggregate");
   if (!collection.ok()) {
     std::fprintf(stderr, "%s\n", collection.status().message().c_str());
-    return 1;
+    return collection.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   Collection& c = *collection.value();
   std::string advertise = o.advertise;
@@ -218,7 +222,7 @@ int Aggregate(Options o) {
   // With every rank done, no connection should still be open: a short grace is only for ranks
   // beyond the expected count. Interrupted or timed out, the grace lets open ranks finish.
   CollectionSummary sum = c.Finish(o.grace_s, o.spool_dir, o.analyze);
-  if (!o.quiet) {
+  if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
     std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
   }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -122,12 +123,15 @@ std::string FindNcclPlugin(const std::string& library) {
 // `commprof run`'s exit code when the job ended and no rank reached the aggregator or left a spool
 // (docs/cli.md, Exit codes): the file holds no rank, which must not pass for a profile.
 constexpr int kExitNothingRecorded = 4;
+// The command could not be started (not found, not executable): the shell's code for it.
+constexpr int kExitCannotStart = 127;
 
 // No rank connected (none was refused either: a refusal is reported as it happens): says what was
 // preloaded into the job and what to check, since a job that does not load or call us otherwise
 // looks exactly like a successful one.
 void ReportNothingRecorded(const Options& o, const std::string& library, const std::string& preload,
-                           const std::vector<std::pair<std::string, std::string>>& vars, bool openmpi, int job_rc) {
+                           const std::vector<std::pair<std::string, std::string>>& vars, bool openmpi, int job_rc,
+                           bool previous_kept) {
   std::string names;
   for (const auto& kv : vars) {
     names += (names.empty() ? "" : " ") + kv.first;
@@ -137,7 +141,7 @@ void ReportNothingRecorded(const Options& o, const std::string& library, const s
     unreadable = std::string(" (it cannot be read now: ") + std::strerror(errno) + ")";
   }
   std::fprintf(stderr,
-               "commprof run: error: no rank recorded anything: %s holds no rank (world size 0)%s.\n"
+               "commprof run: error: no rank recorded anything: %s %s%s.\n"
                "  The job ran with LD_PRELOAD=%s%s\n"
                "  and %s %s.\n"
                "  Check that:\n"
@@ -148,12 +152,63 @@ void ReportNothingRecorded(const Options& o, const std::string& library, const s
                "  - the program is dynamically linked: a static binary cannot be preloaded;\n"
                "  - libcommprof.so loads in the ranks: if it does not, their stderr shows\n"
                "    \"ERROR: ld.so: object '%s' from LD_PRELOAD cannot be preloaded\".\n",
-               o.output.c_str(), job_rc != 0 ? " and the job failed" : "", preload.c_str(), unreadable.c_str(),
-               names.c_str(), openmpi ? "(passed with mpirun -x)" : "(set in the launched command's environment)",
+               o.output.c_str(), previous_kept ? "is left as it was" : "holds no rank (world size 0)",
+               job_rc != 0 ? " and the job failed" : "", preload.c_str(), unreadable.c_str(), names.c_str(),
+               openmpi ? "(passed with mpirun -x)" : "(set in the launched command's environment)",
                openmpi ? "commprof run gave mpirun -x for each; check that mpirun reaches the ranks with it"
                        : "mpirun is given -x by commprof run; another launcher must export LD_PRELOAD and "
                          "COMMPROF_*, e.g. srun --export=ALL",
                library.c_str());
+}
+
+// The program execvp would start for `name`: itself when it holds a '/', else the first match
+// on $PATH. Checked before anything is created, so that a command that cannot start leaves no
+// file and replaces none; `error` says why it cannot.
+bool ResolveCommand(const std::string& name, std::string& error) {
+  auto executable = [](const fs::path& p, int& err) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      err = ENOENT;
+      return false;
+    }
+    if (fs::is_directory(p, ec)) {
+      err = EISDIR;
+      return false;
+    }
+    if (::access(p.c_str(), X_OK) != 0) {
+      err = errno;
+      return false;
+    }
+    return true;
+  };
+  int err = 0;
+  if (name.find('/') != std::string::npos) {
+    if (executable(name, err)) {
+      return true;
+    }
+    error = std::strerror(err);
+    return false;
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  int first_err = 0;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (executable(fs::path(dir.empty() ? "." : dir) / name, err)) {
+      return true;
+    }
+    if (err != ENOENT && first_err == 0) {
+      first_err = err;  // found but not runnable: say why, as execvp would
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  error = first_err != 0 ? std::strerror(first_err) : "command not found on PATH";
+  return false;
 }
 
 int RunJob(Options o) {
@@ -165,34 +220,43 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: unknown option '%s' (see commprof run --help)\n", o.command[0].c_str());
     return 2;
   }
+  std::string job_id = DefaultJobId();
+  if (o.output.empty()) {
+    o.output = "commprof-" + job_id + ".h5";
+  }
+  CollectionOptions copts;
+  copts.output = o.output;
+  copts.meta.job_id = job_id;
+  copts.meta.command_line = JoinCommand(o.command);
+  copts.listen = o.listen;
+  copts.deflate = o.deflate;
+  copts.flush_ms = o.flush_ms;
+  // Everything that can be checked is, before anything is created or started.
+  if (Status st = CheckCollectionTargets(copts, "commprof run"); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  if (std::string why; !ResolveCommand(o.command[0], why)) {
+    std::fprintf(stderr, "commprof run: cannot start '%s': %s (nothing was written)\n", o.command[0].c_str(),
+                 why.c_str());
+    return kExitCannotStart;
+  }
   std::string library = FindLibrary(o);
   if (library.empty()) {
     std::fprintf(stderr, "commprof run: cannot find libcommprof.so (pass --library or set COMMPROF_LIBRARY)\n");
     return 1;
-  }
-  std::string job_id = DefaultJobId();
-  if (o.output.empty()) {
-    o.output = "commprof-" + job_id + ".h5";
   }
   if (o.spool_dir.empty()) {
     o.spool_dir = o.output + ".spool";
   }
   o.spool_dir = fs::absolute(o.spool_dir).string();
   std::string secret = RandomHex(32);
-
-  CollectionOptions copts;
-  copts.output = o.output;
-  copts.meta.job_id = job_id;
-  copts.meta.command_line = JoinCommand(o.command);
   copts.meta.start_epoch_ns = UtcNowNs();
   copts.secret = secret;
-  copts.listen = o.listen;
-  copts.deflate = o.deflate;
-  copts.flush_ms = o.flush_ms;
   auto collection = Collection::Start(copts, "commprof run");
   if (!collection.ok()) {
     std::fprintf(stderr, "%s\n", collection.status().message().c_str());
-    return 1;
+    return collection.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::string advertise = o.advertise;
   if (advertise.empty()) {
@@ -283,7 +347,7 @@ int RunJob(Options o) {
     cargv.push_back(nullptr);
     ::execvp(cargv[0], cargv.data());
     std::fprintf(stderr, "commprof run: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
-    ::_exit(127);
+    ::_exit(kExitCannotStart);
   }
   if (child < 0) {
     std::fprintf(stderr, "commprof run: fork failed: %s\n", std::strerror(errno));
@@ -302,12 +366,17 @@ int RunJob(Options o) {
   // The job is gone: the ranks' last frames, their spools, the file and its analysis.
   CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, o.analyze);
   const Status& st = sum.status;
-  if (!o.quiet) {
+  // After a write error the error line (Collection::Finish) stands in for "wrote", which the
+  // file would belie.
+  if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
+  } else if (!o.quiet) {
+    std::fprintf(stderr, "commprof: %u rank(s) connected, %u refused; job exit code %d\n", sum.accepted, sum.refused,
+                 job_rc);
   }
   if (sum.ranks == 0 && sum.refused == 0) {
-    ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc);
+    ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc, sum.previous_kept);
   }
   // The job's own failure comes first, then a file that could not be written, then no rank at all.
   if (job_rc != 0) {

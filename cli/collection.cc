@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <vector>
@@ -52,10 +54,72 @@ std::string DefaultJobId() {
   return std::string(buf) + "-" + std::to_string(::getpid());
 }
 
+Status CheckCollectionTargets(const CollectionOptions& options, const char* command) {
+  const std::string prefix = std::string(command) + ": ";
+  // The listen address first: a usage error is reported as one whatever else is wrong.
+  boost::system::error_code ec;
+  auto addr = boost::asio::ip::make_address(options.listen, ec);
+  if (ec) {
+    return InvalidArgument(prefix + "--listen " + options.listen + ": not an IP address (give a literal such as " +
+                           "127.0.0.1 or 0.0.0.0, not a host name)");
+  }
+  {
+    // Bound and released again: Server::Listen binds it for real once the file exists (with
+    // SO_REUSEADDR, like this probe).
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(io);
+    boost::asio::ip::tcp::endpoint ep(addr, options.port);
+    probe.open(ep.protocol(), ec);
+    if (!ec) {
+      probe.set_option(boost::asio::ip::tcp::acceptor::reuse_address(true), ec);
+    }
+    if (!ec) {
+      probe.bind(ep, ec);
+    }
+    if (ec) {
+      return Unavailable(prefix + "cannot listen on " + options.listen + ":" + std::to_string(options.port) + ": " +
+                         ec.message());
+    }
+  }
+  const std::string& out = options.output;
+  if (out.empty()) {
+    return InvalidArgument(prefix + "the output file name is empty");
+  }
+  std::error_code fec;
+  fs::file_status st = fs::status(out, fec);
+  if (fs::is_directory(st)) {
+    return IoError(prefix + "cannot write " + out + ": it is a directory");
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    return IoError(prefix + "cannot write " + out + ": it exists and is not a regular file");
+  }
+  fs::path dir = fs::path(out).parent_path();
+  if (dir.empty()) {
+    dir = ".";
+  }
+  fs::file_status dst = fs::status(dir, fec);
+  if (!fs::exists(dst)) {
+    return IoError(prefix + "cannot write " + out + ": directory " + dir.string() + " does not exist");
+  }
+  if (!fs::is_directory(dst)) {
+    return IoError(prefix + "cannot write " + out + ": " + dir.string() + " is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return IoError(prefix + "cannot write " + out + ": cannot create files in " + dir.string() + ": " +
+                   std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& options, const char* command) {
+  COMMPROF_RETURN_IF_ERROR(CheckCollectionTargets(options, command));
   std::unique_ptr<Collection> c(new Collection());
   c->options_ = options;
-  auto ingest = Ingest::Start(options.output, options.meta, WriterOptions{options.deflate}, options.flush_ms);
+  c->command_ = command;
+  std::error_code ec;
+  c->write_path_ =
+      fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid()) : options.output;
+  auto ingest = Ingest::Start(c->write_path_, options.meta, WriterOptions{options.deflate}, options.flush_ms);
   if (!ingest.ok()) {
     return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
   }
@@ -63,6 +127,11 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   StreamPolicy policy{options.secret, options.meta.job_id};
   auto server = Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port);
   if (!server.ok()) {
+    // Possible only if the address was taken since the check: what was created goes again.
+    (void)c->ingest_->Finish();
+    c->ingest_.reset();
+    fs::remove(c->write_path_, ec);
+    c->finished_ = true;
     return Status(server.status().code(), std::string(command) + ": " + server.status().message());
   }
   c->server_ = std::move(server.value());
@@ -89,7 +158,7 @@ Collection::~Collection() {
 
 CollectionSummary Collection::Finish(double grace_s, const std::string& spool_dir, bool analyze) {
   CollectionSummary sum;
-  if (finished_) {
+  if (finished_ || server_ == nullptr || ingest_ == nullptr) {
     return sum;
   }
   finished_ = true;
@@ -132,9 +201,42 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
 
   sum.status = ingest_->Finish();
   sum.events = ingest_->events_written();
+  sum.events_not_stored = ingest_->events_not_stored();
   sum.ranks = static_cast<uint32_t>(ingest_->ranks_claimed().size());
-  if (!sum.status.ok()) {
-    std::fprintf(stderr, "commprof: writing %s: %s\n", options_.output.c_str(), sum.status.message().c_str());
+  Status write_error = ingest_->write_error();
+  sum.write_failed = !write_error.ok();
+  ingest_.reset();  // the file is closed
+  if (sum.write_failed) {
+    // One line for the failure, whatever number of frames hit it (a full disk: every one).
+    std::fprintf(stderr, "%s: error: %s; %llu events not stored\n", command_.c_str(), write_error.message().c_str(),
+                 static_cast<unsigned long long>(sum.events_not_stored));
+  } else if (!sum.status.ok()) {
+    std::fprintf(stderr, "%s: error: writing %s: %s\n", command_.c_str(), options_.output.c_str(),
+                 sum.status.message().c_str());
+  }
+  if (write_path_ != options_.output) {
+    // An output that existed before is replaced only by a file that holds a rank and was
+    // written whole: a command that could not start, or a full disk, keeps the old one.
+    if (sum.ranks > 0 && sum.status.ok()) {
+      fs::rename(write_path_, options_.output, ec);
+      if (ec) {
+        std::fprintf(stderr, "%s: error: cannot rename %s to %s: %s\n", command_.c_str(), write_path_.c_str(),
+                     options_.output.c_str(), ec.message().c_str());
+        sum.status = IoError("cannot rename " + write_path_ + " to " + options_.output + ": " + ec.message());
+        return sum;
+      }
+    } else if (sum.ranks == 0) {
+      sum.previous_kept = true;
+      fs::remove(write_path_, ec);
+      std::fprintf(stderr, "%s: no rank was recorded; %s is left as it was\n", command_.c_str(),
+                   options_.output.c_str());
+      return sum;
+    } else {
+      sum.previous_kept = true;
+      std::fprintf(stderr, "%s: %s is left as it was; what could be written is in %s\n", command_.c_str(),
+                   options_.output.c_str(), write_path_.c_str());
+      return sum;
+    }
   }
   // The analysis is part of the file (its /analysis group); failing it does not fail collection.
   if (sum.status.ok() && analyze) {

@@ -24,7 +24,7 @@
 namespace commprof::cli {
 
 struct CollectionOptions {
-  std::string output;  // the HDF5 file (overwritten)
+  std::string output;  // the HDF5 file (replaced only if the collection records a rank)
   JobMeta meta;        // job id, command line, start
   std::string secret;  // the ranks' hello proof
   std::string listen;  // IP literal
@@ -39,11 +39,27 @@ struct CollectionSummary {
   uint32_t refused = 0;
   uint32_t ranks = 0;  // ranks in the file: connected or merged from a spool
   uint64_t events = 0;
+  // A write error (a full disk): events the file does not hold; `status` says why.
+  uint64_t events_not_stored = 0;
+  bool write_failed = false;
+  // The output existed before and was kept (nothing recorded, or the new file failed).
+  bool previous_kept = false;
 };
+
+// What Start checks before it creates anything, so that a bad argument leaves no file behind
+// and starts nothing: the listen address is an IP literal (kInvalidArgument otherwise: a usage
+// error) that can be bound (kUnavailable), and the output can be created: not a directory, in
+// an existing directory we may write in (kIoError). Messages name the address or path and why,
+// prefixed with `command`.
+Status CheckCollectionTargets(const CollectionOptions& options, const char* command);
 
 class Collection {
  public:
-  // `command` prefixes error messages ("commprof run").
+  // `command` prefixes error messages ("commprof run"). Checks CheckCollectionTargets first.
+  // A new output file is written in place (readable while the job runs, and what a killed
+  // `commprof run` leaves). An existing one is not touched until the end: the new file is
+  // written next to it (OUTPUT.tmp-PID) and renamed over it only once a rank was recorded and
+  // the file was written without error; otherwise the old file stays (Finish says so).
   static Result<std::unique_ptr<Collection>> Start(const CollectionOptions& options, const char* command);
   ~Collection();
 
@@ -61,6 +77,8 @@ class Collection {
  private:
   Collection() = default;
   CollectionOptions options_;
+  std::string command_;
+  std::string write_path_;  // options_.output, or the temporary name beside an existing output
   std::unique_ptr<Ingest> ingest_;
   boost::asio::io_context io_;
   std::unique_ptr<Server> server_;

@@ -1,6 +1,8 @@
 #include "aggregator/hdf5/hdf5_writer.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 namespace commprof {
 
@@ -102,35 +104,105 @@ Hdf5Writer::~Hdf5Writer() {
   }
 }
 
-Status Hdf5Writer::Err(const std::string& what) const { return IoError(path_ + ": " + what); }
+Status Hdf5Writer::Err(const std::string& what) {
+  if (!DeviceFailed()) {
+    failure_ = what;
+    write_error_ = IoError("writing " + path_ + " failed: " + what);
+  }
+  return write_error_;
+}
+
+bool Hdf5Writer::DeviceFailed() {
+  if (!write_error_.ok()) {
+    return true;
+  }
+  if (int err = h5::WriteErrno(driver_); err != 0) {
+    failure_ = std::strerror(err);
+    write_error_ = IoError("writing " + path_ + " failed: " + failure_);
+    return true;
+  }
+  return false;
+}
+
+uint64_t Hdf5Writer::events_not_stored() const { return failed() ? events_received_ - events_flushed_ : 0; }
+
+namespace {
+
+// `text` as the bytes of `write_status`: cut to fit, NUL-padded.
+std::array<char, schema::kWriteStatusSize> StatusBytes(const std::string& text) {
+  std::array<char, schema::kWriteStatusSize> buf{};
+  std::copy_n(text.begin(), std::min(text.size(), buf.size() - 1), buf.begin());
+  return buf;
+}
+
+}  // namespace
+
+// The root `write_status` dataset: a fixed-size string at a fixed place in the file.
+Status Hdf5Writer::WriteStatus(const std::string& text) {
+  auto buf = StatusBytes(text);
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), buf.size());
+  H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
+  if (H5Dwrite(write_status_.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
+    return Err("cannot write /" + std::string(schema::kWriteStatusDataset));
+  }
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, const JobMeta& meta,
                                                        const WriterOptions& options) {
   h5::QuietErrors();
   std::unique_ptr<Hdf5Writer> w(new Hdf5Writer(path, meta, options));
   // Default (earliest) file format: measured to stay readable by h5py after SIGKILL once
-  // flushed, without h5clear.
-  w->file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  // flushed, without h5clear. The fail-safe driver (core/h5/failsafe_driver.h) keeps a write
+  // error from wrecking HDF5's state; without it the writer falls back to HDF5's default driver.
+  Handle fapl(h5::FailSafeAccessList());
+  errno = 0;
+  w->file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.valid() ? fapl.get() : H5P_DEFAULT));
   if (!w->file_.valid()) {
-    return IoError("cannot create HDF5 file " + path);
+    int err = errno;
+    return IoError("cannot create HDF5 file " + path + (err != 0 ? std::string(": ") + std::strerror(err) : ""));
   }
+  w->driver_ = h5::FailSafeOf(w->file_.get());
   hid_t f = w->file_.get();
   bool ok = Write(f, root_attr::kFormat, schema::kFormatName) &&
             Write(f, root_attr::kFormatVersion, schema::kFormatVersion) && Write(f, root_attr::kJobId, meta.job_id) &&
             Write(f, root_attr::kCommandLine, meta.command_line) && Write(f, root_attr::kWorldSize, meta.world_size) &&
             Write(f, root_attr::kStartEpochNs, meta.start_epoch_ns) && Write(f, root_attr::kFinalized, 0);
   if (!ok) {
-    return w->Err("cannot write root attributes");
+    return w->Err("cannot write the root attributes");
   }
   w->ranks_group_ = Handle(H5Gcreate2(f, schema::kRanksGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!w->ranks_group_.valid()) {
     return w->Err("cannot create group /ranks");
   }
+  // `write_status`: contiguous and allocated now, so its bytes have a place in the file that no
+  // later write moves, where a write failure can still be recorded when HDF5 can write nothing.
+  {
+    Handle type(H5Tcopy(H5T_C_S1));
+    H5Tset_size(type.get(), schema::kWriteStatusSize);
+    H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
+    Handle space(H5Screate(H5S_SCALAR));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+    w->write_status_ = Handle(
+        H5Dcreate2(f, schema::kWriteStatusDataset, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    haddr_t offset = w->write_status_.valid() ? H5Dget_offset(w->write_status_.get()) : HADDR_UNDEF;
+    if (offset == HADDR_UNDEF) {
+      return w->Err("cannot create /" + std::string(schema::kWriteStatusDataset));
+    }
+    w->write_status_offset_ = offset;
+  }
+  COMMPROF_RETURN_IF_ERROR(w->WriteStatus(schema::kWriteStatusWriting));
   COMMPROF_RETURN_IF_ERROR(w->Flush());
   return w;
 }
 
 Status Hdf5Writer::OpenRank(const RankDescription& d) {
+  if (failed()) {
+    return write_error_;
+  }
   if (ranks_.count(d.rank) != 0) {
     return InvalidArgument("rank " + std::to_string(d.rank) + " is already in " + path_);
   }
@@ -157,10 +229,13 @@ Status Hdf5Writer::OpenRank(const RankDescription& d) {
   }
   world_size_seen_ = std::max(world_size_seen_, d.world_size);
   ranks_.emplace(d.rank, std::move(r));
-  return Status::Ok();
+  return DeviceFailed() ? write_error_ : Status::Ok();
 }
 
 Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
+  if (failed()) {
+    return write_error_;
+  }
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) {
     return Internal("strings for unknown rank " + std::to_string(rank));
@@ -175,7 +250,7 @@ Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
   for (const auto& str : s.strings) {
     ptrs.push_back(str.c_str());
   }
-  if (!AppendRows(r.strings.get(), h5::VarStringType(), ptrs.data(), r.n_strings, ptrs.size())) {
+  if (!AppendRows(r.strings.get(), h5::VarStringType(), ptrs.data(), r.n_strings, ptrs.size()) || DeviceFailed()) {
     return Err("cannot append to /ranks/" + std::to_string(rank) + "/strings");
   }
   r.n_strings += ptrs.size();
@@ -183,19 +258,26 @@ Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
 }
 
 Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> events) {
-  auto it = ranks_.find(rank);
-  if (it == ranks_.end()) {
+  if (ranks_.count(rank) == 0 && !failed()) {
     return Internal("events for unknown rank " + std::to_string(rank));
   }
-  RankOut& r = it->second;
-  if (!AppendRows(r.events.get(), h5::EventType(), events.data(), r.n_events, events.size())) {
+  events_received_ += events.size();
+  if (failed()) {
+    return write_error_;
+  }
+  RankOut& r = ranks_.at(rank);
+  if (!AppendRows(r.events.get(), h5::EventType(), events.data(), r.n_events, events.size()) || DeviceFailed()) {
     return Err("cannot append to /ranks/" + std::to_string(rank) + "/events");
   }
   r.n_events += events.size();
+  events_appended_ += events.size();
   return Status::Ok();
 }
 
 Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
+  if (failed()) {
+    return write_error_;
+  }
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) {
     return Internal("clock for unknown rank " + std::to_string(rank));
@@ -210,7 +292,8 @@ Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
   // The model is re-sent after every sync epoch: each time it replaces the previous tables.
   static_assert(sizeof(ClockSample) == 24 && sizeof(ClockPoint) == 24);
   if (!AppendSamples(g, c.samples) ||
-      !WriteTable(g, schema::kClockPointsDataset, H5T_NATIVE_INT64, c.points.data(), c.points.size())) {
+      !WriteTable(g, schema::kClockPointsDataset, H5T_NATIVE_INT64, c.points.data(), c.points.size()) ||
+      DeviceFailed()) {
     return Err("cannot write the clock tables of rank " + std::to_string(rank));
   }
   return Status::Ok();
@@ -218,6 +301,9 @@ Status Hdf5Writer::SetClock(uint32_t rank, const RankClock& c) {
 
 Status Hdf5Writer::CloseRank(uint32_t rank, RankEnd end, const std::vector<std::pair<std::string, uint64_t>>& counters,
                              uint64_t batches_lost, const std::string& reason) {
+  if (failed()) {
+    return write_error_;
+  }
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) {
     return Internal("close of unknown rank " + std::to_string(rank));
@@ -243,48 +329,105 @@ Status Hdf5Writer::CloseRank(uint32_t rank, RankEnd end, const std::vector<std::
 }
 
 Status Hdf5Writer::Flush() {
-  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) {
+  if (failed()) {
+    return write_error_;
+  }
+  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0 || DeviceFailed()) {
     return Err("flush failed");
   }
+  events_flushed_ = events_appended_;
   return Status::Ok();
 }
 
+namespace {
+
+// "a-b" for a run of ranks, "a" for one.
+std::string RankRange(uint32_t first, uint32_t last) {
+  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
+}
+
+}  // namespace
+
 Status Hdf5Writer::Finalize() {
   if (finalized_) {
-    return Status::Ok();
+    return write_error_;
   }
   finalized_ = true;
   hid_t f = file_.get();
-  uint32_t world = std::max(meta_.world_size, world_size_seen_);
-  bool ok = Write(f, root_attr::kWorldSize, world);
-  std::string missing;
-  for (uint32_t rank = 0; rank < world; ++rank) {
-    if (ranks_.count(rank) != 0) {
-      continue;
+  bool ok = !failed();
+  if (ok) {
+    uint32_t world = std::max(meta_.world_size, world_size_seen_);
+    ok = Write(f, root_attr::kWorldSize, world);
+    // The ranks below `world` that never said hello, found from the ranks present (an ordered
+    // map), never by counting up to `world`: a hello may claim any world size, and finalizing
+    // must cost what the ranks present cost.
+    std::vector<std::pair<uint32_t, uint32_t>> gaps;
+    uint64_t n_missing = 0;
+    uint64_t next = 0;
+    for (const auto& entry : ranks_) {
+      uint32_t rank = entry.first;
+      if (rank >= world) {
+        break;
+      }
+      if (rank > next) {
+        gaps.emplace_back(static_cast<uint32_t>(next), rank - 1);
+        n_missing += rank - next;
+      }
+      next = uint64_t{rank} + 1;
     }
-    // A rank that never said hello still gets a group, so readers see the gap, not a shorter job.
-    std::string name = std::to_string(rank);
-    Handle g(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    ok = ok && g.valid() && Write(g.get(), rank_attr::kRank, rank) &&
-         Write(g.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kMissing));
-    missing += (missing.empty() ? "" : ",") + name;
-  }
-  for (auto& [rank, r] : ranks_) {
-    if (r.closed) {
-      continue;
+    if (next < world) {
+      gaps.emplace_back(static_cast<uint32_t>(next), world - 1);
+      n_missing += world - next;
     }
-    ok = ok && Write(r.group.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kDisconnected)) &&
-         Write(r.group.get(), rank_attr::kEndReason, std::string("no bye before the aggregator finished")) &&
-         Write(r.group.get(), rank_attr::kEventsWritten, r.n_events);
+    std::string missing;
+    for (const auto& [first, last] : gaps) {
+      missing += (missing.empty() ? "" : ",") + RankRange(first, last);
+    }
+    // A rank that never said hello gets a group, so readers see the gap, not a shorter job;
+    // but only as many as the ranks present (or kMissingRankGroups) justify. Beyond that (one
+    // hello claiming a world of millions) `ranks_missing` alone lists them.
+    if (n_missing <= std::max<uint64_t>(schema::kMissingRankGroups, ranks_.size())) {
+      for (const auto& [first, last] : gaps) {
+        for (uint64_t rank = first; ok && rank <= last; ++rank) {
+          std::string name = std::to_string(rank);
+          Handle g(H5Gcreate2(ranks_group_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+          ok = g.valid() && Write(g.get(), rank_attr::kRank, rank) &&
+               Write(g.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kMissing));
+        }
+      }
+    }
+    for (auto& [rank, r] : ranks_) {
+      if (r.closed) {
+        continue;
+      }
+      ok = ok && Write(r.group.get(), rank_attr::kStatus, StatusName(schema::RankStatus::kDisconnected)) &&
+           Write(r.group.get(), rank_attr::kEndReason, std::string("no bye before the aggregator finished")) &&
+           Write(r.group.get(), rank_attr::kEventsWritten, r.n_events);
+    }
+    ok = ok && Write(f, root_attr::kRanksMissing, missing) && Write(f, root_attr::kFinalized, 1) &&
+         WriteStatus(schema::kWriteStatusComplete).ok();
+    ok = ok && H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0 && !DeviceFailed();
+    if (ok) {
+      events_flushed_ = events_appended_;
+    } else {
+      (void)Err("cannot finalize");
+    }
   }
-  ok = ok && Write(f, root_attr::kRanksMissing, missing) && Write(f, root_attr::kFinalized, 1);
+  // Every handle is closed, in a failed state too: the driver discards what HDF5 still writes,
+  // so the file closes cleanly and nothing is left for HDF5's exit handler.
   ranks_.clear();
   ranks_group_.Reset();
-  if (ok) {
-    ok = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
-  }
+  write_status_.Reset();
   file_.Reset();
-  return ok ? Status::Ok() : Err("cannot finalize");
+  if (failed() && write_status_offset_ != 0) {
+    // HDF5 could not write: the failure goes into `write_status` in place, in the bytes it
+    // occupies since the file was created (no allocation, so a full disk still takes it).
+    std::string text = std::string(schema::kWriteStatusFailedPrefix) + failure_ + "; " +
+                       std::to_string(events_not_stored()) + " events not stored";
+    auto buf = StatusBytes(text);
+    (void)h5::OverwriteInPlace(path_, write_status_offset_, buf.data(), buf.size());
+  }
+  return write_error_;
 }
 
 }  // namespace commprof

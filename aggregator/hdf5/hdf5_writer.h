@@ -13,6 +13,7 @@
 
 #include "commprof/event.h"
 #include "core/clock_model.h"
+#include "core/h5/failsafe_driver.h"
 #include "core/h5/h5_util.h"
 #include "core/schema/enums.h"
 #include "core/status.h"
@@ -81,6 +82,18 @@ class Hdf5Writer {
   Status Finalize();
   const std::string& path() const { return path_; }
 
+  // The failed state. The first write that fails (a full disk, EIO, a file size limit) stops the
+  // writer: every later call returns the same error and stores nothing, events are counted as not
+  // stored, and Finalize closes the file without writing and records the failure in the file's
+  // `write_status` (docs/file-format.md). write_error() is "writing PATH failed: REASON".
+  bool failed() const { return !write_error_.ok(); }
+  const Status& write_error() const { return write_error_; }
+  // Events handed to AppendEvents that the file does not hold: once failed, those received since
+  // the last complete flush and every one after; 0 while the writer has not failed.
+  uint64_t events_not_stored() const;
+  // Events the file holds: every one appended; once failed, those of the last complete flush.
+  uint64_t events_stored() const { return failed() ? events_flushed_ : events_appended_; }
+
  private:
   struct RankOut {
     h5::Handle group;
@@ -91,16 +104,28 @@ class Hdf5Writer {
     bool closed = false;
   };
   Hdf5Writer(std::string path, JobMeta meta, WriterOptions options);
-  Status Err(const std::string& what) const;
+  // A failed HDF5 step: the driver's errno when a write failed, else `what`; enters the failed state.
+  Status Err(const std::string& what);
+  // Enters the failed state when the driver saw a write fail since the last check.
+  bool DeviceFailed();
+  Status WriteStatus(const std::string& text);
 
   std::string path_;
   JobMeta meta_;
   WriterOptions options_;
   h5::Handle file_;
   h5::Handle ranks_group_;
+  h5::Handle write_status_;           // the root `write_status` dataset
+  uint64_t write_status_offset_ = 0;  // its bytes' place in the file, rewritten in place on failure
+  const h5::FailSafeFile* driver_ = nullptr;
   std::map<uint32_t, RankOut> ranks_;
   uint32_t world_size_seen_ = 0;
   bool finalized_ = false;
+  Status write_error_;
+  std::string failure_;           // write_error_'s reason alone, for `write_status`
+  uint64_t events_received_ = 0;  // handed to AppendEvents
+  uint64_t events_appended_ = 0;  // appended without an error
+  uint64_t events_flushed_ = 0;   // of those, on disk at the last complete flush
 };
 
 }  // namespace commprof

@@ -4,6 +4,7 @@
 // docs/file-format.md describes the same layout; schema_doc_test fails when the two differ.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -112,10 +113,26 @@ inline constexpr const char* kStringsDataset = "strings";             // 1-D, va
 inline constexpr const char* kClockPointsDataset = "clock_points";    // [n, 3] int64: ClockPoint
 inline constexpr const char* kClockSamplesDataset = "clock_samples";  // [m, 3] uint64: ClockSample
 inline constexpr const char* kAnalysisGroup = "analysis";             // core/schema/analysis_tables.h
+// Scalar, fixed-size NUL-terminated string, contiguous, allocated when the file is created:
+// "writing" until the writer finishes, then "complete", or "failed: REASON; N events not stored"
+// when a write failed (docs/file-format.md, Write status).
+inline constexpr const char* kWriteStatusDataset = "write_status";
+inline constexpr size_t kWriteStatusSize = 256;
+inline constexpr const char* kWriteStatusWriting = "writing";
+inline constexpr const char* kWriteStatusComplete = "complete";
+inline constexpr const char* kWriteStatusFailedPrefix = "failed: ";
+// Groups for ranks that never said hello are created while there are at most this many of them,
+// or as many as the ranks present; beyond that only `ranks_missing` lists them.
+inline constexpr uint64_t kMissingRankGroups = 1024;
 
-inline constexpr uint64_t kEventChunk = 16384;  // records per chunk: 16 Ki records wrote fastest
-inline constexpr uint64_t kStringChunk = 1024;
-inline constexpr uint64_t kClockSampleChunk = 1024;
+// Records per chunk. HDF5 allocates a whole chunk as soon as one record is in it, so the chunk
+// sets the least a rank costs on disk: a 16 KiB events chunk (256 records) keeps 128 ranks of 55
+// events at 3.5 MB (1 MiB chunks made that 141 MB), and wrote 1.7-3.4x faster than 16 Ki-record
+// chunks in bench/README.md's writer measurement (a partly filled 1 MiB chunk was rewritten whole
+// at every flush).
+inline constexpr uint64_t kEventChunk = 256;
+inline constexpr uint64_t kStringChunk = 64;        // 1 KiB of string references
+inline constexpr uint64_t kClockSampleChunk = 128;  // 3 KiB
 
 // A column of a struct that is not declared by an X-macro (the event record, the clock rows): the
 // type comes from the member's declaration.

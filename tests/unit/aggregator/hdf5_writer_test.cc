@@ -96,7 +96,7 @@ TEST(Hdf5Writer, FramesForAnUnknownRankAreInternalErrors) {
 TEST(Hdf5Writer, EventsSpanningManyChunksReadBackInOrder) {
   TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
-  constexpr size_t kTotal = 70001;  // > one writer chunk (16384) and > one reader chunk (65536)
+  constexpr size_t kTotal = 70001;  // many writer chunks (256 records) and > one reader chunk (65536)
   {
     auto w = Hdf5Writer::Create(dir / "big.h5", JobMeta{}, WriterOptions{});
     ASSERT_TRUE(w.ok());

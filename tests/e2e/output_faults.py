@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Faults of the output side of `commprof run` and `commprof aggregate` (issue 16, items 1, 2, 11),
+done for real and read back with h5py.
+
+Usage: output_faults.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases:
+  bad_targets  -o in a missing directory, -o a directory, --listen not an IP, --listen an address
+               of no interface (192.0.2.1, TEST-NET-1): for run and aggregate, one line naming
+               the path or address and why, exit 1 (2 for a listen address that is not an IP),
+               no crash, nothing created (no output, no secret file).
+  keep_existing  an existing good file survives `run` of a command that cannot start (127) and of
+               a job in which no rank records (its own exit code); a job that records replaces it
+               and leaves no temporary file.
+  disk_full    a 2 MiB tmpfs: a 4-rank 420-event job fits (complete, every event); a job that
+               cannot fit, exiting 0 and then 5: commprof returns 1 and 5, no SIGSEGV, no
+               HDF5-DIAG line, one error naming the file, the reason and the events not stored,
+               no "wrote" line, and the file says so in `write_status` while the rows it holds
+               are exact. Exits 77 (skipped) where a tmpfs cannot be mounted.
+  footprint    128 ranks x 55 events written by the real writer (make_synthetic_profile) are
+               under 5 MB and read back whole by h5py.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+SKIP = 77
+
+
+class Ctx:
+    def __init__(self, build, work):
+        self.build = os.path.abspath(build)
+        self.work = os.path.abspath(work)
+        self.commprof = os.path.join(self.build, "cli", "commprof")
+        self.program = os.path.join(self.build, "tests", "e2e", "output_faults_program")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+
+def mpirun(n):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return cmd
+
+
+def run(cmd, cwd=None, timeout=180):
+    env = dict(os.environ)
+    env.pop("COMMPROF_SECRET", None)
+    return subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def expect_rc(p, rc, what):
+    expect(p.returncode == rc, f"{what}: exit code {p.returncode}, expected {rc}\nstderr:\n{p.stderr}")
+
+
+def write_status(path):
+    with h5py.File(path, "r") as f:
+        return bytes(f["write_status"][()]).decode()
+
+
+def case_bad_targets(ctx):
+    d = ctx.path("targets")
+    os.makedirs(d)
+    os.makedirs(os.path.join(d, "adir"))
+    bad = [
+        (["-o", "/nonexistent-commprof-dir/x.h5"], 1, "cannot write /nonexistent-commprof-dir/x.h5: directory "
+                                                      "/nonexistent-commprof-dir does not exist"),
+        (["-o", "adir"], 1, "cannot write adir: it is a directory"),
+        (["--listen", "notanip", "-o", "x.h5"], 2,
+         "--listen notanip: not an IP address (give a literal such as 127.0.0.1 or 0.0.0.0, not a host name)"),
+        (["--listen", "192.0.2.1", "-o", "x.h5"], 1, "cannot listen on 192.0.2.1:0: Cannot assign requested address"),
+    ]
+    for args, rc, message in bad:
+        p = run([ctx.commprof, "run", *args, "--", "true"], cwd=d)
+        expect_rc(p, rc, f"run {args}")
+        lines = p.stderr.strip().splitlines()
+        expect(lines == [f"commprof run: {message}"], f"run {args}: stderr {lines!r}, expected the one line "
+                                                       f"'commprof run: {message}'")
+        # aggregate takes HOST:PORT.
+        agg = [a + ":0" if a in ("notanip", "192.0.2.1") else a for a in args]
+        p = run([ctx.commprof, "aggregate", "--expect", "1", "--secret-file", "secret", *agg], cwd=d)
+        expect_rc(p, rc, f"aggregate {agg}")
+        lines = p.stderr.strip().splitlines()
+        expect(lines == [f"commprof aggregate: {message}"],
+               f"aggregate {agg}: stderr {lines!r}, expected 'commprof aggregate: {message}'")
+        left = sorted(os.listdir(d))
+        expect(left == ["adir"] and os.listdir(os.path.join(d, "adir")) == [],
+               f"{args}: a failed start left files behind: {left}")
+    print("bad_targets: 8 refusals, one line each, nothing created")
+
+
+def case_keep_existing(ctx):
+    out = ctx.path("good.h5")
+    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.program, "10", "0"])
+    expect_rc(p, 0, "the first, good run")
+    with h5py.File(out, "r") as f:
+        first_job = f.attrs["job_id"]
+    before = open(out, "rb").read()
+
+    p = run([ctx.commprof, "run", "-o", out, "./nonexistent-program"], cwd=ctx.work)
+    expect_rc(p, 127, "run of a program that does not exist")
+    expect("cannot start './nonexistent-program': No such file or directory" in p.stderr, p.stderr)
+    expect(open(out, "rb").read() == before, "a command that cannot start replaced the existing file")
+    p = run([ctx.commprof, "run", "-o", out, "no-such-command-commprof"], cwd=ctx.work)
+    expect_rc(p, 127, "run of a command not on PATH")
+    expect("cannot start 'no-such-command-commprof': command not found on PATH" in p.stderr, p.stderr)
+    expect(open(out, "rb").read() == before, "a command not on PATH replaced the existing file")
+
+    # The job starts but no rank records: its exit code, the old file kept, no temporary left.
+    p = run([ctx.commprof, "run", "-o", out, "--", "sh", "-c", "exit 3"])
+    expect_rc(p, 3, "a job in which no rank records")
+    expect(f"{out} is left as it was" in p.stderr, p.stderr)
+    expect(open(out, "rb").read() == before, "a job that recorded nothing replaced the existing file")
+    expect(sorted(os.listdir(ctx.work)) == ["good.h5"], f"left behind: {os.listdir(ctx.work)}")
+
+    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.program, "20", "0"])
+    expect_rc(p, 0, "a second good run")
+    with h5py.File(out, "r") as f:
+        expect(f.attrs["job_id"] != first_job, "the file of a job that recorded must replace the old one")
+        expect([f["ranks"][r]["events"].shape[0] for r in sorted(f["ranks"])] == [22, 22],
+               "the new file holds the new job: 20 allreduces + init + finalize per rank")
+        expect(bytes(f["write_status"][()]).decode() == "complete", "write_status of a clean run")
+    expect(sorted(os.listdir(ctx.work)) == ["good.h5"], f"left behind: {os.listdir(ctx.work)}")
+    print("keep_existing: kept on 127, 127 and a job recording nothing; replaced by a job that recorded")
+
+
+def mount_tmpfs(d, size):
+    os.makedirs(d)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        return p.stdout.strip() or f"mount exited {p.returncode}"
+    return None
+
+
+def case_disk_full(ctx):
+    d = ctx.path("tmpfs")
+    why = mount_tmpfs(d, "2m")
+    if why is not None:
+        print(f"SKIPPED: cannot mount a 2 MiB tmpfs at {d} ({why}); the disk-full case needs root or "
+              f"CAP_SYS_ADMIN (tests/unit/aggregator/writer_faults_test.cc simulates it with RLIMIT_FSIZE)")
+        return SKIP
+    try:
+        # A 4-rank job of 420 events fits in 2 MiB (1 MiB chunks per rank did not).
+        out = os.path.join(d, "fits.h5")
+        p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(4), ctx.program, "103", "0"])
+        expect_rc(p, 0, "the 420-event job on a 2 MiB tmpfs")
+        size = os.path.getsize(out)
+        expect(size < 2 * 1024 * 1024, f"420 events took {size} bytes")
+        with h5py.File(out, "r") as f:
+            counts = [f["ranks"][r]["events"].shape[0] for r in sorted(f["ranks"])]
+            expect(counts == [105] * 4, f"events per rank {counts}, expected 4 x 105")
+            expect(bytes(f["write_status"][()]).decode() == "complete", "write_status")
+            expect(f.attrs["finalized"] == 1, "finalized")
+        os.remove(out)
+        print(f"disk_full: 4 ranks x 105 events fit, {size} bytes")
+
+        # 2 ranks x 40002 events = 5.1 MB of records: the disk fills. The job's code is kept.
+        for job_rc, want_rc in ((0, 1), (5, 5)):
+            out = os.path.join(d, f"full{job_rc}.h5")
+            # Flushes every 20 ms and pauses of 50 ms every 2000 iterations: part of the job is
+            # flushed before the disk fills, and must be found exactly as recorded.
+            p = run([ctx.commprof, "run", "--flush-ms", "20", "-o", out, "--", *mpirun(2), ctx.program, "40000",
+                     str(job_rc), "50"], timeout=300)
+            expect(p.returncode not in (139, -11), f"commprof crashed (exit code {p.returncode})\n{p.stderr}")
+            expect_rc(p, want_rc, f"disk full, job exit code {job_rc}")
+            expect("HDF5-DIAG" not in p.stderr and "#000" not in p.stderr,
+                   f"HDF5's own error stack was printed:\n{p.stderr[:2000]}")
+            expect("commprof: wrote" not in p.stderr, "a 'wrote' line for a file that could not be written")
+            lines = [l for l in p.stderr.splitlines() if l.startswith("commprof run: error: writing")]
+            expect(len(lines) == 1, f"one error line expected, got {lines}\n{p.stderr}")
+            prefix = f"commprof run: error: writing {out} failed: No space left on device; "
+            expect(lines[0].startswith(prefix) and lines[0].endswith(" events not stored"), lines[0])
+            lost = int(lines[0][len(prefix):].split()[0])
+            expect(0 < lost <= 2 * 40002, f"events not stored: {lost}")
+            expect(f"job exit code {job_rc}" in p.stderr, p.stderr)
+            status = write_status(out)
+            expect(status == f"failed: No space left on device; {lost} events not stored",
+                   f"write_status {status!r} does not match the error line")
+            with h5py.File(out, "r") as f:
+                expect(f.attrs["finalized"] == 0, "a file that could not be written is not finalized")
+                stored = 0
+                for r in f["ranks"]:
+                    ev = f["ranks"][r]["events"][...]
+                    stored += len(ev)
+                    # Every row the file holds is a real record: the allreduces are in order with
+                    # their per-communicator sequence numbers; no rows of zeros.
+                    expect(not np.any(ev["end_ns"] == 0), f"rank {r}: rows of zeros in a failed file")
+                    coll = ev[ev["kind"] == 3]
+                    expect(np.array_equal(coll["seq"], np.arange(len(coll), dtype=coll["seq"].dtype)),
+                           f"rank {r}: the stored collectives are not the job's first {len(coll)}")
+                expect(stored > 0, "nothing was flushed before the disk filled: the case checks no stored row")
+                expect(stored + lost == 2 * 40002,
+                       f"stored {stored} + not stored {lost} != the 80004 events the job recorded")
+            os.remove(out)
+            print(f"disk_full: job exit code {job_rc} -> {p.returncode}; stored {stored}, not stored {lost}")
+    finally:
+        subprocess.run(["umount", d], check=False)
+    return 0
+
+
+def case_footprint(ctx):
+    maker = os.path.join(ctx.build, "bench", "make_synthetic_profile")
+    if not os.path.exists(maker):
+        print(f"SKIPPED: {maker} is not built (COMMPROF_BUILD_BENCH=OFF); "
+              f"tests/unit/aggregator/writer_faults_test.cc bounds the same footprint")
+        return SKIP
+    out = ctx.path("small.h5")
+    p = run([maker, "--ranks", "128", "--events", str(128 * 55), "--out", out])
+    expect_rc(p, 0, "make_synthetic_profile")
+    size = os.path.getsize(out)
+    expect(size < 5_000_000, f"128 ranks x 55 events took {size} bytes")
+    with h5py.File(out, "r") as f:
+        counts = [f["ranks"][str(r)]["events"].shape[0] for r in range(128)]
+        expect(sum(counts) == 128 * 55, f"{sum(counts)} events read back, expected {128 * 55}")
+    print(f"footprint: 128 ranks x 55 events in {size} bytes")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    ctx = Ctx(a.build, a.work)
+    fn = globals().get("case_" + a.case)
+    if fn is None:
+        sys.exit(f"unknown case {a.case}")
+    rc = fn(ctx)
+    sys.exit(rc or 0)
+
+
+if __name__ == "__main__":
+    main()
