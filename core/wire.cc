@@ -182,13 +182,13 @@ class Sha256 {
       Update(&zero, 1);
     }
     uint8_t len[8];
-    for (int i = 0; i < 8; ++i) {
+    for (size_t i = 0; i < 8; ++i) {
       len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
     }
     Update(len, 8);
     std::array<uint8_t, 32> out{};
-    for (int i = 0; i < 8; ++i) {
-      for (int j = 0; j < 4; ++j) {
+    for (size_t i = 0; i < 8; ++i) {
+      for (size_t j = 0; j < 4; ++j) {
         out[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
       }
     }
@@ -208,17 +208,17 @@ class Sha256 {
         0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
     uint32_t w[64];
-    for (int i = 0; i < 16; ++i) {
+    for (size_t i = 0; i < 16; ++i) {
       w[i] = (static_cast<uint32_t>(p[4 * i]) << 24) | (static_cast<uint32_t>(p[4 * i + 1]) << 16) |
              (static_cast<uint32_t>(p[4 * i + 2]) << 8) | static_cast<uint32_t>(p[4 * i + 3]);
     }
-    for (int i = 16; i < 64; ++i) {
+    for (size_t i = 16; i < 64; ++i) {
       uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
       uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
     uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
+    for (size_t i = 0; i < 64; ++i) {
       uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
       uint32_t ch = (e & f) ^ (~e & g);
       uint32_t t1 = h + s1 + ch + kK[i] + w[i];
