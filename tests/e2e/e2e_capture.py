@@ -2296,12 +2296,48 @@ NCCL_TYPES = {"AllReduce": (4, ("allreduce", "AllReduce", "ncclAllReduce", "nccl
                                      "nccl_reduce_scatter"))}
 
 
+def read_nccl_truth(path, n):
+    """The driver's --truth files (tests/nccl/README.md): per (func, seq), per rank, the realised
+    (planned, a_lo, a_hi, e_lo, e_hi, cal) on the shared host clock."""
+    truth = collections.defaultdict(dict)
+    for r in range(n):
+        with open(f"{path}.{r}") as f:
+            for line in f:
+                func, seq, *t = line.split()
+                truth[(func, int(seq))][r] = tuple(int(x) for x in t)
+    return truth
+
+
+def nccl_truth_waits(per_rank, func, root, tol):
+    """metrics.md §2 applied to the driver's realised times of one collective: per rank the bounds
+    (lo, hi) of wait_r = max(0, min(e_r, D_r) - b_r), b_r = a_r, from the arrival/end bounds. The
+    Broadcast root's "held" (e_root >= L) is decided on times known within tol: both ways where
+    they are that close."""
+    last_lo = max(t[1] for t in per_rank.values())
+    last_hi = max(t[2] for t in per_rank.values())
+    waits = {}
+    for r, (_, a_lo, a_hi, e_lo, e_hi, _) in per_rank.items():
+        if func != "Broadcast":  # Wait at N x N: D_r = the last arrival
+            d_lo, d_hi = last_lo, last_hi
+        elif r != root:  # Late Broadcast: a non-root needs the root
+            d_lo, d_hi = per_rank[root][1], per_rank[root][2]
+        else:  # the root waits only when held (e_root >= L)
+            d_lo = last_lo if e_lo - tol >= last_hi + tol else None
+            d_hi = last_hi if e_hi + tol >= last_lo - tol else None
+        lo = max(0, min(e_lo, d_lo) - a_hi) if d_lo is not None else 0
+        hi = max(0, min(e_hi, d_hi) - a_lo) if d_hi is not None else 0
+        waits[r] = (lo, hi)
+    return waits
+
+
 def case_nccl_plugin(ctx):
     """For the v5, v4 and v2 tables: 4 ranks drive the commprof NCCL plugin as NCCL does, rank 2's
     GPU kernels (v2: its API calls) start 3 ms late in every collective; the report matches every
-    NCCL collective instance, names rank 2, and each other rank waits 3 ms per collective (15 %);
-    the file's kind-17 records carry commHash, per-type seqNumber and bytes with the reference's
-    AllGather/Broadcast trap, and kind-11 per-channel kernel records exist (v5/v4)."""
+    NCCL collective instance, names rank 2, and every rank's wait in every collective is the one the
+    driver realised (its --truth times; the plant of 3 ms, moved by how late a loaded machine woke
+    the ranks); the file's kind-17 records carry commHash, per-type seqNumber, the driver's start
+    times and bytes with the reference's AllGather/Broadcast trap, and kind-11 per-channel kernel
+    records exist (v5/v4)."""
     plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
     driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
     if not os.path.exists(plugin):
@@ -2309,11 +2345,28 @@ def case_nccl_plugin(ctx):
         return SKIP
     expect(os.path.exists(driver), f"driver {driver} not built (target nccl_profiler_driver)")
     iters, slow, slow_us, n, count = 30, 2, 3000, 4, 1 << 18
+    launch_us, transfer_us = 50, 300  # the driver's defaults
+    U = slow_us * 1000
+    # The plant is slept (tests/nccl/README.md): a rank woken late by a loaded machine arrives late,
+    # so each wait is the plant plus the slow rank's lateness minus the waiter's own. The driver
+    # writes what it realised (--truth) and commprof's figures are held to that, within what the
+    # clocks allow. v2's host times: the [before, after] bounds of the plugin call, which the truth
+    # carries, and `base` for the rest. v5/v4: the pTimer values are exact, but the plugin maps them
+    # to the host clock by a fit on its callbacks' delay (docs/nccl-plugin.md, GPU clock
+    # calibration), so its times are late by up to the least delay it has seen (the truth's `cal`,
+    # which a loaded machine makes milliseconds early in a run), plus what a wrong drift estimate
+    # adds on the way from the window's lowest pair: the fit takes no slope steeper than 1000 ppm,
+    # so at most 1000 ppm of the time since the run's first kernel (a drift 600 ppm off, 290 µs
+    # early, seen under load 14 on 2 cores; idle, all within `base`). Before 16 callbacks (the first
+    # collectives) the fit has nothing to go on and those collectives are left out of the
+    # per-instance checks (1.3 ms off seen). The typical error is held tighter, as a median.
     for abi in ("v5", "v4", "v2"):
+        base = 20_000 if abi == "v2" else 50_000
         out = ctx.path(f"nccl-{abi}.h5")
+        truth_path = ctx.path(f"nccl-{abi}.truth")
         cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(n) + [
             driver, "--plugin", plugin, "--abi", abi, "--iters", str(iters), "--slow-rank", str(slow),
-            "--slow-us", str(slow_us), "--count", str(count)]
+            "--slow-us", str(slow_us), "--count", str(count), "--truth", truth_path]
         # v5 also records the proxy ops and steps (COMMPROF_NCCL_DETAIL=proxy, docs/nccl-plugin.md);
         # the analysis must come out the same with them
         detail = abi == "v5"
@@ -2336,51 +2389,98 @@ def case_nccl_plugin(ctx):
         expect(rep["instances"]["matched"] == nccl_instances + summary["mpi_collectives"],
                f"{abi}: matched {rep['instances']['matched']}, expected {nccl_instances} NCCL + "
                f"{summary['mpi_collectives']} MPI")
-        expect([s["rank"] for s in rep["stragglers"]] == [slow], f"{abi}: stragglers {rep['stragglers']}")
         with h5py.File(out, "r") as f:
             inst = f["analysis"]["instances"][:]
             arr = f["analysis"]["arrivals"][:]
+        truth = read_nccl_truth(truth_path, n)
+        expect(len(truth) == nccl_instances and all(len(v) == n for v in truth.values()),
+               f"{abi}: the driver's truth has {len(truth)} collectives")
+
+        t0 = min(t[r][1] for t in truth.values() for r in range(n))
+
+        def lag(key):  # how late the calibration may put this collective's times; None: too early
+            if abi == "v2":
+                return 0
+            cals = [t[5] for t in truth[key].values()]
+            return None if min(cals) < 0 else max(cals)
+
+        def drift(key):  # what a drift estimate at the fit's 1000 ppm bound adds by this collective
+            return 0 if abi == "v2" else (max(t[2] for t in truth[key].values()) - t0) // 1000
+
+        measured = [key for key in truth if lag(key) is not None]
+        expect(len(measured) >= nccl_instances - 8, f"{abi}: only {len(measured)} collectives after the warm-up")
+        # The plant as realised, one-sided: sleeping can only make the slow rank later (v5/v4: its
+        # kernel starts L + U after the slot at the earliest; v2: its API call U after it).
+        plant_floor = U + (0 if abi == "v2" else launch_us * 1000)
+        lateness = {key: t[slow][1] - t[slow][0] - plant_floor for key, t in truth.items()}
+        expect(min(lateness.values()) >= 0, f"{abi}: the slow rank arrived {min(lateness.values())} ns before the plant")
+        tol = {key: 2 * (base + drift(key)) + lag(key) for key in measured}
+        truth_waits = {key: nccl_truth_waits(truth[key], key[0], slow, tol[key]) for key in measured}
+        func_of_op = {op: func for func, (op, _) in NCCL_TYPES.items()}
+        # every rank's wait in every NCCL instance is the realised one; and the last arriver (the
+        # instance's straggler) is the realised one where the truth tells the last two apart
+        nccl_inst = np.nonzero(inst["comm_id"] == np.uint64(comm_hash))[0]
+        expect(len(nccl_inst) == nccl_instances, f"{abi}: {len(nccl_inst)} /analysis/instances with the commHash")
+        got_wait, off = {}, []
+        for i in nccl_inst:
+            key = (func_of_op[int(inst["op"][i])], int(inst["seq"][i]))
+            expect(key in truth, f"{abi}: instance {key} is not one the driver emitted")
+            for a in arr[arr["instance"] == i]:
+                got_wait[(key, int(a["rank"]))] = int(a["wait_ns"])
+            if key not in truth_waits:
+                continue
+            for r in range(n):
+                lo, hi = truth_waits[key][r]
+                if not lo - tol[key] <= got_wait[(key, r)] <= hi + tol[key]:
+                    off.append((key, r, got_wait[(key, r)], lo, hi, tol[key]))
+            order = sorted(range(n), key=lambda r: truth[key][r][1])
+            if truth[key][order[-1]][1] - truth[key][order[-2]][2] > 2 * tol[key]:
+                expect(int(inst["straggler_rank"][i]) == order[-1],
+                       f"{abi}: {key}: straggler {int(inst['straggler_rank'][i])}, the driver's last arriver {order[-1]}")
+        expect(not off, f"{abi}: {len(off)} waits differ from the driver's realised ones "
+               f"(instance, rank, commprof, truth lo, hi, tolerance): {off[:5]}")
+        # The verdict names the planted rank and it caused the most delay on the NCCL communicator.
+        # Unless a rank was descheduled for a long while (in the MPI barriers above all), which is
+        # real lateness the verdict names too, as transient, and may then leave the plant below
+        # its threshold: the per-instance stragglers above hold either way.
+        st = rep["stragglers"]
+        nccl_cost = {s["rank"]: sum(c["delay_cost_ns"] for c in s["communicators"] if c["comm_id"] == comm_hash)
+                     for s in st}
+        expect((slow in nccl_cost and nccl_cost[slow] == max(nccl_cost.values()))
+               or (st and all(s["pattern"] == "transient" and 2 * nccl_cost[s["rank"]] < s["delay_cost_ns"] for s in st)),
+               f"{abi}: stragglers {st}")
         types = {c["type"]: c for c in rep["collectives"]}
         for func, (op, names) in NCCL_TYPES.items():
             found = [types[t] for t in names if t in types]
             expect(len(found) == 1, f"{abi}: one collectives[] entry for {func} among {sorted(types)}")
             t = found[0]
             expect(t["count"] == iters, f"{abi}: {func} count {t['count']}, expected {iters}")
-            # metrics.md §4: mean over instances of the ranks' mean wait = (3 x 3 ms + 0) / 4.
-            # The report's mean is what the stored arrivals give; the accuracy check uses the
-            # median instance, as one rank woken late on a loaded 2-core machine moves the mean of
-            # 30 instances by tens of percent of one instance's wait.
-            want = 3 * slow_us * 1000 / 4
+            # metrics.md §4: mean over instances of the ranks' mean wait, what the stored arrivals
+            # give (each checked against the truth above)
             rows = np.nonzero((inst["comm_id"] == np.uint64(comm_hash)) & (inst["op"] == op))[0]
             per_instance = [float(arr["wait_ns"][arr["instance"] == i].mean()) for i in rows]
             expect(len(per_instance) == iters, f"{abi}: {func}: {len(per_instance)} instances in /analysis")
             expect(abs(t["mean_wait_ns"] - float(np.mean(per_instance))) <= 1.0,
                    f"{abi}: {func} mean wait {t['mean_wait_ns']} ns, arrivals give {np.mean(per_instance)} ns")
-            med = float(np.median(per_instance))
-            expect(abs(med - want) <= 0.15 * want,
-                   f"{abi}: {func} median instance wait {med} ns (mean {t['mean_wait_ns']} ns), planted {want} ns +-15 %")
         ranks = {r["rank"]: r for r in rep["ranks"]}
-        # ranks[].wait_time_ns sums every matched instance, the driver's MPI Alltoalls and Barriers
-        # too (whose waits are the ranks' start-up and init skew, not planted): split it with the
-        # stored analysis (/analysis/arrivals of the instances whose comm_id is the commHash)
-        nccl_rows = np.isin(arr["instance"], np.nonzero(inst["comm_id"] == np.uint64(comm_hash))[0])
-        expect(int((inst["comm_id"] == np.uint64(comm_hash)).sum()) == nccl_instances,
-               f"{abi}: /analysis/instances with the commHash")
         for r in range(n):
-            mine = arr["rank"] == r
-            nccl_wait = int(arr["wait_ns"][mine & nccl_rows].sum())
-            expect(int(arr["wait_ns"][mine].sum()) == ranks[r]["wait_time_ns"],
+            expect(int(arr["wait_ns"][arr["rank"] == r].sum()) == ranks[r]["wait_time_ns"],
                    f"{abi}: rank {r}: wait_time_ns {ranks[r]['wait_time_ns']} is not the sum of its arrivals")
-            per = nccl_wait / nccl_instances
             if r == slow:
-                expect(per < 0.15 * slow_us * 1000, f"{abi}: the slow rank itself waits {per} ns per collective")
                 continue
-            # the planted truth: 3 ms in each NCCL collective
-            expect(abs(per - slow_us * 1000) <= 0.15 * slow_us * 1000,
-                   f"{abi}: rank {r} waits {per / 1e6:.3f} ms per NCCL collective, planted 3 ms +-15 %")
-            # and the MPI part is small next to it (no planted wait there)
-            expect(ranks[r]["wait_time_ns"] - nccl_wait < 0.15 * nccl_wait,
-                   f"{abi}: rank {r}: {ranks[r]['wait_time_ns'] - nccl_wait} ns of MPI wait")
+            # The plant shows through the load, per NCCL collective: a waiter waits the plant less
+            # its own lateness at least (the floor), and the plant plus the slow rank's lateness plus
+            # the launch and transfer at most (the ceiling), both measured in this run.
+            per = sum(got_wait[(key, r)] for key in measured) / len(measured)
+            own_late = sum(truth[key][r][1] - truth[key][r][0] - (0 if abi == "v2" else launch_us * 1000)
+                           for key in measured) / len(measured)
+            slow_late = sum(lateness[key] for key in measured) / len(measured)
+            slack = sum(tol.values()) / len(tol)
+            expect(U - own_late - slack <= per <= U + slow_late + (launch_us + transfer_us) * 1000 + slack,
+                   f"{abi}: rank {r} waits {per / 1e6:.3f} ms per NCCL collective, planted 3 ms; it was "
+                   f"{own_late / 1e6:.3f} ms late itself, the slow rank {slow_late / 1e6:.3f} ms")
+            # (Its MPI waits, in the per-iteration barrier and the set-up Alltoalls, have no plant and
+            # no truth: a rank descheduled for milliseconds makes the others wait in the next barrier.)
         # the file, read with h5py
         dsize = {"AllReduce": 4, "AllGather": 4, "Broadcast": 8, "ReduceScatter": 4}
         api_count = {"AllReduce": count, "AllGather": count // n, "Broadcast": count // 2, "ReduceScatter": count // n}
@@ -2412,8 +2512,8 @@ def case_nccl_plugin(ctx):
                     expect(all(e >= s for s, e in zip(c["start_ns"], c["end_ns"])), f"{abi}: {func} spans")
                     if func == "Broadcast":
                         expect(all(int(x) == slow for x in c["peer"]), f"{abi} rank {r}: Broadcast root")
-                arrivals[r] = {(int(e["subtype"]), int(e["seq"])): int(e["start_ns"]) for e in coll
-                               if int(e["subtype"]) in [op for op, _ in NCCL_TYPES.values()]}
+                arrivals[r] = {(func_of_op[int(e["subtype"])], int(e["seq"])): int(e["start_ns"]) for e in coll
+                               if int(e["subtype"]) in func_of_op}
                 pops = ev[ev["kind"] == NCCL_KIND_PROXY_OP]
                 psteps = ev[ev["kind"] == NCCL_KIND_PROXY_STEP]
                 if not detail:
@@ -2450,16 +2550,21 @@ def case_nccl_plugin(ctx):
                         kc = k[k["subtype"] == op]
                         expect(len(kc) == 2 * iters and set(int(x) for x in kc["correlation"]) == {0, 1},
                                f"{abi} rank {r}: {len(kc)} kind-11 {func} channel records, expected {2 * iters}")
-        # the same truth from the raw records, without commprof's analysis: the ranks share one
-        # host clock (CLOCK_MONOTONIC), so the calibrated arrivals compare directly; metrics.md §2
-        # (Broadcast rooted at the slow rank: a non-root waits a_root - a_r, like the others)
+        # the raw records without commprof's analysis: each kind-17 start is the driver's realised
+        # arrival (the file's times are the ranks' shared CLOCK_MONOTONIC), v5/v4 late by at most
+        # the calibration's lag
         for r in range(n):
-            if r == slow:
-                continue
-            w = [arrivals[slow][key] - arrivals[r][key] for key in arrivals[r]]
-            mean = sum(w) / len(w)
-            expect(len(w) == nccl_instances and abs(mean - slow_us * 1000) <= 0.15 * slow_us * 1000,
-                   f"{abi}: rank {r}: raw kind-17 arrivals {mean / 1e6:.3f} ms before the slow rank's, planted 3 ms")
+            expect(sorted(arrivals[r]) == sorted(truth), f"{abi}: rank {r}: kind-17 records {len(arrivals[r])}")
+            slack = {key: base + drift(key) for key in measured}
+            bad = [(key, arrivals[r][key], truth[key][r][1:3], lag(key), slack[key]) for key in measured
+                   if not truth[key][r][1] - slack[key] <= arrivals[r][key] <= truth[key][r][2] + lag(key) + slack[key]]
+            expect(not bad, f"{abi}: rank {r}: {len(bad)} kind-17 starts off the driver's (key, start, truth, lag, "
+                   f"slack): {bad[:5]}")
+            errs = sorted(abs(arrivals[r][key] - truth[key][r][1]) for key in measured)
+            lags = sorted(lag(key) for key in measured)
+            expect(errs[len(errs) // 2] <= lags[len(lags) // 2] + base,
+                   f"{abi}: rank {r}: median kind-17 start error {errs[len(errs) // 2]} ns, "
+                   f"median calibration lag {lags[len(lags) // 2]} ns")
         print(f"nccl_plugin: {abi}: {rep['instances']['matched']} instances, straggler {slow}, waits ok")
 
 

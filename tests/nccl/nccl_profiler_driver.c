@@ -56,6 +56,7 @@ typedef struct {
   long long gpu_offset_ns;
   int have_offset;
   int bcast_root;
+  const char* truth; /* --truth PATH: each rank writes PATH.<rank>, the times it realised */
 } Options;
 
 static void Usage(FILE* out) {
@@ -63,7 +64,7 @@ static void Usage(FILE* out) {
           "usage: nccl_profiler_driver [--plugin PATH] [--abi v5|v4|v2] [--iters N] [--slow-rank R]\n"
           "         [--slow-us U] [--slow-where gpu|host] [--slow-p2p] [--transfer-us T] [--launch-us L]\n"
           "         [--count N] [--channels C] [--comm-name S] [--bcast-root R] [--gpu-offset-ns O]\n"
-          "         [--gpu-drift-ppm D] [--selftest]\n"
+          "         [--gpu-drift-ppm D] [--truth PATH] [--selftest]\n"
           "Without --plugin, NCCL_PROFILER_PLUGIN is resolved as NCCL 2.28 does (§1).\n");
 }
 
@@ -153,6 +154,9 @@ static Options ParseArgs(int argc, char** argv) {
     } else if (!strcmp(a, "--comm-name")) {
       NEEDV();
       o.comm_name = v;
+    } else if (!strcmp(a, "--truth")) {
+      NEEDV();
+      o.truth = v;
     } else if (!strcmp(a, "--bcast-root")) {
       NEEDV();
       o.bcast_root = (int)ParseLong(a, v);
@@ -476,7 +480,39 @@ typedef struct {
   int nch;
   int mask;                 /* the task's copy of the mask (§2a) */
   int64_t start_ns, end_ns; /* planned host times of the kernel on this rank */
+  struct Truth* truth;      /* a collective's realised times (--truth), else NULL */
 } Task;
+
+/* What this rank realised for one collective, on the host clock (CLOCK_MONOTONIC): the schedule
+ * sleeps, so a loaded machine wakes a rank late and moves its times; tests compare a profiler's
+ * figures with these rather than with the plant alone (tests/nccl/README.md). The arrival is the
+ * start a profiler sees (v5/v4: the earliest KernelCh pTimer; v2: the first ProxyOp start, taken
+ * by the plugin inside the call, so between a_lo and a_hi), the end likewise (the latest KernelCh
+ * stop pTimer; v2: the last ProxyOp stop). */
+struct Truth {
+  int func;
+  uint64_t seq;
+  int64_t planned;    /* the slot's common due time */
+  int64_t a_lo, a_hi; /* arrival */
+  int64_t e_lo, e_hi; /* end */
+  int64_t cal;        /* the least KernelCh callback delay seen 16 callbacks before (-1: fewer) */
+};
+static struct Truth* g_truth;
+static int g_ntruth, g_truth_cap;
+
+/* A plugin maps pTimer to the host clock by a fit on its callbacks, which arrive late by this
+ * thread's delay (docs/nccl-plugin.md): its converted times are late by about the least delay it
+ * has seen, and the fit is redone every few pairs. So each collective's record carries the least
+ * delay seen up to 16 callbacks before its kernel starts (a loaded machine makes it milliseconds
+ * early in a run). */
+#define CB_HIST 32
+static int64_t g_cb_min = INT64_MAX, g_cb_hist[CB_HIST];
+static uint64_t g_cb_count;
+static void NoteCallbackDelay(int64_t delay) {
+  if (delay < g_cb_min) g_cb_min = delay;
+  g_cb_hist[g_cb_count++ % CB_HIST] = g_cb_min;
+}
+static int64_t CalibrationLag(void) { return g_cb_count < 16 ? -1 : g_cb_hist[(g_cb_count - 16) % CB_HIST]; }
 
 typedef struct {
   Task tasks[MAX_TASKS];
@@ -502,6 +538,7 @@ typedef struct {
   int is_send;
   int nsteps;
   size_t step_bytes;
+  struct Truth* truth; /* its collective's, when the proxy ops give its span */
 } ProxyOpRec;
 
 static void RunProxyPlan(Plan* p) {
@@ -541,7 +578,16 @@ static void RunProxyPlan(Plan* p) {
         d.proxyOp.chunkSize = 131072;
         d.proxyOp.isSend = is_send;
         ProxyOpRec* r = &ops[nops++];
+        int64_t before = NowNs();
         r->h = Start(&d, 0);
+        r->truth = NULL;
+        if (k->truth != NULL && !GateKernelCh(k->mask)) { /* no kernel timing: the proxy ops' span */
+          if (k->truth->a_lo == 0) {
+            k->truth->a_lo = before;
+            k->truth->a_hi = NowNs();
+          }
+          r->truth = k->truth;
+        }
         r->is_send = is_send;
         r->nsteps = 1;
         r->step_bytes = k->count * k->dsize / (size_t)k->nch;
@@ -580,6 +626,11 @@ static void RunProxyPlan(Plan* p) {
       d.rank = 0; /* KernelCh rank is 0 (§2a) */
       d.kernelCh.channelId = (uint8_t)ch;
       d.kernelCh.pTimer = GpuTimer(at);
+      if (k->truth != NULL && (k->truth->a_lo == 0 || at < k->truth->a_lo)) {
+        k->truth->a_lo = k->truth->a_hi = at;
+        k->truth->cal = CalibrationLag();
+      }
+      NoteCallbackDelay(NowNs() - at);
       kch[t][ch] = Start(&d, 0);
     }
   }
@@ -640,8 +691,11 @@ static void RunProxyPlan(Plan* p) {
     drv_state_args_v5_t a;
     memset(&a, 0, sizeof a);
     a.kernelCh.pTimer = GpuTimer(stops[i].at);
+    NoteCallbackDelay(NowNs() - stops[i].at);
     Record(h, DRV_ST_KERNEL_CH_STOP, &a, NULL);
     Stop(h);
+    struct Truth* tr = p->tasks[stops[i].t].truth;
+    if (tr != NULL && stops[i].at > tr->e_lo) tr->e_lo = tr->e_hi = stops[i].at;
   }
   SleepUntil(end);
   /* 5. ProxyOps complete (v2: the Transmitted/Done states with the op's bytes first). */
@@ -661,7 +715,12 @@ static void RunProxyPlan(Plan* p) {
         Record(ops[i].h, DRV_ST_PROXY_OP_RECV_DONE, NULL, &a);
       }
     }
+    int64_t before = NowNs();
     Stop(ops[i].h);
+    if (ops[i].truth != NULL && ops[i].h != NULL) { /* the last stop so far */
+      ops[i].truth->e_lo = before;
+      ops[i].truth->e_hi = NowNs();
+    }
   }
 }
 
@@ -833,6 +892,14 @@ static void IssueCollective(Driver* dr, int64_t planned, int func, const char* d
   /* 8 */
   Stop(hGA);
   PlanTimes(dr, &plan, planned, t_launch, 1);
+  if (g_truth != NULL && coll_on && g_ntruth < g_truth_cap) {
+    struct Truth* tr = &g_truth[g_ntruth++];
+    memset(tr, 0, sizeof *tr);
+    tr->func = func;
+    tr->seq = seq;
+    tr->planned = planned;
+    k->truth = tr;
+  }
   RunOnProxyAndWait(&plan);
   dr->counts[func]++;
 }
@@ -917,6 +984,27 @@ static void IssueP2pGroup(Driver* dr, int64_t planned, const int* send_peers, in
   dr->groups++;
 }
 
+/* PATH.<rank>: one line per collective emitted with a Coll event: func seq planned a_lo a_hi e_lo e_hi
+ * cal (host ns; 0 where no timing was emitted; cal 0 without kernel timing, -1 early in a run). */
+static void WriteTruth(const char* path, int rank) {
+  char name[4096];
+  snprintf(name, sizeof name, "%s.%d", path, rank);
+  FILE* f = fopen(name, "w");
+  if (f == NULL) {
+    fprintf(stderr, "nccl_profiler_driver: cannot write %s: %s\n", name, strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  for (int i = 0; i < g_ntruth; ++i) {
+    const struct Truth* t = &g_truth[i];
+    fprintf(f, "%s %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+            kFunc[t->func], t->seq, t->planned, t->a_lo, t->a_hi, t->e_lo, t->e_hi, t->cal);
+  }
+  if (fclose(f) != 0) {
+    fprintf(stderr, "nccl_profiler_driver: cannot write %s: %s\n", name, strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 
 int main(int argc, char** argv) {
@@ -998,6 +1086,10 @@ int main(int argc, char** argv) {
 
   Driver dr;
   memset(&dr, 0, sizeof dr);
+  if (o.truth != NULL) {
+    g_truth_cap = 4 * o.iters;
+    g_truth = (struct Truth*)calloc((size_t)g_truth_cap, sizeof *g_truth);
+  }
   dr.o = &o;
   int root = o.bcast_root >= 0 ? o.bcast_root % size : (o.slow_rank >= 0 ? o.slow_rank % size : 0);
   size_t c = (size_t)o.count;
@@ -1057,6 +1149,7 @@ int main(int argc, char** argv) {
       ((const drv_profiler_v2_t*)g_table)->finalize(g_comm.ctx);
   }
   if (g_lib) dlclose(g_lib);
+  if (g_truth != NULL) WriteTruth(o.truth, rank);
 
   MPI_Barrier(MPI_COMM_WORLD);
   ++mpi_collectives;
