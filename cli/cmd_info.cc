@@ -129,6 +129,7 @@ int RunInfo(const Options& o) {
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
     j["finalized"] = info.finalized;
+    j["write_status"] = info.write_status;
     j["lost_batches"] = info.lost_batches();
     j["missing_events"] = info.missing_events();
     j["never_connected"] = nlohmann::ordered_json::array();
@@ -172,8 +173,15 @@ int RunInfo(const Options& o) {
   }
 
   std::printf("file:        %s\n", info.path.c_str());
+  // Only a writer that recorded no failure left its flushed data intact.
+  std::string state;
+  if (info.write_failed()) {
+    state = " (writing " + info.write_status + ")";
+  } else if (!info.finalized) {
+    state = " (not finalized: the writer was killed; flushed data is intact)";
+  }
   std::printf("format:      %s v%llu%s\n", info.format.c_str(), static_cast<unsigned long long>(info.format_version),
-              info.finalized ? "" : " (not finalized: the writer was killed; flushed data is intact)");
+              state.c_str());
   std::printf("job:         %s\n", info.job_id.c_str());
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));

@@ -92,6 +92,34 @@ Status OpenFailure(const std::string& path) {
   return InvalidArgument(path + ": not an HDF5 file (no HDF5 signature in its first bytes)");
 }
 
+// The writer's status string: a scalar fixed-size string dataset at the root, written when the
+// file is created and rewritten in place at the end (so a writer killed or out of disk leaves
+// "writing" or "failed: ..." behind). "" when the file has none or it cannot be read.
+std::string ReadWriteStatus(hid_t f) {
+  constexpr const char* kWriteStatus = "write_status";
+  if (H5Lexists(f, kWriteStatus, H5P_DEFAULT) <= 0) {
+    return "";
+  }
+  Handle d(H5Dopen2(f, kWriteStatus, H5P_DEFAULT));
+  Handle ftype(H5Dget_type(d.get()));
+  Handle space(H5Dget_space(d.get()));
+  if (!d.valid() || H5Tget_class(ftype.get()) != H5T_STRING || H5Tis_variable_str(ftype.get()) != 0 ||
+      H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+    return "";
+  }
+  const size_t n = H5Tget_size(ftype.get());
+  if (n == 0 || n > 65536) {
+    return "";
+  }
+  std::vector<char> buf(n + 1, '\0');
+  Handle mtype(H5Tcopy(H5T_C_S1));
+  H5Tset_size(mtype.get(), n + 1);
+  if (H5Dread(d.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
+    return "";
+  }
+  return std::string(buf.data());
+}
+
 }  // namespace
 
 std::string FormatRankRanges(const RankRanges& ranges) {
@@ -233,6 +261,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   }
   info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
   info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
+  info.write_status = ReadWriteStatus(f);
 
   Handle ranks(H5Gopen2(f, schema::kRanksGroup, H5P_DEFAULT));
   if (!ranks.valid()) {

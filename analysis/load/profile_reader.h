@@ -67,6 +67,11 @@ struct ProfileInfo {
   uint64_t world_size = 0;
   uint64_t start_epoch_ns = 0;
   bool finalized = false;
+  // The writer's own account, when the file has one (dataset /write_status): "writing",
+  // "complete", or "failed: REASON; N events not stored" (a disk that filled up). Empty: not
+  // recorded (files of writers before it).
+  std::string write_status;
+  bool write_failed() const { return write_status.rfind("failed", 0) == 0; }
   std::vector<RankInfo> ranks;    // sorted by rank; readable ones only (the analyses read these)
   std::vector<RankFault> faults;  // what could not be read, left out of `ranks`, in name order
   // Ranks below world_size that never connected: status "missing", or no group at all.

@@ -71,8 +71,8 @@ void Header(const ReportModel& m, std::ostream& os) {
       os << "unreadable, left out: " << V(u.reason) << "\n";
     }
     if (V(c.missing_events) > 0 || V(c.lost_batches) > 0) {
-      os << "loss: " << V(c.missing_events) << " event(s) recorded but not in the file, " << V(c.lost_batches)
-         << " events frame(s) lost in transit (commprof info shows them per rank)\n";
+      os << "loss: " << V(c.missing_events) << " event(s) recorded but not in the file; " << V(c.lost_batches)
+         << " events frame(s) lost on the way\n";
     }
   }
   os << "\n";

@@ -167,7 +167,8 @@ def case_lost_batches(ctx):
            f"report completeness {rep['completeness']}")
     expect(rep["ranks"][1]["batches_lost"] == 2 and rep["ranks"][1]["status"] == "complete", f"{rep['ranks'][1]}")
     p = run([ctx.commprof, "report", out])
-    expect(f"loss: {missing} event(s) recorded but not in the file, 2 events frame(s) lost" in p.stdout, p.stdout)
+    expect(f"loss: {missing} event(s) recorded but not in the file; 2 events frame(s) lost on the way\n" in p.stdout,
+           p.stdout)
 
 
 def merged_file(ctx):
@@ -315,6 +316,10 @@ def case_never_connected(ctx):
     expect(p.returncode == 0 and "missing: rank(s) 3-5 never connected (no data)" in p.stdout, p.stdout)
     rep = json.loads(run([ctx.commprof, "report", gone, "--format", "json"]).stdout)
     expect(rep["completeness"]["never_connected"] == [{"first": 3, "last": 5}], f"{rep['completeness']}")
+    html = ctx.path("gone.html")
+    p = run([ctx.commprof, "report", gone, "--format", "html", "-o", html])
+    expect(p.returncode == 0, f"html: rc {p.returncode}\n{p.stderr}")
+    expect("3 rank(s) never connected" in open(html).read(), "the HTML report's data card names them")
 
 
 def case_kineto_limits(ctx):

@@ -252,6 +252,37 @@ TEST(ReaderFaults, NeverConnectedCostsTheGroupsNotTheWorldSize) {
                                         "this build reads (16777216)");
 }
 
+// A writer that ran out of disk records "failed: ..." in /write_status (a scalar fixed-size string,
+// rewritten in place); the reader hands it on, so info does not call such data intact.
+TEST(ReaderFaults, TheWritersFailureRecordIsRead) {
+  TempDir dir("commprof-rf");
+  const std::string path = dir / "failed.h5";
+  ASSERT_NE(WriteProfile(path, FourRanks()), nullptr);
+  {
+    auto r = ProfileReader::Open(path);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value()->info().write_status, "") << "files of earlier writers have none";
+    EXPECT_FALSE(r.value()->info().write_failed());
+  }
+  const std::string text = "failed: No space left on device; 120 events not stored";
+  {
+    h5::Handle f = OpenForEdit(path);
+    h5::Handle type(H5Tcopy(H5T_C_S1));
+    H5Tset_size(type.get(), 256);
+    H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
+    h5::Handle space(H5Screate(H5S_SCALAR));
+    h5::Handle d(H5Dcreate2(f.get(), "write_status", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(d.valid());
+    std::vector<char> buf(256, '\0');
+    std::copy(text.begin(), text.end(), buf.begin());
+    ASSERT_GE(H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), 0);
+  }
+  auto r = ProfileReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value()->info().write_status, text);
+  EXPECT_TRUE(r.value()->info().write_failed());
+}
+
 TEST(ReaderOpenErrors, TruncatedEmptyDirectoryForeignAndNewerFilesSayWhatIsWrong) {
   TempDir dir("commprof-rf");
   const std::string good = dir / "good.h5";
