@@ -44,9 +44,9 @@ void PrintLoss(const ProfileInfo& info) {
   std::printf(
       "\nloss:        %llu event(s) recorded but not in the file on %llu rank(s): %llu dropped in the collector, "
       "%llu shipped but lost with %llu events frame(s)%s\n",
-      static_cast<unsigned long long>(dropped + lost_events), static_cast<unsigned long long>(ranks),
-      static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(lost_events),
-      static_cast<unsigned long long>(lost_batches),
+      static_cast<unsigned long long>(dropped) + static_cast<unsigned long long>(lost_events),
+      static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(lost_events), static_cast<unsigned long long>(lost_batches),
       unknown > 0 ? " (plus the events of lost frames of ranks without a bye, unknown)" : "");
 }
 
