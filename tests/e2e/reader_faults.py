@@ -62,7 +62,9 @@ def mpirun(n=4):
 def spool_job(ctx, spool):
     """A real 4-rank job whose every rank writes a spool file (no aggregator)."""
     env = {"COMMPROF_AGGREGATOR": "", "COMMPROF_SPOOL_DIR": spool, "COMMPROF_JOB_ID": "lossjob",
-           "COMMPROF_SECRET": "s3cret"}
+           "COMMPROF_SECRET": "s3cret",
+           # a flush every ms: a job of a few ten ms still ships many events frames to cut from
+           "COMMPROF_FLUSH_MS": "1"}
     cmd = mpirun(4)
     for k in list(env) + ["LD_PRELOAD"]:
         cmd += ["-x", k]
