@@ -1,12 +1,15 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
-// metric is at or under its threshold, 1 when any passes it (each failure printed), 2 on bad
-// usage (an unknown metric or a malformed threshold). Metrics: docs/cli.md.
+// metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
+// could not be read fails `unreadable_ranks`), 2 on bad usage (an unknown metric or a malformed
+// threshold) or a file that cannot be read at all. Metrics: docs/cli.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
 
+#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
@@ -98,14 +101,13 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
          }
          return m;
        }},
-      {"dropped_events",
-       [](const Figures& f) {
-         double m = 0;
-         for (const auto& r : f.info->ranks) {
-           m = std::max(m, static_cast<double>(r.dropped_events));
-         }
-         return m;
-       }},
+      // Every event recorded but not in the file: dropped in the collectors plus those shipped in
+      // events frames that never arrived (ProfileInfo::missing_events).
+      {"dropped_events", [](const Figures& f) { return static_cast<double>(f.info->missing_events()); }},
+      {"lost_batches", [](const Figures& f) { return static_cast<double>(f.info->lost_batches()); }},
+      // Parts of the file that could not be read (left out of every other figure); checked at 0
+      // unless a --max sets another limit.
+      {"unreadable_ranks", [](const Figures& f) { return static_cast<double>(f.info->faults.size()); }},
   };
   return kMetrics;
 }
@@ -137,10 +139,20 @@ int RunCheck(const Options& o) {
     std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
     return 2;
   }
+  ScreenEventRows(*reader.value());
+  for (const RankFault& fault : reader.value()->info().faults) {
+    std::fprintf(stderr, "commprof check: %s\n", fault.message.c_str());
+  }
   auto report = AnalyzeJob(*reader.value());
   if (!report.ok()) {
     std::fprintf(stderr, "commprof check: %s\n", report.status().message().c_str());
     return 2;
+  }
+  // A gate cannot vouch for what it could not read: unreadable parts fail it unless a limit for
+  // them was given.
+  if (!reader.value()->info().faults.empty() &&
+      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unreadable_ranks"; })) {
+    limits.emplace_back("unreadable_ranks", 0.0);
   }
   Figures f(report.value());
   int failed = 0;
@@ -165,7 +177,7 @@ Runner AddCheckCommand(CLI::App& app) {
                                      "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
                                      "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                                      "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
-                                     "exposed_comm_share, dropped_events.");
+                                     "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")->required();
   return [o] { return RunCheck(*o); };

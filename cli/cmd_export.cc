@@ -4,6 +4,7 @@
 // leaves a truncated trace behind (OUT that is a device, FIFO or symlink is written directly).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <set>
 
 #include "analysis/export/chrome_trace.h"
+#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "cli/commands.h"
 
@@ -49,11 +51,20 @@ int RunExport(const Options& o) {
     std::fprintf(stderr, "commprof export: %s\n", reader.status().message().c_str());
     return 1;
   }
+  // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
+  ScreenEventRows(*reader.value());
   const ProfileInfo& info = reader.value()->info();
+  for (const RankFault& f : info.faults) {
+    std::fprintf(stderr, "commprof export: %s\n", f.message.c_str());
+  }
   for (uint32_t want : opts.ranks) {
     bool found = false;
     for (const RankInfo& r : info.ranks) {
       found = found || r.rank == want;
+    }
+    if (std::any_of(info.faults.begin(), info.faults.end(), [&](const RankFault& f) { return f.rank == want; })) {
+      std::fprintf(stderr, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
+      return 1;
     }
     if (!found) {
       std::fprintf(stderr, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
@@ -131,7 +142,8 @@ int RunExport(const Options& o) {
                  static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.lanes_added),
                  static_cast<double>(stats.bytes) / 1e6, secs);
   }
-  return 0;
+  // Exit 1 when some ranks could not be read, although the trace of the others was written.
+  return info.faults.empty() ? 0 : 1;
 }
 
 }  // namespace

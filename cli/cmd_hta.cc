@@ -268,6 +268,9 @@ int RunHta(const Options& o) {
     return 1;
   }
   const ProfileInfo& info = reader.value()->info();
+  for (const RankFault& f : info.faults) {
+    std::fprintf(stderr, "commprof hta: %s\n", f.message.c_str());
+  }
   std::vector<uint32_t> ranks;
   for (const RankInfo& r : info.ranks) {
     if (r.status != schema::RankStatusName(schema::RankStatus::kMissing)) {
@@ -320,7 +323,8 @@ int RunHta(const Options& o) {
   if (o.format == "json") {
     std::cout << doc.dump(2) << "\n";
   }
-  return 0;
+  // Exit 1 when some ranks could not be read, although the others were analysed.
+  return info.faults.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
 #include "cli/commands.h"
@@ -18,10 +19,63 @@ struct Options {
   bool json = false;
 };
 
+// One line per part of the file that could not be read; exit code 1 when there is any, although
+// everything readable was shown (docs/cli.md#exit-codes).
+int ReportFaults(const ProfileInfo& info) {
+  for (const RankFault& f : info.faults) {
+    std::fprintf(stderr, "commprof info: %s\n", f.message.c_str());
+  }
+  return info.faults.empty() ? 0 : 1;
+}
+
+// The loss summary: what the collectors dropped and what never reached the file.
+void PrintLoss(const ProfileInfo& info) {
+  uint64_t dropped = 0, lost_events = 0, lost_batches = 0, unknown = 0, ranks = 0;
+  for (const RankInfo& r : info.ranks) {
+    dropped += r.dropped_events;
+    lost_events += r.events_lost.value_or(0);
+    lost_batches += r.batches_lost;
+    unknown += r.batches_lost > 0 && !r.events_lost ? 1 : 0;
+    ranks += r.missing_events() > 0 || r.batches_lost > 0 ? 1 : 0;
+  }
+  if (ranks == 0) {
+    return;
+  }
+  std::printf(
+      "\nloss:        %llu event(s) recorded but not in the file on %llu rank(s): %llu dropped in the collector, "
+      "%llu shipped but lost with %llu events frame(s)%s\n",
+      static_cast<unsigned long long>(dropped) + static_cast<unsigned long long>(lost_events),
+      static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(lost_events), static_cast<unsigned long long>(lost_batches),
+      unknown > 0 ? " (plus the events of lost frames of ranks without a bye, unknown)" : "");
+}
+
 struct RankCounts {
   std::map<std::string, uint64_t> by_kind;
   std::map<std::string, uint64_t> by_name;
 };
+
+// What `info` shows as a rank's status: the stored one, marked when the file is known to lack
+// some of the rank's events, so a "complete" rank with lost batches does not look whole.
+std::string StatusShown(const RankInfo& r) {
+  return r.batches_lost > 0 || r.missing_events() > 0 ? r.status + " (lossy)" : r.status;
+}
+
+std::string EndReasonShown(const RankInfo& r) {
+  if (r.end_reason.empty() && r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
+    return "never connected";
+  }
+  return r.end_reason;
+}
+
+// The events of the rank the file lacks, as text: "?" where lost batches' events are unknown.
+std::string MissingShown(const RankInfo& r) {
+  std::string s = std::to_string(r.missing_events());
+  if (r.batches_lost > 0 && !r.events_lost) {
+    s += "+?";
+  }
+  return s;
+}
 
 int RunInfo(const Options& o) {
   auto reader = ProfileReader::Open(o.path);
@@ -29,7 +83,10 @@ int RunInfo(const Options& o) {
     std::fprintf(stderr, "commprof info: %s\n", reader.status().message().c_str());
     return 1;
   }
+  // Ranks with a row the analyses cannot take are left out and named, like unreadable groups.
+  ScreenEventRows(*reader.value());
   const ProfileInfo& info = reader.value()->info();
+  const RankRanges never = info.NeverConnected();
   std::vector<RankCounts> counts(info.ranks.size());
   for (size_t i = 0; i < info.ranks.size(); ++i) {
     auto strings = reader.value()->Strings(info.ranks[i].rank);
@@ -72,6 +129,18 @@ int RunInfo(const Options& o) {
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
     j["finalized"] = info.finalized;
+    j["write_status"] = info.write_status;
+    j["lost_batches"] = info.lost_batches();
+    j["missing_events"] = info.missing_events();
+    j["never_connected"] = nlohmann::ordered_json::array();
+    for (const auto& [first, last] : never) {
+      j["never_connected"].push_back({{"first", first}, {"last", last}});
+    }
+    j["unreadable"] = nlohmann::ordered_json::array();
+    for (const RankFault& f : info.faults) {
+      j["unreadable"].push_back(
+          {{"rank", f.rank ? nlohmann::ordered_json(*f.rank) : nlohmann::ordered_json()}, {"reason", f.message}});
+    }
     j["clock"] = {{"instances_checked", aligned->instances_checked},
                   {"violations", aligned->violations},
                   {"violations_unaligned", raw->violations}};
@@ -88,6 +157,10 @@ int RunInfo(const Options& o) {
       jr["events_by_kind"] = counts[i].by_kind;
       jr["events_by_name"] = counts[i].by_name;
       jr["dropped_events"] = r.dropped_events;
+      jr["batches_lost"] = r.batches_lost;
+      jr["events_lost"] = r.events_lost ? nlohmann::ordered_json(*r.events_lost) : nlohmann::ordered_json();
+      jr["missing_events"] = r.missing_events();
+      jr["whole"] = r.whole();
       jr["counters"] = r.counters;
       jr["clock_offset_ns"] = r.clock_offset_ns;
       jr["clock_drift_ppm"] = r.clock_drift_ppm;
@@ -96,12 +169,19 @@ int RunInfo(const Options& o) {
       j["ranks"].push_back(std::move(jr));
     }
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return ReportFaults(info);
   }
 
   std::printf("file:        %s\n", info.path.c_str());
+  // Only a writer that recorded no failure left its flushed data intact.
+  std::string state;
+  if (info.write_failed()) {
+    state = " (writing " + info.write_status + ")";
+  } else if (!info.finalized) {
+    state = " (not finalized: the writer was killed; flushed data is intact)";
+  }
   std::printf("format:      %s v%llu%s\n", info.format.c_str(), static_cast<unsigned long long>(info.format_version),
-              info.finalized ? "" : " (not finalized: the writer was killed; flushed data is intact)");
+              state.c_str());
   std::printf("job:         %s\n", info.job_id.c_str());
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
@@ -111,15 +191,24 @@ int RunInfo(const Options& o) {
       "alignment (%llu on raw clocks)\n\n",
       static_cast<unsigned long long>(aligned->violations), static_cast<unsigned long long>(aligned->instances_checked),
       static_cast<unsigned long long>(raw->violations));
-  std::printf("%-5s %-20s %-8s %-13s %10s %8s %14s %10s %12s\n", "rank", "host", "pid", "status", "events", "dropped",
-              "clock offset", "drift", "error bound");
+  std::printf("%-5s %-20s %-8s %-20s %10s %8s %5s %14s %10s %12s  %s\n", "rank", "host", "pid", "status", "events",
+              "missing", "lost", "clock offset", "drift", "error bound", "end reason");
   for (const RankInfo& r : info.ranks) {
     std::string bound = r.clock_error_bound_ns < 0 ? "unmeasured" : std::to_string(r.clock_error_bound_ns) + " ns";
-    std::printf("%-5u %-20.20s %-8llu %-13s %10llu %8llu %11lld ns %6.2f ppm %12s\n", r.rank, r.host.c_str(),
-                static_cast<unsigned long long>(r.pid), r.status.c_str(),
-                static_cast<unsigned long long>(r.event_count), static_cast<unsigned long long>(r.dropped_events),
-                static_cast<long long>(r.clock_offset_ns), r.clock_drift_ppm, bound.c_str());
+    std::printf("%-5u %-20.20s %-8llu %-20s %10llu %8s %5llu %11lld ns %6.2f ppm %12s  %s\n", r.rank, r.host.c_str(),
+                static_cast<unsigned long long>(r.pid), StatusShown(r).c_str(),
+                static_cast<unsigned long long>(r.event_count), MissingShown(r).c_str(),
+                static_cast<unsigned long long>(r.batches_lost), static_cast<long long>(r.clock_offset_ns),
+                r.clock_drift_ppm, bound.c_str(), EndReasonShown(r).c_str());
   }
+  for (const RankFault& f : info.faults) {
+    std::printf("%-5s unreadable, left out: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-", f.message.c_str());
+  }
+  if (!never.empty()) {
+    std::printf("\nnever connected: rank(s) %s (below the world size, no data from them)\n",
+                FormatRankRanges(never).c_str());
+  }
+  PrintLoss(info);
   std::printf("\nevents by name:\n");
   std::map<std::string, std::vector<uint64_t>> table;
   for (size_t i = 0; i < info.ranks.size(); ++i) {
@@ -141,7 +230,7 @@ int RunInfo(const Options& o) {
     }
     std::printf("\n");
   }
-  return 0;
+  return ReportFaults(info);
 }
 
 }  // namespace

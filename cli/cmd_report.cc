@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/report/analysis_group.h"
 #include "analysis/report/html_report.h"
@@ -34,6 +35,12 @@ int RunReport(const Options& o) {
     std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
     return 1;
   }
+  // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
+  ScreenEventRows(*reader.value());
+  const std::vector<RankFault> faults = reader.value()->info().faults;
+  for (const RankFault& f : faults) {
+    std::fprintf(stderr, "commprof report: %s\n", f.message.c_str());
+  }
   auto report = AnalyzeJob(*reader.value());
   if (!report.ok()) {
     std::fprintf(stderr, "commprof report: %s\n", report.status().message().c_str());
@@ -61,9 +68,11 @@ int RunReport(const Options& o) {
   } else {
     WriteTextReport(model, os);
   }
+  // Exit 1 when some ranks could not be read, although the report of the others was written.
+  const int done = faults.empty() ? 0 : 1;
   if (o.output.empty()) {
     std::cout << os.str();
-    return 0;
+    return done;
   }
   std::ofstream f(o.output);
   f << os.str();
@@ -71,7 +80,7 @@ int RunReport(const Options& o) {
     std::fprintf(stderr, "commprof report: cannot write %s\n", o.output.c_str());
     return 1;
   }
-  return 0;
+  return done;
 }
 
 }  // namespace

@@ -275,6 +275,12 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
         job.errors.push_back(path + ": no distributedInfo.rank, and the file name holds no rank number (file skipped)");
         continue;
       }
+      if (*rank >= kMaxImportWorldSize) {
+        job.errors.push_back(path + ": no distributedInfo.rank, and the rank in the file name, " +
+                             std::to_string(*rank) + ", is above the largest rank the importer takes (" +
+                             std::to_string(kMaxImportWorldSize - 1) + ") (file skipped)");
+        continue;
+      }
       job.warnings.push_back(path + ": no distributedInfo.rank; rank " + std::to_string(*rank) +
                              " taken from the file name");
     }

@@ -701,10 +701,17 @@ class TraceBuilder {
       std::string why;
       if (TextIs(key, "rank") || TextIs(key, "world_size")) {
         int64_t n = 0;
-        if (!Number(v, key, n, why) || n < 0 || n > UINT32_MAX) {
+        if (!Number(v, key, n, why) || n < 0) {
           return Corrupt(where + "." + std::string(key) + " is not a non-negative integer");
         }
-        if (TextIs(key, "rank")) {
+        const bool is_rank = TextIs(key, "rank");
+        // A rank must lie below the largest world size; a world size may equal it.
+        if (n > static_cast<int64_t>(kMaxImportWorldSize) - (is_rank ? 1 : 0)) {
+          return Corrupt(where + "." + std::string(key) + " " + std::to_string(n) + " is above the largest " +
+                         (is_rank ? "rank" : "world size") + " the importer takes (" +
+                         std::to_string(kMaxImportWorldSize - (is_rank ? 1 : 0)) + ")");
+        }
+        if (is_rank) {
           t_.rank = static_cast<uint32_t>(n);
         } else {
           t_.world_size = static_cast<uint32_t>(n);

@@ -54,6 +54,12 @@ struct TraceCounts {
   uint64_t comm_kernels_without_metadata = 0;  // collective type from the kernel name only
 };
 
+// The largest world size the importer takes. Every rank below the world size that no file holds
+// becomes a `missing` group in the output file (about 1 KB and a millisecond each), so a world size
+// or rank from a damaged or hostile trace (1000000, 4e9) would cost minutes and gigabytes for
+// nothing: such a file is refused, naming the field.
+inline constexpr uint32_t kMaxImportWorldSize = 65536;
+
 struct RankTrace {
   std::string path;
   std::optional<uint32_t> rank;                    // distributedInfo.rank

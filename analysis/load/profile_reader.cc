@@ -1,7 +1,15 @@
 #include "analysis/load/profile_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iterator>
+
+#include "core/schema/enums.h"
 
 namespace commprof {
 
@@ -23,27 +31,222 @@ herr_t CollectAttr(hid_t loc, const char* name, const H5A_info_t*, void* data) {
   return 0;
 }
 
+// Bounds on tables read whole. A collector has at most 2^20 strings (wire-protocol.md); an
+// imported trace may have more, so there is room. Clock points: one per synchronization epoch.
+constexpr hsize_t kMaxStrings = hsize_t{1} << 26;
+constexpr hsize_t kMaxClockPoints = hsize_t{1} << 20;
+
+// A group name as a rank: decimal digits only, no sign, no leading zero, at most 2^32 - 1 (so
+// "-1", "2junk", "01" and "4294967296" are not ranks).
+std::optional<uint32_t> ParseRankName(const std::string& name) {
+  if (name.empty() || name.size() > 10 || (name.size() > 1 && name[0] == '0')) {
+    return std::nullopt;
+  }
+  uint64_t v = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > UINT32_MAX) {
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(v);
+}
+
+// A name as it can be printed on one line: control bytes escaped, at most 80 bytes shown.
+std::string Printable(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size() && i < 80; ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (name.size() > 80) {
+    out += "... (" + std::to_string(name.size()) + " bytes)";
+  }
+  return "'" + out + "'";
+}
+
+// Why a file cannot be opened as HDF5, in words that say what to do.
+Status OpenFailure(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return InvalidArgument(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return InvalidArgument(path + ": is a directory, not a commprof file");
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return InvalidArgument(path + ": cannot read: " + std::strerror(errno));
+  }
+  if (st.st_size == 0) {
+    return InvalidArgument(path + ": empty file (0 bytes), not an HDF5 file");
+  }
+  return InvalidArgument(path + ": not an HDF5 file (no HDF5 signature in its first bytes)");
+}
+
+// The writer's status string: a scalar fixed-size string dataset at the root, written when the
+// file is created and rewritten in place at the end (so a writer killed or out of disk leaves
+// "writing" or "failed: ..." behind). "" when the file has none or it cannot be read.
+std::string ReadWriteStatus(hid_t f) {
+  constexpr const char* kWriteStatus = "write_status";
+  if (H5Lexists(f, kWriteStatus, H5P_DEFAULT) <= 0) {
+    return "";
+  }
+  Handle d(H5Dopen2(f, kWriteStatus, H5P_DEFAULT));
+  Handle ftype(H5Dget_type(d.get()));
+  Handle space(H5Dget_space(d.get()));
+  if (!d.valid() || H5Tget_class(ftype.get()) != H5T_STRING || H5Tis_variable_str(ftype.get()) != 0 ||
+      H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+    return "";
+  }
+  const size_t n = H5Tget_size(ftype.get());
+  if (n == 0 || n > 65536) {
+    return "";
+  }
+  std::vector<char> buf(n + 1, '\0');
+  Handle mtype(H5Tcopy(H5T_C_S1));
+  H5Tset_size(mtype.get(), n + 1);
+  if (H5Dread(d.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
+    return "";
+  }
+  return std::string(buf.data());
+}
+
 }  // namespace
+
+std::string FormatRankRanges(const RankRanges& ranges) {
+  std::string out;
+  for (const auto& [a, b] : ranges) {
+    out += (out.empty() ? "" : ",") + std::to_string(a);
+    if (b != a) {
+      out += "-" + std::to_string(b);
+    }
+  }
+  return out;
+}
+
+RankRanges ProfileInfo::NeverConnected() const {
+  // Every rank the file has something of (a readable group, or one that could not be read) is
+  // present; a "missing" group is not. Cost: the groups, whatever world_size says.
+  std::vector<uint32_t> present;
+  std::vector<uint32_t> missing;
+  for (const RankInfo& r : ranks) {
+    (r.status == schema::RankStatusName(schema::RankStatus::kMissing) ? missing : present).push_back(r.rank);
+  }
+  for (const RankFault& f : faults) {
+    if (f.rank) {
+      present.push_back(*f.rank);
+    }
+  }
+  std::sort(present.begin(), present.end());
+  std::sort(missing.begin(), missing.end());
+  RankRanges out;
+  auto add = [&](uint32_t a, uint32_t b) {
+    if (!out.empty() && out.back().second + 1 == a) {
+      out.back().second = b;
+    } else {
+      out.emplace_back(a, b);
+    }
+  };
+  // Walk [0, world_size) by the present ranks: everything between two of them is never-connected.
+  uint64_t next = 0;
+  for (uint32_t p : present) {
+    if (p >= world_size) {
+      break;
+    }
+    if (p > next) {
+      add(static_cast<uint32_t>(next), p - 1);
+    }
+    next = std::max<uint64_t>(next, uint64_t{p} + 1);
+  }
+  if (next < world_size) {
+    add(static_cast<uint32_t>(next), static_cast<uint32_t>(world_size - 1));
+  }
+  // "missing" groups of ranks at or above world_size (not written by this writer, but honest).
+  for (uint32_t m : missing) {
+    if (m >= world_size) {
+      add(m, m);
+    }
+  }
+  return out;
+}
+
+uint64_t ProfileInfo::lost_batches() const {
+  uint64_t n = 0;
+  for (const RankInfo& r : ranks) {
+    n += r.batches_lost;
+  }
+  return n;
+}
+
+uint64_t ProfileInfo::missing_events() const {
+  uint64_t n = 0;
+  for (const RankInfo& r : ranks) {
+    n += r.missing_events();
+  }
+  return n;
+}
 
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());
   if (H5Fis_hdf5(path.c_str()) <= 0) {
-    return InvalidArgument(path + ": not an HDF5 file (or missing)");
+    H5Eclear2(H5E_DEFAULT);
+    return OpenFailure(path);
   }
   r->file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!r->file_.valid()) {
-    return IoError(path + ": cannot open (is a writer still holding it?)");
+    const h5::ErrorStackSummary why = h5::SummarizeErrorStack();
+    if (why.locked) {
+      return IoError(path +
+                     ": locked: another process has it open for writing (a commprof run or aggregate still "
+                     "running?); read it once that process has finished");
+    }
+    if (why.truncated) {
+      struct stat st {};
+      std::string sizes;
+      if (::stat(path.c_str(), &st) == 0 && why.stored_eof) {
+        sizes = " (" + std::to_string(st.st_size) + " bytes of the " + std::to_string(*why.stored_eof) +
+                " its HDF5 superblock records)";
+      }
+      return Corrupt(path + ": truncated: the file is shorter than it was written" + sizes +
+                     "; an incomplete copy or a full disk? A file whose writer was killed is not cut short and "
+                     "opens");
+    }
+    return Corrupt(path + ": damaged: it has an HDF5 signature but HDF5 cannot open it (" + why.detail + ")");
   }
   hid_t f = r->file_.get();
   ProfileInfo& info = r->info_;
   info.path = path;
-  info.format = Read(f, root_attr::kFormat).value_or("");
+  auto format = Read(f, root_attr::kFormat);
+  if (!format) {
+    return InvalidArgument(path + ": an HDF5 file, but not a commprof file (no root attribute '" +
+                           root_attr::kFormat.name + "')");
+  }
+  info.format = *format;
   if (info.format != schema::kFormatName) {
     return InvalidArgument(path + ": root attribute '" + root_attr::kFormat.name + "' is '" + info.format +
                            "', not a commprof file");
   }
-  info.format_version = Read(f, root_attr::kFormatVersion).value_or(0);
+  auto version = Read(f, root_attr::kFormatVersion);
+  if (!version) {
+    return InvalidArgument(path + ": root attribute '" + root_attr::kFormatVersion.name +
+                           "' is missing or not an integer");
+  }
+  info.format_version = *version;
+  if (info.format_version > schema::kFormatVersion) {
+    return InvalidArgument(path + ": written by a newer commprof (" + root_attr::kFormatVersion.name + " " +
+                           std::to_string(info.format_version) + "; this build reads " +
+                           std::to_string(schema::kFormatVersion) + "): read it with that version or a later one");
+  }
   if (info.format_version != schema::kFormatVersion) {
     return InvalidArgument(path + ": " + root_attr::kFormatVersion.name + " " + std::to_string(info.format_version) +
                            " is not supported by this build (" + std::to_string(schema::kFormatVersion) + ")");
@@ -51,87 +254,166 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   info.job_id = Read(f, root_attr::kJobId).value_or("");
   info.command_line = Read(f, root_attr::kCommandLine).value_or("");
   info.world_size = Read(f, root_attr::kWorldSize).value_or(0);
+  if (info.world_size > kMaxFileWorldSize) {
+    return Corrupt(path + ": root attribute '" + root_attr::kWorldSize.name + "' is " +
+                   std::to_string(info.world_size) + ", above the largest world size this build reads (" +
+                   std::to_string(kMaxFileWorldSize) + ")");
+  }
   info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
   info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
+  info.write_status = ReadWriteStatus(f);
 
   Handle ranks(H5Gopen2(f, schema::kRanksGroup, H5P_DEFAULT));
   if (!ranks.valid()) {
     return Corrupt(path + ": group /" + schema::kRanksGroup + " is missing");
   }
   H5G_info_t ginfo;
-  H5Gget_info(ranks.get(), &ginfo);
+  if (H5Gget_info(ranks.get(), &ginfo) < 0) {
+    return Corrupt(path + ": cannot list /" + schema::kRanksGroup);
+  }
   for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
-    char name[64] = {};
-    H5Lget_name_by_idx(ranks.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
-    Handle g(H5Gopen2(ranks.get(), name, H5P_DEFAULT));
-    if (!g.valid()) {
+    auto name = h5::LinkNameByIndex(ranks.get(), i);
+    if (!name) {
+      r->info_.faults.push_back({std::nullopt, path + ": /ranks: cannot read the name of child " + std::to_string(i)});
       continue;
     }
-    RankInfo ri;
-    ri.rank = static_cast<uint32_t>(std::stoul(name));
-    ri.host = Read(g.get(), rank_attr::kHost).value_or("");
-    ri.pid = Read(g.get(), rank_attr::kPid).value_or(0);
-    ri.status = Read(g.get(), rank_attr::kStatus).value_or("unknown");
-    ri.end_reason = Read(g.get(), rank_attr::kEndReason).value_or("");
-    ri.clock_offset_ns = Read(g.get(), rank_attr::kClockOffsetNs).value_or(0);
-    ri.clock_drift_ppm = Read(g.get(), rank_attr::kClockDriftPpm).value_or(0.0);
-    ri.clock_error_bound_ns = Read(g.get(), rank_attr::kClockErrorBoundNs).value_or(-1);
-    ri.clock_method = Read(g.get(), rank_attr::kClockMethod).value_or("none");
-    std::vector<std::string> attrs;
-    hsize_t idx = 0;
-    H5Aiterate2(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, CollectAttr, &attrs);
-    for (const auto& a : attrs) {
-      // Every integer attribute that is not identity or clock metadata is a counter, so counters
-      // a newer collector adds show up without a reader change.
-      bool metadata = std::find(std::begin(schema::kRankMetadataAttrs), std::end(schema::kRankMetadataAttrs), a) !=
-                      std::end(schema::kRankMetadataAttrs);
-      if (!metadata) {
-        ri.counters[a] = static_cast<uint64_t>(h5::ReadIntAttr(g.get(), a.c_str()).value_or(0));
-      }
+    auto rank = ParseRankName(*name);
+    if (!rank) {
+      r->info_.faults.push_back({std::nullopt, path + ": /ranks/" + Printable(*name) +
+                                                   ": the name is not a rank (decimal digits, 0 to 4294967295, "
+                                                   "no sign or leading zero); left out"});
+      continue;
     }
-    ri.start_steady_ns = Read(g.get(), rank_attr::kStartSteadyNs).value_or(0);
-    ri.start_utc_ns = Read(g.get(), rank_attr::kStartUtcNs).value_or(0);
-    const char* points = schema::kClockPointsDataset;
-    if (H5Lexists(g.get(), points, H5P_DEFAULT) > 0) {
-      Handle d(H5Dopen2(g.get(), points, H5P_DEFAULT));
-      Handle space(H5Dget_space(d.get()));
-      hsize_t dims[2] = {0, 0};
-      if (H5Sget_simple_extent_ndims(space.get()) == 2) {
-        H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-      }
-      if (dims[1] != std::size(schema::kClockPointColumns)) {
-        return Corrupt(path + ": /ranks/" + name + "/" + points + " is not an N x 3 table");
-      }
-      ri.clock_points.resize(dims[0]);
-      if (dims[0] > 0 &&
-          H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ri.clock_points.data()) < 0) {
-        return Corrupt(path + ": cannot read /ranks/" + name + "/" + points);
-      }
-      // The model's arithmetic trusts its points: reject values no clock produces (|offset| over
-      // a day, negative times or round trips) rather than overflow on them.
-      constexpr int64_t kDayNs = 86400LL * 1000000000LL;
-      for (size_t k = 0; k < ri.clock_points.size(); ++k) {
-        const ClockPoint& p = ri.clock_points[k];
-        if (p.local_ns < 0 || p.half_rtt_ns < 0 || p.offset_ns > kDayNs || p.offset_ns < -kDayNs ||
-            p.half_rtt_ns > kDayNs) {
-          return Corrupt(path + ": /ranks/" + name + "/" + points + " row " + std::to_string(k) +
-                         " holds impossible values");
-        }
-      }
+    auto ri = r->ReadRank(ranks.get(), *name, *rank);
+    if (!ri.ok()) {
+      r->info_.faults.push_back({*rank, ri.status().message()});
+      continue;
     }
-    const std::string dropped = rank_attr::kDroppedEvents.name;
-    ri.dropped_events = ri.counters.count(dropped) ? ri.counters[dropped] : 0;
-    if (H5Lexists(g.get(), schema::kEventsDataset, H5P_DEFAULT) > 0) {
-      Handle d(H5Dopen2(g.get(), schema::kEventsDataset, H5P_DEFAULT));
-      Handle space(H5Dget_space(d.get()));
-      hsize_t n = 0;
-      H5Sget_simple_extent_dims(space.get(), &n, nullptr);
-      ri.event_count = n;
-    }
-    info.ranks.push_back(std::move(ri));
+    info.ranks.push_back(std::move(ri.value()));
   }
   std::sort(info.ranks.begin(), info.ranks.end(), [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
   return r;
+}
+
+Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, uint32_t rank) const {
+  const std::string& path = info_.path;
+  const std::string where = path + ": /ranks/" + name;
+  H5O_info_t oinfo;
+  if (H5Oget_info_by_name(ranks, name.c_str(), &oinfo, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_GROUP) {
+    return Corrupt(where + " is not a group");
+  }
+  Handle g(H5Gopen2(ranks, name.c_str(), H5P_DEFAULT));
+  if (!g.valid()) {
+    return Corrupt(where + ": cannot open the group");
+  }
+  if (info_.world_size > 0 && rank >= info_.world_size) {
+    return Corrupt(where + ": rank " + name + " is not below the root attribute world_size " +
+                   std::to_string(info_.world_size));
+  }
+  RankInfo ri;
+  ri.rank = rank;
+  if (auto stored = Read(g.get(), rank_attr::kRank); stored && *stored != rank) {
+    return Corrupt(where + ": attribute '" + rank_attr::kRank.name + "' is " + std::to_string(*stored) +
+                   ", not the group's name");
+  }
+  ri.host = Read(g.get(), rank_attr::kHost).value_or("");
+  ri.pid = Read(g.get(), rank_attr::kPid).value_or(0);
+  ri.status = Read(g.get(), rank_attr::kStatus).value_or("unknown");
+  ri.end_reason = Read(g.get(), rank_attr::kEndReason).value_or("");
+  ri.clock_offset_ns = Read(g.get(), rank_attr::kClockOffsetNs).value_or(0);
+  ri.clock_drift_ppm = Read(g.get(), rank_attr::kClockDriftPpm).value_or(0.0);
+  ri.clock_error_bound_ns = Read(g.get(), rank_attr::kClockErrorBoundNs).value_or(-1);
+  ri.clock_method = Read(g.get(), rank_attr::kClockMethod).value_or("none");
+  std::vector<std::string> attrs;
+  hsize_t idx = 0;
+  H5Aiterate2(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, CollectAttr, &attrs);
+  for (const auto& a : attrs) {
+    // Every integer attribute that is not identity or clock metadata is a counter, so counters
+    // a newer collector adds show up without a reader change.
+    bool metadata = std::find(std::begin(schema::kRankMetadataAttrs), std::end(schema::kRankMetadataAttrs), a) !=
+                    std::end(schema::kRankMetadataAttrs);
+    if (!metadata) {
+      ri.counters[a] = static_cast<uint64_t>(h5::ReadIntAttr(g.get(), a.c_str()).value_or(0));
+    }
+  }
+  ri.start_steady_ns = Read(g.get(), rank_attr::kStartSteadyNs).value_or(0);
+  ri.start_utc_ns = Read(g.get(), rank_attr::kStartUtcNs).value_or(0);
+  const char* points = schema::kClockPointsDataset;
+  if (H5Lexists(g.get(), points, H5P_DEFAULT) > 0) {
+    Handle d(H5Dopen2(g.get(), points, H5P_DEFAULT));
+    Handle space(H5Dget_space(d.get()));
+    hsize_t dims[2] = {0, 0};
+    if (H5Sget_simple_extent_ndims(space.get()) == 2) {
+      H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    }
+    if (dims[1] != std::size(schema::kClockPointColumns)) {
+      return Corrupt(where + "/" + points + " is not an N x 3 table");
+    }
+    // One row per synchronization epoch: a damaged dimension must not size an allocation.
+    if (dims[0] > kMaxClockPoints) {
+      return Corrupt(where + "/" + points + " has " + std::to_string(dims[0]) + " rows, more than the " +
+                     std::to_string(kMaxClockPoints) + " any clock model has");
+    }
+    ri.clock_points.resize(dims[0]);
+    if (dims[0] > 0 && H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ri.clock_points.data()) < 0) {
+      return Corrupt(where + "/" + points + ": cannot read");
+    }
+    // The model's arithmetic trusts its points: reject values no clock produces (|offset| over
+    // a day, negative times or round trips) rather than overflow on them.
+    constexpr int64_t kDayNs = 86400LL * 1000000000LL;
+    for (size_t k = 0; k < ri.clock_points.size(); ++k) {
+      const ClockPoint& p = ri.clock_points[k];
+      if (p.local_ns < 0 || p.half_rtt_ns < 0 || p.offset_ns > kDayNs || p.offset_ns < -kDayNs ||
+          p.half_rtt_ns > kDayNs) {
+        return Corrupt(where + "/" + points + " row " + std::to_string(k) + " holds impossible values");
+      }
+    }
+  }
+  const std::string dropped = rank_attr::kDroppedEvents.name;
+  ri.dropped_events = ri.counters.count(dropped) ? ri.counters[dropped] : 0;
+  const std::string lost = rank_attr::kBatchesLost.name;
+  ri.batches_lost = ri.counters.count(lost) ? ri.counters[lost] : 0;
+  if (H5Lexists(g.get(), schema::kEventsDataset, H5P_DEFAULT) > 0) {
+    Handle d(H5Dopen2(g.get(), schema::kEventsDataset, H5P_DEFAULT));
+    Handle space(H5Dget_space(d.get()));
+    Handle type(H5Dget_type(d.get()));
+    if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(type.get()) != H5T_COMPOUND) {
+      return Corrupt(where + "/" + schema::kEventsDataset + " is not a 1-D table of event records");
+    }
+    hsize_t n = 0;
+    H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+    ri.event_count = n;
+  }
+  if (H5Lexists(g.get(), schema::kStringsDataset, H5P_DEFAULT) > 0) {
+    Handle d(H5Dopen2(g.get(), schema::kStringsDataset, H5P_DEFAULT));
+    Handle space(H5Dget_space(d.get()));
+    Handle type(H5Dget_type(d.get()));
+    if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(type.get()) != H5T_STRING) {
+      return Corrupt(where + "/" + schema::kStringsDataset + " is not a 1-D table of strings");
+    }
+    hsize_t n = 0;
+    H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+    // Strings() reads the table whole: a damaged dimension must not size that allocation.
+    if (n > kMaxStrings) {
+      return Corrupt(where + "/" + schema::kStringsDataset + " has " + std::to_string(n) + " rows, more than the " +
+                     std::to_string(kMaxStrings) + " a rank can have");
+    }
+  }
+  // What the collector shipped and the file does not hold: frames lost on the way (batches_lost
+  // counts them, this counts their events).
+  if (auto shipped = ri.counters.find("events_shipped"); shipped != ri.counters.end()) {
+    ri.events_lost = shipped->second > ri.event_count ? shipped->second - ri.event_count : 0;
+  }
+  return ri;
+}
+
+void ProfileReader::MarkUnreadable(uint32_t rank, std::string message) {
+  auto it = std::find_if(info_.ranks.begin(), info_.ranks.end(), [&](const RankInfo& r) { return r.rank == rank; });
+  if (it == info_.ranks.end()) {
+    return;
+  }
+  info_.ranks.erase(it);
+  info_.faults.push_back({rank, std::move(message)});
 }
 
 Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {

@@ -1,11 +1,14 @@
 // Reads a commprof HDF5 file: job metadata, per-rank metadata, and events streamed in chunks
-// (never a whole table in memory). Errors name the file and the object at fault.
+// (never a whole table in memory). Errors name the file and the object at fault. A file that
+// cannot be read at all fails Open; a rank group that cannot be read becomes a RankFault and the
+// other ranks are read (docs/file-format.md#reading-rules).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,8 +36,27 @@ struct RankInfo {
   uint64_t start_utc_ns = 0;  // UTC at start_steady_ns (0: not recorded)
   ClockModel clock_model() const { return ClockModel(clock_points); }
   std::map<std::string, uint64_t> counters;  // events_recorded, dropped_*, ...
-  uint64_t dropped_events = 0;
+  uint64_t dropped_events = 0;               // attribute dropped_events: lost inside the collector
+  uint64_t batches_lost = 0;                 // attribute batches_lost: events frames that never arrived
+  // Events the collector shipped that are not in the file (its bye's events_shipped minus the rows
+  // stored); unknown without a bye. Lost batches are where these went.
+  std::optional<uint64_t> events_lost;
+  // Every event the rank recorded that is not in the file, as far as the file can tell.
+  uint64_t missing_events() const { return dropped_events + events_lost.value_or(0); }
+  // Nothing of the rank is known to be missing: its bye arrived and no event or batch was lost.
+  bool whole() const { return status == "complete" && batches_lost == 0 && missing_events() == 0; }
 };
+
+// A child of /ranks that could not be read: the rank it is (none when its name is not a rank
+// number) and one line naming the file, the object and, for a table, the row.
+struct RankFault {
+  std::optional<uint32_t> rank;
+  std::string message;
+};
+
+// Inclusive ranges of ranks, in order.
+using RankRanges = std::vector<std::pair<uint32_t, uint32_t>>;
+std::string FormatRankRanges(const RankRanges& ranges);  // "2-5,9"
 
 struct ProfileInfo {
   std::string path;
@@ -45,20 +67,39 @@ struct ProfileInfo {
   uint64_t world_size = 0;
   uint64_t start_epoch_ns = 0;
   bool finalized = false;
-  std::vector<RankInfo> ranks;  // sorted by rank
+  // The writer's own account, when the file has one (dataset /write_status): "writing",
+  // "complete", or "failed: REASON; N events not stored" (a disk that filled up). Empty: not
+  // recorded (files of writers before it).
+  std::string write_status;
+  bool write_failed() const { return write_status.rfind("failed", 0) == 0; }
+  std::vector<RankInfo> ranks;    // sorted by rank; readable ones only (the analyses read these)
+  std::vector<RankFault> faults;  // what could not be read, left out of `ranks`, in name order
+  // Ranks below world_size that never connected: status "missing", or no group at all.
+  RankRanges NeverConnected() const;
+  uint64_t lost_batches() const;    // over every readable rank
+  uint64_t missing_events() const;  // over every readable rank
 };
+
+// The largest root world_size a file may have: the analyses take world_size as the size of
+// MPI_COMM_WORLD, so an absurd one (a damaged file) would cost memory for nothing.
+inline constexpr uint64_t kMaxFileWorldSize = uint64_t{1} << 24;
 
 class ProfileReader {
  public:
   static Result<std::unique_ptr<ProfileReader>> Open(const std::string& path);
 
   const ProfileInfo& info() const { return info_; }
+  // Moves a rank out of info().ranks into info().faults (a bad row found by a later pass), so
+  // every analysis leaves it out and says why.
+  void MarkUnreadable(uint32_t rank, std::string message);
   Result<std::vector<std::string>> Strings(uint32_t rank) const;
   // Calls `fn` with consecutive chunks of the rank's events, in stored order.
   Status ForEachEventChunk(uint32_t rank, const std::function<void(std::span<const commprof_event>)>& fn) const;
 
  private:
   ProfileReader() = default;
+  // One /ranks child: its attributes and the shape of its tables (not their rows).
+  Result<RankInfo> ReadRank(hid_t ranks, const std::string& name, uint32_t rank) const;
   std::string RankPath(uint32_t rank) const {
     return std::string("/") + schema::kRanksGroup + "/" + std::to_string(rank);
   }

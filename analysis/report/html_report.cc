@@ -79,6 +79,38 @@ void ClockCard(Page& p) {
   Card(p, "clock alignment", value, detail, violations > 0 || unmeasured);
 }
 
+// Only when the figures cannot cover the whole job: ranks that never connected, parts of the file
+// that could not be read, events recorded but not in the file (docs/file-format.md#reading-rules).
+void CompletenessCard(Page& p) {
+  if (!p.r.completeness) {
+    return;
+  }
+  const ReportModel::Completeness& c = *p.r.completeness;
+  std::vector<std::string> parts;
+  int64_t never = 0;
+  for (const ReportModel::RankRange& rr : List(c.never_connected)) {
+    never += rr.last.value_or(0) - rr.first.value_or(0) + 1;
+  }
+  if (never > 0) {
+    parts.push_back(std::to_string(never) + " rank(s) never connected");
+  }
+  if (!List(c.unreadable).empty()) {
+    parts.push_back(std::to_string(List(c.unreadable).size()) + " part(s) unreadable, left out");
+  }
+  if (c.missing_events.value_or(0) > 0 || c.lost_batches.value_or(0) > 0) {
+    parts.push_back(Count(static_cast<double>(c.missing_events.value_or(0))) + " event(s) not in the file, " +
+                    Count(static_cast<double>(c.lost_batches.value_or(0))) + " events frame(s) lost");
+  }
+  if (parts.empty()) {
+    return;
+  }
+  std::string detail;
+  for (const std::string& s : parts) {
+    detail += (detail.empty() ? "" : "; ") + s;
+  }
+  Card(p, "data", "incomplete", HtmlEscape(detail), true);
+}
+
 void Header(Page& p) {
   const ReportModel& r = p.r;
   p.out += "<header>\n<h1>commprof report</h1>\n<p class=\"sub\">";
@@ -110,6 +142,7 @@ void Header(Page& p) {
                   : std::string(),
        incomplete.value_or(0) > 0);
   ClockCard(p);
+  CompletenessCard(p);
   if (Num(r.skew_threshold_ns)) {
     Card(p, "attribution threshold", Dur(*Num(r.skew_threshold_ns)),
          "smaller arrival skews name no straggler (metrics.md &sect;3)", false);

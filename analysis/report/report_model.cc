@@ -46,6 +46,10 @@ ReportModel::Rank RankOf(const RankWaitMetrics& m, const RankInfo& info) {
   r.rank = m.rank;
   r.host = m.host;
   r.pid = info.pid;
+  r.status = info.status;
+  r.end_reason = info.end_reason;
+  r.batches_lost = info.batches_lost;
+  r.missing_events = info.missing_events();
   r.comm_time_ns = m.comm_time_ns;
   r.wait_time_ns = m.wait_time_ns;
   r.wait_share = m.wait_share;
@@ -175,6 +179,23 @@ ReportModel BuildReportModel(const JobReport& report) {
                           std::vector<int64_t>(ii.ranks_present.begin(), ii.ranks_present.end())});
   }
   m.skew_threshold_ns = rep.skew_threshold_ns;
+
+  ReportModel::Completeness& whole = m.completeness.emplace();
+  auto& never = whole.never_connected.emplace();
+  for (const auto& [first, last] : info.NeverConnected()) {
+    never.push_back({first, last});
+  }
+  auto& unreadable = whole.unreadable.emplace();
+  for (const RankFault& f : info.faults) {
+    ReportModel::Unreadable u;
+    if (f.rank) {
+      u.rank = *f.rank;
+    }
+    u.reason = f.message;
+    unreadable.push_back(std::move(u));
+  }
+  whole.lost_batches = info.lost_batches();
+  whole.missing_events = info.missing_events();
 
   auto& ranks = m.ranks.emplace();
   for (size_t i = 0; i < rep.ranks.size(); ++i) {

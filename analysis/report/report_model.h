@@ -144,11 +144,18 @@ struct ReportModel {
     // Root causes (§9): the waiting this rank caused, and where its own time went.
     Opt<int64_t> delay_cost_ns, delay_direct_ns, delay_propagated_ns;
     Opt<TimeCategories> time;
+    // What the file holds of the rank (docs/file-format.md#status-values).
+    Opt<std::string> status, end_reason;
+    Opt<uint64_t> batches_lost, missing_events;
     template <class S, class V>
     static void Fields(S& s, V& v) {
       v("rank", s.rank, kReportRequired | kReportInteger);
       v("host", s.host);
       v("pid", s.pid, kReportInteger);
+      v("status", s.status);
+      v("end_reason", s.end_reason);
+      v("batches_lost", s.batches_lost, kReportInteger);
+      v("missing_events", s.missing_events, kReportInteger);
       v("comm_time_ns", s.comm_time_ns);
       v("wait_time_ns", s.wait_time_ns);
       v("wait_share", s.wait_share);
@@ -412,6 +419,38 @@ struct ReportModel {
     }
   };
 
+  // What the analysis could not see: ranks that never connected, parts of the file that could not
+  // be read (left out of every figure), events recorded but not in the file.
+  struct RankRange {
+    Opt<int64_t> first, last;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("first", s.first, kReportInteger);
+      v("last", s.last, kReportInteger);
+    }
+  };
+  struct Unreadable {
+    Opt<int64_t> rank;  // absent (null) when the group's name is not a rank
+    Opt<std::string> reason;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportInteger);
+      v("reason", s.reason);
+    }
+  };
+  struct Completeness {
+    Opt<std::vector<RankRange>> never_connected;
+    Opt<std::vector<Unreadable>> unreadable;
+    Opt<uint64_t> lost_batches, missing_events;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("never_connected", s.never_connected);
+      v("unreadable", s.unreadable);
+      v("lost_batches", s.lost_batches, kReportInteger);
+      v("missing_events", s.missing_events, kReportInteger);
+    }
+  };
+
   Opt<std::string> schema;  // always "commprof-report"
   Opt<int64_t> schema_version;
   Opt<std::string> path, job_id;
@@ -427,6 +466,7 @@ struct ReportModel {
   Opt<Lateness> lateness;
   Opt<Clock> clock;
   Opt<std::vector<Memory>> memory;
+  Opt<Completeness> completeness;
 
   template <class S, class V>
   static void Fields(S& s, V& v) {
@@ -446,6 +486,7 @@ struct ReportModel {
     v("lateness", s.lateness);
     v("clock", s.clock);
     v("memory", s.memory);
+    v("completeness", s.completeness);
   }
 };
 

@@ -53,7 +53,29 @@ void Header(const ReportModel& m, std::ostream& os) {
   os << "clock: largest error bound "
      << (worst_bound < 0 ? std::string("unmeasured") : std::to_string(worst_bound) + " ns") << ", "
      << V(clock.violations) << " clock-condition violation(s)\n"
-     << "       skews under " << V(m.skew_threshold_ns) << " ns are not attributed to a straggler\n\n";
+     << "       skews under " << V(m.skew_threshold_ns) << " ns are not attributed to a straggler\n";
+  // What the figures below cannot include: said before them, so nobody reads them as the whole job.
+  if (m.completeness) {
+    const ReportModel::Completeness& c = *m.completeness;
+    std::string never;
+    for (const auto& r : List(c.never_connected)) {
+      never += (never.empty() ? "" : ",") + std::to_string(V(r.first));
+      if (V(r.last) != V(r.first)) {
+        never += "-" + std::to_string(V(r.last));
+      }
+    }
+    if (!never.empty()) {
+      os << "missing: rank(s) " << never << " never connected (no data)\n";
+    }
+    for (const auto& u : List(c.unreadable)) {
+      os << "unreadable, left out: " << V(u.reason) << "\n";
+    }
+    if (V(c.missing_events) > 0 || V(c.lost_batches) > 0) {
+      os << "loss: " << V(c.missing_events) << " event(s) recorded but not in the file; " << V(c.lost_batches)
+         << " events frame(s) lost on the way\n";
+    }
+  }
+  os << "\n";
 }
 
 void Collectives(const ReportModel& m, std::ostream& os) {

@@ -1,6 +1,8 @@
 #include "core/h5/h5_util.h"
 
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "commprof/event.h"
@@ -178,5 +180,47 @@ std::optional<double> ReadDoubleAttr(hid_t obj, const char* name) {
 }
 
 void QuietErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+namespace {
+
+herr_t SummarizeError(unsigned /*n*/, const H5E_error2_t* e, void* data) {
+  auto* s = static_cast<ErrorStackSummary*>(data);
+  if (e->min_num == H5E_TRUNCATED) {
+    s->truncated = true;
+    // "truncated file: eof = 403072, sblock->base_addr = 0, stored_eof = 806144"
+    if (const char* at = e->desc != nullptr ? std::strstr(e->desc, "stored_eof = ") : nullptr; at != nullptr) {
+      s->stored_eof = std::strtoull(at + std::strlen("stored_eof = "), nullptr, 10);
+    }
+  }
+  if (e->min_num == H5E_CANTLOCKFILE) {
+    s->locked = true;
+  }
+  if (e->desc != nullptr) {
+    s->detail = e->desc;  // walked downward: the last one seen is the innermost
+  }
+  return 0;
+}
+
+}  // namespace
+
+ErrorStackSummary SummarizeErrorStack() {
+  ErrorStackSummary s;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, SummarizeError, &s);
+  H5Eclear2(H5E_DEFAULT);
+  return s;
+}
+
+std::optional<std::string> LinkNameByIndex(hid_t group, hsize_t idx) {
+  ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, idx, nullptr, 0, H5P_DEFAULT);
+  if (n < 0) {
+    return std::nullopt;
+  }
+  std::string name(static_cast<size_t>(n) + 1, '\0');
+  if (H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, idx, name.data(), name.size(), H5P_DEFAULT) < 0) {
+    return std::nullopt;
+  }
+  name.resize(static_cast<size_t>(n));
+  return name;
+}
 
 }  // namespace commprof::h5

@@ -76,4 +76,18 @@ inline std::optional<double> Read(hid_t obj, schema::Attr<double> a) { return Re
 // Silences HDF5's own error stack printing; we report errors ourselves with file and object.
 void QuietErrors();
 
+// Reader side: what HDF5's error stack says about the call that just failed, so a reader can tell
+// a truncated file from one locked by a running writer. `detail` is the innermost description.
+struct ErrorStackSummary {
+  bool truncated = false;              // H5E_TRUNCATED: the file is shorter than its superblock says
+  bool locked = false;                 // H5E_CANTLOCKFILE: another process holds the file lock
+  std::optional<uint64_t> stored_eof;  // with `truncated`: the size the superblock records
+  std::string detail;
+};
+ErrorStackSummary SummarizeErrorStack();
+
+// Reader side: the name of the idx-th link of `group` in name order, whatever its length
+// (nullopt when it cannot be read).
+std::optional<std::string> LinkNameByIndex(hid_t group, hsize_t idx);
+
 }  // namespace commprof::h5

@@ -2212,7 +2212,8 @@ def v_check_values(ctx, h5):
         "p2p_unmatched": rep["p2p"]["unmatched_sends"] + rep["p2p"]["unmatched_recvs"],
         "exposed_comm_ns": max(r["exposed_comm_ns"] for r in rk),
         "exposed_comm_share": max(r["exposed_comm_ns"] / r["breakdown"]["span_ns"] for r in rk),
-        "dropped_events": max(r["dropped_events"] for r in info["ranks"]),
+        "dropped_events": info["missing_events"],  # every event recorded but not in the file, all ranks
+        "lost_batches": sum(r["batches_lost"] for r in info["ranks"]),
     }
     cmd = [ctx.commprof, "check", h5]
     for k in want:

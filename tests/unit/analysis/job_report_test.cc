@@ -241,10 +241,11 @@ JobReport EveryListFilled() {
   JobReport r;
   r.info.path = "job.h5";
   r.info.job_id = "j";
-  r.info.world_size = 1;
+  r.info.world_size = 3;  // ranks 1-2 never connected
   RankInfo ri;
   ri.host = "h";
   r.info.ranks.push_back(ri);
+  r.info.faults.push_back({2u, "job.h5: /ranks/2/events row 0: unreadable"});
   r.wait.ranks.push_back(RankWaitMetrics{});
   r.wait.incomplete_list.push_back({1, 2, COMMPROF_OP_ALLREDUCE, 2, {0}});
   r.wait.types.push_back(TypeWaitMetrics{});

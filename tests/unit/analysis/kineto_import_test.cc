@@ -605,6 +605,47 @@ TEST(KinetoBadInput, RanksComeFromDistributedInfoThenTheFileNameAndDuplicatesAre
   EXPECT_FALSE(kineto::RankFromFileName("host_1234.1700000000.pt.trace.json").has_value());
 }
 
+// A world size or rank no job has (a damaged or hostile trace) would make the output hold a
+// `missing` group for every absent rank below it: minutes and gigabytes. Such a file is refused,
+// naming the file and the field, and the job is sized by the files that were read.
+TEST(KinetoBadInput, AbsurdWorldSizeOrRankIsRefusedNamingTheFileAndField) {
+  TempDir tmp;
+  const std::string ev =
+      "[{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 5}]";
+  WriteText(tmp, "a.json", "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 2}, \"traceEvents\": " + ev + "}");
+  WriteText(tmp, "b.json",
+            "{\"distributedInfo\": {\"rank\": 1, \"world_size\": 1000000}, \"traceEvents\": " + ev + "}");
+  WriteText(tmp, "c.json",
+            "{\"distributedInfo\": {\"rank\": 4000000000, \"world_size\": 2}, \"traceEvents\": " + ev + "}");
+  WriteText(tmp, "d.json", "{\"distributedInfo\": {\"rank\": 65536}, \"traceEvents\": " + ev + "}");
+  WriteText(tmp, "rank4000000000.json", "{\"traceEvents\": " + ev + "}");
+  WriteText(tmp, "e.json", "{\"distributedInfo\": {\"rank\": 1, \"world_size\": 65536}, \"traceEvents\": " + ev + "}");
+  ImportOptions opts;
+  opts.inputs = {tmp.path()};
+  auto job = ImportKineto(opts);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_EQ(job->ranks.size(), 2u);
+  EXPECT_EQ(job->ranks[0].rank, 0u);
+  EXPECT_EQ(job->ranks[1].rank, 1u);
+  EXPECT_EQ(job->ranks[1].trace.path, tmp / "e.json") << "the largest world size taken is the limit itself";
+  EXPECT_EQ(job->world_size, kineto::kMaxImportWorldSize);
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::any_of(v.begin(), v.end(), [&](const std::string& x) { return x.find(s) != std::string::npos; });
+  };
+  EXPECT_TRUE(has(job->errors, (tmp / "b.json") +
+                                   ": distributedInfo.world_size 1000000 is above the largest world size the "
+                                   "importer takes (65536)"))
+      << ::testing::PrintToString(job->errors);
+  EXPECT_TRUE(has(job->errors, (tmp / "c.json") +
+                                   ": distributedInfo.rank 4000000000 is above the largest rank the importer "
+                                   "takes (65535)"));
+  EXPECT_TRUE(has(job->errors, (tmp / "d.json") + ": distributedInfo.rank 65536 is above the largest rank"));
+  EXPECT_TRUE(has(job->errors, (tmp / "rank4000000000.json") +
+                                   ": no distributedInfo.rank, and the rank in the file name, 4000000000, is above "
+                                   "the largest rank the importer takes (65535) (file skipped)"));
+  EXPECT_EQ(job->errors.size(), 4u) << ::testing::PrintToString(job->errors);
+}
+
 TEST(KinetoBadInput, MismatchedCollectiveCountsAreReportedNotPaperedOver) {
   TempDir tmp;
   KinetoSynth s;
