@@ -109,6 +109,8 @@ constexpr OptionSpec kEnvironment[] = {
      kLauncher},
     {"LD_PRELOAD", "", "kept by `commprof run` and the SPANK plugin after the libcommprof.so they put first.",
      kLauncher},
+    {"PATH", "", "where `commprof run` looks for the command before it creates anything (exit 127 when absent).",
+     kLauncher},
     {"NCCL_PROFILER_PLUGIN", "",
      "set by `commprof run` and the SPANK plugin to commprof's NCCL plugin (nccl activity); a value already set "
      "is kept and commprof's plugin is not loaded.",
