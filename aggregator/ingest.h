@@ -6,8 +6,8 @@
 
 #include <condition_variable>
 #include <deque>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -55,8 +55,8 @@ class Ingest {
   void Clock(uint32_t rank, uint64_t generation, wire::Clock clock);
   // The stream ended. A bye closes the rank for good. Any other end is held back until Finish,
   // since the same process may resume; `batches_lost` is the total over the rank's streams.
-  void CloseRank(uint32_t rank, uint64_t generation, RankEnd end, std::vector<std::pair<std::string, uint64_t>> counters,
-                 uint64_t batches_lost, std::string reason);
+  void CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
+                 std::vector<std::pair<std::string, uint64_t>> counters, uint64_t batches_lost, std::string reason);
 
   // What of `rank` is written and flushed to disk, so the aggregator can acknowledge it: batches
   // with batch_seq below `batches`, and whether the bye (the rank's end) is too.
@@ -112,10 +112,10 @@ class Ingest {
     uint64_t start_steady_ns = 0;
     std::string host;
     uint64_t generation = 0;
-    bool live = false;             // a stream is open
-    bool said_bye = false;         // closed for good
-    uint64_t next_batch = 0;       // batches queued for the writer
-    uint32_t strings_known = 0;    // string ids queued for the writer
+    bool live = false;           // a stream is open
+    bool said_bye = false;       // closed for good
+    uint64_t next_batch = 0;     // batches queued for the writer
+    uint32_t strings_known = 0;  // string ids queued for the writer
     uint64_t batches_lost = 0;
     uint64_t written_batches = 0;  // writer thread: batches appended ...
     uint64_t durable_batches = 0;  // ... and flushed

@@ -9,9 +9,9 @@ namespace {
 std::string ByeReason(const std::vector<std::pair<std::string, uint64_t>>& counters) {
   for (const auto& [name, value] : counters) {
     if (name == "fatal_signal") {
-      const char* sig = value == 11 ? " (SIGSEGV)"
-                        : value == 7 ? " (SIGBUS)"
-                        : value == 6 ? " (SIGABRT)"
+      const char* sig = value == 11   ? " (SIGSEGV)"
+                        : value == 7  ? " (SIGBUS)"
+                        : value == 6  ? " (SIGABRT)"
                         : value == 15 ? " (SIGTERM)"
                                       : "";
       return "killed by signal " + std::to_string(value) + sig;

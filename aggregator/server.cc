@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <chrono>
+#include <deque>
 #include <vector>
 
 #include "core/clock.h"

@@ -56,8 +56,8 @@ std::optional<uint32_t> SpoolDoneRank(const std::string& path, const std::string
       return std::nullopt;
     }
     if (!rank.has_value()) {
-      auto hello = h.type == wire::FrameType::kHello ? wire::DecodeHello(payload)
-                                                      : Result<wire::Hello>(Corrupt("no hello"));
+      auto hello =
+          h.type == wire::FrameType::kHello ? wire::DecodeHello(payload) : Result<wire::Hello>(Corrupt("no hello"));
       if (!hello.ok() || hello->job_id != job_id) {
         return std::nullopt;
       }

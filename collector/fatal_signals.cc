@@ -20,15 +20,14 @@ struct sigaction g_previous[NSIG];
 
 void OnFatalSignal(int signo, siginfo_t* info, void* context);
 
-bool IsOurs(const struct sigaction& sa) {
-  return (sa.sa_flags & SA_SIGINFO) != 0 && sa.sa_sigaction == OnFatalSignal;
-}
+bool IsOurs(const struct sigaction& sa) { return (sa.sa_flags & SA_SIGINFO) != 0 && sa.sa_sigaction == OnFatalSignal; }
 
 void OnFatalSignal(int signo, siginfo_t* info, void* context) {
   int saved_errno = errno;
   const struct sigaction& prev = g_previous[signo];
-  bool prev_is_function = (prev.sa_flags & SA_SIGINFO) != 0 ? prev.sa_sigaction != nullptr
-                                                             : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+  bool prev_is_function = (prev.sa_flags & SA_SIGINFO) != 0
+                              ? prev.sa_sigaction != nullptr
+                              : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
   bool ignored = (prev.sa_flags & SA_SIGINFO) == 0 && prev.sa_handler == SIG_IGN;
   if (Runtime* rt = g_signal_runtime.load(); rt != nullptr && !ignored) {
     // A fault or an abort ends the process whoever handles it next (Open MPI's backtrace printer

@@ -143,9 +143,10 @@ void Shipper::SwitchToSpool(const std::string& why) {
   auto s = rt_.transports().OpenSpool(hello_, hello_frame_, &path);
   if (!s.ok()) {
     spool_failed_ = true;
-    COMMPROF_LOG_ERROR("%s, and spooling failed too (%s): %zu unacknowledged batches and events from now on are "
-                       "dropped",
-                       why.c_str(), s.status().message().c_str(), unacked_.size());
+    COMMPROF_LOG_ERROR(
+        "%s, and spooling failed too (%s): %zu unacknowledged batches and events from now on are "
+        "dropped",
+        why.c_str(), s.status().message().c_str(), unacked_.size());
     unconfirmed_batches_ += unacked_.size();
     unacked_.clear();
     unacked_bytes_ = 0;

@@ -102,7 +102,7 @@ class Shipper {
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   std::atomic<bool> flush_{false};
-  std::atomic<int> signal_{0};         // the signal to ship for, 0 when none
+  std::atomic<int> signal_{0};  // the signal to ship for, 0 when none
   std::atomic<bool> signal_final_{false};
   std::atomic<uint64_t> signal_done_{0};  // shipments done for a signal
   std::atomic<bool> stopped_{false};

@@ -67,7 +67,7 @@ struct Config {
   uint32_t reconnect_ms = 10000;  // how long to try to reconnect before spooling
   uint32_t retain_mb = 64;        // events sent but not acknowledged, kept for a resend
   uint32_t bye_ack_ms = 5000;     // wait at exit for the stream's acknowledgement
-  bool signal_handlers = true;  // ship on fatal signals
+  bool signal_handlers = true;    // ship on fatal signals
   bool clock_sync = true;
   uint32_t clock_sync_interval_ms = 0;
   uint32_t clock_sync_rounds = 0;

@@ -272,10 +272,10 @@ TEST(ReaderFaults, TheWritersFailureRecordIsRead) {
     H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
     h5::Handle space(H5Screate(H5S_SCALAR));
     // The writer made the dataset ("complete"); a failed writer rewrites it in place.
-    h5::Handle d(H5Lexists(f.get(), "write_status", H5P_DEFAULT) > 0
-                     ? H5Dopen2(f.get(), "write_status", H5P_DEFAULT)
-                     : H5Dcreate2(f.get(), "write_status", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                                  H5P_DEFAULT));
+    h5::Handle d(
+        H5Lexists(f.get(), "write_status", H5P_DEFAULT) > 0
+            ? H5Dopen2(f.get(), "write_status", H5P_DEFAULT)
+            : H5Dcreate2(f.get(), "write_status", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     ASSERT_TRUE(d.valid());
     std::vector<char> buf(256, '\0');
     std::copy(text.begin(), text.end(), buf.begin());
