@@ -60,9 +60,11 @@ void LiveAggregator::Start(const std::string& path, StreamPolicy policy, uint32_
 Status LiveAggregator::Finish() {
   if (finished_) return Status::Ok();
   finished_ = true;
-  if (server_) server_->Close();
+  // The io thread is stopped and joined first: the acceptor is the io thread's while it runs (it
+  // re-arms async_accept from its handlers), so closing it from here before would race.
   io_.stop();
   if (thread_.joinable()) thread_.join();
+  if (server_) server_->Close();
   return ingest_ ? ingest_->Finish() : Status::Ok();
 }
 
