@@ -188,6 +188,12 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
       if (entry.path().extension() != ".cpspool") {
         continue;
       }
+      // A spool another job left in the same directory is not this job's to merge or judge.
+      if (auto hello = ReadSpoolHello(entry.path().string()); hello.ok() && hello->job_id != options_.meta.job_id) {
+        std::fprintf(stderr, "commprof: left %s alone: it is a spool of job '%s'\n", entry.path().c_str(),
+                     hello->job_id.c_str());
+        continue;
+      }
       SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy);
       if (r.accepted) {
         std::fprintf(stderr, "commprof: merged spool of rank %u from %s\n", r.rank, entry.path().c_str());

@@ -340,6 +340,28 @@ def case_many_ranks(ctx):
     print(f"{ranks} simulated ranks: all complete with {marks} marks each")
 
 
+def case_foreign_spool(ctx):
+    """A spool another job left in `run`'s spool directory is left alone (named once), not merged
+    or refused, and the job's own ranks are all stored."""
+    out = ctx.path("own.h5")
+    spool = out + ".spool"
+    env = dict(os.environ, COMMPROF_AGGREGATOR="", COMMPROF_SPOOL_DIR=spool, COMMPROF_JOB_ID="otherjob",
+               LD_PRELOAD=ctx.library)
+    subprocess.run([ctx.mark_program, "5"], env=env, check=True)
+    foreign = [x for x in os.listdir(spool) if x.endswith(".cpspool")]
+    expect(len(foreign) == 1, f"the other job's spool: {foreign}")
+    p = run_profiled(ctx, out, [40, 0, "none", -1, 0])
+    expect(p.returncode == 0, f"job exit code {p.returncode}\n{p.stderr}")
+    expect(f"left {os.path.join(spool, foreign[0])} alone: it is a spool of job 'otherjob'" in p.stderr
+           and "not merged" not in p.stderr, f"stderr:\n{p.stderr}")
+    expect(os.path.exists(os.path.join(spool, foreign[0])), "the other job's spool is kept")
+    with h5py.File(out, "r") as f:
+        for rank in range(4):
+            expect(attr(f["ranks"][str(rank)], "status") == "complete", f"rank {rank}")
+            expect(len(allreduces(f, rank)) == 40, f"rank {rank}: {len(allreduces(f, rank))} allreduces")
+    print("foreign spool left alone; 4 own ranks complete")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
