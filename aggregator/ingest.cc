@@ -31,7 +31,6 @@ RankClaim Ingest::ClaimRank(const wire::Hello& hello) {
     p.pid = hello.pid;
     p.start_steady_ns = hello.start_steady_ns;
     p.host = hello.host;
-    p.live = true;
     claim.generation = p.generation;
     return claim;
   }
@@ -42,23 +41,16 @@ RankClaim Ingest::ClaimRank(const wire::Hello& hello) {
                 ") is already connected or stored (pid " + std::to_string(p.pid) + ")";
     return claim;
   }
-  // A process whose bye is stored may still send its spool (it did not get the confirmation):
-  // everything in it is skipped as already stored, and its end stays the first one.
-  // The same process again: its earlier stream ended (or is being given up by the collector).
+  // The same process again: its earlier stream ended, or is being given up by the collector. Even
+  // after its bye was stored it may send its spool (it did not get the confirmation): everything in
+  // it is then skipped as already stored, and its end stays the first one.
   claim.kind = RankClaim::Kind::kResume;
   claim.generation = ++p.generation;
   claim.next_batch = p.next_batch;
   claim.strings_known = p.strings_known;
   claim.batches_lost = p.batches_lost;
-  p.live = true;
   p.pending_close.reset();
   return claim;
-}
-
-bool Ingest::ClaimRank(uint32_t rank) {
-  wire::Hello h;
-  h.rank = rank;
-  return ClaimRank(h).kind == RankClaim::Kind::kNew;
 }
 
 bool Ingest::Current(uint32_t rank, uint64_t generation) const {
@@ -112,10 +104,12 @@ Status Ingest::write_error() const {
 }
 
 void Ingest::Push(Command c) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(c));
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  PushLocked(std::move(c));
+}
+
+void Ingest::PushLocked(Command c) {
+  queue_.push_back(std::move(c));
   cv_.notify_one();
 }
 
@@ -140,8 +134,7 @@ void Ingest::Strings(uint32_t rank, uint64_t generation, wire::Strings s) {
     s.first_id = p.strings_known;
   }
   p.strings_known = static_cast<uint32_t>(end);
-  queue_.push_back(StringsCmd{rank, {s.first_id, std::move(s.strings)}});
-  cv_.notify_one();
+  PushLocked(StringsCmd{rank, {s.first_id, std::move(s.strings)}});
 }
 
 void Ingest::Events(uint32_t rank, uint64_t generation, uint64_t batch_seq, std::vector<commprof_event> e) {
@@ -154,8 +147,7 @@ void Ingest::Events(uint32_t rank, uint64_t generation, uint64_t batch_seq, std:
     return;  // resent after a reconnect, and already stored
   }
   p.next_batch = batch_seq + 1;
-  queue_.push_back(EventsCmd{rank, batch_seq, std::move(e)});
-  cv_.notify_one();
+  PushLocked(EventsCmd{rank, batch_seq, std::move(e)});
 }
 
 void Ingest::Clock(uint32_t rank, uint64_t generation, wire::Clock c) {
@@ -163,9 +155,8 @@ void Ingest::Clock(uint32_t rank, uint64_t generation, wire::Clock c) {
   if (!Current(rank, generation)) {
     return;
   }
-  queue_.push_back(ClockCmd{rank, RankClock{c.offset_ns, c.drift_ppm, c.error_bound_ns, c.anchor_local_ns,
-                                            std::move(c.method), std::move(c.points), std::move(c.samples)}});
-  cv_.notify_one();
+  PushLocked(ClockCmd{rank, RankClock{c.offset_ns, c.drift_ppm, c.error_bound_ns, c.anchor_local_ns,
+                                      std::move(c.method), std::move(c.points), std::move(c.samples)}});
 }
 
 void Ingest::CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
@@ -176,7 +167,6 @@ void Ingest::CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
     return;
   }
   RankProgress& p = progress_[rank];
-  p.live = false;
   if (p.said_bye) {
     return;  // a resent stream of a rank already closed: its first end stands
   }
@@ -187,8 +177,7 @@ void Ingest::CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
     return;
   }
   p.said_bye = true;
-  queue_.push_back(std::move(cmd));
-  cv_.notify_one();
+  PushLocked(std::move(cmd));
 }
 
 void Ingest::Apply(Command& c) {

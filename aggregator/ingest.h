@@ -44,8 +44,6 @@ class Ingest {
   // stream is still open supersedes that stream (the collector gave up on it, e.g. a late
   // hello-ack); any other hello for a claimed rank is refused.
   RankClaim ClaimRank(const wire::Hello& hello);
-  // Only for callers that never resume (tests of the writer path): ClaimRank with a bare hello.
-  bool ClaimRank(uint32_t rank);
 
   // Frames as ranks send them; the writer gets its own types (RankDescription, ...). Each carries
   // the claim's generation: a superseded stream's frames are dropped here.
@@ -112,7 +110,6 @@ class Ingest {
     uint64_t start_steady_ns = 0;
     std::string host;
     uint64_t generation = 0;
-    bool live = false;           // a stream is open
     bool said_bye = false;       // closed for good
     uint64_t next_batch = 0;     // batches queued for the writer
     uint32_t strings_known = 0;  // string ids queued for the writer
@@ -126,6 +123,7 @@ class Ingest {
 
   Ingest() = default;
   void Push(Command c);
+  void PushLocked(Command c);  // with mu_ held
   // True when `generation` is the rank's current stream (under mu_).
   bool Current(uint32_t rank, uint64_t generation) const;
   void Loop();

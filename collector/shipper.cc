@@ -142,7 +142,6 @@ void Shipper::SwitchToSpool(const std::string& why) {
   std::string path;
   auto s = rt_.transports().OpenSpool(hello_, hello_frame_, &path);
   if (!s.ok()) {
-    spool_failed_ = true;
     COMMPROF_LOG_ERROR(
         "%s, and spooling failed too (%s): %zu unacknowledged batches and events from now on are "
         "dropped",
@@ -178,7 +177,6 @@ void Shipper::AppendRestart(std::vector<uint8_t>& out) {
 void Shipper::OnSendFailed(const std::string& why) {
   transport_.reset();
   if (spooling_) {
-    spool_failed_ = true;
     COMMPROF_LOG_ERROR("%s; events from now on are dropped", why.c_str());
     return;
   }

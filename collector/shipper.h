@@ -73,7 +73,6 @@ class Shipper {
   std::vector<uint8_t> hello_frame_;  // signed once at construction
   std::unique_ptr<Transport> transport_;
   bool spooling_ = false;
-  bool spool_failed_ = false;
   // Lost connection: reconnect attempts until reconnect_deadline_ns_, then the spool.
   bool reconnecting_ = false;
   uint64_t reconnect_deadline_ns_ = 0;

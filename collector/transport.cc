@@ -20,60 +20,6 @@
 namespace commprof {
 namespace {
 
-// Reads exactly n bytes before `deadline_ns` (steady clock). `closed`, when given, is set when
-// the peer closed or reset the connection (as opposed to a timeout).
-bool ReadFully(int fd, uint8_t* p, size_t n, uint64_t deadline_ns, bool* closed = nullptr) {
-  size_t off = 0;
-  while (off < n) {
-    uint64_t now = SteadyNowNs();
-    if (now >= deadline_ns) {
-      return false;
-    }
-    pollfd pfd{fd, POLLIN, 0};
-    int pr = ::poll(&pfd, 1, static_cast<int>((deadline_ns - now) / 1000000 + 1));
-    if (pr < 0 && errno == EINTR) {
-      continue;
-    }
-    if (pr <= 0) {
-      return false;
-    }
-    ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      if (closed != nullptr) {
-        *closed = got == 0 || errno == ECONNRESET;
-      }
-      return false;
-    }
-    off += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-Status ReceiveFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns,
-                    bool* closed = nullptr) {
-  uint8_t raw[wire::kHeaderSize];
-  bool eof = false;
-  if (!ReadFully(fd, raw, sizeof raw, deadline_ns, &eof)) {
-    if (closed != nullptr) {
-      *closed = eof;
-    }
-    return Unavailable(eof ? "the aggregator closed the connection" : "no frame from the aggregator in time");
-  }
-  auto h = wire::DecodeHeader(raw);
-  if (!h.ok()) {
-    return h.status();
-  }
-  header = h.value();
-  payload.resize(header.payload_len);
-  if (!ReadFully(fd, payload.data(), payload.size(), deadline_ns)) {
-    return Unavailable("truncated frame from the aggregator");
-  }
-  return Status::Ok();
-}
-
 class TcpTransport final : public Transport {
  public:
   explicit TcpTransport(int fd) : fd_(fd) {}
@@ -95,7 +41,11 @@ class TcpTransport final : public Transport {
   }
 
   Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) override {
-    uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+    return ReceiveUntil(header, payload, SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull);
+  }
+
+  // One whole frame before `deadline` (steady clock), through the inbox like every other read.
+  Status ReceiveUntil(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline) {
     for (;;) {
       auto got = TakeFrame(header, payload);
       if (!got.ok()) {
@@ -142,7 +92,9 @@ class TcpTransport final : public Transport {
   // The first frame of a connection; `closed` tells a connection closed at once (the aggregator's
   // connection caps) from one that stays silent.
   Status ReceiveFirst(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint64_t deadline_ns, bool& closed) {
-    return ReceiveFrame(fd_, header, payload, deadline_ns, &closed);
+    Status st = ReceiveUntil(header, payload, deadline_ns);
+    closed = !st.ok() && closed_;
+    return st;
   }
   const char* name() const override { return "tcp"; }
 
@@ -157,6 +109,7 @@ class TcpTransport final : public Transport {
         continue;
       }
       if (got == 0) {
+        closed_ = true;
         return Unavailable("the aggregator closed the connection");
       }
       if (errno == EINTR) {
@@ -165,6 +118,7 @@ class TcpTransport final : public Transport {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         return Status::Ok();
       }
+      closed_ = errno == ECONNRESET;
       return Unavailable(std::string("receive from aggregator failed: ") + std::strerror(errno));
     }
   }
@@ -190,6 +144,7 @@ class TcpTransport final : public Transport {
 
   int fd_;
   std::vector<uint8_t> inbox_;
+  bool closed_ = false;  // the peer closed or reset the connection (not a timeout)
 };
 
 class SpoolTransport final : public Transport {
