@@ -17,25 +17,7 @@ class EventRing {
   static uint32_t RoundedCapacity(uint32_t capacity) {
     uint32_t c = 16;
     while (c < capacity && c < (1u << 31)) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { c <<= 1; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      c <<= 1;
     }
     return c;
   }
@@ -68,46 +50,10 @@ class EventRing {
     uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t n = head - tail;
     if (n > max) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { n = max; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      n = max;
     }
     for (uint64_t i = 0; i < n; ++i) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { out[i] = slots_[(tail + i) & mask_]; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      out[i] = slots_[(tail + i) & mask_];
     }
     tail_.store(tail + n, std::memory_order_release);
     return static_cast<uint32_t>(n);

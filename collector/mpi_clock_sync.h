@@ -32,15 +32,7 @@ class MpiClockSync {
   // After a blocking collective on MPI_COMM_WORLD with sequence number `seq` (same on all ranks).
   void AfterWorldCollective(uint64_t seq) {
     if (seq >= next_seq_) {
-      {
-        {
-          {
-            {
-              { Epoch(rounds_ / 2 > 0 ? rounds_ / 2 : 1, seq + 1); }
-            }
-          }
-        }
-      }
+      Epoch(rounds_ / 2 > 0 ? rounds_ / 2 : 1, seq + 1);
     }
   }
   void Finish();  // inside MPI_Finalize, before PMPI_Finalize

@@ -19,25 +19,7 @@ class RequestTable {
   explicit RequestTable(uint32_t slots) {
     uint32_t c = 64;
     while (c < slots) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { c <<= 1; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      c <<= 1;
     }
     mask_ = c - 1;
     slots_ = std::make_unique<Slot[]>(c);
@@ -45,25 +27,7 @@ class RequestTable {
 
   bool Insert(uintptr_t key, const commprof_event& e) {
     if (key <= kBusy) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { return false; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      return false;
     }
     for (uint32_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(Hash(key) + i) & mask_];
@@ -81,25 +45,7 @@ class RequestTable {
   // Removes the entry for `key`; false when it was never tracked (not ours, or it overflowed).
   bool Take(uintptr_t key, commprof_event& out) {
     if (key <= kBusy) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { return false; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      return false;
     }
     for (uint32_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(Hash(key) + i) & mask_];
@@ -122,25 +68,7 @@ class RequestTable {
       Slot& s = slots_[i];
       uintptr_t key = s.key.load(std::memory_order_acquire);
       if (key <= kBusy) {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        {
-                          { continue; }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
+        continue;
       }
       if (s.key.compare_exchange_strong(key, kBusy, std::memory_order_acquire)) {
         commprof_event e = s.event;

@@ -90,25 +90,7 @@ class Runtime {
   // Hot path: stamps the thread index and pushes into this thread's ring.
   void Record(commprof_event e) {
     if (!enabled_.load(std::memory_order_relaxed)) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { return; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      return;
     }
     ThreadState* t = Thread();
     e.thread_id = t->index;
@@ -122,25 +104,7 @@ class Runtime {
   // CUPTI's thread carry the CUDA stream in thread_id): thread_id is kept as given.
   void RecordAsGiven(const commprof_event& e) {
     if (!enabled_.load(std::memory_order_relaxed)) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { return; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      return;
     }
     ThreadState* t = Thread();
     if (t->ring != nullptr) {
@@ -168,25 +132,7 @@ class Runtime {
   // Step boundaries: CUPTI's completed buffers become events now. Never call with a lock held.
   void FlushGpuTracing() {
     if (GpuTracer* g = gpu_.load(std::memory_order_acquire)) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { g->Flush(); }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      g->Flush();
     }
   }
 
@@ -206,25 +152,7 @@ class Runtime {
 
   ThreadState* Thread() {
     if (t_slot.owner_id == id_) {
-      {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        { return t_slot.state; }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      return t_slot.state;
     }
     return RegisterThread();
   }
@@ -259,46 +187,10 @@ class Runtime {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& t : threads_) {
       if (t->ring == nullptr) {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        {
-                          { continue; }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
+        continue;
       }
       while (uint32_t n = t->ring->Drain(scratch, scratch_len)) {
-        {
-          {
-            {
-              {
-                {
-                  {
-                    {
-                      {
-                        {
-                          { sink(scratch, n); }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
+        sink(scratch, n);
       }
     }
   }

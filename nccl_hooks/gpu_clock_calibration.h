@@ -100,14 +100,10 @@ inline int64_t RoundToInt64(double x) {
   auto t = static_cast<int64_t>(x);  // toward zero; x - t is exact in this range
   double frac = x - static_cast<double>(t);
   if (frac >= 0.5) {
-    {
-      { return t + 1; }
-    }
+    return t + 1;
   }
   if (frac <= -0.5) {
-    {
-      { return t - 1; }
-    }
+    return t - 1;
   }
   return t;
 }
@@ -143,9 +139,7 @@ class SharedGpuClock {
     bool valid = false;
     uint64_t ToHost(uint64_t gpu_ns) const {
       if (!valid) {
-        {
-          { return gpu_ns; }
-        }
+        return gpu_ns;
       }
       double dx = static_cast<double>(static_cast<int64_t>(gpu_ns - gpu_ref));
       return gpu_ns + static_cast<uint64_t>(residual_ref + RoundToInt64(offset_ns + drift * dx));
