@@ -655,6 +655,7 @@ class TraceBuilder {
           if (ParseInt(f.name.substr(13), step) && step >= 0) {
             e.kind = COMMPROF_KIND_STEP;
             e.seq = static_cast<uint64_t>(step);
+            e.subtype = COMMPROF_STEP_IMPORTED;
           }
         } else if (TextStartsWith(f.name, "nccl:")) {
           CollMeta m;

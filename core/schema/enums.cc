@@ -40,6 +40,9 @@ constexpr EnumEntry kKinds[] = {
     COMMPROF_ENTRY(COMMPROF_KIND_GPU_ANNOTATION, "gpu_annotation"),
     COMMPROF_ENTRY(COMMPROF_KIND_PYTHON_FUNCTION, "python_function"),
     COMMPROF_ENTRY(COMMPROF_KIND_IMPORTED_OTHER, "imported_other"),
+    COMMPROF_ENTRY(COMMPROF_KIND_WINDOW, "window"),
+    COMMPROF_ENTRY(COMMPROF_KIND_CALL_SITE, "call_site"),
+    COMMPROF_ENTRY(COMMPROF_KIND_STACK_FRAME, "stack_frame"),
 };
 static_assert(std::size(kKinds) == COMMPROF_KIND_COUNT_, "every kind below COMMPROF_KIND_COUNT_ needs an entry");
 

@@ -25,7 +25,7 @@ enum commprof_kind {
   COMMPROF_KIND_MPI_COMM = 6,   /* communicator creation (MPI dup/split/create, NCCL init): comm_id = new id */
   COMMPROF_KIND_USER_RANGE = 7, /* commprof_range_push/pop */
   COMMPROF_KIND_USER_MARK = 8,  /* commprof_mark */
-  COMMPROF_KIND_STEP = 9,       /* commprof_step: seq = step number */
+  COMMPROF_KIND_STEP = 9,       /* a step begins: seq = step number, subtype = enum commprof_step_source */
   COMMPROF_KIND_COMPUTE_KERNEL = 10,
   COMMPROF_KIND_COMM_KERNEL = 11,
   COMMPROF_KIND_MEMCPY = 12,
@@ -47,7 +47,20 @@ enum commprof_kind {
   COMMPROF_KIND_GPU_ANNOTATION = 27,  /* a GPU-side user annotation (cat gpu_user_annotation): device, stream */
   COMMPROF_KIND_PYTHON_FUNCTION = 28, /* a Python frame (cat python_function, with_stack) */
   COMMPROF_KIND_IMPORTED_OTHER = 29,  /* any other imported event: seq = string id of its category */
-  COMMPROF_KIND_COUNT_ = 30
+  /* Capture controls and call sites (docs/file-format.md, docs/profiling-a-training-loop.md). */
+  COMMPROF_KIND_WINDOW = 30,     /* one active capture window: seq = window index, bytes = first step */
+  COMMPROF_KIND_CALL_SITE = 31,  /* the stack of the API event with the same start, kind, comm: seq = stack id */
+  COMMPROF_KIND_STACK_FRAME = 32, /* one frame of stack `seq`: peer = depth, bytes = module-relative address */
+  COMMPROF_KIND_COUNT_ = 33
+};
+
+/* What marked a step (STEP events' `subtype`). */
+enum commprof_step_source {
+  COMMPROF_STEP_C_API = 0,       /* commprof_step(n) */
+  COMMPROF_STEP_PCONTROL = 1,    /* MPI_Pcontrol(2): the next step, numbered by the collector */
+  COMMPROF_STEP_NVTX = 2,        /* an NVTX range named ProfilerStep#N or --step-range NAME */
+  COMMPROF_STEP_COLLECTIVE = 3,  /* every N-th collective on a communicator (--step-every) */
+  COMMPROF_STEP_IMPORTED = 4     /* a torch.profiler ProfilerStep#N range (commprof import kineto) */
 };
 
 /* Which operation, for MPI_COLLECTIVE / MPI_P2P / MPI_WAIT (stored in `subtype`). */
