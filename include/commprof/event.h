@@ -48,19 +48,19 @@ enum commprof_kind {
   COMMPROF_KIND_PYTHON_FUNCTION = 28, /* a Python frame (cat python_function, with_stack) */
   COMMPROF_KIND_IMPORTED_OTHER = 29,  /* any other imported event: seq = string id of its category */
   /* Capture controls and call sites (docs/file-format.md, docs/profiling-a-training-loop.md). */
-  COMMPROF_KIND_WINDOW = 30,     /* one active capture window: seq = window index, bytes = first step */
-  COMMPROF_KIND_CALL_SITE = 31,  /* the stack of the API event with the same start, kind, comm: seq = stack id */
+  COMMPROF_KIND_WINDOW = 30,      /* one active capture window: seq = window index, bytes = first step */
+  COMMPROF_KIND_CALL_SITE = 31,   /* the stack of the API event with the same start, kind, comm: seq = stack id */
   COMMPROF_KIND_STACK_FRAME = 32, /* one frame of stack `seq`: peer = depth, bytes = module-relative address */
   COMMPROF_KIND_COUNT_ = 33
 };
 
 /* What marked a step (STEP events' `subtype`). */
 enum commprof_step_source {
-  COMMPROF_STEP_C_API = 0,       /* commprof_step(n) */
-  COMMPROF_STEP_PCONTROL = 1,    /* MPI_Pcontrol(2): the next step, numbered by the collector */
-  COMMPROF_STEP_NVTX = 2,        /* an NVTX range named ProfilerStep#N or --step-range NAME */
-  COMMPROF_STEP_COLLECTIVE = 3,  /* every N-th collective on a communicator (--step-every) */
-  COMMPROF_STEP_IMPORTED = 4     /* a torch.profiler ProfilerStep#N range (commprof import kineto) */
+  COMMPROF_STEP_C_API = 0,      /* commprof_step(n) */
+  COMMPROF_STEP_PCONTROL = 1,   /* MPI_Pcontrol(2): the next step, numbered by the collector */
+  COMMPROF_STEP_NVTX = 2,       /* an NVTX range named ProfilerStep#N or --step-range NAME */
+  COMMPROF_STEP_COLLECTIVE = 3, /* every N-th collective on a communicator (--step-every) */
+  COMMPROF_STEP_IMPORTED = 4    /* a torch.profiler ProfilerStep#N range (commprof import kineto) */
 };
 
 /* Which operation, for MPI_COLLECTIVE / MPI_P2P / MPI_WAIT (stored in `subtype`). */

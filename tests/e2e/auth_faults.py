@@ -26,7 +26,6 @@ import hashlib
 import hmac
 import os
 import resource
-import shutil
 import socket
 import stat
 import struct
@@ -36,28 +35,12 @@ import time
 
 import h5py
 
+from e2e_support import Ctx, expect
+
 MAGIC = 0x46575043
 VERSION = 1
 T_HELLO, T_HELLO_ACK, T_BYE, T_EVENTS, T_CHALLENGE = 1, 2, 6, 4, 9
 MAX_PAYLOAD = 16 << 20
-
-
-class Ctx:
-    def __init__(self, build, work):
-        self.build = os.path.abspath(build)
-        self.work = os.path.abspath(work)
-        self.commprof = os.path.join(self.build, "cli", "commprof")
-        self.program = os.path.join(self.build, "tests", "e2e", "c_api_program")
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-
-def expect(cond, message):
-    if not cond:
-        raise AssertionError(message)
 
 
 def header(ftype, length):
@@ -172,7 +155,7 @@ class Aggregator:
 def run_rank(ctx, env, timeout=60):
     full = {k: v for k, v in os.environ.items() if not k.startswith("COMMPROF_")}
     full.update(env)
-    p = subprocess.run([ctx.program], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.run([ctx.test_program("c_api_program")], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=timeout)
     expect(p.returncode == 0, f"c_api_program: exit code {p.returncode}\n{p.stderr}")
     return p

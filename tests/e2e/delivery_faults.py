@@ -22,34 +22,9 @@ import time
 import h5py
 import numpy as np
 
+from e2e_support import Ctx, expect, mpirun
+
 SIGNALS = {"segv": (11, "SIGSEGV"), "fault": (11, "SIGSEGV"), "abort": (6, "SIGABRT"), "term": (15, "SIGTERM")}
-
-
-class Ctx:
-    def __init__(self, build, work):
-        self.build = os.path.abspath(build)
-        self.work = os.path.abspath(work)
-        self.commprof = os.path.join(self.build, "cli", "commprof")
-        self.library = os.path.join(self.build, "collector", "libcommprof.so")
-        self.fault_program = os.path.join(self.build, "tests", "e2e", "fault_program")
-        self.mark_program = os.path.join(self.build, "tests", "e2e", "mark_program")
-        subprocess.run(["rm", "-rf", self.work], check=True)
-        os.makedirs(self.work)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-
-def expect(cond, message):
-    if not cond:
-        raise AssertionError(message)
-
-
-def mpirun(n=4):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    return cmd
 
 
 def allreduces(f, rank):
@@ -81,7 +56,7 @@ def free_port():
 
 
 def run_profiled(ctx, out, args, env=None, timeout=240):
-    cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.fault_program] + [str(a) for a in args]
+    cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.test_program("fault_program")] + [str(a) for a in args]
     full = dict(os.environ)
     full.update(env or {})
     return subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
@@ -179,7 +154,7 @@ def start_job(ctx, env, args):
     full.update(env)
     full["LD_PRELOAD"] = ctx.library
     log = open(ctx.path("job.log"), "w")
-    return subprocess.Popen(cmd + [ctx.fault_program] + [str(a) for a in args], env=full, stdout=log,
+    return subprocess.Popen(cmd + [ctx.test_program("fault_program")] + [str(a) for a in args], env=full, stdout=log,
                             stderr=subprocess.STDOUT), log
 
 
@@ -318,7 +293,7 @@ def case_many_ranks(ctx):
         env.update(base)
         env["PMI_RANK"] = str(r)
         env["LD_PRELOAD"] = ctx.library
-        procs.append(subprocess.Popen([ctx.mark_program, str(marks), "100"], env=env, stdout=subprocess.DEVNULL,
+        procs.append(subprocess.Popen([ctx.test_program("mark_program"), str(marks), "100"], env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True))
         if len(procs) % 32 == 0:
             time.sleep(0.2)
@@ -347,7 +322,7 @@ def case_foreign_spool(ctx):
     spool = out + ".spool"
     env = dict(os.environ, COMMPROF_AGGREGATOR="", COMMPROF_SPOOL_DIR=spool, COMMPROF_JOB_ID="otherjob",
                LD_PRELOAD=ctx.library)
-    subprocess.run([ctx.mark_program, "5"], env=env, check=True)
+    subprocess.run([ctx.test_program("mark_program"), "5"], env=env, check=True)
     foreign = [x for x in os.listdir(spool) if x.endswith(".cpspool")]
     expect(len(foreign) == 1, f"the other job's spool: {foreign}")
     p = run_profiled(ctx, out, [40, 0, "none", -1, 0])

@@ -20,49 +20,14 @@ import time
 import h5py
 import numpy as np
 
+from e2e_support import Ctx, expect, mpirun, run  # noqa: F401 (re-exported to the scripts built on this one)
+
 KIND = {"mpi_init": 1, "mpi_finalize": 2, "mpi_collective": 3, "mpi_p2p": 4, "mpi_wait": 5,
         "mpi_comm": 6, "user_range": 7, "user_mark": 8, "step": 9}
 FLAG_NONBLOCKING = 1
 FLAG_INCOMPLETE = 2
 FLAG_RECV_HALF = 16
 NO_PEER = -1
-
-
-class Ctx:
-    def __init__(self, build, work):
-        self.build = os.path.abspath(build)
-        self.work = os.path.abspath(work)
-        self.commprof = os.path.join(self.build, "cli", "commprof")
-        self.example = os.path.join(self.build, "examples", "mpi_straggler")
-        self.library = os.path.join(self.build, "collector", "libcommprof.so")
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-
-def mpirun(n=4):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    return cmd
-
-
-def run(cmd, env=None, timeout=120, check_rc=None):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    p = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout)
-    if check_rc is not None and p.returncode != check_rc:
-        raise AssertionError(f"{' '.join(cmd)}: exit code {p.returncode}, expected {check_rc}\n"
-                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
-    return p
-
-
-def expect(cond, message):
-    if not cond:
-        raise AssertionError(message)
 
 
 def load_rank(f, rank):

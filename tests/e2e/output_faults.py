@@ -22,46 +22,21 @@ Cases:
 """
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 
 import h5py
 import numpy as np
 
+from e2e_support import Ctx, expect, mpirun
+from e2e_support import run as run_with_env
+
 SKIP = 77
 
 
-class Ctx:
-    def __init__(self, build, work):
-        self.build = os.path.abspath(build)
-        self.work = os.path.abspath(work)
-        self.commprof = os.path.join(self.build, "cli", "commprof")
-        self.program = os.path.join(self.build, "tests", "e2e", "output_faults_program")
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-
-def mpirun(n):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    return cmd
-
-
 def run(cmd, cwd=None, timeout=180):
-    env = dict(os.environ)
-    env.pop("COMMPROF_SECRET", None)
-    return subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout)
-
-
-def expect(cond, message):
-    if not cond:
-        raise AssertionError(message)
+    """The job and the CLI as a user runs them: no COMMPROF_SECRET inherited from the test runner."""
+    return run_with_env(cmd, cwd=cwd, timeout=timeout, unset=("COMMPROF_SECRET",))
 
 
 def expect_rc(p, rc, what):
@@ -106,7 +81,7 @@ def case_bad_targets(ctx):
 
 def case_keep_existing(ctx):
     out = ctx.path("good.h5")
-    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.program, "10", "0"])
+    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.test_program("output_faults_program"), "10", "0"])
     expect_rc(p, 0, "the first, good run")
     with h5py.File(out, "r") as f:
         first_job = f.attrs["job_id"]
@@ -128,7 +103,7 @@ def case_keep_existing(ctx):
     expect(open(out, "rb").read() == before, "a job that recorded nothing replaced the existing file")
     expect(sorted(os.listdir(ctx.work)) == ["good.h5"], f"left behind: {os.listdir(ctx.work)}")
 
-    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.program, "20", "0"])
+    p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(2), ctx.test_program("output_faults_program"), "20", "0"])
     expect_rc(p, 0, "a second good run")
     with h5py.File(out, "r") as f:
         expect(f.attrs["job_id"] != first_job, "the file of a job that recorded must replace the old one")
@@ -158,7 +133,7 @@ def case_disk_full(ctx):
     try:
         # A 4-rank job of 420 events fits in 2 MiB (1 MiB chunks per rank did not).
         out = os.path.join(d, "fits.h5")
-        p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(4), ctx.program, "103", "0"])
+        p = run([ctx.commprof, "run", "-q", "-o", out, "--", *mpirun(4), ctx.test_program("output_faults_program"), "103", "0"])
         expect_rc(p, 0, "the 420-event job on a 2 MiB tmpfs")
         size = os.path.getsize(out)
         expect(size < 2 * 1024 * 1024, f"420 events took {size} bytes")
@@ -175,7 +150,7 @@ def case_disk_full(ctx):
             out = os.path.join(d, f"full{job_rc}.h5")
             # Flushes every 20 ms and pauses of 50 ms every 2000 iterations: part of the job is
             # flushed before the disk fills, and must be found exactly as recorded.
-            p = run([ctx.commprof, "run", "--flush-ms", "20", "-o", out, "--", *mpirun(2), ctx.program, "40000",
+            p = run([ctx.commprof, "run", "--flush-ms", "20", "-o", out, "--", *mpirun(2), ctx.test_program("output_faults_program"), "40000",
                      str(job_rc), "50"], timeout=300)
             expect(p.returncode not in (139, -11), f"commprof crashed (exit code {p.returncode})\n{p.stderr}")
             expect_rc(p, want_rc, f"disk full, job exit code {job_rc}")

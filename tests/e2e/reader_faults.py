@@ -21,42 +21,11 @@ import time
 import h5py
 import numpy as np
 
+from e2e_support import Ctx, expect, mpirun, run
+
 FRAME_HEADER = struct.Struct("<IHHII")  # magic, version, type, length, reserved
 FRAME_EVENTS = 4
 ITERS = 3000
-
-
-class Ctx:
-    def __init__(self, build, work):
-        self.build = os.path.abspath(build)
-        self.work = os.path.abspath(work)
-        self.commprof = os.path.join(self.build, "cli", "commprof")
-        self.example = os.path.join(self.build, "examples", "mpi_straggler")
-        self.library = os.path.join(self.build, "collector", "libcommprof.so")
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-
-def expect(cond, message):
-    if not cond:
-        raise AssertionError(message)
-
-
-def run(cmd, env=None, timeout=120):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout)
-
-
-def mpirun(n=4):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    return cmd
 
 
 def spool_job(ctx, spool):
