@@ -21,9 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -232,21 +229,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 }
 
 #ifdef COMMPROF_FUZZ_REPLAY_MAIN
+#include "fuzz_replay.h"
 // ---- plain replay driver (no libFuzzer) ----
 
 namespace {
 
-// splitmix64: a fixed, portable sequence, so every run replays the very same inputs.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  size_t Below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
-};
+using commprof::fuzz::Rng;
+using commprof::fuzz::Seeds;
 
 // Values that sit on the decoder's limits: lengths, counts, the string and payload caps.
 constexpr uint32_t kInteresting[] = {0,
@@ -284,7 +273,7 @@ void PutU32At(std::vector<uint8_t>& b, size_t at, uint32_t v) {
 }
 
 // One random edit of the kinds that matter to a length-prefixed format.
-void MutateOnce(std::vector<uint8_t>& b, const std::vector<std::vector<uint8_t>>& seeds, Rng& rng) {
+void MutateOnce(std::vector<uint8_t>& b, const Seeds& seeds, Rng& rng) {
   switch (rng.Below(10)) {
     case 0:  // flip one bit
       if (!b.empty()) b[rng.Below(b.size())] ^= static_cast<uint8_t>(1u << rng.Below(8));
@@ -344,81 +333,17 @@ void MutateOnce(std::vector<uint8_t>& b, const std::vector<std::vector<uint8_t>>
   }
 }
 
-bool ReadFileBytes(const std::filesystem::path& p, std::vector<uint8_t>& out) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return false;
-  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return true;
-}
-
-int Usage() {
-  std::fprintf(stderr, "usage: frame_decoder_replay [--mutations N] [--seed S] DIR_OR_FILE...\n");
-  return 2;
+void Summary(const char* name, size_t seeds, uint64_t mutations, size_t bytes) {
+  std::printf(
+      "%s: %zu seed file(s) and %llu mutated input(s) (%zu bytes): %llu frame headers accepted, %llu payloads "
+      "decoded, no failure\n",
+      name, seeds, static_cast<unsigned long long>(mutations), bytes,
+      static_cast<unsigned long long>(g_headers_accepted), static_cast<unsigned long long>(g_payloads_decoded));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t mutations = 20000;
-  uint64_t seed = 0x636F6D6D70726F66ull;  // "commprof"
-  std::vector<std::filesystem::path> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if ((a == "--mutations" || a == "--seed") && i + 1 < argc) {
-      uint64_t v = std::strtoull(argv[++i], nullptr, 0);
-      (a == "--mutations" ? mutations : seed) = v;
-    } else if (a.starts_with("--")) {
-      return Usage();
-    } else {
-      inputs.emplace_back(a);
-    }
-  }
-  if (inputs.empty()) return Usage();
-
-  // Every file of every directory, in name order (directory order is not portable).
-  std::vector<std::filesystem::path> files;
-  for (const auto& in : inputs) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) {
-      for (const auto& e : std::filesystem::directory_iterator(in, ec)) {
-        if (e.is_regular_file()) files.push_back(e.path());
-      }
-    } else if (std::filesystem::is_regular_file(in, ec)) {
-      files.push_back(in);
-    } else {
-      std::fprintf(stderr, "frame_decoder_replay: %s: no such file or directory\n", in.c_str());
-      return 2;
-    }
-  }
-  std::sort(files.begin(), files.end());
-  std::vector<std::vector<uint8_t>> seeds;
-  for (const auto& f : files) {
-    std::vector<uint8_t> bytes;
-    if (!ReadFileBytes(f, bytes)) {
-      std::fprintf(stderr, "frame_decoder_replay: cannot read %s\n", f.c_str());
-      return 2;
-    }
-    LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
-    seeds.push_back(std::move(bytes));
-  }
-  if (seeds.empty()) {
-    std::fprintf(stderr, "frame_decoder_replay: no seed files found\n");
-    return 2;
-  }
-
-  Rng rng{seed};
-  size_t total_bytes = 0;
-  for (uint64_t i = 0; i < mutations; ++i) {
-    std::vector<uint8_t> b = seeds[rng.Below(seeds.size())];
-    for (size_t edits = 1 + rng.Below(6); edits > 0; --edits) MutateOnce(b, seeds, rng);
-    total_bytes += b.size();
-    LLVMFuzzerTestOneInput(b.data(), b.size());
-  }
-  std::printf(
-      "frame_decoder_replay: %zu seed file(s) and %llu mutated input(s) (%zu bytes): %llu frame headers "
-      "accepted, %llu payloads decoded, no failure\n",
-      seeds.size(), static_cast<unsigned long long>(mutations), total_bytes,
-      static_cast<unsigned long long>(g_headers_accepted), static_cast<unsigned long long>(g_payloads_decoded));
-  return 0;
+  return commprof::fuzz::ReplayMain(argc, argv, {"frame_decoder_replay", 20000, 6, MutateOnce, Summary});
 }
 #endif  // COMMPROF_FUZZ_REPLAY_MAIN
