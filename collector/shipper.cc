@@ -263,6 +263,15 @@ void Shipper::OnAck(const wire::BatchAck& ack) {
   bye_acked_ = bye_acked_ || ack.bye_stored;
 }
 
+Status Shipper::ApplyAck(const std::vector<uint8_t>& payload) {
+  auto ack = wire::DecodeBatchAck(payload);
+  if (!ack.ok()) {
+    return ack.status();
+  }
+  OnAck(ack.value());
+  return Status::Ok();
+}
+
 void Shipper::ReadAcks() {
   if (transport_ == nullptr || !transport_->acknowledges()) {
     return;
@@ -278,11 +287,9 @@ void Shipper::ReadAcks() {
       return;
     }
     if (h.type == wire::FrameType::kBatchAck) {
-      auto ack = wire::DecodeBatchAck(payload);
-      if (!ack.ok()) {
-        return OnSendFailed("bad batch-ack from the aggregator: " + ack.status().message());
+      if (Status st = ApplyAck(payload); !st.ok()) {
+        return OnSendFailed("bad batch-ack from the aggregator: " + st.message());
       }
-      OnAck(ack.value());
     } else {
       COMMPROF_LOG_DEBUG("ignoring a %s frame from the aggregator", wire::FrameTypeName(h.type));
     }
@@ -302,12 +309,8 @@ bool Shipper::AwaitByeAck() {
     if (!st.ok()) {
       return false;
     }
-    if (h.type == wire::FrameType::kBatchAck) {
-      auto ack = wire::DecodeBatchAck(payload);
-      if (!ack.ok()) {
-        return false;
-      }
-      OnAck(ack.value());
+    if (h.type == wire::FrameType::kBatchAck && !ApplyAck(payload).ok()) {
+      return false;
     }
   }
   return bye_acked_;
@@ -331,9 +334,7 @@ void Shipper::TcpEpoch(uint32_t rounds) {
     // Batch acknowledgements may come first: take them on the way to the pong.
     while (answered && (answered = transport_->Receive(h, payload, 2000).ok()) &&
            h.type == wire::FrameType::kBatchAck) {
-      if (auto ack = wire::DecodeBatchAck(payload); ack.ok()) {
-        OnAck(ack.value());
-      }
+      (void)ApplyAck(payload);  // a bad one is skipped: the pong is what this exchange waits for
     }
     if (!answered) {
       // A late pong would confuse every later exchange: give up on TCP alignment, once.

@@ -62,6 +62,8 @@ class Shipper {
   void Retain(uint64_t batch_seq, const uint8_t* frame, size_t size);
   void ReadAcks();
   void OnAck(const wire::BatchAck& ack);
+  // Decodes a batch-ack frame's payload and applies it (OnAck); a malformed one is an error.
+  Status ApplyAck(const std::vector<uint8_t>& payload);
   bool AwaitByeAck();
   void Finish(uint64_t signo);
   // Clock alignment for ranks without MPI: ping-pong against the aggregator over this connection.
