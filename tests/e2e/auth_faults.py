@@ -21,7 +21,6 @@ Cases:
                 peers: over 2 s it uses < 0.5 s of CPU and logs < 20 lines; once the peers close,
                 a real rank is accepted.
 """
-import argparse
 import hashlib
 import hmac
 import os
@@ -35,7 +34,7 @@ import time
 
 import h5py
 
-from e2e_support import Ctx, expect
+from e2e_support import case_arguments, expect
 
 MAGIC = 0x46575043
 VERSION = 1
@@ -328,12 +327,8 @@ CASES = {"replay": case_replay, "flood": case_flood, "fd_exhaustion": case_fd_ex
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    CASES[a.case](Ctx(a.build, a.work))
+    a, ctx = case_arguments(CASES)
+    CASES[a.case](ctx)
     print(f"{a.case}: ok")
 
 

@@ -11,7 +11,6 @@ many MPI_Allreduce events per rank whenever the rank could ship them (a bye). Co
 with a bye has events_written == events_recorded (nothing recorded is missing) and dropped 0.
 Nothing here depends on timing except where a case says so, with its margin.
 """
-import argparse
 import os
 import signal
 import socket
@@ -22,7 +21,7 @@ import time
 import h5py
 import numpy as np
 
-from e2e_support import Ctx, expect, mpirun
+from e2e_support import case_arguments, expect, mpirun
 
 SIGNALS = {"segv": (11, "SIGSEGV"), "fault": (11, "SIGSEGV"), "abort": (6, "SIGABRT"), "term": (15, "SIGTERM")}
 
@@ -338,12 +337,7 @@ def case_foreign_spool(ctx):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ctx = Ctx(a.build, a.work)
+    a, ctx = case_arguments()
     if a.case.startswith("signal_"):
         case_signal(ctx, a.case[len("signal_"):])
     else:

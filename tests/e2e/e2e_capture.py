@@ -5,7 +5,6 @@ read back with h5py (a second reader, not ours).
 Usage: e2e_capture.py CASE --build BUILD_DIR --work WORK_DIR
 Each CASE is one ctest test; a failed check raises with what was expected and what was found.
 """
-import argparse
 import collections
 import json
 import math
@@ -20,7 +19,7 @@ import time
 import h5py
 import numpy as np
 
-from e2e_support import Ctx, expect, mpirun, run  # noqa: F401 (re-exported to the scripts built on this one)
+from e2e_support import Ctx, case_arguments, expect, mpirun, run  # noqa: F401 (re-exported to the scripts built on this one)
 
 KIND = {"mpi_init": 1, "mpi_finalize": 2, "mpi_collective": 3, "mpi_p2p": 4, "mpi_wait": 5,
         "mpi_comm": 6, "user_range": 7, "user_mark": 8, "step": 9}
@@ -3068,12 +3067,7 @@ CASES = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ctx = Ctx(a.build, a.work)
+    a, ctx = case_arguments(CASES)
     if CASES[a.case](ctx) == SKIP:
         return 77  # ctest SKIP_RETURN_CODE
     print(f"{a.case}: ok")

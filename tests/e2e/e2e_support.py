@@ -1,6 +1,7 @@
 """What every end-to-end script needs: the build's paths, a work directory of its own, mpirun
 with the flags a root or oversubscribed machine needs, a subprocess runner and a failing check.
 Imported by e2e_capture.py, the fault suites and the scripts built on them."""
+import argparse
 import os
 import shutil
 import subprocess
@@ -51,3 +52,16 @@ def run(cmd, env=None, timeout=120, check_rc=None, cwd=None, unset=()):
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)
+
+
+def case_arguments(choices=None, extra=None):
+    """The command line every script takes: CASE --build BUILD_DIR --work WORK_DIR (plus what
+    `extra(parser)` adds). Returns the parsed arguments and the case's Ctx."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(choices) if choices is not None else None)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    if extra is not None:
+        extra(ap)
+    a = ap.parse_args()
+    return a, Ctx(a.build, a.work)

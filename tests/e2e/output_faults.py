@@ -20,7 +20,6 @@ Cases:
   footprint    128 ranks x 55 events written by the real writer (make_synthetic_profile) are
                under 5 MB and read back whole by h5py.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import sys
 import h5py
 import numpy as np
 
-from e2e_support import Ctx, expect, mpirun
+from e2e_support import case_arguments, expect, mpirun
 from e2e_support import run as run_with_env
 
 SKIP = 77
@@ -208,12 +207,7 @@ def case_footprint(ctx):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ctx = Ctx(a.build, a.work)
+    a, ctx = case_arguments()
     fn = globals().get("case_" + a.case)
     if fn is None:
         sys.exit(f"unknown case {a.case}")

@@ -9,7 +9,6 @@ numbers (docs/cli.md: exit codes; docs/file-format.md: reading rules).
 
     reader_faults.py CASE --build build/release --work DIR
 """
-import argparse
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ import time
 import h5py
 import numpy as np
 
-from e2e_support import Ctx, expect, mpirun, run
+from e2e_support import case_arguments, expect, mpirun, run
 
 FRAME_HEADER = struct.Struct("<IHHII")  # magic, version, type, length, reserved
 FRAME_EVENTS = 4
@@ -326,12 +325,7 @@ CASES = {"lost_batches": case_lost_batches, "bad_ranks": case_bad_ranks, "open_e
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ctx = Ctx(a.build, a.work)
+    a, ctx = case_arguments(CASES)
     CASES[a.case](ctx)
     print(f"{a.case}: ok")
     return 0

@@ -86,7 +86,6 @@ both sends of a plant are late); the
 communicator where the lateness entered listed with members equal to the planted group's world
 ranks.
 """
-import argparse
 import os
 import re
 import sys
@@ -95,8 +94,9 @@ import numpy as np
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_capture import (EXACT_ENV, KIND, FLAG_NONBLOCKING, Ctx, expect, load_rank, mpirun,  # noqa: E402
+from e2e_capture import (EXACT_ENV, KIND, FLAG_NONBLOCKING, expect, load_rank, mpirun,  # noqa: E402
                          report_json, run, to_reference)
+from e2e_support import case_arguments  # noqa: E402
 
 MS = 1_000_000
 FLAG_RECV_HALF = 1 << 4  # the receive half of a Sendrecv (issue 15 file format)
@@ -545,13 +545,8 @@ CASES = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--raw-only", action="store_true", help="check the plant in the file only, not the report")
-    a = ap.parse_args()
-    ctx = Ctx(a.build, a.work)
+    a, ctx = case_arguments(CASES, lambda ap: ap.add_argument(
+        "--raw-only", action="store_true", help="check the plant in the file only, not the report"))
     CASES[a.case](ctx, a.raw_only)
     print(f"{a.case}: ok")
 
