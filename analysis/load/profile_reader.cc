@@ -120,6 +120,20 @@ std::string ReadWriteStatus(hid_t f) {
   return std::string(buf.data());
 }
 
+// The rows of the rank table `name` of group `g`, which must be a 1-D dataset of type class `cls`
+// (`what` names its rows in the error, `where` the group).
+Result<hsize_t> TableRows(hid_t g, const char* name, H5T_class_t cls, const std::string& where, const char* what) {
+  Handle d(H5Dopen2(g, name, H5P_DEFAULT));
+  Handle space(H5Dget_space(d.get()));
+  Handle type(H5Dget_type(d.get()));
+  if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(type.get()) != cls) {
+    return Corrupt(where + "/" + name + " is not a 1-D table of " + what);
+  }
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+  return n;
+}
+
 }  // namespace
 
 std::string FormatRankRanges(const RankRanges& ranges) {
@@ -374,25 +388,18 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   const std::string lost = rank_attr::kBatchesLost.name;
   ri.batches_lost = ri.counters.count(lost) ? ri.counters[lost] : 0;
   if (H5Lexists(g.get(), schema::kEventsDataset, H5P_DEFAULT) > 0) {
-    Handle d(H5Dopen2(g.get(), schema::kEventsDataset, H5P_DEFAULT));
-    Handle space(H5Dget_space(d.get()));
-    Handle type(H5Dget_type(d.get()));
-    if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(type.get()) != H5T_COMPOUND) {
-      return Corrupt(where + "/" + schema::kEventsDataset + " is not a 1-D table of event records");
+    auto n = TableRows(g.get(), schema::kEventsDataset, H5T_COMPOUND, where, "event records");
+    if (!n.ok()) {
+      return n.status();
     }
-    hsize_t n = 0;
-    H5Sget_simple_extent_dims(space.get(), &n, nullptr);
-    ri.event_count = n;
+    ri.event_count = n.value();
   }
   if (H5Lexists(g.get(), schema::kStringsDataset, H5P_DEFAULT) > 0) {
-    Handle d(H5Dopen2(g.get(), schema::kStringsDataset, H5P_DEFAULT));
-    Handle space(H5Dget_space(d.get()));
-    Handle type(H5Dget_type(d.get()));
-    if (!d.valid() || H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(type.get()) != H5T_STRING) {
-      return Corrupt(where + "/" + schema::kStringsDataset + " is not a 1-D table of strings");
+    auto rows = TableRows(g.get(), schema::kStringsDataset, H5T_STRING, where, "strings");
+    if (!rows.ok()) {
+      return rows.status();
     }
-    hsize_t n = 0;
-    H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+    const hsize_t n = rows.value();
     // Strings() reads the table whole: a damaged dimension must not size that allocation.
     if (n > kMaxStrings) {
       return Corrupt(where + "/" + schema::kStringsDataset + " has " + std::to_string(n) + " rows, more than the " +
