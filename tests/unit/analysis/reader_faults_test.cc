@@ -119,6 +119,39 @@ TEST(ReaderFaults, ABadGroupMarksOnlyItsRank) {
   EXPECT_TRUE(info.NeverConnected().empty()) << "an unreadable rank did connect";
 }
 
+// A rank's events or strings table replaced by something else (a 2-D table, numbers instead of
+// strings): that rank is named with the table at fault, the others are read.
+TEST(ReaderFaults, ATableOfTheWrongShapeOrTypeMarksOnlyItsRank) {
+  TempDir dir("commprof-rf");
+  const std::string path = dir / "tables.h5";
+  ASSERT_NE(WriteProfile(path, FourRanks()), nullptr);
+  {
+    h5::Handle f = OpenForEdit(path);
+    ASSERT_TRUE(f.valid());
+    ASSERT_GE(H5Ldelete(f.get(), "/ranks/1/events", H5P_DEFAULT), 0);
+    hsize_t two_d[2] = {3, 4};
+    h5::Handle grid(H5Screate_simple(2, two_d, nullptr));
+    h5::Handle events(
+        H5Dcreate2(f.get(), "/ranks/1/events", H5T_STD_U8LE, grid.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(events.valid());
+    ASSERT_GE(H5Ldelete(f.get(), "/ranks/3/strings", H5P_DEFAULT), 0);
+    hsize_t rows = 5;
+    h5::Handle column(H5Screate_simple(1, &rows, nullptr));
+    h5::Handle strings(
+        H5Dcreate2(f.get(), "/ranks/3/strings", H5T_STD_I32LE, column.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(strings.valid());
+  }
+  auto r = ProfileReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ProfileInfo& info = r.value()->info();
+  EXPECT_EQ(RanksOf(info), (std::vector<uint32_t>{0, 2}));
+  ASSERT_EQ(info.faults.size(), 2u);
+  EXPECT_EQ(info.faults[0].rank, 1u);
+  EXPECT_EQ(info.faults[0].message, path + ": /ranks/1/events is not a 1-D table of event records");
+  EXPECT_EQ(info.faults[1].rank, 3u);
+  EXPECT_EQ(info.faults[1].message, path + ": /ranks/3/strings is not a 1-D table of strings");
+}
+
 TEST(ReaderFaults, ARowThatEndsBeforeItStartsMarksItsRankAndTheOthersAreAnalysed) {
   TempDir dir("commprof-rf");
   const std::string path = dir / "row.h5";
