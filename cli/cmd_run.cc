@@ -19,6 +19,7 @@
 
 #include "cli/collection.h"
 #include "cli/commands.h"
+#include "core/capture_options.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -44,6 +45,7 @@ struct Options {
   bool analyze = true;  // --no-analysis turns it off
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
+  CaptureTexts capture;  // --schedule, --delay, --duration, --step-range, --step-every as given
 };
 
 pid_t g_child = -1;
@@ -211,6 +213,42 @@ bool ResolveCommand(const std::string& name, std::string& error) {
   return false;
 }
 
+// The capture controls: each option given, or else the COMMPROF_* variable the user set, checked
+// here so that a bad value stops the job before it starts (the error names the option or variable).
+Status CheckCapture(CaptureTexts& given) {
+  const CaptureTexts options = CaptureOptionNames(), env = CaptureEnvironmentNames();
+  CaptureTexts names = options;
+  auto pick = [](std::string& value, std::string& name, const std::string& var) {
+    if (const char* v = std::getenv(var.c_str()); value.empty() && v != nullptr) {
+      value = v;
+      name = var;
+    }
+  };
+  pick(given.schedule, names.schedule, env.schedule);
+  pick(given.delay, names.delay, env.delay);
+  pick(given.duration, names.duration, env.duration);
+  pick(given.step_range, names.step_range, env.step_range);
+  pick(given.step_every, names.step_every, env.step_every);
+  CapturePlan plan;
+  std::string error;
+  if (!ParseCapturePlan(given, names, plan, error)) {
+    return InvalidArgument("commprof run: " + error + " (nothing was started)");
+  }
+  return Status::Ok();
+}
+
+void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::string, std::string>>& vars) {
+  const CaptureTexts env = CaptureEnvironmentNames();
+  for (const auto& [value, name] : {std::pair{&given.schedule, &env.schedule}, std::pair{&given.delay, &env.delay},
+                                    std::pair{&given.duration, &env.duration},
+                                    std::pair{&given.step_range, &env.step_range},
+                                    std::pair{&given.step_every, &env.step_every}}) {
+    if (!value->empty()) {
+      vars.emplace_back(*name, *value);
+    }
+  }
+}
+
 int RunJob(Options o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
@@ -271,6 +309,7 @@ int RunJob(Options o) {
       {"COMMPROF_JOB_ID", job_id},
       {"COMMPROF_SPOOL_DIR", o.spool_dir},
       {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
+  AddCaptureVariables(o.capture, vars);
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
@@ -417,6 +456,16 @@ Runner AddRunCommand(CLI::App& app) {
                   "event sources to record, comma-separated: cpu (C API ranges, marks, steps), mpi, nccl, cuda "
                   "(kernels, copies, memsets, syncs, launches), memory (allocations), nvtx; or all")
       ->capture_default_str();
+  sub->add_option("--schedule", o->capture.schedule,
+                  "record only the steps torch.profiler.schedule selects: wait=W,warmup=U,active=A,repeat=R"
+                  "[,skip_first=S] (repeat 0: until the job ends; warmup steps are not recorded)");
+  sub->add_option("--delay", o->capture.delay, "seconds after each rank's collector starts before recording begins");
+  sub->add_option("--duration", o->capture.duration, "seconds of recording from then on (default: until the end)");
+  sub->add_option("--step-range", o->capture.step_range,
+                  "NVTX ranges named NAME begin auto-numbered steps, NAME#N begins step N (as ProfilerStep#N)");
+  sub->add_option("--step-every", o->capture.step_every,
+                  "N[:COMM]: collective 0, N, 2N, ... of COMM (world, or a name given with MPI_Comm_set_name) "
+                  "begins step 0, 1, 2, ...");
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   sub->add_flag("!--no-analysis", o->analyze,
                 "do not compute the cross-rank analysis into the file's /analysis group "
@@ -435,6 +484,10 @@ Runner AddRunCommand(CLI::App& app) {
     Options opts = *o;
     if (std::string error; !ParseActivities(opts.activities, opts.activity_mask, error)) {
       std::fprintf(stderr, "commprof run: --activities %s: %s\n", opts.activities.c_str(), error.c_str());
+      return 2;
+    }
+    if (Status st = CheckCapture(opts.capture); !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
       return 2;
     }
     opts.command = sub->remaining();

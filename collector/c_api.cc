@@ -87,31 +87,21 @@ void commprof_mark(const char* name) {
 }
 
 void commprof_step(uint64_t step) {
-  Runtime* rt = Rt();
-  if (rt == nullptr) {
-    return;
+  if (Runtime* rt = Rt()) {
+    // The schedule moves on with every step; the STEP event itself is the cpu activity's.
+    rt->BeginStep(step, COMMPROF_STEP_C_API, rt->Now(), rt->Records(commprof::kActivityCpu));
   }
-  // A step boundary is where users look at the GPU work of the step just ended: hand CUPTI's
-  // completed buffers over now rather than when they fill up (no lock of ours is held here).
-  rt->FlushGpuTracing();
-  if (!rt->Records(commprof::kActivityCpu)) {
-    return;
-  }
-  commprof_event e = Instant(COMMPROF_KIND_STEP, rt->Now());
-  e.seq = step;
-  e.name_id = rt->Intern("step");
-  rt->Record(e);
 }
 
 void commprof_disable(void) {
   if (Runtime* rt = Rt()) {
-    rt->SetEnabled(false);
+    rt->SetUserEnabled(false);
   }
 }
 
 void commprof_enable(void) {
   if (Runtime* rt = Rt()) {
-    rt->SetEnabled(true);
+    rt->SetUserEnabled(true);
   }
 }
 
@@ -143,7 +133,11 @@ void commprof_internal_record(const commprof_event* e) {
     return;
   }
   if (Runtime* rt = commprof::ActiveRuntime()) {
-    rt->Record(*e);
+    if (e->kind == COMMPROF_KIND_MPI_COMM) {
+      rt->RecordStructural(*e);  // an NCCL communicator's init: kept outside capture windows
+    } else {
+      rt->Record(*e);
+    }
   }
 }
 

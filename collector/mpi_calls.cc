@@ -13,6 +13,7 @@ commprof_event BeginEvent(MpiSource& src, const MpiCall& c) {
   e.peer = c.peer;
   e.device = COMMPROF_HOST_DEVICE;
   e.correlation = c.tag;
+  uint64_t step_every = 0;
   if (c.comm != MPI_COMM_NULL) {
     CommInfo* info = src.comms().Lookup(c.comm);
     e.comm_id = info->id;
@@ -21,9 +22,14 @@ commprof_event BeginEvent(MpiSource& src, const MpiCall& c) {
     }
     if (c.kind == COMMPROF_KIND_MPI_COLLECTIVE) {
       e.seq = info->next_seq.fetch_add(1, std::memory_order_relaxed);
+      step_every = info->step_every.load(std::memory_order_relaxed);
     }
   }
   e.start_ns = src.runtime().Now();
+  if (step_every != 0 && e.seq % step_every == 0) {
+    // Numbered by the communicator's own sequence, which every member agrees on.
+    src.runtime().BeginStep(e.seq / step_every, COMMPROF_STEP_COLLECTIVE, e.start_ns);
+  }
   return e;
 }
 

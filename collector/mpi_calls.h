@@ -54,7 +54,8 @@ inline MpiCall P2p(uint8_t op, MPI_Comm comm, uint64_t bytes, MPI_Datatype dt, i
   return c;
 }
 
-// The event of `c`, its start time taken now; a collective takes its communicator's next number.
+// The event of `c`, its start time taken now; a collective takes its communicator's next number
+// (and, under --step-every, begins a step when that number is a multiple of N).
 commprof_event BeginEvent(MpiSource& src, const MpiCall& c);
 
 // A blocking call: one event from entry to exit.
@@ -133,7 +134,7 @@ int TracedCommCreate(uint8_t op, MPI_Comm parent, MPI_Comm* newcomm, F&& pmpi) {
   uint64_t t0 = src->runtime().Now();
   int rc = pmpi();
   if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) {
-    src->runtime().Record(CommCreatedEvent(*src, op, parent, *newcomm, t0));
+    src->runtime().RecordStructural(CommCreatedEvent(*src, op, parent, *newcomm, t0));
   }
   return rc;
 }

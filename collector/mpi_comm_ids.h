@@ -21,6 +21,7 @@ struct CommInfo {
   int size = 0;
   bool untracked = false;  // created by a call we do not wrap: id is only unique on this rank
   std::atomic<uint64_t> next_seq{0};
+  std::atomic<uint64_t> step_every{0};  // --step-every N on this communicator (0: off)
 };
 
 // One rank's numbering of communicators; part of the MPI source (mpi_source.h).

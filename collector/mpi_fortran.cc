@@ -198,6 +198,9 @@ COMMPROF_FORTRAN(MPI_INIT_THREAD, init_thread, (const F* required, F* provided, 
 
 COMMPROF_FORTRAN(MPI_FINALIZE, finalize, (F * ierr)) { SetErr(ierr, MPI_Finalize()); }
 
+// ---- profiler control: MPI_PCONTROL(LEVEL) has no IERROR argument ----
+COMMPROF_FORTRAN(MPI_PCONTROL, pcontrol, (const F* level)) { MPI_Pcontrol(*level); }
+
 // ---- blocking collectives ----
 COMMPROF_FORTRAN(MPI_BARRIER, barrier, (const F* comm, F* ierr)) { SetErr(ierr, MPI_Barrier(Comm(comm))); }
 

@@ -10,6 +10,19 @@ MpiSource::MpiSource(Runtime& rt, int world_rank) : rt_(rt), comms_(world_rank) 
     const char* n = MpiCallName(static_cast<uint8_t>(name));
     names_[name] = n != nullptr ? rt_.Intern(n) : 0;
   }
+  const StepEvery& every = rt_.config().capture.step_every;
+  if (every.every != 0 && every.comm.empty()) {
+    comms_.Lookup(MPI_COMM_WORLD)->step_every.store(every.every, std::memory_order_relaxed);
+  }
+}
+
+void MpiSource::NoteCommName(MPI_Comm comm, const char* name) {
+  const StepEvery& every = rt_.config().capture.step_every;
+  if (every.every == 0 || every.comm.empty() || name == nullptr) {
+    return;  // off, or counting MPI_COMM_WORLD whatever its name
+  }
+  // A renamed communicator stops counting; the one given the name starts (from its own sequence).
+  comms_.Lookup(comm)->step_every.store(every.comm == name ? every.every : 0, std::memory_order_relaxed);
 }
 
 MpiSource::~MpiSource() = default;

@@ -60,6 +60,10 @@ class MpiSource {
     }
   }
 
+  // MPI_Comm_set_name(comm, name) succeeded: under --step-every N:NAME, the communicator named
+  // NAME begins a step at every N-th of its collectives.
+  void NoteCommName(MPI_Comm comm, const char* name);
+
   // The calling thread's scratch, owned by its ThreadState in the runtime.
   MpiThreadScratch& Scratch();
 

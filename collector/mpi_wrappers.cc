@@ -107,7 +107,7 @@ void OnInit(uint64_t t0_steady) {
   e.name_id = src->NameId(kNameInit);
   e.comm_id = COMMPROF_COMM_WORLD_ID;
   e.bytes = static_cast<uint64_t>(size);  // world size
-  rt->Record(e);
+  rt->RecordStructural(e);
   src->StartClockSync();
 }
 
@@ -152,8 +152,40 @@ int MPI_Finalize(void) {
   int rc = PMPI_Finalize();
   commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, t0, rt->Now());
   e.name_id = mpi != nullptr ? mpi->NameId(kNameFinalize) : 0;
-  rt->Record(e);
+  rt->RecordStructural(e);
   ShutdownRuntime();
+  return rc;
+}
+
+// ---- profiler control (docs/mpi-bindings.md "MPI_Pcontrol") ----
+// 0 pauses recording, 1 resumes it, 2 begins the process's next step (0, 1, 2, ...); other levels
+// are ignored. The optional arguments mean nothing to Open MPI's PMPI_Pcontrol, nor to us.
+int MPI_Pcontrol(const int level, ...) {
+  int rc = PMPI_Pcontrol(level);
+  Runtime* rt = ActiveRuntime();
+  if (rt == nullptr) {
+    return rc;
+  }
+  switch (level) {
+    case 0:
+    case 1:
+      rt->SetUserEnabled(level == 1);
+      break;
+    case 2:
+      rt->BeginStep(rt->NextPcontrolStep(), COMMPROF_STEP_PCONTROL, rt->Now());
+      break;
+    default:
+      break;
+  }
+  return rc;
+}
+
+// A communicator's name: --step-every N:NAME counts the collectives of the one named NAME.
+int MPI_Comm_set_name(MPI_Comm comm, const char* name) {
+  int rc = PMPI_Comm_set_name(comm, name);
+  if (MpiSource* mpi = ActiveMpiSource(); mpi != nullptr && rc == MPI_SUCCESS) {
+    mpi->NoteCommName(comm, name);
+  }
   return rc;
 }
 

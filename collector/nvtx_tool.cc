@@ -204,7 +204,7 @@ NvtxOpenRange NvtxTool::Open(Runtime* rt, const NvtxDomain* domain, uint32_t nam
   return r;
 }
 
-void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, NvtxOpenRange& r) {
+void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, NvtxOpenRange& r, bool range) {
   if (a == nullptr || a->size < kAttrMessageEnd) {
     return;  // not a v2 (or later) attribute struct
   }
@@ -236,6 +236,9 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
     r.name_id = rt->Intern(text);
   }
   if (!r.nccl) {
+    if (range) {
+      MaybeBeginStep(rt, text, r.start_ns);
+    }
     return;
   }
   // NCCL's ranges: the call from the (registered) name, its fields from the extended payload.
@@ -249,6 +252,16 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
       (void)DecodeNcclPayload(fn, data->payload, data->size, r.nccl_fields);
     }
   }
+}
+
+void NvtxTool::MaybeBeginStep(Runtime* rt, const char* name, uint64_t start_ns) {
+  uint64_t step = 0;
+  if (rt == nullptr ||
+      !StepFromRangeName(name, rt->config().capture.step_range, next_range_step_.load(std::memory_order_relaxed), step)) {
+    return;
+  }
+  next_range_step_.store(step + 1, std::memory_order_relaxed);
+  rt->BeginStep(step, COMMPROF_STEP_NVTX, start_ns);
 }
 
 NvtxOpenRange* NvtxTool::Reserve(Runtime* rt, const NvtxDomain* domain, int& depth) {
@@ -295,6 +308,7 @@ int NvtxTool::PushText(const char* text) {
   NvtxOpenRange* r = Reserve(rt, nullptr, depth);
   if (r != nullptr && rt != nullptr) {
     r->name_id = rt->Intern(text);
+    MaybeBeginStep(rt, text, r->start_ns);
   }
   return depth;
 }
@@ -306,6 +320,7 @@ int NvtxTool::PushWide(const wchar_t* text) {
   if (r != nullptr && rt != nullptr) {
     char buf[256];
     r->name_id = rt->Intern(ToUtf8(text, buf));
+    MaybeBeginStep(rt, buf, r->start_ns);
   }
   return depth;
 }
@@ -410,6 +425,7 @@ uint64_t NvtxTool::StartText(const char* text) {
   NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(text) : 0);
   if (rt != nullptr) {
     r.thread_index = rt->Thread()->index;
+    MaybeBeginStep(rt, text, r.start_ns);
   }
   return ranges_.Start(r);
 }
@@ -420,6 +436,7 @@ uint64_t NvtxTool::StartWide(const wchar_t* text) {
   NvtxOpenRange r = Open(rt, nullptr, rt != nullptr ? rt->Intern(ToUtf8(text, buf)) : 0);
   if (rt != nullptr) {
     r.thread_index = rt->Thread()->index;
+    MaybeBeginStep(rt, buf, r.start_ns);
   }
   return ranges_.Start(r);
 }
@@ -444,7 +461,7 @@ void NvtxTool::Mark(const NvtxDomain* domain, const nvtx_abi::EventAttributes* a
     return;
   }
   NvtxOpenRange r = Open(rt, domain, 0);
-  FromAttributes(rt, attr, r);
+  FromAttributes(rt, attr, r, false);
   commprof_event e = BlankEvent(COMMPROF_KIND_NVTX_MARK, r.start_ns, r.start_ns);
   e.name_id = r.name_id;
   e.comm_id = domain != nullptr ? rt->Intern(domain->name.c_str()) : COMMPROF_NO_COMM_ID;

@@ -13,6 +13,8 @@
 //   that started the range.
 // - The runtime is looked up on every call: without one, or with the `nvtx` activity off, the
 //   handlers still keep depths (so Push/Pop answer correctly) but record nothing.
+// - Steps: a push or start of a range named ProfilerStep#N (torch's name), or --step-range NAME
+//   (auto-numbered) / NAME#N, begins step N (Runtime::BeginStep); other names cost a prefix compare.
 // - Dedupe with the NCCL profiler plugin: once the plugin has attached (it records the same API
 //   calls itself), NCCL ranges of collective and point-to-point calls are dropped and counted.
 // Ownership: one tool per process (ProcessNvtxTool), never destroyed: NVTX calls may arrive from
@@ -132,8 +134,11 @@ class NvtxTool {
  private:
   Runtime* RecordingRuntime();
   void ExportCounters(Runtime* rt);
-  // Fills name, category, color and payload of `r` from `attr` (messages interned in `rt`).
-  void FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* attr, NvtxOpenRange& r);
+  // Fills name, category, color and payload of `r` from `attr` (messages interned in `rt`); for a
+  // `range` (not a mark), a name that begins a step begins it (MaybeBeginStep).
+  void FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* attr, NvtxOpenRange& r, bool range = true);
+  // A range named ProfilerStep#N, or --step-range NAME / NAME#N, begins a step at its start.
+  void MaybeBeginStep(Runtime* rt, const char* name, uint64_t start_ns);
   // The new range's stack slot, filled with its domain, depth and start, or null beyond the
   // stack's capacity (counted). `depth` is what the push returns.
   NvtxOpenRange* Reserve(Runtime* rt, const NvtxDomain* domain, int& depth);
@@ -153,6 +158,7 @@ class NvtxTool {
   std::unordered_map<std::string, NvtxDomain*> domain_by_name_;
   std::unordered_map<std::string, NvtxString*> string_by_key_;  // domain pointer bytes + text
   std::atomic<uint64_t> next_dynamic_schema_{1ull << 32};       // NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START
+  std::atomic<uint64_t> next_range_step_{0};                    // the step a range named NAME begins
 
   // Counted on the hot path, reported in the bye (Runtime::ExportCounter).
   std::atomic<uint64_t> nccl_deduplicated_{0};  // NCCL ranges dropped: the plugin recorded the call

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "collector/event_builder.h"
 #include "collector/fatal_signals.h"
 #include "collector/mpi_source.h"
 #include "collector/shipper.h"
@@ -45,7 +46,9 @@ Runtime::Runtime(Config config, Identity identity, RuntimeSeams seams)
       host_clock_(seams.clock != nullptr ? std::move(seams.clock) : MakeHostClock(config_, identity_.rank)),
       transports_(seams.transports != nullptr ? std::move(seams.transports) : MakeNetworkTransports(config_)),
       start_(host_clock_->Anchor()),
+      gate_(config_.capture, start_.steady_ns),
       requests_(config_.request_slots) {
+  enabled_.store(gate_.open(), std::memory_order_relaxed);
   // Rings round their capacity up to a power of two: budget with what they really take.
   uint64_t ring_bytes =
       static_cast<uint64_t>(EventRing::RoundedCapacity(config_.buffer_events)) * sizeof(commprof_event);
@@ -89,10 +92,75 @@ void Runtime::Shutdown() {
       dropped_requests_incomplete_.fetch_add(1, std::memory_order_relaxed);
       Record(e);
     });
+    FinishCapture();
     if (shipper_) {
       shipper_->Stop();
     }
   });
+}
+
+void Runtime::ApplyGate(const std::optional<CaptureWindow>& closed) {
+  enabled_.store(user_enabled_.load(std::memory_order_relaxed) && gate_.open(), std::memory_order_relaxed);
+  if (!closed) {
+    return;
+  }
+  commprof_event e = BlankEvent(COMMPROF_KIND_WINDOW, closed->start_ns, closed->end_ns);
+  e.subtype = closed->subtype;
+  e.seq = closed->index;
+  e.bytes = closed->first_step;
+  e.correlation = static_cast<uint32_t>(closed->steps);
+  e.name_id = Intern("window");
+  e.thread_id = Thread()->index;
+  Push(e);
+}
+
+void Runtime::SetUserEnabled(bool on) {
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  user_enabled_.store(on, std::memory_order_relaxed);
+  ApplyGate(std::nullopt);
+}
+
+void Runtime::BeginStep(uint64_t step, uint8_t source, uint64_t now, bool record_event) {
+  // A step boundary is where users look at the GPU work of the step just ended: hand CUPTI's
+  // completed buffers over now, under the gate of that step (no lock of ours is held here).
+  FlushGpuTracing();
+  {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    ApplyGate(gate_.OnStep(step, now));
+  }
+  if (record_event) {
+    commprof_event e = BlankEvent(COMMPROF_KIND_STEP, now, now);
+    e.subtype = source;
+    e.seq = step;
+    e.name_id = Intern("step");
+    Record(e);
+  }
+}
+
+void Runtime::CaptureTick() {
+  if (!config_.capture.timed) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  ApplyGate(gate_.OnTime(Now()));
+}
+
+uint64_t Runtime::CaptureDeadline() const {
+  if (!config_.capture.timed) {
+    return UINT64_MAX;
+  }
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  return gate_.next_deadline();
+}
+
+void Runtime::FinishCapture() {
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  if (config_.capture.has_schedule && !gate_.saw_step() && identity_.rank == 0) {
+    COMMPROF_LOG_WARN(
+        "--schedule: no step boundary was seen, so nothing was recorded (mark steps with commprof_step, "
+        "MPI_Pcontrol(2), an NVTX range ProfilerStep#N or --step-range, or use --step-every)");
+  }
+  ApplyGate(gate_.Finish(Now()));
 }
 
 void Runtime::ShipForSignal(int signo, bool final, uint32_t wait_ms) {

@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collector/capture_gate.h"
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
 #include "collector/host_clock.h"
@@ -87,18 +89,15 @@ class Runtime {
   // From a fatal-signal handler (fatal_signals.h): a last shipment, async-signal-safe.
   void ShipForSignal(int signo, bool final, uint32_t wait_ms);
 
-  // Hot path: stamps the thread index and pushes into this thread's ring.
+  // Hot path: stamps the thread index and pushes into this thread's ring. One relaxed load decides
+  // whether anything is recorded: `enabled_` combines the user's pause (commprof_disable,
+  // MPI_Pcontrol(0)) with the capture gate, recomputed when either changes.
   void Record(commprof_event e) {
     if (!enabled_.load(std::memory_order_relaxed)) {
       return;
     }
-    ThreadState* t = Thread();
-    e.thread_id = t->index;
-    if (t->ring != nullptr) {
-      t->ring->Push(e);  // a full ring counts its own drops
-    } else {
-      dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
-    }
+    e.thread_id = Thread()->index;
+    Push(e);
   }
   // The same for sources whose events are not about the calling thread (GPU records delivered on
   // CUPTI's thread carry the CUDA stream in thread_id): thread_id is kept as given.
@@ -106,12 +105,17 @@ class Runtime {
     if (!enabled_.load(std::memory_order_relaxed)) {
       return;
     }
-    ThreadState* t = Thread();
-    if (t->ring != nullptr) {
-      t->ring->Push(e);
-    } else {
-      dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
+    Push(e);
+  }
+  // The job's structure (MPI_Init, MPI_Finalize, communicator creation): recorded outside capture
+  // windows too, since the analysis needs every communicator's members; still not while the user
+  // paused recording. Rare events: no hot path.
+  void RecordStructural(commprof_event e) {
+    if (!user_enabled_.load(std::memory_order_relaxed)) {
+      return;
     }
+    e.thread_id = Thread()->index;
+    Push(e);
   }
   // Attributed to the thread with index `thread_index` (an NVTX start/end range that ended on
   // another thread belongs to the thread that started it); stored in this thread's ring.
@@ -159,7 +163,21 @@ class Runtime {
 
   // Whether `commprof run --activities` asked for this source (enum Activity in core/config.h).
   bool Records(uint32_t activity) const { return (config_.activities & activity) != 0; }
-  void SetEnabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  // commprof_enable/commprof_disable and MPI_Pcontrol(1)/(0): the user's pause, combined with the
+  // capture gate (recording happens when the user has not paused it and a window is open).
+  void SetUserEnabled(bool on);
+  // Step `step` begins at `now` (a step boundary from `source`, enum commprof_step_source): the
+  // capture gate moves on (recording the WINDOW event of a window this closes), then the STEP
+  // event is recorded when `record_event` and the gate lets it. Flushes CUPTI's completed buffers
+  // first, so a step's finished GPU work is judged by the gate of that step. Never call with a
+  // lock held.
+  void BeginStep(uint64_t step, uint8_t source, uint64_t now, bool record_event = true);
+  // Time windows (--delay, --duration): the shipper's wake-ups move the gate on; the time of the
+  // next change (UINT64_MAX: none) tells it when to wake.
+  void CaptureTick();
+  uint64_t CaptureDeadline() const;
+  // MPI_Pcontrol(2): the next step of this process, from 0.
+  uint64_t NextPcontrolStep() { return pcontrol_steps_.fetch_add(1, std::memory_order_relaxed); }
   void RequestFlush();
   void CountRangeOverflow() { dropped_range_depth_.fetch_add(1, std::memory_order_relaxed); }
   void CountUntrackedRequest() { dropped_requests_.fetch_add(1, std::memory_order_relaxed); }
@@ -209,6 +227,18 @@ class Runtime {
   static thread_local ThreadSlot t_slot;
 
   ThreadState* RegisterThread();
+  void Push(const commprof_event& e) {
+    ThreadState* t = Thread();
+    if (t->ring != nullptr) {
+      t->ring->Push(e);  // a full ring counts its own drops
+    } else {
+      dropped_no_buffer_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  // Under capture_mu_: the hot path's flag from the user's pause and the gate; the WINDOW event of
+  // `closed`, recorded past the (then closed) gate.
+  void ApplyGate(const std::optional<CaptureWindow>& closed);
+  void FinishCapture();
 
   const uint64_t id_;  // distinguishes runtimes created one after another at one address
   Config config_;
@@ -216,7 +246,11 @@ class Runtime {
   const std::unique_ptr<HostClock> host_clock_;
   const std::unique_ptr<TransportFactory> transports_;
   ClockAnchor start_;
-  std::atomic<bool> enabled_{true};
+  std::atomic<bool> enabled_{true};  // user_enabled_ && the capture gate is open
+  std::atomic<bool> user_enabled_{true};
+  mutable std::mutex capture_mu_;  // the gate and enabled_'s writers; step boundaries only
+  CaptureGate gate_;               // guarded by capture_mu_
+  std::atomic<uint64_t> pcontrol_steps_{0};
   StringTable strings_;
   RequestTable requests_;
 

@@ -451,7 +451,15 @@ void Shipper::Loop() {
   }
   const uint32_t period = rt_.config().flush_ms;
   for (;;) {
-    WaitForWork(period);
+    // A time window (--delay, --duration) opens and closes on time: wake for it when it is due
+    // before the next flush.
+    uint32_t wait_ms = period;
+    if (uint64_t due = rt_.CaptureDeadline(); due != UINT64_MAX) {
+      uint64_t now = rt_.Now();
+      wait_ms = due <= now ? 0 : static_cast<uint32_t>(std::min<uint64_t>(period, (due - now + 999999) / 1000000));
+    }
+    WaitForWork(wait_ms);
+    rt_.CaptureTick();
     flush_.store(false);
     bool stopping = stop_.load();
     int signo = signal_.exchange(0);

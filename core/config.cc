@@ -69,6 +69,22 @@ constexpr OptionSpec kEnvironment[] = {
     {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (at least 64).", kCollector},
     {"COMMPROF_CUPTI_BUFFERS", "16",
      "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted).", kCollector},
+    {"COMMPROF_SCHEDULE", "",
+     "record only the steps torch.profiler.schedule would: wait=W,warmup=U,active=A,repeat=R[,skip_first=S]; set by "
+     "`commprof run --schedule`.",
+     kCollector},
+    {"COMMPROF_DELAY", "", "seconds after the collector starts before recording begins; set by `commprof run --delay`.",
+     kCollector},
+    {"COMMPROF_DURATION", "",
+     "seconds of recording from then on (unset: until the process ends); set by `commprof run --duration`.",
+     kCollector},
+    {"COMMPROF_STEP_RANGE", "",
+     "NVTX ranges named this (or this#N) begin a step, as ProfilerStep#N does; set by `commprof run --step-range`.",
+     kCollector},
+    {"COMMPROF_STEP_EVERY", "",
+     "N[:COMM]: collective 0, N, 2N, ... of communicator COMM (world, or a name given with MPI_Comm_set_name) "
+     "begins step 0, 1, 2, ...; set by `commprof run --step-every`.",
+     kCollector},
     {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "",
      "TESTING AID: comma-separated offsets in ns, item i for rank i, added to the clock.", kCollector},
     {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i.", kCollector},
@@ -316,6 +332,12 @@ Config ConfigFromEnv() {
   }
   c.cuda_api = EnvOr("COMMPROF_CUDA_API");
   c.cupti_buffer_kb = EnvU32("COMMPROF_CUPTI_BUFFER_KB", 64);
+  const CaptureTexts names = CaptureEnvironmentNames();
+  const CaptureTexts texts = {EnvOr(names.schedule.c_str()), EnvOr(names.delay.c_str()), EnvOr(names.duration.c_str()),
+                              EnvOr(names.step_range.c_str()), EnvOr(names.step_every.c_str())};
+  if (!ParseCapturePlan(texts, names, c.capture, error)) {
+    COMMPROF_LOG_WARN("%s; recording without steps or capture windows", error.c_str());
+  }
   c.cupti_buffers = EnvU32("COMMPROF_CUPTI_BUFFERS", 1);
   if (c.cupti_buffers > 64) {
     COMMPROF_LOG_WARN("COMMPROF_CUPTI_BUFFERS=%u is above 64; using 64", c.cupti_buffers);

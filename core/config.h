@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 
+#include "core/capture_options.h"
+
 namespace commprof {
 
 // The part of commprof that reads a variable.
@@ -77,6 +79,7 @@ struct Config {
   std::string cuda_api;                // CUDA API calls recorded by CUPTI: launch, all, none
   uint32_t cupti_buffer_kb = 0;        // size of one CUPTI activity buffer
   uint32_t cupti_buffers = 0;          // CUPTI activity buffers at most (1..64)
+  CapturePlan capture;                 // steps and capture windows (core/capture_options.h)
 };
 
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.

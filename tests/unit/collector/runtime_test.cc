@@ -343,7 +343,7 @@ TEST(Runtime, CountersStartAtZeroAndCountRecordedEvents) {
   commprof_event e{};
   e.kind = COMMPROF_KIND_USER_MARK;
   for (int i = 0; i < 5; ++i) rt.Record(e);
-  rt.SetEnabled(false);
+  rt.SetUserEnabled(false);
   rt.Record(e);  // ignored while disabled
   wire::Bye bye = rt.Counters();
   std::map<std::string, uint64_t> c(bye.counters.begin(), bye.counters.end());
