@@ -239,10 +239,10 @@ Status CheckCapture(CaptureTexts& given) {
 
 void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::string, std::string>>& vars) {
   const CaptureTexts env = CaptureEnvironmentNames();
-  for (const auto& [value, name] : {std::pair{&given.schedule, &env.schedule}, std::pair{&given.delay, &env.delay},
-                                    std::pair{&given.duration, &env.duration},
-                                    std::pair{&given.step_range, &env.step_range},
-                                    std::pair{&given.step_every, &env.step_every}}) {
+  for (const auto& [value, name] :
+       {std::pair{&given.schedule, &env.schedule}, std::pair{&given.delay, &env.delay},
+        std::pair{&given.duration, &env.duration}, std::pair{&given.step_range, &env.step_range},
+        std::pair{&given.step_every, &env.step_every}}) {
     if (!value->empty()) {
       vars.emplace_back(*name, *value);
     }

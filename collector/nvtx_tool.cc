@@ -256,8 +256,8 @@ void NvtxTool::FromAttributes(Runtime* rt, const nvtx_abi::EventAttributes* a, N
 
 void NvtxTool::MaybeBeginStep(Runtime* rt, const char* name, uint64_t start_ns) {
   uint64_t step = 0;
-  if (rt == nullptr ||
-      !StepFromRangeName(name, rt->config().capture.step_range, next_range_step_.load(std::memory_order_relaxed), step)) {
+  if (rt == nullptr || !StepFromRangeName(name, rt->config().capture.step_range,
+                                          next_range_step_.load(std::memory_order_relaxed), step)) {
     return;
   }
   next_range_step_.store(step + 1, std::memory_order_relaxed);

@@ -73,7 +73,8 @@ bool ParseSchedule(std::string_view text, Schedule& out, std::string& error) {
   size_t start = 0;
   for (;;) {
     size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       error = Quoted(item) + " is not key=value" + std::string(kForm);
@@ -150,8 +151,9 @@ bool ParseStepEvery(std::string_view text, StepEvery& out, std::string& error) {
   if (colon != std::string_view::npos) {
     std::string_view comm = text.substr(colon + 1);
     if (comm.empty()) {
-      error = "the communicator name after ':' is empty (form: N[:COMM], COMM = world or a name given with "
-              "MPI_Comm_set_name)";
+      error =
+          "the communicator name after ':' is empty (form: N[:COMM], COMM = world or a name given with "
+          "MPI_Comm_set_name)";
       return false;
     }
     if (comm.size() > kMaxCommName) {

@@ -59,11 +59,11 @@ TEST(Schedule, ActionsMatchTorchProfilerScheduleStepByStep) {
 
 TEST(Schedule, CycleIsTheWindowIndexOfARecordedStep) {
   Schedule s = Make(1, 1, 3, 2, 3);
-  EXPECT_EQ(ScheduleCycleOf(s, 5), 0u);   // skip 3, then cycle 0 = steps 3..7
+  EXPECT_EQ(ScheduleCycleOf(s, 5), 0u);  // skip 3, then cycle 0 = steps 3..7
   EXPECT_EQ(ScheduleCycleOf(s, 7), 0u);
-  EXPECT_EQ(ScheduleCycleOf(s, 8), 1u);   // cycle 1 = steps 8..12
+  EXPECT_EQ(ScheduleCycleOf(s, 8), 1u);  // cycle 1 = steps 8..12
   EXPECT_EQ(ScheduleCycleOf(s, 12), 1u);
-  EXPECT_EQ(ScheduleCycleOf(s, 0), 0u);   // inside skip_first: no cycle yet
+  EXPECT_EQ(ScheduleCycleOf(s, 0), 0u);  // inside skip_first: no cycle yet
 }
 
 TEST(Schedule, ParsesEveryKeyInAnyOrderWithTorchDefaults) {
@@ -122,11 +122,11 @@ TEST(CaptureOptions, SecondsAreNonNegativeDecimals) {
   ASSERT_TRUE(ParseSeconds("0.001", false, ns, error));
   EXPECT_EQ(ns, 1000000u);
   const std::vector<BadValue> cases = {
-      {"", "is not a number of seconds"},   {"-1", "is not a number of seconds"},
-      {"1s", "is not a number of seconds"}, {"inf", "is not a number of seconds"},
-      {"nan", "is not a number of seconds"}, {"0x10", "is not a number of seconds"},
+      {"", "is not a number of seconds"},      {"-1", "is not a number of seconds"},
+      {"1s", "is not a number of seconds"},    {"inf", "is not a number of seconds"},
+      {"nan", "is not a number of seconds"},   {"0x10", "is not a number of seconds"},
       {"1.2.3", "is not a number of seconds"}, {".", "is not a number of seconds"},
-      {"1e3", "is not a number of seconds"}, {"2000000000", "is more than 1000000000 seconds"},
+      {"1e3", "is not a number of seconds"},   {"2000000000", "is more than 1000000000 seconds"},
   };
   for (const auto& c : cases) {
     EXPECT_FALSE(ParseSeconds(c.text, true, ns, error)) << c.text;
@@ -230,8 +230,8 @@ TEST(CaptureOptions, RangeNamesThatBeginSteps) {
   EXPECT_EQ(step, 7u);  // auto-numbered
   EXPECT_TRUE(StepFromRangeName("train#3", "train", 7, step));
   EXPECT_EQ(step, 3u);
-  for (const char* other : {"ProfilerStep#", "ProfilerStep#x", "ProfilerStep#1a", "ProfilerStep", "forward",
-                            "training", "train#", "train#-1", "Train"}) {
+  for (const char* other : {"ProfilerStep#", "ProfilerStep#x", "ProfilerStep#1a", "ProfilerStep", "forward", "training",
+                            "train#", "train#-1", "Train"}) {
     EXPECT_FALSE(StepFromRangeName(other, "train", 7, step)) << other;
   }
   EXPECT_FALSE(StepFromRangeName("train", "", 7, step));  // no --step-range
