@@ -3,9 +3,17 @@
 #include "collector/capture_gate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "analysis/load/profile_reader.h"
+#include "collector/runtime.h"
+#include "collector_sim.h"
+#include "support/test_support.h"
 
 namespace commprof {
 namespace {
@@ -161,6 +169,84 @@ TEST(CaptureGate, WithoutScheduleOrTimeTheGateIsAlwaysOpenAndReportsNoWindow) {
   EXPECT_TRUE(g.open());
   EXPECT_EQ(g.next_deadline(), UINT64_MAX);
   EXPECT_FALSE(g.Finish(30).has_value());
+}
+
+// The runtime around the gate: a real Runtime shipping to an in-process aggregator, read back from
+// the HDF5 file. Steps 0-4 under wait=1,warmup=0,active=2,repeat=1 (N R S N N): only steps 1 and 2
+// and what was recorded in them are kept, plus the job's structure outside the window, minus what
+// was recorded while the user paused; one WINDOW event.
+TEST(CaptureRuntime, KeepsTheActiveStepsTheStructureAndOneWindowEventAndHonoursThePause) {
+  test_support::TempDir dir("commprof-capture");
+  ASSERT_FALSE(dir.path().empty());
+  test_support::InProcessAggregator agg(dir / "out.h5", StreamPolicy{"capture-secret", "job-cap"}, 1);
+  ASSERT_TRUE(agg.ok());
+  Config c;
+  c.aggregator = "in-process";
+  c.secret = "capture-secret";
+  c.job_id = "job-cap";
+  c.spool_dir = dir / "spool";
+  c.buffer_events = 1024;
+  c.memory_mb = 64;
+  c.flush_ms = 5;
+  c.request_slots = 1024;
+  c.connect_timeout_ms = 2000;
+  c.capture = ScheduleOf("wait=1,warmup=0,active=2,repeat=1");
+  Identity id;
+  id.pid = static_cast<uint32_t>(::getpid());
+  id.host = "unit-test-host";
+  {
+    RuntimeSeams seams;
+    seams.transports = agg.Transports(dir / "spool");
+    Runtime rt(c, id, std::move(seams));
+    rt.Start();
+    auto mark = [&rt](uint64_t seq, uint8_t kind = COMMPROF_KIND_USER_MARK) {
+      commprof_event e{};
+      e.kind = kind;
+      e.start_ns = e.end_ns = rt.Now();
+      e.seq = seq;
+      e.peer = COMMPROF_NO_PEER;
+      return e;
+    };
+    rt.Record(mark(1000));                                    // before the first step: dropped
+    rt.RecordStructural(mark(2000, COMMPROF_KIND_MPI_COMM));  // the job's structure: kept
+    for (uint64_t s = 0; s < 5; ++s) {
+      rt.BeginStep(s, COMMPROF_STEP_C_API, rt.Now());
+      rt.Record(mark(s));
+      if (s == 2) {
+        rt.SetUserEnabled(false);
+        rt.Record(mark(3000));                                    // paused: dropped
+        rt.RecordStructural(mark(3001, COMMPROF_KIND_MPI_COMM));  // paused: dropped too
+        rt.SetUserEnabled(true);
+        rt.Record(mark(3002));  // resumed inside the window: kept
+      }
+    }
+    rt.Shutdown();
+  }
+  ASSERT_TRUE(test_support::WaitFor([&] { return agg.stats().ended.load() == 1; }));
+  Status fin = agg.Finish();
+  ASSERT_TRUE(fin.ok()) << fin.message();
+  auto r = ProfileReader::Open(dir / "out.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<std::pair<int, uint64_t>> got;  // (kind, seq)
+  const commprof_event* window = nullptr;
+  auto events = test_support::ReadEvents(*r.value(), 0);
+  for (const auto& e : events) {
+    got.emplace_back(e.kind, e.seq);
+    if (e.kind == COMMPROF_KIND_WINDOW) {
+      window = &e;
+    }
+  }
+  std::sort(got.begin(), got.end());
+  const std::vector<std::pair<int, uint64_t>> want = {{COMMPROF_KIND_MPI_COMM, 2000}, {COMMPROF_KIND_USER_MARK, 1},
+                                                      {COMMPROF_KIND_USER_MARK, 2},   {COMMPROF_KIND_USER_MARK, 3002},
+                                                      {COMMPROF_KIND_STEP, 1},        {COMMPROF_KIND_STEP, 2},
+                                                      {COMMPROF_KIND_WINDOW, 0}};
+  EXPECT_EQ(got, want);
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ(window->bytes, 1u);
+  EXPECT_EQ(window->correlation, 2u);
+  EXPECT_EQ(window->subtype, 1);
+  EXPECT_LT(window->start_ns, window->end_ns);
 }
 
 }  // namespace
