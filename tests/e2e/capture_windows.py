@@ -11,6 +11,7 @@ Truth per case (every rank, exactly, unless said otherwise):
 - the allreduces are exactly CALLS per active step, each inside its window, with the sequence
   numbers s * (CALLS + PAUSED) + 0 .. CALLS - 1 of step s: numbering went on while nothing was
   recorded, so the same instance has the same number on every rank;
+- clock alignment ran (its first and last epoch lie outside every window);
 - nothing else lies outside the windows but the job's structure (MPI_Init, MPI_Finalize,
   communicator creation: kinds 1, 2, 6), which is kept whole;
 - without a schedule, no WINDOW event at all.
@@ -57,6 +58,10 @@ def check_windows(out, mode, windows, calls, paused=0, step_comm=None):
         for r in range(RANKS):
             g, ev, names = load_rank(f, r)
             expect(g.attrs["status"] == "complete", f"rank {r}: status {g.attrs['status']}")
+            # Clock alignment ran at MPI_Init and MPI_Finalize, outside every window.
+            method = g.attrs["clock_method"]
+            expect(method == ("mpi-reference" if r == 0 else "mpi-pingpong") and g["clock_points"].shape[0] >= 2,
+                   f"rank {r}: clock alignment {method}, {g['clock_points'].shape[0]} epochs")
             w = np.sort(ev[ev["kind"] == WINDOW], order="seq")
             got = [(int(x["seq"]), int(x["bytes"]), int(x["correlation"]), int(x["subtype"])) for x in w]
             want = [(i, first, n, 1) for i, first, n in windows]
