@@ -144,6 +144,27 @@ EVERY_SCHEDULE = "wait=1,warmup=0,active=2,repeat=2"
 EVERY_TRUTH = [(0, 1, 2), (1, 4, 2)]
 
 
+def fortran_pcontrol(ctx, binding):
+    """fortran_pcontrol.F90: 6 steps begun by MPI_Pcontrol(2), 3 recorded allreduces and 2 paused
+    ones each, under wait=1,warmup=1,active=2,repeat=1: steps 2-3 only, as from C."""
+    exe = ctx.test_program(f"fortran_pcontrol_{binding}")
+    if not os.path.exists(exe):
+        print(f"fortran_{binding}: SKIP: {exe} not built (no MPI Fortran compiler or binding)")
+        return SKIP
+    out = ctx.path("fortran.h5")
+    run([ctx.commprof, "run", "-q", "-o", out, "--schedule", "wait=1,warmup=1,active=2,repeat=1", "--"] + mpirun(RANKS)
+        + [exe], check_rc=0)
+    check_windows(out, "pcontrol", [(0, 2, 2)], 3, paused=2)
+
+
+def case_fortran_use_mpi(ctx):
+    return fortran_pcontrol(ctx, "use_mpi")
+
+
+def case_fortran_f08(ctx):
+    return fortran_pcontrol(ctx, "f08")
+
+
 def case_every_world(ctx):
     out = profile(ctx, "every_world", "every_world", 8, 3, 5, opts=["--schedule", EVERY_SCHEDULE, "--step-every", "3"])
     check_windows(out, "every_world", EVERY_TRUTH, 3, step_comm=lambda c: c == WORLD)
