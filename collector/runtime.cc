@@ -110,8 +110,9 @@ void Runtime::ApplyGate(const std::optional<CaptureWindow>& closed) {
   e.bytes = closed->first_step;
   e.correlation = static_cast<uint32_t>(closed->steps);
   e.name_id = Intern("window");
-  e.thread_id = Thread()->index;
-  Push(e);
+  ThreadState* t = Thread();
+  e.thread_id = t->index;
+  Push(t, e);
 }
 
 void Runtime::SetUserEnabled(bool on) {

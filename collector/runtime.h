@@ -96,8 +96,9 @@ class Runtime {
     if (!enabled_.load(std::memory_order_relaxed)) {
       return;
     }
-    e.thread_id = Thread()->index;
-    Push(e);
+    ThreadState* t = Thread();
+    e.thread_id = t->index;
+    Push(t, e);
   }
   // The same for sources whose events are not about the calling thread (GPU records delivered on
   // CUPTI's thread carry the CUDA stream in thread_id): thread_id is kept as given.
@@ -105,7 +106,7 @@ class Runtime {
     if (!enabled_.load(std::memory_order_relaxed)) {
       return;
     }
-    Push(e);
+    Push(Thread(), e);
   }
   // The job's structure (MPI_Init, MPI_Finalize, communicator creation): recorded outside capture
   // windows too, since the analysis needs every communicator's members; still not while the user
@@ -114,8 +115,9 @@ class Runtime {
     if (!user_enabled_.load(std::memory_order_relaxed)) {
       return;
     }
-    e.thread_id = Thread()->index;
-    Push(e);
+    ThreadState* t = Thread();
+    e.thread_id = t->index;
+    Push(t, e);
   }
   // Attributed to the thread with index `thread_index` (an NVTX start/end range that ended on
   // another thread belongs to the thread that started it); stored in this thread's ring.
@@ -227,8 +229,7 @@ class Runtime {
   static thread_local ThreadSlot t_slot;
 
   ThreadState* RegisterThread();
-  void Push(const commprof_event& e) {
-    ThreadState* t = Thread();
+  void Push(ThreadState* t, const commprof_event& e) {
     if (t->ring != nullptr) {
       t->ring->Push(e);  // a full ring counts its own drops
     } else {
