@@ -40,7 +40,8 @@ uint32_t StepModel::SlotAt(uint32_t rank, int64_t t) const {
     return UINT32_MAX;
   }
   --it;
-  return t < it->end_ns || (t == it->start_ns) ? it->slot : UINT32_MAX;
+  // [start, end), and an instantaneous interval holds its own instant
+  return (t < it->end_ns || t == it->start_ns) ? it->slot : UINT32_MAX;
 }
 
 StepModel BuildStepModel(const ProfileInfo& info, const std::vector<RankStepMarks>& marks) {

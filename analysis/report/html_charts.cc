@@ -549,22 +549,23 @@ void StepTimeChart(Page& p) {
     std::string tip = "step " + number + (per > 1 ? " (slowest of its band of " + std::to_string(per) + ")" : "") +
                       ": " + Dur(time) + " on its slowest rank, " + Dur(NumOr(s.min_ns, 0)) +
                       " on its fastest; mean wait " + Dur(wait);
-    if (s.straggler) {
-      tip += "; straggler rank " + std::to_string(*s.straggler);
+    const Opt<int64_t> straggler = s.Straggler();
+    if (straggler) {
+      tip += "; straggler rank " + std::to_string(*straggler);
     }
-    if (s.window) {
-      tip += "; window " + std::to_string(*s.window);
+    if (s.Window()) {
+      tip += "; window " + std::to_string(*s.Window());
     }
-    h += "<g class=\"bar" + std::string(s.straggler ? " straggler" : "") + "\" data-step=\"" + number + "\"" +
-         (s.straggler ? " data-straggler=\"" + std::to_string(*s.straggler) + "\"" : std::string()) + "><title>" + tip +
+    h += "<g class=\"bar" + std::string(straggler ? " straggler" : "") + "\" data-step=\"" + number + "\"" +
+         (straggler ? " data-straggler=\"" + std::to_string(*straggler) + "\"" : std::string()) + "><title>" + tip +
          "</title>";
     h += "<rect class=\"seg seg-wait\" data-v=\"" + SortKey(wait) + "\" x=\"" + Px(x) + "\" y=\"" + Px(top + ph - hw) +
          "\" width=\"" + Px(bw) + "\" height=\"" + Px(hw) + "\"/>";
     h += "<rect class=\"seg seg-rest\" data-v=\"" + SortKey(time - wait) + "\" x=\"" + Px(x) + "\" y=\"" +
          Px(top + ph - hw - hr) + "\" width=\"" + Px(bw) + "\" height=\"" + Px(hr) + "\"/>";
-    if (s.straggler) {
+    if (straggler) {
       h += "<text class=\"lbl\" x=\"" + Px(x + bw / 2) + "\" y=\"" + Px(top + ph - hw - hr - 4) +
-           "\" text-anchor=\"middle\">rank " + std::to_string(*s.straggler) + "</text>";
+           "\" text-anchor=\"middle\">rank " + std::to_string(*straggler) + "</text>";
     }
     h += "</g>";
   }

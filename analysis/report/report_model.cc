@@ -173,9 +173,7 @@ void AddSteps(const StepTable& t, ReportModel& m) {
   for (const StepRow& row : t.steps) {
     ReportModel::Step s;
     s.step = row.step;
-    if (row.window >= 0) {
-      s.window = row.window;
-    }
+    s.window = row.window >= 0 ? Opt<int64_t>(row.window) : std::nullopt;
     s.start_ns = row.start_ns;
     auto& durations = s.duration_ns.emplace();
     auto& waits = s.wait_by_rank.emplace();
@@ -190,12 +188,10 @@ void AddSteps(const StepTable& t, ReportModel& m) {
     s.comm_ns = row.comm_ns;
     s.wait_ns = row.wait_ns;
     s.attributed_ns = std::llround(row.attributed_ns);
-    if (row.top_rank >= 0) {
-      s.top_cause = ReportModel::StepRankNs{row.top_rank, std::llround(row.straggler_cost_ns)};
-    }
-    if (row.straggler >= 0) {
-      s.straggler = row.straggler;
-    }
+    s.top_cause = row.top_rank >= 0 ? Opt<ReportModel::StepRankNs>(ReportModel::StepRankNs{
+                                          row.top_rank, std::llround(row.straggler_cost_ns)})
+                                    : std::nullopt;
+    s.straggler = row.straggler >= 0 ? Opt<int64_t>(row.straggler) : std::nullopt;
     steps.push_back(std::move(s));
   }
 }

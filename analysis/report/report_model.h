@@ -430,16 +430,21 @@ struct ReportModel {
     }
   };
   struct Step {
+    // window, top_cause and straggler are nullable keys: present and null means none (a report built
+    // here always has them); the accessors below give "none" for null and absent alike.
     Opt<uint64_t> step;
-    Opt<int64_t> window;  // absent (null): the step began outside any capture window
+    Opt<Opt<int64_t>> window;  // null: the step began outside any capture window
     Opt<int64_t> start_ns;
     Opt<std::vector<StepRankNs>> duration_ns;
     Opt<int64_t> min_ns, max_ns;
     Opt<double> mean_ns, imbalance;
     Opt<int64_t> comm_ns, wait_ns, attributed_ns;
     Opt<std::vector<StepRankNs>> wait_by_rank;
-    Opt<StepRankNs> top_cause;  // absent (null): no waiting charged in the step
-    Opt<int64_t> straggler;     // absent (null): none (§10.3)
+    Opt<Opt<StepRankNs>> top_cause;  // null: no waiting charged in the step
+    Opt<Opt<int64_t>> straggler;     // null: none (§10.3)
+    Opt<int64_t> Window() const { return window ? *window : std::nullopt; }
+    Opt<StepRankNs> TopCause() const { return top_cause ? *top_cause : std::nullopt; }
+    Opt<int64_t> Straggler() const { return straggler ? *straggler : std::nullopt; }
     template <class S, class V>
     static void Fields(S& s, V& v) {
       v("step", s.step, kReportRequired | kReportInteger);

@@ -321,12 +321,12 @@ void Steps(const ReportModel& m, std::ostream& os) {
                 "max (ms)", "imbalance", "comm (ms)", "wait (ms)", "straggler (delay cost)");
   os << line;
   for (const ReportModel::Step* s : order) {
-    const std::string window = s->window ? std::to_string(*s->window) : "-";
+    const std::string window = s->Window() ? std::to_string(*s->Window()) : "-";
     std::string straggler = "none";
-    if (s->straggler) {
-      straggler = "rank " + std::to_string(*s->straggler);
-      if (s->top_cause) {
-        straggler += " (" + Ms(V(s->top_cause->ns)) + " ms)";
+    if (s->Straggler()) {
+      straggler = "rank " + std::to_string(*s->Straggler());
+      if (s->TopCause()) {
+        straggler += " (" + Ms(V(s->TopCause()->ns)) + " ms)";
       }
     }
     std::snprintf(line, sizeof line, "%10llu %6s %5zu %10s %10s %8.1f%% %10s %10s  %s\n", Ull(s->step), window.c_str(),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/load/kineto_import.h"
+#include "analysis/report/analysis_group.h"
 #include "analysis/report/job_report.h"
 #include "analysis/report/report_json.h"
 #include "analysis/report/report_model.h"
@@ -166,6 +167,35 @@ TEST(StepTable, APlantedLateRankMakesItsStepTheSlowestAndIsItsStraggler) {
   const std::string first_row = text.str().substr(text.str().find('\n', table) + 1, 120);
   EXPECT_EQ(first_row.find("         6 "), 0u) << first_row;
   EXPECT_NE(first_row.find("rank 2 ("), std::string::npos) << first_row;
+}
+
+TEST(StepTable, TheAnalysisGroupStoresOneRowPerRankOfEachStep) {
+  TempDir dir;
+  const std::string path = dir / "loop.h5";
+  Loop loop = MakeLoop([](uint64_t s, uint32_t r) { return Jitter(s, r) + (s == 6 && r == 2 ? 40'000'000 : 0); });
+  {
+    auto reader = test_support::WriteProfile(path, loop.ranks);
+    ASSERT_NE(reader, nullptr);
+    auto rep = AnalyzeJob(*reader);
+    ASSERT_TRUE(rep.ok()) << rep.status().message();
+    reader.reset();
+    Status st = WriteAnalysisGroup(path, rep.value());
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  auto rows = ReadAnalysisTable<schema::StepRankRow>(path);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), kSteps * kRanks);
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const schema::StepRankRow& row = (*rows)[i];
+    EXPECT_EQ(row.step, i / kRanks);
+    EXPECT_EQ(row.rank, i % kRanks);
+    EXPECT_EQ(row.duration_ns, loop.duration[row.step][row.rank]);
+    EXPECT_EQ(row.window, -1);
+    EXPECT_EQ(row.straggler_rank, row.step == 6 ? 2 : -1);
+    if (row.step == 6 && row.rank == 2) {
+      EXPECT_NEAR(static_cast<double>(row.delay_cost_ns), 3 * 40'000'000.0, 3 * 400'000.0);
+    }
+  }
 }
 
 TEST(StepTable, ABalancedLoopWithJitterHasNoStepStraggler) {
