@@ -317,7 +317,7 @@ void Steps(const ReportModel& m, std::ostream& os) {
     order.resize(kTextSteps);
     os << "the " << kTextSteps << " slowest, slowest first:\n";
   }
-  std::snprintf(line, sizeof line, "%10s %6s %5s %10s %10s %9s %10s %10s  %s\n", "step", "window", "ranks", "min (ms)",
+  std::snprintf(line, sizeof line, "%8s %6s %5s %9s %9s %9s %9s %9s  %s\n", "step", "window", "ranks", "min (ms)",
                 "max (ms)", "imbalance", "comm (ms)", "wait (ms)", "straggler (delay cost)");
   os << line;
   for (const ReportModel::Step* s : order) {
@@ -329,7 +329,7 @@ void Steps(const ReportModel& m, std::ostream& os) {
         straggler += " (" + Ms(V(s->TopCause()->ns)) + " ms)";
       }
     }
-    std::snprintf(line, sizeof line, "%10llu %6s %5zu %10s %10s %8.1f%% %10s %10s  %s\n", Ull(s->step), window.c_str(),
+    std::snprintf(line, sizeof line, "%8llu %6s %5zu %9s %9s %8.1f%% %9s %9s  %s\n", Ull(s->step), window.c_str(),
                   List(s->duration_ns).size(), Ms(V(s->min_ns)).c_str(), Ms(V(s->max_ns)).c_str(),
                   100.0 * V(s->imbalance), Ms(V(s->comm_ns)).c_str(), Ms(V(s->wait_ns)).c_str(), straggler.c_str());
     os << line;

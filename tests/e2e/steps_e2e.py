@@ -73,6 +73,8 @@ def case_mpi(ctx):
     # The text table: the slowest first, naming the rank.
     text = run([ctx.commprof, "report", out], check_rc=0).stdout
     head = text[text.index("straggler (delay cost)"):].splitlines()[1].split()
+    wide = [line for line in text.splitlines()[1:] if len(line) > 100]
+    expect(not wide, f"text report lines over 100 columns: {wide[:3]}")
     expect(head[0] == str(SLOW_STEP) and "rank" in head and head[head.index("rank") + 1] == str(SLOW_RANK),
            f"first step row {head}")
 

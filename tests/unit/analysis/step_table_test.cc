@@ -13,6 +13,7 @@
 
 #include "analysis/load/kineto_import.h"
 #include "analysis/report/analysis_group.h"
+#include "analysis/report/html_report.h"
 #include "analysis/report/job_report.h"
 #include "analysis/report/report_json.h"
 #include "analysis/report/report_model.h"
@@ -165,8 +166,29 @@ TEST(StepTable, APlantedLateRankMakesItsStepTheSlowestAndIsItsStraggler) {
   const size_t table = text.str().find("straggler (delay cost)");
   ASSERT_NE(table, std::string::npos);
   const std::string first_row = text.str().substr(text.str().find('\n', table) + 1, 120);
-  EXPECT_EQ(first_row.find("         6 "), 0u) << first_row;
+  EXPECT_EQ(first_row.find("       6 "), 0u) << first_row;
   EXPECT_NE(first_row.find("rank 2 ("), std::string::npos) << first_row;
+  std::istringstream lines(text.str());
+  std::string line;
+  std::getline(lines, line);  // the path
+  while (std::getline(lines, line)) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+
+  // The HTML step-time chart: one column per step, step 6's marked with its straggler.
+  std::ostringstream html;
+  ASSERT_TRUE(WriteHtmlReport(BuildReportModel(rep.value()), html).ok());
+  const std::string page = html.str();
+  const size_t chart = page.find("id=\"chart-step-time\"");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string svg = page.substr(chart, page.find("</svg>", chart) - chart);
+  size_t columns = 0;
+  for (size_t at = svg.find("data-step=\""); at != std::string::npos; at = svg.find("data-step=\"", at + 1)) {
+    ++columns;
+  }
+  EXPECT_EQ(columns, kSteps);
+  EXPECT_NE(svg.find("class=\"bar straggler\" data-step=\"6\" data-straggler=\"2\""), std::string::npos);
+  EXPECT_EQ(svg.find("data-straggler=", svg.find("data-straggler=") + 1), std::string::npos) << "one marked step";
 }
 
 TEST(StepTable, TheAnalysisGroupStoresOneRowPerRankOfEachStep) {
