@@ -458,7 +458,8 @@ Status ProfileReader::ForEachEventChunk(uint32_t rank,
   if (span == window_span_.end()) {
     return Status::Ok();  // a rank without window K has been moved to the faults
   }
-  const auto [lo, hi] = span->second;
+  const uint64_t lo = span->second.first;
+  const uint64_t hi = span->second.second;
   const uint64_t k = *window_;
   std::vector<commprof_event> kept;
   return ForEachStoredChunk(rank, [&](std::span<const commprof_event> chunk) {

@@ -556,9 +556,11 @@ void StepTimeChart(Page& p) {
     if (s.Window()) {
       tip += "; window " + std::to_string(*s.Window());
     }
-    h += "<g class=\"bar" + std::string(straggler ? " straggler" : "") + "\" data-step=\"" + number + "\"" +
-         (straggler ? " data-straggler=\"" + std::to_string(*straggler) + "\"" : std::string()) + "><title>" + tip +
-         "</title>";
+    h += "<g class=\"bar" + std::string(straggler ? " straggler" : "") + "\" data-step=\"" + number + "\"";
+    if (straggler) {
+      h += " data-straggler=\"" + std::to_string(*straggler) + "\"";
+    }
+    h += "><title>" + tip + "</title>";
     h += "<rect class=\"seg seg-wait\" data-v=\"" + SortKey(wait) + "\" x=\"" + Px(x) + "\" y=\"" + Px(top + ph - hw) +
          "\" width=\"" + Px(bw) + "\" height=\"" + Px(hw) + "\"/>";
     h += "<rect class=\"seg seg-rest\" data-v=\"" + SortKey(time - wait) + "\" x=\"" + Px(x) + "\" y=\"" +
