@@ -18,10 +18,11 @@ void AddStepMarks(std::span<const commprof_event> chunk, RankStepMarks& marks) {
       case COMMPROF_KIND_STACK_FRAME:  // written at process end, not an activity of the program
         continue;
       case COMMPROF_KIND_MPI_FINALIZE:
+        // Not the program's work: the collector synchronizes clocks just before it (§10.1).
         if (marks.finalize_start < 0 || static_cast<int64_t>(e.start_ns) < marks.finalize_start) {
           marks.finalize_start = static_cast<int64_t>(e.start_ns);
         }
-        break;
+        continue;
       default:
         break;
     }
@@ -74,7 +75,8 @@ StepModel BuildStepModel(const ProfileInfo& info, const std::vector<RankStepMark
       if (s.end_ns > s.start_ns) {
         end = static_cast<int64_t>(s.end_ns);
       } else {
-        // The first of: the next mark, its window's end, MPI_Finalize's entry, the last event.
+        // The first of: the next mark, its window's end; else the end of the last event (before
+        // MPI_Finalize, which no other event follows).
         end = INT64_MAX;
         if (k + 1 < steps.size()) {
           end = static_cast<int64_t>(steps[k + 1].start_ns);
@@ -82,11 +84,11 @@ StepModel BuildStepModel(const ProfileInfo& info, const std::vector<RankStepMark
         if (window_end >= start) {
           end = std::min(end, window_end);
         }
-        if (m.finalize_start >= start) {
-          end = std::min(end, m.finalize_start);
-        }
         if (end == INT64_MAX) {
           end = std::max(start, m.last_end);
+          if (m.finalize_start >= start) {
+            end = std::min(end, m.finalize_start);
+          }
         }
       }
       RankStep rs;

@@ -5,8 +5,8 @@
 // Concepts. A rank's *step marks* are its kind STEP events (step N begins at start_ns; seq = N)
 // and its kind WINDOW events (capture windows). A rank's *step interval* of step N runs from its
 // mark to end_ns when the mark has one (an imported ProfilerStep#N range), else to the first of:
-// the rank's next mark, the end of the capture window it began in, the entry of MPI_Finalize, the
-// end of the rank's last event. Steps are matched across ranks by number: step N of rank 0 with
+// the rank's next mark, the end of the capture window it began in; else (its last step) to the
+// end of its last event before MPI_Finalize. Steps are matched across ranks by number: step N of rank 0 with
 // step N of rank 3. A collective instance belongs, on each rank, to the step interval containing
 // that rank's arrival; a delay-cost charge (§9.1-§9.2) to the step interval, on the rank that
 // waited first, containing the moment its wait began.
@@ -32,7 +32,7 @@ namespace commprof {
 struct RankStepMarks {
   std::vector<commprof_event> steps;    // kind STEP
   std::vector<commprof_event> windows;  // kind WINDOW
-  int64_t last_end = -1;                // latest end of any other event (-1: none)
+  int64_t last_end = -1;                // latest end of any other event but MPI_Finalize (-1: none)
   int64_t finalize_start = -1;          // entry of MPI_Finalize (-1: none)
 };
 
@@ -101,7 +101,7 @@ struct StepTable {
 
 // The rule's constants (§10.3).
 inline constexpr double kStepDominantShare = 0.5;   // of the step's attributed waiting
-inline constexpr double kStepMaterialShare = 0.05;  // of the step's rank-time (sum of durations)
+inline constexpr double kStepMaterialShare = 0.10;  // of the step's rank-time (sum of durations)
 inline constexpr double kStepStandOut = 3.0;        // x the median over steps of the other ranks' largest cost
 
 // The table of §10. `instances`/`measured` parallel (AnalyzeJob's); `delay` with step costs

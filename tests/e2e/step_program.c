@@ -1,5 +1,5 @@
 /* A training loop of 4 MPI ranks marking its steps with the C API (commprof_step): each step
- * sleeps `--compute-ms` (a sleep, not a spin: 4 ranks on 2 cores), then calls MPI_Allreduce.
+ * sleeps `--compute-ms` (default 40; a sleep, not a spin: 4 ranks on 2 cores), then calls MPI_Allreduce.
  * Planted truth: rank `--slow-rank` sleeps `--slow-ms` more before its allreduce in step
  * `--slow-step` only, so that step is the slowest and that rank its straggler (docs/metrics.md
  * §10); no other step has a late rank. */

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """The step table (docs/metrics.md §10) and `--window K` (docs/cli.md) on a real 4-rank Open MPI
-job: tests/e2e/step_program.c marks 10 steps with commprof_step(n), each 40 ms of sleep then an
+job: tests/e2e/step_program.c marks 10 steps with commprof_step(n), each 60 ms of sleep then an
 MPI_Allreduce, and rank 2 sleeps 80 ms more before its allreduce in step 7 only.
 
 Truth and tolerances (a loaded 2-core machine wakes sleepers late, so only facts the plant makes
 certain are asserted):
-- steps: exactly 0..9, each marked by the 4 ranks; every step lasts at least its 40 ms of sleep;
-- step 7 is the slowest, at least 40 + 80 ms, and its straggler is rank 2, charged at least
+- steps: exactly 0..9, each marked by the 4 ranks; every step lasts at least its 60 ms of sleep;
+- step 7 is the slowest, at least 60 + 80 ms, and its straggler is rank 2, charged at least
   3 x 80 ms x 0.85 of delay cost (3 ranks waited for it);
-- no other step names a straggler (their lateness is the scheduler's jitter, under the rule's
-  thresholds);
+- no other step names a straggler (their lateness is the scheduler's jitter: a rank would have to
+  be about 8 ms late, 3 x 8 ms of 4 x 60 rank-ms, to reach the rule's 10 %);
 - `commprof check --max step_time_p99=…`: the p99 of 10 steps is the slowest step's time, so a
   limit under it fails (exit 1) and one above it passes (exit 0), in ns and with a unit;
 - `--window K`: with two WINDOW records added to the file (h5py, as a --schedule run writes them,
@@ -30,7 +30,7 @@ except ImportError as e:  # pragma: no cover
     print(f"steps_e2e: needs h5py and numpy for /usr/bin/python3: {e}")
     sys.exit(1)
 
-STEPS, COMPUTE_MS, SLOW_RANK, SLOW_STEP, SLOW_MS = 10, 40, 2, 7, 80
+STEPS, COMPUTE_MS, SLOW_RANK, SLOW_STEP, SLOW_MS = 10, 60, 2, 7, 80
 # Yielding waits: 4 ranks on 2 cores do not steal each other's CPU while they wait.
 ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 KIND_WINDOW, KIND_STEP = 30, 9

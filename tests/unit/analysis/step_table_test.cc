@@ -57,7 +57,8 @@ constexpr uint64_t kTransfer = 100'000;    // the allreduce's transfer after the
 
 // A training loop of 4 ranks and 10 steps: each rank marks step s, computes 10 ms plus its
 // lateness late(s, r), enters an allreduce, leaves it 100 us (+ r us) after the last arrival and
-// marks the next step there. The last step ends at MPI_Finalize's entry (the end rule of §10.1).
+// marks the next step there. The last step ends with its allreduce, its last event before
+// MPI_Finalize, which begins 3 ms later (the end rule of §10.1).
 // Returns the ranks and, per step and rank, the planted duration.
 struct Loop {
   std::vector<RankData> ranks;
@@ -83,7 +84,7 @@ Loop MakeLoop(const std::function<uint64_t(uint64_t step, uint32_t rank)>& late)
     }
   }
   for (uint32_t r = 0; r < kRanks; ++r) {
-    loop.ranks[r].events.push_back(Marker(COMMPROF_KIND_MPI_FINALIZE, 0, begin[r], begin[r] + 5'000'000));
+    loop.ranks[r].events.push_back(Marker(COMMPROF_KIND_MPI_FINALIZE, 0, begin[r] + 3'000'000, begin[r] + 5'000'000));
   }
   return loop;
 }
@@ -382,14 +383,14 @@ TEST(ProfileReaderWindow, ARankWithoutTheWindowIsLeftOutAndNamed) {
 }
 
 // torch.profiler's ProfilerStep#N ranges, imported: each step lasts its range on every rank, and
-// a rank late by 1 ms in every iteration is the straggler of every step.
+// a rank late by 2 ms in every iteration (of 10 ms steps) is the straggler of every step.
 TEST(StepTable, ImportedKinetoStepsAreTheProfilerStepRanges) {
   TempDir tmp;
   test_support::KinetoSynth s;
   s.ranks = 4;
   s.iterations = 12;
   s.straggler = 2;
-  s.straggler_delay_ns = 1'000'000;
+  s.straggler_delay_ns = 2'000'000;
   s.clock_skew_ns = {0, 300'000, -150'000, 50'000};
   ASSERT_EQ(test_support::WriteKinetoSynth(s, tmp.path()).size(), 4u);
   kineto::ImportOptions opts;
@@ -411,8 +412,8 @@ TEST(StepTable, ImportedKinetoStepsAreTheProfilerStepRanges) {
     EXPECT_EQ(row.min_ns, s.period_ns - 1000) << "the range's dur";
     EXPECT_EQ(row.max_ns, s.period_ns - 1000);
     EXPECT_EQ(row.straggler, 2) << "step " << i;
-    // 3 waiters x 1 ms, aligned within the synthetic traces' 2 us end jitter
-    EXPECT_NEAR(row.straggler_cost_ns, 3 * 1'000'000.0, 3 * 3000.0) << "step " << i;
+    // 3 waiters x 2 ms, aligned within the synthetic traces' 2 us end jitter
+    EXPECT_NEAR(row.straggler_cost_ns, 3 * 2'000'000.0, 3 * 3000.0) << "step " << i;
   }
 }
 
