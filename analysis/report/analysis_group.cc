@@ -207,7 +207,8 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
             Write(a, attr::kP2pLateSenderWaitNs, report.p2p.late_sender_wait_ns) &&
             Write(a, attr::kP2pLateReceiverWaitNs, report.p2p.late_receiver_wait_ns);
   ok = ok && WriteRows(a, ranks) && WriteRows(a, types) && WriteRows(a, instances) && WriteRows(a, arrivals) &&
-       WriteRows(a, memory) && WriteRows(a, steps) && WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
+       WriteRows(a, memory) && WriteRows(a, steps) &&
+       WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
   if (!ok) {
     return IoError(path + ": writing /" + group + " failed");
   }

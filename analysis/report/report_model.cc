@@ -188,9 +188,10 @@ void AddSteps(const StepTable& t, ReportModel& m) {
     s.comm_ns = row.comm_ns;
     s.wait_ns = row.wait_ns;
     s.attributed_ns = std::llround(row.attributed_ns);
-    s.top_cause = row.top_rank >= 0 ? Opt<ReportModel::StepRankNs>(ReportModel::StepRankNs{
-                                          row.top_rank, std::llround(row.straggler_cost_ns)})
-                                    : std::nullopt;
+    s.top_cause =
+        row.top_rank >= 0
+            ? Opt<ReportModel::StepRankNs>(ReportModel::StepRankNs{row.top_rank, std::llround(row.straggler_cost_ns)})
+            : std::nullopt;
     s.straggler = row.straggler >= 0 ? Opt<int64_t>(row.straggler) : std::nullopt;
     steps.push_back(std::move(s));
   }

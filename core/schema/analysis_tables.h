@@ -91,15 +91,15 @@ using OpTypeText = char[24];
   X(S, int64_t, bytes_in_use, "bytes in use after the record")                    \
   X(S, int64_t, delta_bytes, "the record's change: positive for an allocation, negative for a free")
 
-#define COMMPROF_ANALYSIS_STEP_COLUMNS(X, S)                                                                  \
-  X(S, uint64_t, step, "step number (the `STEP` events' `seq`)")                                            \
-  X(S, uint32_t, rank, "world rank")                                                                         \
-  X(S, int64_t, window, "capture window the step began in, on the rank that began it first (-1: none)")     \
-  X(S, int64_t, start_ns, "the step's earliest start over its ranks")                                       \
-  X(S, int64_t, duration_ns, "the step's duration on this rank (its own clock)")                             \
-  X(S, int64_t, comm_ns, "this rank's blocked time in the complete collectives it arrived at in the step")   \
-  X(S, int64_t, wait_ns, "of which waiting for other ranks")                                                \
-  X(S, int64_t, delay_cost_ns, "delay cost charged to this rank as root cause in the step")                 \
+#define COMMPROF_ANALYSIS_STEP_COLUMNS(X, S)                                                               \
+  X(S, uint64_t, step, "step number (the `STEP` events' `seq`)")                                           \
+  X(S, uint32_t, rank, "world rank")                                                                       \
+  X(S, int64_t, window, "capture window the step began in, on the rank that began it first (-1: none)")    \
+  X(S, int64_t, start_ns, "the step's earliest start over its ranks")                                      \
+  X(S, int64_t, duration_ns, "the step's duration on this rank (its own clock)")                           \
+  X(S, int64_t, comm_ns, "this rank's blocked time in the complete collectives it arrived at in the step") \
+  X(S, int64_t, wait_ns, "of which waiting for other ranks")                                               \
+  X(S, int64_t, delay_cost_ns, "delay cost charged to this rank as root cause in the step")                \
   X(S, int64_t, straggler_rank, "the step's straggler (-1: none; the same on every row of the step)")
 
 // The row structs: exactly the members listed above, in that order.
