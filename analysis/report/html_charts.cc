@@ -528,6 +528,7 @@ void StepTimeChart(Page& p) {
   const double height = top + ph + 40;
   const double cw = pw / static_cast<double>(cols.size());
   const double bw = std::max(1.0, cw * 0.8);
+  const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(48.0 / cw)));  // labels 48 px apart
   h += "<svg class=\"chart\" id=\"chart-step-time\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
        Px(kChartWidth) + " " + Px(height) + "\" width=\"" + Px(kChartWidth) + "\" height=\"" + Px(height) +
        "\" role=\"img\" aria-label=\"time of each step, its slowest rank, and the mean wait in it\">";
@@ -568,6 +569,10 @@ void StepTimeChart(Page& p) {
     if (straggler) {
       h += "<text class=\"lbl\" x=\"" + Px(x + bw / 2) + "\" y=\"" + Px(top + ph - hw - hr - 4) +
            "\" text-anchor=\"middle\">rank " + std::to_string(*straggler) + "</text>";
+    }
+    if (i % label_every == 0) {
+      h += "<text class=\"axis\" x=\"" + Px(x + bw / 2) + "\" y=\"" + Px(top + ph + 13) + "\" text-anchor=\"middle\">" +
+           number + "</text>";
     }
     h += "</g>";
   }
