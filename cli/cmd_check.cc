@@ -20,6 +20,7 @@ namespace {
 struct Options {
   std::string path;
   std::vector<std::string> max;
+  int64_t window = -1;
 };
 
 // The figures a metric reads: the same JobReport `commprof report` renders.
@@ -30,8 +31,15 @@ struct Figures {
   const P2PMatchResult* p2p;
   const std::vector<RankOverlap>* overlap;
   const std::vector<Straggler>* stragglers;
+  const StepTable* steps;
   explicit Figures(const JobReport& r)
-      : info(&r.info), rep(&r.wait), cv(&r.clock), p2p(&r.p2p), overlap(&r.overlap), stragglers(&r.stragglers) {}
+      : info(&r.info),
+        rep(&r.wait),
+        cv(&r.clock),
+        p2p(&r.p2p),
+        overlap(&r.overlap),
+        stragglers(&r.stragglers),
+        steps(&r.steps) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -105,11 +113,32 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       // events frames that never arrived (ProfileInfo::missing_events).
       {"dropped_events", [](const Figures& f) { return static_cast<double>(f.info->missing_events()); }},
       {"lost_batches", [](const Figures& f) { return static_cast<double>(f.info->lost_batches()); }},
+      // The 99th percentile of the steps' times (docs/metrics.md §10); 0 without steps.
+      {"step_time_p99", [](const Figures& f) { return static_cast<double>(f.steps->summary.p99_ns); }},
       // Parts of the file that could not be read (left out of every other figure); checked at 0
       // unless a --max sets another limit.
       {"unreadable_ranks", [](const Figures& f) { return static_cast<double>(f.info->faults.size()); }},
   };
   return kMetrics;
+}
+
+// A metric measured in ns: its threshold may also be written with a unit (50ms, 1.5s, 200us).
+bool IsDuration(const std::string& metric) {
+  return metric == "step_time_p99" || (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_ns") == 0);
+}
+
+// The ns in one unit of `suffix` ("" and "ns": 1), 0 for anything else.
+double UnitNs(const std::string& suffix) {
+  if (suffix.empty() || suffix == "ns") {
+    return 1;
+  }
+  if (suffix == "us") {
+    return 1e3;
+  }
+  if (suffix == "ms") {
+    return 1e6;
+  }
+  return suffix == "s" ? 1e9 : 0;
 }
 
 int RunCheck(const Options& o) {
@@ -119,11 +148,16 @@ int RunCheck(const Options& o) {
     std::string name = spec.substr(0, eq);
     char* end = nullptr;
     double v = eq == std::string::npos ? 0 : std::strtod(spec.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || end == nullptr || *end != '\0' || end == spec.c_str() + eq + 1 ||
-        !std::isfinite(v)) {
-      std::fprintf(stderr, "commprof check: --max %s is not METRIC=VALUE with a finite number\n", spec.c_str());
+    const bool number = eq != std::string::npos && end != nullptr && end != spec.c_str() + eq + 1 && std::isfinite(v);
+    const double unit = number && IsDuration(name) ? UnitNs(end) : (number && *end == '\0' ? 1 : 0);
+    if (!number || unit == 0) {
+      std::fprintf(stderr,
+                   "commprof check: --max %s is not METRIC=VALUE with a finite number (a duration metric also takes "
+                   "a unit: ns, us, ms, s)\n",
+                   spec.c_str());
       return 2;
     }
+    v *= unit;
     if (Metrics().count(name) == 0) {
       std::string known;
       for (const auto& [k, fn] : Metrics()) {
@@ -137,6 +171,9 @@ int RunCheck(const Options& o) {
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
+    return 2;
+  }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "check")) {
     return 2;
   }
   ScreenEventRows(*reader.value());
@@ -177,9 +214,11 @@ Runner AddCheckCommand(CLI::App& app) {
                                      "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
                                      "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                                      "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
-                                     "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks.");
+                                     "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
+                                     "step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")->required();
+  AddWindowOption(sub, o->window);
   return [o] { return RunCheck(*o); };
 }
 

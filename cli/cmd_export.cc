@@ -26,6 +26,7 @@ struct Options {
   std::string output;
   std::string ranks;
   bool quiet = false;
+  int64_t window = -1;
 };
 
 std::string DefaultOutput(const std::string& input) {
@@ -49,6 +50,9 @@ int RunExport(const Options& o) {
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof export: %s\n", reader.status().message().c_str());
+    return 1;
+  }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "export")) {
     return 1;
   }
   // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
@@ -166,6 +170,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
                   "dropped; the time origin is the earliest event of the ranks exported)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
+  AddWindowOption(sub, o->window);
   return [o] { return RunExport(*o); };
 }
 

@@ -32,6 +32,7 @@ struct Options {
   double kernel_delay_us = 30.0;
   uint32_t num_kernels = 10;
   double duration_ratio = 0.8;
+  int64_t window = -1;
 };
 
 // One rank's results; its records are dropped once these are computed.
@@ -267,6 +268,9 @@ int RunHta(const Options& o) {
     std::fprintf(stderr, "commprof hta: %s\n", reader.status().message().c_str());
     return 1;
   }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "hta")) {
+    return 1;
+  }
   const ProfileInfo& info = reader.value()->info();
   for (const RankFault& f : info.faults) {
     std::fprintf(stderr, "commprof hta: %s\n", f.message.c_str());
@@ -348,6 +352,7 @@ Runner AddHtaCommand(CLI::App& app) {
   sub->add_option("--duration-ratio", o->duration_ratio,
                   "kernels past this share of the type's time go to `others` (HTA's duration_ratio)")
       ->capture_default_str();
+  AddWindowOption(sub, o->window);
   return [o] { return RunHta(*o); };
 }
 

@@ -17,6 +17,7 @@ namespace {
 struct Options {
   std::string path;
   bool json = false;
+  int64_t window = -1;
 };
 
 // One line per part of the file that could not be read; exit code 1 when there is any, although
@@ -55,6 +56,15 @@ struct RankCounts {
   std::map<std::string, uint64_t> by_name;
 };
 
+// The events a rank's counts hold: all of them, or those of the selected window.
+uint64_t Selected(const RankCounts& c) {
+  uint64_t n = 0;
+  for (const auto& [kind, count] : c.by_kind) {
+    n += count;
+  }
+  return n;
+}
+
 // What `info` shows as a rank's status: the stored one, marked when the file is known to lack
 // some of the rank's events, so a "complete" rank with lost batches does not look whole.
 std::string StatusShown(const RankInfo& r) {
@@ -81,6 +91,9 @@ int RunInfo(const Options& o) {
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof info: %s\n", reader.status().message().c_str());
+    return 1;
+  }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "info")) {
     return 1;
   }
   // Ranks with a row the analyses cannot take are left out and named, like unreadable groups.
@@ -128,6 +141,8 @@ int RunInfo(const Options& o) {
     j["world_size"] = info.world_size;
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
+    j["window"] =
+        reader.value()->window() ? nlohmann::ordered_json(*reader.value()->window()) : nlohmann::ordered_json();
     j["finalized"] = info.finalized;
     j["write_status"] = info.write_status;
     j["lost_batches"] = info.lost_batches();
@@ -154,6 +169,7 @@ int RunInfo(const Options& o) {
       jr["status"] = r.status;
       jr["end_reason"] = r.end_reason;
       jr["event_count"] = r.event_count;
+      jr["events_selected"] = Selected(counts[i]);
       jr["events_by_kind"] = counts[i].by_kind;
       jr["events_by_name"] = counts[i].by_name;
       jr["dropped_events"] = r.dropped_events;
@@ -186,6 +202,11 @@ int RunInfo(const Options& o) {
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
   std::printf("start (UTC): %s\n", FormatUtc(info.start_epoch_ns).c_str());
+  const std::optional<uint64_t>& window = reader.value()->window();
+  if (window) {
+    std::printf("window:      %llu (events: those of each rank's capture window %llu)\n",
+                static_cast<unsigned long long>(*window), static_cast<unsigned long long>(*window));
+  }
   std::printf(
       "clock:       %llu clock-condition violation(s) in %llu blocking collective instance(s) after "
       "alignment (%llu on raw clocks)\n\n",
@@ -193,13 +214,14 @@ int RunInfo(const Options& o) {
       static_cast<unsigned long long>(raw->violations));
   std::printf("%-5s %-20s %-8s %-20s %10s %8s %5s %14s %10s %12s  %s\n", "rank", "host", "pid", "status", "events",
               "missing", "lost", "clock offset", "drift", "error bound", "end reason");
-  for (const RankInfo& r : info.ranks) {
+  for (size_t i = 0; i < info.ranks.size(); ++i) {
+    const RankInfo& r = info.ranks[i];
+    const uint64_t events = window ? Selected(counts[i]) : r.event_count;
     std::string bound = r.clock_error_bound_ns < 0 ? "unmeasured" : std::to_string(r.clock_error_bound_ns) + " ns";
     std::printf("%-5u %-20.20s %-8llu %-20s %10llu %8s %5llu %11lld ns %6.2f ppm %12s  %s\n", r.rank, r.host.c_str(),
-                static_cast<unsigned long long>(r.pid), StatusShown(r).c_str(),
-                static_cast<unsigned long long>(r.event_count), MissingShown(r).c_str(),
-                static_cast<unsigned long long>(r.batches_lost), static_cast<long long>(r.clock_offset_ns),
-                r.clock_drift_ppm, bound.c_str(), EndReasonShown(r).c_str());
+                static_cast<unsigned long long>(r.pid), StatusShown(r).c_str(), static_cast<unsigned long long>(events),
+                MissingShown(r).c_str(), static_cast<unsigned long long>(r.batches_lost),
+                static_cast<long long>(r.clock_offset_ns), r.clock_drift_ppm, bound.c_str(), EndReasonShown(r).c_str());
   }
   for (const RankFault& f : info.faults) {
     std::printf("%-5s unreadable, left out: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-", f.message.c_str());
@@ -242,6 +264,7 @@ Runner AddInfoCommand(CLI::App& app) {
                                      "and name, dropped counts and clock model of a commprof file.");
   sub->add_option("file", opts->path, "commprof HDF5 file")->required();
   sub->add_flag("--json", opts->json, "machine-readable output (schema in docs/cli.md)");
+  AddWindowOption(sub, opts->window);
   return [opts] { return RunInfo(*opts); };
 }
 

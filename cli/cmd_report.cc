@@ -23,6 +23,7 @@ struct Options {
   std::string format = "text";
   std::string output;
   bool save = false;
+  int64_t window = -1;
 };
 
 int RunReport(const Options& o) {
@@ -33,6 +34,9 @@ int RunReport(const Options& o) {
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
+    return 1;
+  }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "report")) {
     return 1;
   }
   // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
@@ -97,6 +101,7 @@ Runner AddReportCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");
+  AddWindowOption(sub, o->window);
   return [o] { return RunReport(*o); };
 }
 

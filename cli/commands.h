@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace commprof {
+class ProfileReader;
+}
+
 namespace commprof::cli {
 
 using Runner = std::function<int()>;
@@ -33,6 +37,12 @@ bool StoreAnalysis(const std::string& path, const char* command);
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
 // an empty list included.
 bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out);
+
+// `--window K` of every command that reads a profile (docs/cli.md): -1 when not given.
+void AddWindowOption(CLI::App* sub, int64_t& window);
+// Selects window K of `reader` when `window` >= 0 (ProfileReader::SelectWindow); on failure prints
+// "commprof COMMAND: <error naming the file>" and returns false.
+bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* command);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);

@@ -58,6 +58,25 @@ std::string FormatUtc(uint64_t epoch_ns) {
   return buf;
 }
 
+void AddWindowOption(CLI::App* sub, int64_t& window) {
+  sub->add_option("--window", window,
+                  "only capture window K of each rank (run --schedule/--delay/--duration; docs/cli.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("K");
+}
+
+bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* command) {
+  if (window < 0) {
+    return true;
+  }
+  Status st = reader.SelectWindow(static_cast<uint64_t>(window));
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof %s: %s\n", command, st.message().c_str());
+    return false;
+  }
+  return true;
+}
+
 bool StoreAnalysis(const std::string& path, const char* command) {
   auto reader = ProfileReader::Open(path);
   if (!reader.ok()) {

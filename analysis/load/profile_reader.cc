@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <set>
 
 #include "core/schema/enums.h"
 
@@ -450,6 +451,101 @@ Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
 
 Status ProfileReader::ForEachEventChunk(uint32_t rank,
                                         const std::function<void(std::span<const commprof_event>)>& fn) const {
+  if (!window_) {
+    return ForEachStoredChunk(rank, fn);
+  }
+  auto span = window_span_.find(rank);
+  if (span == window_span_.end()) {
+    return Status::Ok();  // a rank without window K has been moved to the faults
+  }
+  const uint64_t lo = span->second.first;
+  const uint64_t hi = span->second.second;
+  const uint64_t k = *window_;
+  std::vector<commprof_event> kept;
+  return ForEachStoredChunk(rank, [&](std::span<const commprof_event> chunk) {
+    kept.clear();
+    for (const commprof_event& e : chunk) {
+      bool keep = false;
+      switch (e.kind) {
+        case COMMPROF_KIND_MPI_COMM:     // communicator definitions: matching needs them
+        case COMMPROF_KIND_STACK_FRAME:  // stack definitions, written at process end
+          keep = true;
+          break;
+        case COMMPROF_KIND_WINDOW:
+          keep = e.seq == k;
+          break;
+        default:
+          keep = e.start_ns >= lo && e.start_ns <= hi;
+          break;
+      }
+      if (keep) {
+        kept.push_back(e);
+      }
+    }
+    if (!kept.empty()) {
+      fn(std::span<const commprof_event>(kept.data(), kept.size()));
+    }
+  });
+}
+
+namespace {
+
+std::string WindowList(const std::set<uint64_t>& windows) {
+  std::string out;
+  for (uint64_t w : windows) {
+    out += (out.empty() ? "" : ", ") + std::to_string(w);
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Status ProfileReader::SelectWindow(uint64_t k) {
+  window_.reset();
+  window_span_.clear();
+  std::set<uint64_t> all;
+  std::map<uint32_t, std::set<uint64_t>> of_rank;
+  for (const RankInfo& r : info_.ranks) {
+    std::set<uint64_t>& mine = of_rank[r.rank];
+    Status st = ForEachStoredChunk(r.rank, [&](std::span<const commprof_event> chunk) {
+      for (const commprof_event& e : chunk) {
+        if (e.kind != COMMPROF_KIND_WINDOW) {
+          continue;
+        }
+        mine.insert(e.seq);
+        all.insert(e.seq);
+        if (e.seq == k && window_span_.count(r.rank) == 0) {
+          window_span_[r.rank] = {e.start_ns, std::max(e.start_ns, e.end_ns)};
+        }
+      }
+    });
+    COMMPROF_RETURN_IF_ERROR(st);
+  }
+  if (all.empty()) {
+    return InvalidArgument(info_.path + ": --window " + std::to_string(k) +
+                           ": the file has no capture windows (recorded without --schedule, --delay or --duration)");
+  }
+  if (window_span_.empty()) {
+    return InvalidArgument(info_.path + ": --window " + std::to_string(k) + ": no rank has window " +
+                           std::to_string(k) + " (the file's windows: " + WindowList(all) + ")");
+  }
+  window_ = k;
+  std::vector<uint32_t> lacking;
+  for (const RankInfo& r : info_.ranks) {
+    if (window_span_.count(r.rank) == 0 && r.status != schema::RankStatusName(schema::RankStatus::kMissing)) {
+      lacking.push_back(r.rank);
+    }
+  }
+  for (uint32_t rank : lacking) {
+    MarkUnreadable(rank, info_.path + ": /ranks/" + std::to_string(rank) + ": --window " + std::to_string(k) +
+                             ": the rank has no window " + std::to_string(k) +
+                             " (its windows: " + WindowList(of_rank[rank]) + "); left out");
+  }
+  return Status::Ok();
+}
+
+Status ProfileReader::ForEachStoredChunk(uint32_t rank,
+                                         const std::function<void(std::span<const commprof_event>)>& fn) const {
   std::string p = RankPath(rank) + "/" + schema::kEventsDataset;
   if (H5Lexists(file_.get(), RankPath(rank).c_str(), H5P_DEFAULT) <= 0 ||
       H5Lexists(file_.get(), p.c_str(), H5P_DEFAULT) <= 0) {

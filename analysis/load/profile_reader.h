@@ -93,8 +93,18 @@ class ProfileReader {
   // every analysis leaves it out and says why.
   void MarkUnreadable(uint32_t rank, std::string message);
   Result<std::vector<std::string>> Strings(uint32_t rank) const;
-  // Calls `fn` with consecutive chunks of the rank's events, in stored order.
+  // Calls `fn` with consecutive chunks of the rank's events, in stored order. After SelectWindow,
+  // only the events of the selected window (see there).
   Status ForEachEventChunk(uint32_t rank, const std::function<void(std::span<const commprof_event>)>& fn) const;
+
+  // `--window K` (docs/cli.md): from now on every reader of the events sees, of each rank, only
+  // its capture window K: the events that start within [start_ns, end_ns] of the rank's WINDOW
+  // event with seq K (that event included, the other WINDOW events not), plus the definitions the
+  // analyses need whenever they were recorded (communicator creation, stack frames). Reads each
+  // rank's events once. Fails, naming the file and listing the windows it has, when no rank has
+  // window K; a rank that lacks it (while others have it) is moved to info().faults, named.
+  Status SelectWindow(uint64_t k);
+  const std::optional<uint64_t>& window() const { return window_; }
 
  private:
   ProfileReader() = default;
@@ -104,8 +114,13 @@ class ProfileReader {
     return std::string("/") + schema::kRanksGroup + "/" + std::to_string(rank);
   }
 
+  // Every stored event of the rank, whatever the window.
+  Status ForEachStoredChunk(uint32_t rank, const std::function<void(std::span<const commprof_event>)>& fn) const;
+
   h5::Handle file_;
   ProfileInfo info_;
+  std::optional<uint64_t> window_;                                 // SelectWindow's K
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> window_span_;  // rank -> [start_ns, end_ns] of window K
 };
 
 }  // namespace commprof

@@ -53,12 +53,14 @@ struct CompletionCall {
 }  // namespace
 
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
-                                                                bool nonblocking) {
+                                                                bool nonblocking, const ChunkObserver& observe) {
   std::unordered_map<CollectiveKey, CollectiveInstance, CollectiveKeyHash> by_key;
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
   Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
+  uint32_t rank_index = 0;
   for (const RankInfo& r : reader.info().ranks) {
+    const uint32_t this_index = rank_index++;
     ClockModel model = r.clock_model();
     uint64_t row = 0;
     auto where = [&](uint64_t at) {
@@ -107,6 +109,9 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     std::vector<std::pair<commprof_event, uint64_t>> issued;
     std::vector<CompletionCall> completions;
     Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
+      if (observe) {
+        observe(this_index, chunk);
+      }
       for (const auto& e : chunk) {
         const uint64_t at = row++;
         if (!bad.ok()) {

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
@@ -76,7 +78,11 @@ struct CollectiveInstance {
 // earliest arrival. `aligned`: apply each rank's clock model (false: raw local times). A malformed input is rejected
 // (kCorrupt, naming the file, rank and events row): an event that ends before it starts, a rank recording the same
 // (communicator, sequence) twice, or ranks disagreeing on the operation of one call.
+// `observe`, when given, also sees every chunk of events read, with the index of its rank in
+// ProfileInfo::ranks: another analysis riding on this read of the file (the step marks, §10).
+using ChunkObserver = std::function<void(uint32_t rank_index, std::span<const commprof_event> chunk)>;
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
-                                                                bool nonblocking = false);
+                                                                bool nonblocking = false,
+                                                                const ChunkObserver& observe = {});
 
 }  // namespace commprof

@@ -236,7 +236,7 @@ int64_t SyncGraph::WaitEnd(const SyncCall& c) const {
 
 DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
                                 const std::vector<InstanceMetrics>& measured, std::span<const P2PMessage> messages,
-                                int64_t skew_threshold_ns) {
+                                int64_t skew_threshold_ns, const StepOf& step_of) {
   DelayAnalysis out;
   SyncGraph& g = out.graph;
   const size_t nranks = info.ranks.size();
@@ -613,6 +613,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<char> in_touched(nranks, 0);
   // Per waiting rank index: its waiting by root cause rank index (RankDelay::wait_by_culprit).
   std::vector<std::unordered_map<uint32_t, double>> culprit_acc(nranks);
+  std::unordered_map<uint64_t, double> step_acc;  // (step slot << 32 | root rank index) -> ns
   auto charge_group = [&](uint32_t first, uint32_t count, bool attributable, bool host, auto origin) {
     double total = 0;
     for (uint32_t c = first; c < first + count; ++c) {
@@ -679,6 +680,13 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     // earliest blocked start; where each dependency's share ended up (its root causes).
     by_dep.clear();
     int64_t min_b = INT64_MAX;
+    uint32_t min_rank = UINT32_MAX;  // the rank of the earliest waiter (its step takes the charges, §10.2)
+    auto earliest = [&](const SyncCall& sc) {
+      if (sc.block_start < min_b) {
+        min_b = sc.block_start;
+        min_rank = sc.rank;
+      }
+    };
     // Fast path (an instance's waiters all waiting on its one shared list until its last arrival):
     // with F(x) = the integral of 1 / missing up to x, a waiter entering at b owes dependency q
     // F(T_q) - F(b), so the group's sums come from prefix sums over the waiters sorted by b.
@@ -722,7 +730,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         if (g.WaitEnd(sc) <= sc.block_start) {
           continue;
         }
-        min_b = std::min(min_b, sc.block_start);
+        earliest(sc);
         if (full(sc)) {
           bs.emplace_back(sc.block_start, F(sc.block_start));
         } else {
@@ -746,7 +754,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       for (uint32_t c = first; c < first + count; ++c) {
         const SyncCall& sc = g.calls[c];
         if (g.WaitEnd(sc) > sc.block_start) {
-          min_b = std::min(min_b, sc.block_start);
+          earliest(sc);
         }
         per_dep(sc, [&](uint32_t d, double ns) { by_dep_map[d] += ns; });
       }
@@ -758,6 +766,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     touched.clear();
     root_entries.clear();
     double rooted = 0;
+    const uint32_t step_slot = step_of && min_rank != UINT32_MAX ? step_of(min_rank, min_b) : UINT32_MAX;
     for (const auto& [d, amt] : by_dep) {
       const SyncDep& dep = g.deps[d];
       const uint32_t ri = dep.rank;
@@ -767,6 +776,9 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
       for (const auto& [root, v] : charger.roots()) {
         root_entries.push_back({d, root, v / amt});
         rooted += v;
+        if (step_slot != UINT32_MAX) {
+          step_acc[(uint64_t{step_slot} << 32) | root] += v;
+        }
       }
       CulpritEvent& e = event_of[ri];
       if (!in_touched[ri]) {
@@ -911,6 +923,11 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const bool attributable = g.WaitEnd(sc) - sc.block_start > skew_threshold_ns;
     charge_group(c, 1, attributable, true, [&](uint32_t d) { return origin_of_dep[d - merged_dep_base]; });
   }
+  for (const auto& [key, ns] : step_acc) {
+    out.step_costs.push_back({static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu), ns});
+  }
+  std::sort(out.step_costs.begin(), out.step_costs.end(),
+            [](const StepCost& a, const StepCost& b) { return std::tie(a.slot, a.rank) < std::tie(b.slot, b.rank); });
   for (size_t r = 0; r < nranks; ++r) {
     for (const auto& [root, ns] : culprit_acc[r]) {
       out.ranks[r].wait_by_culprit.emplace_back(out.ranks[root].rank, ns);

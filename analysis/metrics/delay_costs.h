@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -101,6 +102,19 @@ struct RankCommCalls {
   uint64_t last_ordinal = 0;
 };
 
+// The delay cost charged in one step to one root cause (docs/metrics.md §10.2): `slot` as
+// StepOf gave it, `rank` an index into ProfileInfo::ranks.
+struct StepCost {
+  uint32_t slot = 0;
+  uint32_t rank = 0;
+  double ns = 0;
+};
+
+// Optional: the step slot in which a wait that began at aligned time `time_ns` on the rank at
+// index `rank` falls (UINT32_MAX: none). Given to ComputeDelayCosts, the charges are also summed
+// per step slot and root cause (DelayAnalysis::step_costs).
+using StepOf = std::function<uint32_t(uint32_t rank, int64_t time_ns)>;
+
 struct DelayAnalysis {
   double total_wait_ns = 0;                  // every wait of every blocked call
   double attributed_ns = 0;                  // of it, charged to a root cause
@@ -109,14 +123,16 @@ struct DelayAnalysis {
   std::vector<CulpritEvent> culprit_events;  // by time
   std::vector<RankCommCalls> comm_calls;     // by (rank, comm, op)
   std::vector<std::pair<uint64_t, std::vector<uint32_t>>> members;  // comm id -> world ranks seen
+  std::vector<StepCost> step_costs;                                 // with a StepOf: by (slot, rank), nonzero only
   SyncGraph graph;
 };
 
 // §9.1-§9.3 over the instances (measured with `measured`, parallel) and the matched messages
-// (P2PMessage::send_call_start / recv_call_start say where each side blocked).
+// (P2PMessage::send_call_start / recv_call_start say where each side blocked). With `step_of`,
+// each group of waiters' charges go to the step of its earliest waiter's blocked start (§10.2).
 DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<CollectiveInstance>& instances,
                                 const std::vector<InstanceMetrics>& measured, std::span<const P2PMessage> messages,
-                                int64_t skew_threshold_ns);
+                                int64_t skew_threshold_ns, const StepOf& step_of = {});
 
 // §9.4: the replayed end of the job (latest exit of any rank) with the excess of the rank at
 // index `corrected` removed (-1: none, the baseline).

@@ -18,6 +18,7 @@ using schema::CollectiveRow;
 using schema::InstanceRow;
 using schema::MemoryRow;
 using schema::RankRow;
+using schema::StepRankRow;
 namespace attr = schema::analysis_attr;
 
 // Tables of more rows than this are chunked and compressed; smaller ones are stored contiguous.
@@ -158,6 +159,22 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
     }
   }
 
+  // The step table (docs/metrics.md §10): one row per rank of each step.
+  std::vector<StepRankRow> steps;
+  for (const StepRow& s : report.steps.steps) {
+    for (const StepRankFigures& f : s.ranks) {
+      steps.push_back({.step = s.step,
+                       .rank = f.rank,
+                       .window = s.window,
+                       .start_ns = s.start_ns,
+                       .duration_ns = f.duration_ns,
+                       .comm_ns = f.comm_ns,
+                       .wait_ns = f.wait_ns,
+                       .delay_cost_ns = static_cast<int64_t>(std::llround(f.delay_cost_ns)),
+                       .straggler_rank = s.straggler});
+    }
+  }
+
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
   if (!file.valid()) {
     return IoError(path + ": cannot open for writing the analysis group");
@@ -190,7 +207,8 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
             Write(a, attr::kP2pLateSenderWaitNs, report.p2p.late_sender_wait_ns) &&
             Write(a, attr::kP2pLateReceiverWaitNs, report.p2p.late_receiver_wait_ns);
   ok = ok && WriteRows(a, ranks) && WriteRows(a, types) && WriteRows(a, instances) && WriteRows(a, arrivals) &&
-       WriteRows(a, memory) && WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
+       WriteRows(a, memory) && WriteRows(a, steps) &&
+       WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
   if (!ok) {
     return IoError(path + ": writing /" + group + " failed");
   }
@@ -234,5 +252,6 @@ template Result<std::vector<schema::CollectiveRow>> ReadAnalysisTable(const std:
 template Result<std::vector<schema::InstanceRow>> ReadAnalysisTable(const std::string&);
 template Result<std::vector<schema::ArrivalRow>> ReadAnalysisTable(const std::string&);
 template Result<std::vector<schema::MemoryRow>> ReadAnalysisTable(const std::string&);
+template Result<std::vector<schema::StepRankRow>> ReadAnalysisTable(const std::string&);
 
 }  // namespace commprof

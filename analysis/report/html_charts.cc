@@ -495,4 +495,99 @@ void BreakdownChart(Page& p) {
   h_ += "</p></div></section>\n";
 }
 
+// The steps' times (docs/metrics.md §10): one column per step in step order, its height the step's
+// time (its slowest rank), its lower part the mean per-rank wait in the step's collectives. A step
+// with a straggler is marked with the rank. Past kMaxStepColumns steps, each column is a band of
+// consecutive steps shown by its slowest one.
+void StepTimeChart(Page& p) {
+  constexpr size_t kMaxStepColumns = 240;
+  const auto& steps = List(p.r.steps);
+  if (steps.empty()) {
+    return;  // no step marks: no section (the JSON's steps is empty)
+  }
+  std::string& h = p.out;
+  h += "<section id=\"step-time\"><h2>Step time</h2>\n<div class=\"panel\">";
+  const size_t per = (steps.size() + kMaxStepColumns - 1) / kMaxStepColumns;
+  std::vector<const ReportModel::Step*> cols;  // the slowest step of each band
+  for (size_t i = 0; i < steps.size(); i += per) {
+    const ReportModel::Step* worst = &steps[i];
+    for (size_t k = i; k < std::min(steps.size(), i + per); ++k) {
+      if (NumOr(steps[k].max_ns, 0) > NumOr(worst->max_ns, 0)) {
+        worst = &steps[k];
+      }
+    }
+    cols.push_back(worst);
+  }
+  double max = 0;
+  for (const ReportModel::Step* s : cols) {
+    max = std::max(max, NumOr(s->max_ns, 0));
+  }
+  const double step = NiceStep(max > 0 ? max : 1, 5);
+  const double axis_max = max > 0 ? std::ceil(max / step) * step : 1;
+  const double left = 80, top = 30, ph = 220, pw = kChartWidth - left - 20;
+  const double height = top + ph + 40;
+  const double cw = pw / static_cast<double>(cols.size());
+  const double bw = std::max(1.0, cw * 0.8);
+  const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(48.0 / cw)));  // labels 48 px apart
+  h += "<svg class=\"chart\" id=\"chart-step-time\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+       Px(kChartWidth) + " " + Px(height) + "\" width=\"" + Px(kChartWidth) + "\" height=\"" + Px(height) +
+       "\" role=\"img\" aria-label=\"time of each step, its slowest rank, and the mean wait in it\">";
+  Legend(h, left, 16, {{"seg-wait", "mean wait per rank in the step's collectives"}, {"seg-rest", "rest of the step"}});
+  for (double t = 0; t <= axis_max * (1 + 1e-9); t += step) {
+    const double y = top + ph - ph * t / axis_max;
+    h += "<line class=\"grid\" x1=\"" + Px(left) + "\" x2=\"" + Px(left + pw) + "\" y1=\"" + Px(y) + "\" y2=\"" +
+         Px(y) + "\"/><text class=\"axis\" x=\"" + Px(left - 6) + "\" y=\"" + Px(y + 4) + "\" text-anchor=\"end\">" +
+         Dur(t) + "</text>";
+  }
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const ReportModel::Step& s = *cols[i];
+    const double time = std::max(0.0, NumOr(s.max_ns, 0));
+    const size_t ranks = List(s.duration_ns).size();
+    const double wait = std::clamp(ranks > 0 ? NumOr(s.wait_ns, 0) / static_cast<double>(ranks) : 0.0, 0.0, time);
+    const double x = left + cw * static_cast<double>(i) + (cw - bw) / 2;
+    const double hw = ph * wait / axis_max, hr = ph * (time - wait) / axis_max;
+    const std::string number = std::to_string(s.step.value_or(0));
+    std::string tip = "step " + number + (per > 1 ? " (slowest of its band of " + std::to_string(per) + ")" : "") +
+                      ": " + Dur(time) + " on its slowest rank, " + Dur(NumOr(s.min_ns, 0)) +
+                      " on its fastest; mean wait " + Dur(wait);
+    const Opt<int64_t> straggler = s.Straggler();
+    if (straggler) {
+      tip += "; straggler rank " + std::to_string(*straggler);
+    }
+    if (s.Window()) {
+      tip += "; window " + std::to_string(*s.Window());
+    }
+    h += "<g class=\"bar" + std::string(straggler ? " straggler" : "") + "\" data-step=\"" + number + "\"";
+    if (straggler) {
+      h += " data-straggler=\"" + std::to_string(*straggler) + "\"";
+    }
+    h += "><title>" + tip + "</title>";
+    h += "<rect class=\"seg seg-wait\" data-v=\"" + SortKey(wait) + "\" x=\"" + Px(x) + "\" y=\"" + Px(top + ph - hw) +
+         "\" width=\"" + Px(bw) + "\" height=\"" + Px(hw) + "\"/>";
+    h += "<rect class=\"seg seg-rest\" data-v=\"" + SortKey(time - wait) + "\" x=\"" + Px(x) + "\" y=\"" +
+         Px(top + ph - hw - hr) + "\" width=\"" + Px(bw) + "\" height=\"" + Px(hr) + "\"/>";
+    if (straggler) {
+      h += "<text class=\"lbl\" x=\"" + Px(x + bw / 2) + "\" y=\"" + Px(top + ph - hw - hr - 4) +
+           "\" text-anchor=\"middle\">rank " + std::to_string(*straggler) + "</text>";
+    }
+    if (i % label_every == 0) {
+      h += "<text class=\"axis\" x=\"" + Px(x + bw / 2) + "\" y=\"" + Px(top + ph + 13) + "\" text-anchor=\"middle\">" +
+           number + "</text>";
+    }
+    h += "</g>";
+  }
+  h += "<text class=\"axis\" x=\"" + Px(left + pw / 2) + "\" y=\"" + Px(top + ph + 30) +
+       "\" text-anchor=\"middle\">steps " + std::to_string(steps.front().step.value_or(0)) + " to " +
+       std::to_string(steps.back().step.value_or(0)) + ", in order</text>";
+  h += "</svg>";
+  h += "<p class=\"note\">Each column is one step: its time on its slowest rank, its lower part the mean wait "
+       "per rank in the step's collectives. A step whose lateness one rank caused is marked with that rank "
+       "(metrics.md &sect;10).";
+  if (per > 1) {
+    h += " With " + std::to_string(steps.size()) + " steps, each column is the slowest of " + std::to_string(per) +
+         " consecutive steps.";
+  }
+  h += "</p></div></section>\n";
+}
+
 }  // namespace commprof::html

@@ -35,6 +35,7 @@ struct Page {
 void RankTimeChart(Page& p);
 void LatenessHeatMap(Page& p);
 void BreakdownChart(Page& p);
+void StepTimeChart(Page& p);  // only when the report has steps
 
 // Sortable tables (html_tables.cc).
 void CollectivesTable(Page& p);

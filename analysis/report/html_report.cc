@@ -288,6 +288,7 @@ std::string Render(const ReportModel& model) {
   RankTimeChart(p);
   LatenessHeatMap(p);
   BreakdownChart(p);
+  StepTimeChart(p);
   CollectivesTable(p);
   RanksTable(p);
   WorstInstancesTable(p);

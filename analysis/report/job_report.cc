@@ -50,7 +50,14 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
     return p2p.status();
   }
   rep.p2p = std::move(p2p.value());
-  auto instances = LoadCollectiveInstances(reader, true, /*nonblocking=*/true);
+  // The step marks (§10) ride on the collective-matching read.
+  std::vector<RankStepMarks> step_marks(rep.info.ranks.size());
+  auto instances = LoadCollectiveInstances(reader, true, /*nonblocking=*/true,
+                                           [&](uint32_t rank_index, std::span<const commprof_event> chunk) {
+                                             if (rank_index < step_marks.size()) {
+                                               AddStepMarks(chunk, step_marks[rank_index]);
+                                             }
+                                           });
   if (!instances.ok()) {
     return instances.status();
   }
@@ -64,11 +71,21 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   std::vector<RankTimeBuilder::Parts> time_parts;
   Status overlap_status;
   std::jthread third_read([&] { overlap_status = ComputeOverlapAndMemory(reader, rep, time_parts); });
-  rep.delay = ComputeDelayCosts(rep.info, rep.instances, rep.measured, rep.p2p.messages, rep.wait.skew_threshold_ns);
+  const StepModel step_model = BuildStepModel(rep.info, step_marks);
+  step_marks.clear();
+  StepOf step_of;
+  if (!step_model.empty()) {
+    step_of = [&step_model](uint32_t rank_index, int64_t t) { return step_model.SlotAt(rank_index, t); };
+  }
+  rep.delay =
+      ComputeDelayCosts(rep.info, rep.instances, rep.measured, rep.p2p.messages, rep.wait.skew_threshold_ns, step_of);
   rep.p2p.messages.clear();
   rep.p2p.messages.shrink_to_fit();
   rep.stragglers = JudgeStragglers(rep.info, rep.instances, rep.delay);
   rep.delay.graph = SyncGraph();  // the replay is done: free the job's calls
+  rep.steps = BuildStepTable(rep.info, step_model, rep.instances, rep.measured, rep.delay);
+  rep.delay.step_costs.clear();
+  rep.delay.step_costs.shrink_to_fit();
   third_read.join();
   COMMPROF_RETURN_IF_ERROR(overlap_status);
   for (size_t i = 0; i < rep.overlap.size() && i < rep.delay.ranks.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "analysis/metrics/delay_costs.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/overlap.h"
+#include "analysis/metrics/step_table.h"
 #include "analysis/metrics/straggler_verdict.h"
 #include "analysis/metrics/time_categories.h"
 #include "analysis/metrics/wait_metrics.h"
@@ -35,11 +36,12 @@ struct JobReport {
   DelayAnalysis delay;                // root causes of waiting (§9.1-§9.2); its graph is freed once judged
   std::vector<Straggler> stragglers;  // the verdict (§9.3), largest delay cost first
   std::vector<RankTime> time;         // per rank, parallel to info.ranks (§9.5)
+  StepTable steps;                    // per training step (§10); empty when no rank marked one
 };
 
 // Computes every figure, reading the file three times: point-to-point matching, collective
-// matching (blocking and non-blocking), and one pass that feeds the overlap (§6), memory (§7) and
-// time-category (§9.5) builders together. Each
+// matching (blocking and non-blocking; it also gathers the step marks of §10), and one pass that
+// feeds the overlap (§6), memory (§7) and time-category (§9.5) builders together. Each
 // collective instance is measured once (`measured`), for the wait metrics and the /analysis tables.
 Result<JobReport> AnalyzeJob(const ProfileReader& reader);
 

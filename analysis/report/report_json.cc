@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 namespace commprof {
 namespace {
@@ -200,6 +202,11 @@ Status Check(const ReportModel::Lateness& l, const std::string& path) {
   return Status::Ok();
 }
 
+template <class T>
+struct IsOptional : std::false_type {};
+template <class U>
+struct IsOptional<std::optional<U>> : std::true_type {};
+
 class JsonReader {
  public:
   JsonReader(const Json& object, const std::string& path) : object_(object), prefix_(path.empty() ? "" : path + ".") {}
@@ -211,6 +218,12 @@ class JsonReader {
     }
     const std::string path = prefix_ + key;
     auto it = object_.find(key);
+    if constexpr (IsOptional<T>::value) {
+      if (it != object_.end() && it->is_null()) {
+        field.emplace();  // a nullable key (ReportModel::Step): present, and null
+        return;
+      }
+    }
     if (it == object_.end() || it->is_null()) {
       if ((flags & kReportRequired) != 0) {
         status_ = Bad(path, it == object_.end() ? "missing" : "is null");

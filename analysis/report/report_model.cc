@@ -158,6 +158,45 @@ ReportModel::TimeCategories TimeOf(const RankTime& t) {
   return m;
 }
 
+// The step table (§10): every step, and the summary of their times.
+void AddSteps(const StepTable& t, ReportModel& m) {
+  ReportModel::StepTime& time = m.step_time.emplace();
+  time.steps = t.summary.steps;
+  time.p50_ns = t.summary.p50_ns;
+  time.p99_ns = t.summary.p99_ns;
+  time.max_ns = t.summary.max_ns;
+  time.mean_ns = t.summary.mean_ns;
+  time.slowest_step = t.summary.slowest_step;
+  time.with_straggler = t.summary.with_straggler;
+  auto& steps = m.steps.emplace();
+  steps.reserve(t.steps.size());
+  for (const StepRow& row : t.steps) {
+    ReportModel::Step s;
+    s.step = row.step;
+    s.window = row.window >= 0 ? Opt<int64_t>(row.window) : std::nullopt;
+    s.start_ns = row.start_ns;
+    auto& durations = s.duration_ns.emplace();
+    auto& waits = s.wait_by_rank.emplace();
+    for (const StepRankFigures& f : row.ranks) {
+      durations.push_back({f.rank, f.duration_ns});
+      waits.push_back({f.rank, f.wait_ns});
+    }
+    s.min_ns = row.min_ns;
+    s.max_ns = row.max_ns;
+    s.mean_ns = row.mean_ns;
+    s.imbalance = row.imbalance;
+    s.comm_ns = row.comm_ns;
+    s.wait_ns = row.wait_ns;
+    s.attributed_ns = std::llround(row.attributed_ns);
+    s.top_cause =
+        row.top_rank >= 0
+            ? Opt<ReportModel::StepRankNs>(ReportModel::StepRankNs{row.top_rank, std::llround(row.straggler_cost_ns)})
+            : std::nullopt;
+    s.straggler = row.straggler >= 0 ? Opt<int64_t>(row.straggler) : std::nullopt;
+    steps.push_back(std::move(s));
+  }
+}
+
 }  // namespace
 
 ReportModel BuildReportModel(const JobReport& report) {
@@ -253,6 +292,7 @@ ReportModel BuildReportModel(const JobReport& report) {
     memory.push_back({s.rank, s.device, schema::MemoryKindName(s.memory_kind), s.peak_bytes, s.peak_time_ns,
                       s.final_bytes, s.allocs, s.frees, s.unmatched_frees, s.points.size()});
   }
+  AddSteps(report.steps, m);
   return m;
 }
 

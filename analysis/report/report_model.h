@@ -419,6 +419,67 @@ struct ReportModel {
     }
   };
 
+  // Per training step (docs/metrics.md §10).
+  struct StepRankNs {
+    Opt<int64_t> rank;
+    Opt<int64_t> ns;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("rank", s.rank, kReportRequired | kReportInteger);
+      v("ns", s.ns);
+    }
+  };
+  struct Step {
+    // window, top_cause and straggler are nullable keys: present and null means none (a report built
+    // here always has them); the accessors below give "none" for null and absent alike.
+    Opt<uint64_t> step;
+    Opt<Opt<int64_t>> window;  // null: the step began outside any capture window
+    Opt<int64_t> start_ns;
+    Opt<std::vector<StepRankNs>> duration_ns;
+    Opt<int64_t> min_ns, max_ns;
+    Opt<double> mean_ns, imbalance;
+    Opt<int64_t> comm_ns, wait_ns, attributed_ns;
+    Opt<std::vector<StepRankNs>> wait_by_rank;
+    Opt<Opt<StepRankNs>> top_cause;  // null: no waiting charged in the step
+    Opt<Opt<int64_t>> straggler;     // null: none (§10.3)
+    Opt<int64_t> Window() const { return window ? *window : std::nullopt; }
+    Opt<StepRankNs> TopCause() const { return top_cause ? *top_cause : std::nullopt; }
+    Opt<int64_t> Straggler() const { return straggler ? *straggler : std::nullopt; }
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("step", s.step, kReportRequired | kReportInteger);
+      v("window", s.window, kReportInteger);
+      v("start_ns", s.start_ns);
+      v("duration_ns", s.duration_ns);
+      v("min_ns", s.min_ns);
+      v("max_ns", s.max_ns);
+      v("mean_ns", s.mean_ns);
+      v("imbalance", s.imbalance);
+      v("comm_ns", s.comm_ns);
+      v("wait_ns", s.wait_ns);
+      v("wait_by_rank", s.wait_by_rank);
+      v("attributed_ns", s.attributed_ns);
+      v("top_cause", s.top_cause);
+      v("straggler", s.straggler, kReportInteger);
+    }
+  };
+  struct StepTime {
+    Opt<uint64_t> steps;
+    Opt<int64_t> p50_ns, p99_ns, max_ns;
+    Opt<double> mean_ns;
+    Opt<uint64_t> slowest_step, with_straggler;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("steps", s.steps, kReportInteger);
+      v("p50_ns", s.p50_ns);
+      v("p99_ns", s.p99_ns);
+      v("max_ns", s.max_ns);
+      v("mean_ns", s.mean_ns);
+      v("slowest_step", s.slowest_step, kReportInteger);
+      v("with_straggler", s.with_straggler, kReportInteger);
+    }
+  };
+
   // What the analysis could not see: ranks that never connected, parts of the file that could not
   // be read (left out of every figure), events recorded but not in the file.
   struct RankRange {
@@ -467,6 +528,8 @@ struct ReportModel {
   Opt<Clock> clock;
   Opt<std::vector<Memory>> memory;
   Opt<Completeness> completeness;
+  Opt<StepTime> step_time;
+  Opt<std::vector<Step>> steps;
 
   template <class S, class V>
   static void Fields(S& s, V& v) {
@@ -487,6 +550,8 @@ struct ReportModel {
     v("clock", s.clock);
     v("memory", s.memory);
     v("completeness", s.completeness);
+    v("step_time", s.step_time);
+    v("steps", s.steps);
   }
 };
 

@@ -291,6 +291,51 @@ void TimeCategories(const ReportModel& m, std::ostream& os) {
   }
 }
 
+// The step table (§10): a summary line, then the slowest steps (at most kTextSteps), slowest first.
+constexpr size_t kTextSteps = 10;
+
+void Steps(const ReportModel& m, std::ostream& os) {
+  const auto& steps = List(m.steps);
+  if (steps.empty()) {
+    return;
+  }
+  const ReportModel::StepTime t = V(m.step_time);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "\nsteps: %llu (step time p50 %s ms, p99 %s ms, max %s ms at step %llu); %llu with a straggler\n",
+                Ull(t.steps), Ms(V(t.p50_ns)).c_str(), Ms(V(t.p99_ns)).c_str(), Ms(V(t.max_ns)).c_str(),
+                Ull(t.slowest_step), Ull(t.with_straggler));
+  os << line;
+  std::vector<const ReportModel::Step*> order;
+  order.reserve(steps.size());
+  for (const auto& s : steps) {
+    order.push_back(&s);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const ReportModel::Step* a, const ReportModel::Step* b) { return V(a->max_ns) > V(b->max_ns); });
+  if (order.size() > kTextSteps) {
+    order.resize(kTextSteps);
+    os << "the " << kTextSteps << " slowest, slowest first:\n";
+  }
+  std::snprintf(line, sizeof line, "%8s %6s %5s %9s %9s %9s %9s %9s  %s\n", "step", "window", "ranks", "min (ms)",
+                "max (ms)", "imbalance", "comm (ms)", "wait (ms)", "straggler (delay cost)");
+  os << line;
+  for (const ReportModel::Step* s : order) {
+    const std::string window = s->Window() ? std::to_string(*s->Window()) : "-";
+    std::string straggler = "none";
+    if (s->Straggler()) {
+      straggler = "rank " + std::to_string(*s->Straggler());
+      if (s->TopCause()) {
+        straggler += " (" + Ms(V(s->TopCause()->ns)) + " ms)";
+      }
+    }
+    std::snprintf(line, sizeof line, "%8llu %6s %5zu %9s %9s %8.1f%% %9s %9s  %s\n", Ull(s->step), window.c_str(),
+                  List(s->duration_ns).size(), Ms(V(s->min_ns)).c_str(), Ms(V(s->max_ns)).c_str(),
+                  100.0 * V(s->imbalance), Ms(V(s->comm_ns)).c_str(), Ms(V(s->wait_ns)).c_str(), straggler.c_str());
+    os << line;
+  }
+}
+
 void Verdict(const ReportModel& m, int64_t run_start, std::ostream& os) {
   os << "\nverdict: ";
   const auto& stragglers = List(m.stragglers);
@@ -341,6 +386,7 @@ void WriteTextReport(const ReportModel& model, std::ostream& os) {
   Memory(model, run_start, os);
   PointToPoint(model, os);
   TimeCategories(model, os);
+  Steps(model, os);
   Verdict(model, run_start, os);
 }
 

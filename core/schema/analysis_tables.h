@@ -91,6 +91,17 @@ using OpTypeText = char[24];
   X(S, int64_t, bytes_in_use, "bytes in use after the record")                    \
   X(S, int64_t, delta_bytes, "the record's change: positive for an allocation, negative for a free")
 
+#define COMMPROF_ANALYSIS_STEP_COLUMNS(X, S)                                                               \
+  X(S, uint64_t, step, "step number (the `STEP` events' `seq`)")                                           \
+  X(S, uint32_t, rank, "world rank")                                                                       \
+  X(S, int64_t, window, "capture window the step began in, on the rank that began it first (-1: none)")    \
+  X(S, int64_t, start_ns, "the step's earliest start over its ranks")                                      \
+  X(S, int64_t, duration_ns, "the step's duration on this rank (its own clock)")                           \
+  X(S, int64_t, comm_ns, "this rank's blocked time in the complete collectives it arrived at in the step") \
+  X(S, int64_t, wait_ns, "of which waiting for other ranks")                                               \
+  X(S, int64_t, delay_cost_ns, "delay cost charged to this rank as root cause in the step")                \
+  X(S, int64_t, straggler_rank, "the step's straggler (-1: none; the same on every row of the step)")
+
 // The row structs: exactly the members listed above, in that order.
 struct RankRow {
   COMMPROF_ANALYSIS_RANK_COLUMNS(COMMPROF_SCHEMA_MEMBER, RankRow)
@@ -106,6 +117,9 @@ struct ArrivalRow {
 };
 struct MemoryRow {
   COMMPROF_ANALYSIS_MEMORY_COLUMNS(COMMPROF_SCHEMA_MEMBER, MemoryRow)
+};
+struct StepRankRow {
+  COMMPROF_ANALYSIS_STEP_COLUMNS(COMMPROF_SCHEMA_MEMBER, StepRankRow)
 };
 
 // One `/analysis` table: its dataset name, what a row is, and its columns.
@@ -134,6 +148,8 @@ COMMPROF_SCHEMA_TABLE(InstanceRow, COMMPROF_ANALYSIS_INSTANCE_COLUMNS, "instance
 COMMPROF_SCHEMA_TABLE(ArrivalRow, COMMPROF_ANALYSIS_ARRIVAL_COLUMNS, "arrivals", "rank in an instance")
 COMMPROF_SCHEMA_TABLE(MemoryRow, COMMPROF_ANALYSIS_MEMORY_COLUMNS, "memory",
                       "allocation or free record, by rank, device, memory kind, then time")
+COMMPROF_SCHEMA_TABLE(StepRankRow, COMMPROF_ANALYSIS_STEP_COLUMNS, "steps",
+                      "rank in a step (the ranks that marked it), by step number, then rank")
 
 #undef COMMPROF_SCHEMA_TABLE
 
@@ -145,7 +161,7 @@ constexpr TableInfo TableInfoOf() {
 // Every table, in the order the group lists them.
 inline constexpr TableInfo kAnalysisTables[] = {
     TableInfoOf<RankRow>(),    TableInfoOf<CollectiveRow>(), TableInfoOf<InstanceRow>(),
-    TableInfoOf<ArrivalRow>(), TableInfoOf<MemoryRow>(),
+    TableInfoOf<ArrivalRow>(), TableInfoOf<MemoryRow>(),     TableInfoOf<StepRankRow>(),
 };
 
 inline constexpr const char* kReportJsonDataset = "report_json";  // scalar string: the JSON report

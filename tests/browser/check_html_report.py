@@ -47,6 +47,11 @@ out.bars={};
     title:g.querySelector('title').textContent,
     segs:Array.prototype.map.call(g.querySelectorAll('rect.seg'),function(r){var b=r.getBoundingClientRect();
       return {cls:r.getAttribute('class'),w:b.width,v:parseFloat(r.getAttribute('data-v'))};})};});});
+out.stepCols=Array.prototype.map.call(document.querySelectorAll('#chart-step-time g.bar'),function(g){
+  return {step:g.getAttribute('data-step'),straggler:g.getAttribute('data-straggler'),
+    title:g.querySelector('title').textContent,
+    segs:Array.prototype.map.call(g.querySelectorAll('rect.seg'),function(r){var b=r.getBoundingClientRect();
+      return {cls:r.getAttribute('class'),h:b.height,w:b.width,v:parseFloat(r.getAttribute('data-v'))};})};});
 out.cells=rects('#chart-lateness rect.cell[data-bin]');
 out.heatRows=document.querySelectorAll('#chart-lateness g.heat-row').length;
 // Every text of every chart lies inside its chart's box (nothing clipped or spilling).
@@ -225,6 +230,37 @@ def main():
             check(valued[-1][1] < valued[0][1] - 50, "the colour scale barely changes")
     else:
         check("chart-lateness" not in out["svgs"], "a heat map without lateness data")
+
+    # Step-time chart (metrics.md §10): one column per step in order, heights on one scale (the
+    # step's time, split into the mean wait and the rest), the steps with a straggler marked.
+    steps = rep.get("steps") or []
+    if steps and len(steps) <= 240:
+        check("chart-step-time" in out["svgs"], "no step-time chart")
+        cols = out["stepCols"]
+        check([int(c["step"]) for c in cols] == [s["step"] for s in steps],
+              "step columns %s, expected one per step in order" % [c["step"] for c in cols])
+        scale = None
+        for c, s in zip(cols, steps):
+            want = s.get("straggler")
+            check((c["straggler"] is None and want is None) or (want is not None and int(c["straggler"]) == want),
+                  "step %s column straggler %s, fixture %s" % (c["step"], c["straggler"], want))
+            segs = {g["cls"]: g for g in c["segs"]}
+            check(set(segs) == {"seg seg-wait", "seg seg-rest"}, "step %s segments %s" % (c["step"], list(segs)))
+            total = s["max_ns"]
+            wait = min(s["wait_ns"] / len(s["duration_ns"]), total)
+            check(abs(segs["seg seg-wait"]["v"] - wait) < 1e-6 * max(1, wait) and
+                  abs(segs["seg seg-rest"]["v"] - (total - wait)) < 1e-6 * max(1, total),
+                  "step %s column values differ from the fixture" % c["step"])
+            px_per_ns = (segs["seg seg-wait"]["h"] + segs["seg seg-rest"]["h"]) / total
+            scale = scale or px_per_ns
+            check(abs(px_per_ns - scale) * total < 0.5, "step %s column height is off the common scale" % c["step"])
+            check(segs["seg seg-wait"]["w"] > 0, "step %s column is not visible" % c["step"])
+            check(c["title"].startswith("step %d: " % s["step"]), "step %s title %r" % (c["step"], c["title"]))
+        marked = [s for s in steps if s.get("straggler") is not None]
+        for s in marked:
+            check(("rank %d" % s["straggler"]) in out["text"], "the straggler of step %d is not labelled" % s["step"])
+    elif not steps:
+        check("chart-step-time" not in out["svgs"], "a step-time chart without steps")
 
     # Sortable rank table: ascending, then descending, by wait (missing values last).
     if ranks and "sortAsc" in out:

@@ -2181,6 +2181,7 @@ def v_check_values(ctx, h5):
         "exposed_comm_share": max(r["exposed_comm_ns"] / r["breakdown"]["span_ns"] for r in rk),
         "dropped_events": info["missing_events"],  # every event recorded but not in the file, all ranks
         "lost_batches": sum(r["batches_lost"] for r in info["ranks"]),
+        "step_time_p99": rep["step_time"]["p99_ns"],  # 0: these programs mark no steps
     }
     cmd = [ctx.commprof, "check", h5]
     for k in want:

@@ -273,6 +273,13 @@ JobReport EveryListFilled() {
   r.p2p.unmatched.push_back(UnmatchedP2P{});
   r.p2p.worst.push_back(P2PMessage{});
   r.memory.push_back(MemorySeries{});
+  // a step in a window, with a named straggler (so window, top_cause and straggler are not null)
+  StepRow step;
+  step.window = 0;
+  step.top_rank = 0;
+  step.straggler = 0;
+  step.ranks.push_back(StepRankFigures{});
+  r.steps.steps.push_back(step);
   return r;
 }
 
