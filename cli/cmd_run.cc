@@ -44,6 +44,7 @@ struct Options {
   bool analyze = true;  // --no-analysis turns it off
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
+  int stacks = 0;  // --stacks[=DEPTH]: call-site frames per API call (0: off)
 };
 
 pid_t g_child = -1;
@@ -271,6 +272,9 @@ int RunJob(Options o) {
       {"COMMPROF_JOB_ID", job_id},
       {"COMMPROF_SPOOL_DIR", o.spool_dir},
       {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
+  if (o.stacks > 0) {
+    vars.emplace_back("COMMPROF_STACKS", std::to_string(o.stacks));
+  }
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
@@ -417,6 +421,10 @@ Runner AddRunCommand(CLI::App& app) {
                   "event sources to record, comma-separated: cpu (C API ranges, marks, steps), mpi, nccl, cuda "
                   "(kernels, copies, memsets, syncs, launches), memory (allocations), nvtx; or all")
       ->capture_default_str();
+  sub->add_flag("--stacks{16}", o->stacks,
+                "record the calling stack of every MPI and NCCL API call, at most DEPTH frames (1-64) from the "
+                "user's call site (--stacks alone: 16; written --stacks=DEPTH); the report then ranks call sites")
+      ->check(CLI::Range(1, static_cast<int>(kMaxStackDepth)));
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   sub->add_flag("!--no-analysis", o->analyze,
                 "do not compute the cross-rank analysis into the file's /analysis group "

@@ -451,6 +451,35 @@ struct ReportModel {
     }
   };
 
+  // Call sites (`commprof run --stacks`, docs/metrics.md §10): per call site and operation,
+  // largest wait first.
+  struct CallSite {
+    Opt<std::string> function, file;
+    Opt<int64_t> line;
+    Opt<std::string> module;
+    Opt<uint64_t> address;
+    Opt<std::string> op;
+    Opt<uint64_t> calls;
+    Opt<int64_t> time_ns, wait_ns;
+    Opt<uint64_t> bytes, ranks;
+    Opt<std::vector<std::string>> stack;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("function", s.function);
+      v("file", s.file);
+      v("line", s.line, kReportInteger);
+      v("module", s.module);
+      v("address", s.address, kReportInteger);
+      v("op", s.op);
+      v("calls", s.calls, kReportInteger);
+      v("time_ns", s.time_ns);
+      v("wait_ns", s.wait_ns);
+      v("bytes", s.bytes, kReportInteger);
+      v("ranks", s.ranks, kReportInteger);
+      v("stack", s.stack);
+    }
+  };
+
   Opt<std::string> schema;  // always "commprof-report"
   Opt<int64_t> schema_version;
   Opt<std::string> path, job_id;
@@ -467,6 +496,7 @@ struct ReportModel {
   Opt<Clock> clock;
   Opt<std::vector<Memory>> memory;
   Opt<Completeness> completeness;
+  Opt<std::vector<CallSite>> call_sites;
 
   template <class S, class V>
   static void Fields(S& s, V& v) {
@@ -487,6 +517,7 @@ struct ReportModel {
     v("clock", s.clock);
     v("memory", s.memory);
     v("completeness", s.completeness);
+    v("call_sites", s.call_sites);
   }
 };
 

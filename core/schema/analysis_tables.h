@@ -91,6 +91,20 @@ using OpTypeText = char[24];
   X(S, int64_t, bytes_in_use, "bytes in use after the record")                    \
   X(S, int64_t, delta_bytes, "the record's change: positive for an allocation, negative for a free")
 
+// The `/stacks` table (docs/file-format.md "The stacks table"): the call-site stacks of
+// `commprof run --stacks`, symbolized when the file is finalized. A root dataset, not part of
+// `/analysis`; text columns are fixed-length and NUL-terminated (longer text is cut).
+using FrameText = char[256];
+#define COMMPROF_STACK_COLUMNS(X, S)                                                                          \
+  X(S, uint32_t, rank, "world rank")                                                                          \
+  X(S, uint32_t, stack_id, "the stack's id in the rank (CALL_SITE `seq`)")                                    \
+  X(S, uint32_t, depth, "0: the call site (innermost frame outside commprof, MPI, NCCL); 1: its caller, ...") \
+  X(S, FrameText, function, "function name (demangled), or `??`")                                             \
+  X(S, FrameText, file, "source file, empty without debug information")                                       \
+  X(S, uint32_t, line, "source line (0: unknown)")                                                            \
+  X(S, FrameText, module, "path of the executable or shared library")                                         \
+  X(S, uint64_t, address, "address in the module relative to its load bias (`addr2line -e MODULE` takes it)")
+
 // The row structs: exactly the members listed above, in that order.
 struct RankRow {
   COMMPROF_ANALYSIS_RANK_COLUMNS(COMMPROF_SCHEMA_MEMBER, RankRow)
@@ -106,6 +120,9 @@ struct ArrivalRow {
 };
 struct MemoryRow {
   COMMPROF_ANALYSIS_MEMORY_COLUMNS(COMMPROF_SCHEMA_MEMBER, MemoryRow)
+};
+struct StackRow {
+  COMMPROF_STACK_COLUMNS(COMMPROF_SCHEMA_MEMBER, StackRow)
 };
 
 // One `/analysis` table: its dataset name, what a row is, and its columns.
@@ -134,6 +151,7 @@ COMMPROF_SCHEMA_TABLE(InstanceRow, COMMPROF_ANALYSIS_INSTANCE_COLUMNS, "instance
 COMMPROF_SCHEMA_TABLE(ArrivalRow, COMMPROF_ANALYSIS_ARRIVAL_COLUMNS, "arrivals", "rank in an instance")
 COMMPROF_SCHEMA_TABLE(MemoryRow, COMMPROF_ANALYSIS_MEMORY_COLUMNS, "memory",
                       "allocation or free record, by rank, device, memory kind, then time")
+COMMPROF_SCHEMA_TABLE(StackRow, COMMPROF_STACK_COLUMNS, "stacks", "frame of a unique stack, by rank, stack, depth")
 
 #undef COMMPROF_SCHEMA_TABLE
 
