@@ -26,9 +26,17 @@ struct LoadContext {
   std::vector<ModuleRange>* out;
 };
 
+// The main program's path (dl_iterate_phdr names it "").
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("??");
+}
+
 int AddModule(dl_phdr_info* info, size_t /*size*/, void* arg) {
   auto* c = static_cast<LoadContext*>(arg);
-  const std::string base = BaseName(info->dlpi_name != nullptr ? info->dlpi_name : "");
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const std::string base = BaseName(name[0] != '\0' ? name : SelfExe().c_str());
   bool skip = false;
   for (const std::string& prefix : c->options->skip_prefixes) {
     skip = skip || (!base.empty() && base.rfind(prefix, 0) == 0);
@@ -162,7 +170,10 @@ uint32_t CallStacks::Capture(StackCache& cache) {
   if (e.ra == ra && e.fp == fp && e.id != 0 && StillValid(e)) {
     return e.id;
   }
-  return Unwind(e, ra, fp);
+  const uint32_t id = Unwind(e, ra, fp);
+  // Not a tail call: Unwind counts on finding this frame between its own and the caller's.
+  asm volatile("" ::: "memory");
+  return id;
 }
 
 uint32_t CallStacks::Unwind(StackCache::Entry& entry, uintptr_t ra, uintptr_t fp) {
@@ -184,12 +195,13 @@ uint32_t CallStacks::Unwind(StackCache::Entry& entry, uintptr_t ra, uintptr_t fp
     return 0;
   }
   const uint32_t id = Intern(&s.pcs[first], depth);
-  // Frame i's return address (the pc of frame i + 1) sits just below frame i's CFA. Checked from
-  // Capture's frame (1) up to the caller of the last kept frame.
+  // The context _Unwind_Backtrace reports for frame i holds the CFA of its callee, so frame i's
+  // pc (its callee's return address) sits just below it. Checked from Capture's caller (2, whose
+  // return address is in Capture's own frame, still live on a hit) to the last kept frame.
   uint32_t checks = 0;
-  for (uint32_t i = 1; i + 1 < first + depth; ++i) {
+  for (uint32_t i = 2; i < first + depth; ++i) {
     entry.slot[checks] = s.cfas[i] - sizeof(uintptr_t);
-    entry.value[checks] = s.pcs[i + 1];
+    entry.value[checks] = s.pcs[i];
     ++checks;
   }
   entry.ra = ra;
@@ -255,9 +267,7 @@ FrameOrigin ResolveFrame(uintptr_t return_address) {
   if (map->l_name != nullptr && map->l_name[0] != '\0') {
     out.module = map->l_name;
   } else {
-    char buf[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    out.module = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("??");
+    out.module = SelfExe();
   }
   if (info.dli_sname != nullptr) {
     out.symbol = info.dli_sname;

@@ -7,7 +7,8 @@
 // pointers), about 2 us for 18 frames, so repeated stacks are answered from a per-thread cache:
 // a small direct-mapped table keyed by (return address into the capturing caller, its frame
 // address). An entry keeps, for every frame it unwound, the address of the slot holding that
-// frame's return address (CFA - 8 on x86-64) and the value found there. A hit re-reads those
+// frame's pc as its callee's return address (the callee's CFA - 8 on x86-64, from
+// _Unwind_GetCFA) and the value found there. A hit re-reads those
 // slots: when each still holds the cached return address, every frame is the same function at the
 // same pc with the same frame size, so the stack is the cached one (sound for frames whose size is
 // fixed at a given pc; a caller whose frame size varies with alloca or a VLA may, in a rare
