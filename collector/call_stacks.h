@@ -38,7 +38,7 @@ struct StackOptions {
   uint32_t depth = 16;  // frames kept from the call site (1..kMaxStackDepth)
   // Modules whose file name starts with one of these lead the stack and are dropped.
   std::vector<std::string> skip_prefixes;
-  bool skip_self = true;       // also drop frames in the module holding this code (libcommprof.so)
+  bool skip_self = true;           // also drop frames in the module holding this code (libcommprof.so)
   uint32_t max_stacks = 1u << 16;  // unique stacks kept; more are counted as dropped
 };
 

@@ -132,6 +132,7 @@ void Runtime::RecordStackFrames() {
   ThreadState* t = Thread();
   uint64_t frames = 0;
   uint64_t lost = 0;
+  int wait_left_ms = 2000;
   const uint64_t now = Now();
   stacks_->ForEachStack([&](uint32_t id, std::span<const uintptr_t> pcs) {
     for (size_t depth = 0; depth < pcs.size(); ++depth) {
@@ -147,9 +148,10 @@ void Runtime::RecordStackFrames() {
       e.correlation = where.symbol.empty() ? 0 : Intern(where.symbol.c_str());
       e.device = COMMPROF_HOST_DEVICE;
       e.thread_id = t->index;
-      // A full ring waits for the shipper (this is the end of the process, not a hot path).
+      // A full ring waits for the shipper (this is the end of the process, not a hot path), at
+      // most 2 s in all: a shipper that does not drain it makes the rest count as lost at once.
       bool pushed = t->ring != nullptr && t->ring->HasRoom();
-      for (int tries = 0; !pushed && t->ring != nullptr && tries < 2000; ++tries) {
+      for (; !pushed && t->ring != nullptr && wait_left_ms > 0; --wait_left_ms) {
         RequestFlush();
         timespec ts{0, 1000000};
         ::nanosleep(&ts, nullptr);
@@ -165,7 +167,8 @@ void Runtime::RecordStackFrames() {
   SetCounter("stacks_unique", stacks_->unique());
   SetCounter("stacks_dropped", stacks_->dropped());
   SetCounter("stack_frames_lost", lost);
-  (void)frames;
+  COMMPROF_LOG_DEBUG("%llu call-stack frames recorded, %llu lost", static_cast<unsigned long long>(frames),
+                     static_cast<unsigned long long>(lost));
 }
 
 ThreadState* Runtime::RegisterThread() {

@@ -256,7 +256,8 @@ Status WriteStacksTable(const std::string& path, const std::vector<StackRow>& ro
   if (!file.valid()) {
     return IoError(path + ": cannot open for writing /stacks");
   }
-  if (H5Lexists(file.get(), kStacksDataset, H5P_DEFAULT) > 0 && H5Ldelete(file.get(), kStacksDataset, H5P_DEFAULT) < 0) {
+  if (H5Lexists(file.get(), kStacksDataset, H5P_DEFAULT) > 0 &&
+      H5Ldelete(file.get(), kStacksDataset, H5P_DEFAULT) < 0) {
     return IoError(path + ": cannot replace /stacks");
   }
   Handle type = h5::BuildCompound(sizeof(StackRow), schema::TableOf<StackRow>::kColumns);
@@ -269,8 +270,7 @@ Status WriteStacksTable(const std::string& path, const std::vector<StackRow>& ro
     H5Pset_deflate(dcpl.get(), 1);  // the text columns are mostly NUL padding
   }
   Handle d(H5Dcreate2(file.get(), kStacksDataset, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!d.valid() ||
-      (!rows.empty() && H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0)) {
+  if (!d.valid() || (!rows.empty() && H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0)) {
     return IoError(path + ": writing /stacks failed");
   }
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) {
@@ -328,8 +328,8 @@ Result<StackMap> LoadStacks(const ProfileReader& reader) {
     if (frames.size() <= row.depth) {
       frames.resize(row.depth + 1);
     }
-    frames[row.depth] = StackFrameInfo{TextOf(row.function), TextOf(row.file), row.line, TextOf(row.module),
-                                       row.address};
+    frames[row.depth] =
+        StackFrameInfo{TextOf(row.function), TextOf(row.file), row.line, TextOf(row.module), row.address};
   }
   return map;
 }

@@ -81,8 +81,8 @@ Result<CallSiteReport> ComputeCallSites(const ProfileReader& reader, const Stack
       ++joined;
       const StackFrameInfo& top = frames->second.front();
       const std::string& op = e.name_id < strings.value().size() ? strings.value()[e.name_id] : "?";
-      SiteKey key{top.function, top.file, top.line, top.file.empty() ? top.module : "",
-                  top.file.empty() ? top.address : 0, op};
+      SiteKey key{
+          top.function, top.file, top.line, top.file.empty() ? top.module : "", top.file.empty() ? top.address : 0, op};
       SiteSum& sum = sums[key];
       const int64_t time = e.end_ns > e.start_ns ? static_cast<int64_t>(e.end_ns - e.start_ns) : 0;
       int64_t wait = time;

@@ -30,8 +30,8 @@ struct CallSite {
   uint64_t calls = 0;
   int64_t time_ns = 0;
   int64_t wait_ns = 0;
-  uint64_t bytes = 0;  // 0 for MPI_Wait*/Test* (their events count requests, not bytes)
-  uint32_t ranks = 0;  // ranks that called it
+  uint64_t bytes = 0;              // 0 for MPI_Wait*/Test* (their events count requests, not bytes)
+  uint32_t ranks = 0;              // ranks that called it
   std::vector<std::string> stack;  // one of its stacks, frame labels from depth 0 (StackFrameInfo::Label)
 };
 

@@ -31,7 +31,7 @@ __attribute__((noinline)) static double overlapped_sum(double v) {
   double out = 0;
   MPI_Request req;
   MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req); /* IALLREDUCE */
-  MPI_Wait(&req, MPI_STATUS_IGNORE);                                       /* WAIT */
+  MPI_Wait(&req, MPI_STATUS_IGNORE);                                      /* WAIT */
   return out;
 }
 
