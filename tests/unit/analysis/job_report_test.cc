@@ -273,6 +273,7 @@ JobReport EveryListFilled() {
   r.p2p.unmatched.push_back(UnmatchedP2P{});
   r.p2p.worst.push_back(P2PMessage{});
   r.memory.push_back(MemorySeries{});
+  r.call_sites.sites.push_back(CallSite{});
   return r;
 }
 

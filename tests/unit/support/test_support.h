@@ -149,6 +149,7 @@ struct RankData {
   std::vector<ClockPoint> points;
   std::vector<std::string> strings;  // its string table from id 0 (what name_id indexes); may be empty
   std::string host;                  // empty: "h<rank>"
+  std::vector<std::pair<std::string, uint64_t>> counters;  // its bye's counters (rank attributes)
 };
 
 // What a hand-made profile says about the job as a whole; the defaults write only the job id.
