@@ -54,7 +54,6 @@ commprof_event Frame(uint32_t stack, int32_t depth, uint32_t module, uint64_t ad
 RankData Rank(uint32_t r) {
   RankData d;
   d.strings = {"", "MPI_Allreduce", kGoneModule, "_Z4slowv", "_Z4fastv", "main", "MPI_Send"};
-  d.counters = {{"stacks_unique", 2}};
   const uint64_t late = r == 1 ? 20000 : 0;
   for (uint64_t seq = 0; seq < 3; ++seq) {
     const uint64_t t0 = 1000000 * (seq + 1) + (seq < 2 ? late : 0);
@@ -82,9 +81,16 @@ RankData Rank(uint32_t r) {
   return d;
 }
 
+// The ranks' byes say they recorded stacks (what makes the analyses look for them).
+test_support::ProfileOptions Stacked() {
+  test_support::ProfileOptions o;
+  o.counters = {{"stacks_unique", 2}};
+  return o;
+}
+
 TEST(CallSites, JoinsEachCallToItsStackWithTheInstanceWaitAndRanksBySlowestSite) {
   TempDir dir;
-  auto reader = test_support::WriteProfile(dir / "job.h5", {Rank(0), Rank(1)});
+  auto reader = test_support::WriteProfile(dir / "job.h5", {Rank(0), Rank(1)}, Stacked());
   ASSERT_NE(reader, nullptr);
   auto rep = AnalyzeJob(*reader);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
@@ -119,7 +125,7 @@ TEST(CallSites, JoinsEachCallToItsStackWithTheInstanceWaitAndRanksBySlowestSite)
 TEST(CallSites, ModuleNotReadableHereKeepsModuleAndOffsetAndIsSaidOnce) {
   TempDir dir;
   const std::string path = dir / "job.h5";
-  auto reader = test_support::WriteProfile(path, {Rank(0), Rank(1)});
+  auto reader = test_support::WriteProfile(path, {Rank(0), Rank(1)}, Stacked());
   ASSERT_NE(reader, nullptr);
   auto sym = SymbolizeStacks(*reader);
   ASSERT_TRUE(sym.ok()) << sym.status().message();
@@ -159,7 +165,7 @@ TEST(CallSites, WithoutAddr2lineFramesKeepTheirSymbolAndItIsSaidOnce) {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(n, 0);
   r0.strings[2] = std::string(self, static_cast<size_t>(n));
-  auto reader = test_support::WriteProfile(dir / "job.h5", {r0});
+  auto reader = test_support::WriteProfile(dir / "job.h5", {r0}, Stacked());
   ASSERT_NE(reader, nullptr);
   SymbolizeOptions o;
   o.addr2line = "/nonexistent/bin/addr2line";
