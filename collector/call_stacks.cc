@@ -61,26 +61,6 @@ int AddModule(dl_phdr_info* info, size_t /*size*/, void* arg) {
   return 0;
 }
 
-struct UnwindState {
-  uintptr_t pcs[StackCache::kMaxRaw];
-  uintptr_t cfas[StackCache::kMaxRaw];
-  uint32_t n = 0;
-};
-
-_Unwind_Reason_Code CollectFrame(_Unwind_Context* ctx, void* arg) {
-  auto* s = static_cast<UnwindState*>(arg);
-  if (s->n >= StackCache::kMaxRaw) {
-    return _URC_END_OF_STACK;
-  }
-  const uintptr_t ip = _Unwind_GetIP(ctx);
-  if (ip == 0) {
-    return _URC_END_OF_STACK;
-  }
-  s->pcs[s->n] = ip;
-  s->cfas[s->n] = _Unwind_GetCFA(ctx);
-  ++s->n;
-  return _URC_NO_REASON;
-}
 
 uint64_t HashPcs(const uintptr_t* pcs, uint32_t depth) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ depth;
@@ -176,19 +156,44 @@ uint32_t CallStacks::Capture(StackCache& cache) {
   return id;
 }
 
+// The frames _Unwind_Backtrace reports, up to the last one kept: frame 0 is Unwind, frame 1
+// Capture, frame 2 Capture's caller, the first one considered; `first` is the first frame outside
+// the skipped modules (0 until found). The walk stops once `depth` frames from it are in, so a
+// deep stack (an interpreter's) costs no more than a shallow one.
+struct CallStacks::UnwindState {
+  CallStacks* self = nullptr;
+  uint32_t depth = 0;
+  uint32_t n = 0;
+  uint32_t first = 0;
+  uintptr_t pcs[StackCache::kMaxRaw];
+  uintptr_t cfas[StackCache::kMaxRaw];
+};
+
+_Unwind_Reason_Code CallStacks::CollectFrame(_Unwind_Context* ctx, void* arg) {
+  auto* s = static_cast<UnwindState*>(arg);
+  const uintptr_t ip = _Unwind_GetIP(ctx);
+  if (ip == 0 || s->n >= StackCache::kMaxRaw) {
+    return _URC_END_OF_STACK;
+  }
+  s->pcs[s->n] = ip;
+  s->cfas[s->n] = _Unwind_GetCFA(ctx);
+  if (s->first == 0 && s->n >= 2) {
+    const ModuleRange* m = s->self->FindModule(ip);
+    if (m == nullptr || !m->skip) {
+      s->first = s->n;
+    }
+  }
+  ++s->n;
+  return s->first != 0 && s->n >= s->first + s->depth ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
 uint32_t CallStacks::Unwind(StackCache::Entry& entry, uintptr_t ra, uintptr_t fp) {
   misses_.fetch_add(1, std::memory_order_relaxed);
   UnwindState s;
+  s.self = this;
+  s.depth = options_.depth;
   _Unwind_Backtrace(CollectFrame, &s);
-  // Frame 0 is this function, frame 1 Capture, frame 2 Capture's caller: the first one considered.
-  uint32_t first = 2;
-  while (first < s.n) {
-    const ModuleRange* m = FindModule(s.pcs[first]);
-    if (m == nullptr || !m->skip) {
-      break;
-    }
-    ++first;
-  }
+  const uint32_t first = s.first != 0 ? s.first : s.n;
   const uint32_t depth = std::min(s.n > first ? s.n - first : 0u, options_.depth);
   entry.id = 0;
   if (depth == 0) {

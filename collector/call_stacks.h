@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <unwind.h>
+
 namespace commprof {
 
 struct StackOptions {
@@ -117,6 +119,8 @@ class CallStacks {
   };
   // Not inlined: the frames it reports start with its own, then Capture's, then the caller's.
   __attribute__((noinline)) uint32_t Unwind(StackCache::Entry& entry, uintptr_t ra, uintptr_t fp);
+  struct UnwindState;
+  static _Unwind_Reason_Code CollectFrame(struct _Unwind_Context* ctx, void* arg);
   uint32_t Intern(const uintptr_t* pcs, uint32_t depth);
   const ModuleRange* FindModule(uintptr_t pc);
 
