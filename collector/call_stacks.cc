@@ -61,7 +61,6 @@ int AddModule(dl_phdr_info* info, size_t /*size*/, void* arg) {
   return 0;
 }
 
-
 uint64_t HashPcs(const uintptr_t* pcs, uint32_t depth) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ depth;
   for (uint32_t i = 0; i < depth; ++i) {
@@ -76,7 +75,8 @@ uint64_t HashPcs(const uintptr_t* pcs, uint32_t depth) {
 // caller's locals when the chain differs, hence no address-sanitizer check here.
 __attribute__((no_sanitize("address"))) bool StillValid(const StackCache::Entry& e) {
   for (uint32_t i = 0; i < e.checks; ++i) {
-    if (*reinterpret_cast<const uintptr_t*>(e.slot[i]) != e.value[i]) {
+    // The unwinder gives stack addresses as integers.
+    if (*reinterpret_cast<const uintptr_t*>(e.slot[i]) != e.value[i]) {  // NOLINT(performance-no-int-to-ptr)
       return false;
     }
   }
@@ -262,8 +262,8 @@ FrameOrigin ResolveFrame(uintptr_t return_address) {
   const uintptr_t pc = return_address > 0 ? return_address - 1 : 0;  // inside the call instruction
   Dl_info info{};
   link_map* map = nullptr;
-  if (dladdr1(reinterpret_cast<void*>(pc), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
-      map == nullptr) {
+  void* const where = reinterpret_cast<void*>(pc);  // NOLINT(performance-no-int-to-ptr): a code address
+  if (dladdr1(where, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 || map == nullptr) {
     out.module = "??";
     out.offset = pc;
     return out;

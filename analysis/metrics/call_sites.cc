@@ -12,7 +12,7 @@ struct ApiKey {
   uint64_t start = 0;
   uint8_t kind = 0;
   uint64_t comm = 0;
-  auto operator<=>(const ApiKey&) const = default;
+  bool operator<(const ApiKey& o) const { return std::tie(start, kind, comm) < std::tie(o.start, o.kind, o.comm); }
 };
 
 bool IsApiKind(uint8_t kind) {
@@ -27,7 +27,10 @@ struct SiteKey {
   std::string module;
   uint64_t address = 0;
   std::string op;
-  auto operator<=>(const SiteKey&) const = default;
+  bool operator<(const SiteKey& o) const {
+    return std::tie(function, file, line, module, address, op) <
+           std::tie(o.function, o.file, o.line, o.module, o.address, o.op);
+  }
 };
 
 struct SiteSum {
