@@ -15,6 +15,8 @@ missing_module: the ranks spool with COMMPROF_STACKS=8 running a copy of the pro
   deleted before `commprof merge`: the merge succeeds, says once that a module file is not
   readable, and the /stacks rows of that module keep its path and a non-zero address (no file,
   line 0), as do the report's call sites.
+nccl: NCCL API calls through the real profiler plugin (driven by tests/nccl/nccl_profiler_driver):
+  each kind 16 event joins one CALL_SITE; depth 0 is the driver's code, not the plugin's.
 
     call_sites.py CASE --build build/release --work DIR
 """
@@ -166,7 +168,33 @@ def case_missing_module(ctx):
                                   for s in sites), f"call sites by module + offset: {sites}")
 
 
-CASES = {"slow_site": case_slow_site, "off": case_off, "missing_module": case_missing_module}
+def case_nccl(ctx):
+    """NCCL API calls through the real profiler plugin, driven as NCCL 2.28 does (tests/nccl): every
+    kind 16 event has its CALL_SITE, and the report's ncclAllReduce site is the driver's own
+    function that called the plugin (the plugin and libcommprof frames are skipped)."""
+    plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
+    driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
+    if not (os.path.exists(plugin) and os.path.exists(driver)):
+        print(f"nccl: SKIPPED: {plugin} or {driver} is not built")
+        sys.exit(77)
+    iters = 5
+    out = ctx.path("nccl.h5")
+    run([ctx.commprof, "run", "-q", "--stacks=4", "-o", out, "--"] + mpirun(4) +
+        [driver, "--plugin", plugin, "--abi", "v5", "--iters", str(iters), "--count", "1024"], check_rc=0)
+    with h5py.File(out, "r") as f:
+        for rank in range(4):
+            ev = f["ranks"][str(rank)]["events"][...]
+            api = ev[ev["kind"] == 16]
+            sites = ev[(ev["kind"] == KIND_CALL_SITE) & (ev["subtype"] == 16)]
+            expect(len(api) > 0 and len(sites) == len(api), f"rank {rank}: {len(api)} NCCL API, {len(sites)} sites")
+            joined = set(zip(sites["start_ns"].tolist(), sites["comm_id"].tolist()))
+            expect(all((int(a["start_ns"]), int(a["comm_id"])) in joined for a in api), f"rank {rank}: every join")
+    sites = [s for s in report_json(ctx, out)["call_sites"] if s["op"] == "ncclAllReduce"]
+    expect(len(sites) == 1 and sites[0]["calls"] == iters * 4 and sites[0]["file"].endswith("nccl_profiler_driver.c")
+           and len(sites[0]["stack"]) == 4, f"ncclAllReduce call site: {sites}")
+
+
+CASES = {"slow_site": case_slow_site, "off": case_off, "missing_module": case_missing_module, "nccl": case_nccl}
 
 if __name__ == "__main__":
     args, ctx = case_arguments(CASES)
