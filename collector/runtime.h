@@ -125,8 +125,8 @@ class Runtime {
   // stack, 0 when --stacks is off (one branch) or nothing outside commprof/MPI/NCCL is on it.
   // Called first in an API call's wrapper, before its start time is taken.
   uint32_t CaptureStack() {
-    if (stacks_ == nullptr) {
-      return 0;
+    if (stacks_ == nullptr || !enabled_.load(std::memory_order_relaxed)) {
+      return 0;  // off, or nothing recorded now: no unwinding either
     }
     ThreadState* t = Thread();
     if (t->stack_cache == nullptr) {
