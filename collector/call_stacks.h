@@ -23,16 +23,15 @@
 // (docs/file-format.md).
 #pragma once
 
+#include <unwind.h>
+
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <unwind.h>
 
 namespace commprof {
 
