@@ -194,9 +194,15 @@ Result<SymbolizeResult> SymbolizeStacks(const ProfileReader& reader, const Symbo
   std::map<std::pair<std::string, uint64_t>, Location> found;
   SymbolizeResult result;
   std::vector<std::string> unreadable;
-  bool tool_failed = false;
+  std::vector<std::string> failed;  // readable, but addr2line could not read it (not ELF, damaged)
+  bool run = options.run_addr2line && !wanted.empty();
+  if (run && !RunCapture({options.addr2line, "--version"})) {
+    run = false;
+    result.notes.push_back("cannot run '" + options.addr2line +
+                           "' (install binutils); frames keep their dynamic symbol and module + offset");
+  }
   for (const auto& [module, addresses] : wanted) {
-    if (!options.run_addr2line || tool_failed) {
+    if (!run) {
       break;
     }
     if (::access(module.c_str(), R_OK) != 0) {
@@ -204,7 +210,7 @@ Result<SymbolizeResult> SymbolizeStacks(const ProfileReader& reader, const Symbo
       continue;
     }
     std::vector<uint64_t> list(addresses.begin(), addresses.end());
-    for (size_t at = 0; at < list.size() && !tool_failed; at += kAddressesPerRun) {
+    for (size_t at = 0; at < list.size(); at += kAddressesPerRun) {
       const size_t n = std::min(kAddressesPerRun, list.size() - at);
       std::vector<std::string> argv = {options.addr2line, "-f", "-C", "-e", module};
       for (size_t i = 0; i < n; ++i) {
@@ -214,9 +220,7 @@ Result<SymbolizeResult> SymbolizeStacks(const ProfileReader& reader, const Symbo
       }
       auto out = RunCapture(argv);
       if (!out) {
-        tool_failed = true;
-        result.notes.push_back("cannot run '" + options.addr2line +
-                               "' (install binutils); frames keep their dynamic symbol and module + offset");
+        failed.push_back(module);
         break;
       }
       std::vector<Location> locs = ParseAddr2line(*out, n);
@@ -224,6 +228,10 @@ Result<SymbolizeResult> SymbolizeStacks(const ProfileReader& reader, const Symbo
         found[{module, list[at + i]}] = std::move(locs[i]);
       }
     }
+  }
+  if (!failed.empty()) {
+    result.notes.push_back(options.addr2line + " could not read " + std::to_string(failed.size()) +
+                           " module file(s) (first: " + failed.front() + "); their frames keep module + offset");
   }
   if (!unreadable.empty()) {
     result.notes.push_back(std::to_string(unreadable.size()) + " module file(s) not readable here (first: " +

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,25 @@ TEST(CallSites, WithoutAddr2lineFramesKeepTheirSymbolAndItIsSaidOnce) {
   ASSERT_EQ(sym->rows.size(), 4u);
   EXPECT_STREQ(sym->rows[0].function, "slow()");
   EXPECT_STREQ(sym->rows[0].file, "");
+}
+
+TEST(CallSites, ModuleAddr2lineCannotReadKeepsModuleAndOffsetAndIsSaidOnce) {
+  TempDir dir;
+  const std::string not_elf = dir / "libtext.so";
+  { std::ofstream(not_elf) << "not an ELF file\n"; }
+  RankData r0 = Rank(0);
+  r0.strings[2] = not_elf;
+  auto reader = test_support::WriteProfile(dir / "job.h5", {r0}, Stacked());
+  ASSERT_NE(reader, nullptr);
+  auto sym = SymbolizeStacks(*reader);
+  ASSERT_TRUE(sym.ok()) << sym.status().message();
+  ASSERT_EQ(sym->notes.size(), 1u);
+  EXPECT_NE(sym->notes[0].find("could not read 1 module file(s) (first: " + not_elf), std::string::npos)
+      << sym->notes[0];
+  ASSERT_EQ(sym->rows.size(), 4u);
+  EXPECT_STREQ(sym->rows[0].function, "slow()");
+  EXPECT_STREQ(sym->rows[0].file, "");
+  EXPECT_EQ(sym->rows[0].address, 0x1234u);
 }
 
 TEST(CallSites, AFileWithoutStacksHasNoCallSites) {
