@@ -46,6 +46,7 @@ struct Options {
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
   CaptureTexts capture;  // --schedule, --delay, --duration, --step-range, --step-every as given
+  int stacks = 0;  // --stacks[=DEPTH]: call-site frames per API call (0: off)
 };
 
 pid_t g_child = -1;
@@ -310,6 +311,9 @@ int RunJob(Options o) {
       {"COMMPROF_SPOOL_DIR", o.spool_dir},
       {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
   AddCaptureVariables(o.capture, vars);
+  if (o.stacks > 0) {
+    vars.emplace_back("COMMPROF_STACKS", std::to_string(o.stacks));
+  }
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
@@ -466,6 +470,10 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--step-every", o->capture.step_every,
                   "N[:COMM]: collective 0, N, 2N, ... of COMM (world, or a name given with MPI_Comm_set_name) "
                   "begins step 0, 1, 2, ...");
+  sub->add_flag("--stacks{16}", o->stacks,
+                "record the calling stack of every MPI and NCCL API call, at most DEPTH frames (1-64) from the "
+                "user's call site (--stacks alone: 16; written --stacks=DEPTH); the report then ranks call sites")
+      ->check(CLI::Range(1, static_cast<int>(kMaxStackDepth)));
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   sub->add_flag("!--no-analysis", o->analyze,
                 "do not compute the cross-rank analysis into the file's /analysis group "

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
+#include "analysis/load/stack_table.h"
 #include "analysis/report/analysis_group.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
@@ -77,7 +78,29 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
   return true;
 }
 
+// `--stacks` frames are symbolized once, into /stacks, before the analysis reads them. A failure
+// leaves the analysis with the collector's own names; it never fails the command.
+void StoreStacks(const std::string& path, const char* command) {
+  auto reader = ProfileReader::Open(path);
+  if (!reader.ok() || !HasStacks(reader.value()->info())) {
+    return;
+  }
+  auto symbolized = SymbolizeStacks(*reader.value());
+  reader.value().reset();  // the writer below opens the file read-write
+  if (!symbolized.ok()) {
+    std::fprintf(stderr, "%s: call stacks not symbolized: %s\n", command, symbolized.status().message().c_str());
+    return;
+  }
+  for (const std::string& note : symbolized.value().notes) {
+    std::fprintf(stderr, "%s: call stacks: %s\n", command, note.c_str());
+  }
+  if (Status st = WriteStacksTable(path, symbolized.value().rows); !st.ok()) {
+    std::fprintf(stderr, "%s: call stacks not stored: %s\n", command, st.message().c_str());
+  }
+}
+
 bool StoreAnalysis(const std::string& path, const char* command) {
+  StoreStacks(path, command);
   auto reader = ProfileReader::Open(path);
   if (!reader.ok()) {
     std::fprintf(stderr, "%s: analysis not stored: %s\n", command, reader.status().message().c_str());

@@ -151,6 +151,18 @@ uint64_t commprof_internal_now(void) {
   return rt != nullptr ? rt->Now() : commprof::SteadyNowNs();
 }
 
+int commprof_internal_stacks(void) {
+  Runtime* rt = commprof::ActiveRuntime();
+  return rt != nullptr && rt->call_stacks() != nullptr ? 1 : 0;
+}
+
+void commprof_internal_call_site(const commprof_event* api) {
+  Runtime* rt = commprof::ActiveRuntime();
+  if (api != nullptr && rt != nullptr) {
+    rt->RecordCallSite(rt->CaptureStack(), *api);
+  }
+}
+
 void commprof_internal_add_counter(const char* name, uint64_t delta) {
   if (name == nullptr) {
     return;

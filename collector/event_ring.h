@@ -44,6 +44,16 @@ class EventRing {
     return true;
   }
 
+  // Producer side: whether a Push now would find a free slot (for a producer that may wait).
+  bool HasRoom() {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_cache_ < capacity_) {
+      return true;
+    }
+    tail_cache_ = tail_.load(std::memory_order_acquire);
+    return head - tail_cache_ < capacity_;
+  }
+
   // Consumer side: moves up to `max` events into `out`, oldest first.
   uint32_t Drain(commprof_event* out, uint32_t max) {
     uint64_t tail = tail_.load(std::memory_order_relaxed);

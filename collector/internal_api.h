@@ -26,6 +26,11 @@ COMMPROF_INTERNAL_API uint32_t commprof_internal_intern(const char* text);
 COMMPROF_INTERNAL_API uint64_t commprof_internal_now(void);
 /* Adds `delta` to a named counter reported in the rank's bye frame. */
 COMMPROF_INTERNAL_API void commprof_internal_add_counter(const char* name, uint64_t delta);
+/* 1 when the runtime captures call sites (`commprof run --stacks`), 0 otherwise. */
+COMMPROF_INTERNAL_API int commprof_internal_stacks(void);
+/* Captures the calling thread's stack and records the kind 31 CALL_SITE of `api` (its kind, start_ns and
+ * comm_id); the frames inside libcommprof, NCCL and its plugin are dropped. A no-op without --stacks. */
+COMMPROF_INTERNAL_API void commprof_internal_call_site(const commprof_event* api);
 
 #ifdef __cplusplus
 }

@@ -66,10 +66,12 @@ int Traced(const MpiCall& c, F&& pmpi) {
     return pmpi();
   }
   Runtime& rt = src->runtime();
+  const uint32_t stack = rt.CaptureStack();  // --stacks: before the start, so not in the call's time
   commprof_event e = BeginEvent(*src, c);
   int rc = pmpi();
   e.end_ns = rt.Now();
   rt.Record(e);
+  rt.RecordCallSite(stack, e);
   if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE && e.comm_id == COMMPROF_COMM_WORLD_ID) {
     src->AfterWorldCollective(e.seq);
   }
@@ -85,10 +87,14 @@ int TracedStart(const MpiCall& c, MPI_Request* request, F&& pmpi) {
     return pmpi();
   }
   Runtime& rt = src->runtime();
+  const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*src, c);
   e.flags |= COMMPROF_FLAG_NONBLOCKING;
   int rc = pmpi();
   e.end_ns = rt.Now();  // replaced by the completion time
+  // The call site is recorded at issue: the event it joins (same start, kind, communicator) is
+  // recorded at completion with this start.
+  rt.RecordCallSite(rc == MPI_SUCCESS ? stack : 0, e);
   if (rc == MPI_SUCCESS && !rt.requests().Insert(RequestKey(*request), e)) {
     e.flags |= COMMPROF_FLAG_INCOMPLETE;  // table full (counted): keep the issue at least
     rt.Record(e);
@@ -113,11 +119,13 @@ int TracedSendrecv(const MpiCall& send, const MpiCall& recv, MPI_Status* status,
   Runtime& rt = src->runtime();
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*src, send);
   int rc = pmpi(st);
   e.end_ns = rt.Now();
   rt.Record(e);
   rt.Record(ReceiveHalf(e, recv, rc, *st));
+  rt.RecordCallSite(stack, e);  // one for both halves: they share start, kind and communicator
   return rc;
 }
 

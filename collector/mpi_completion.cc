@@ -66,13 +66,14 @@ MPI_Request* SaveRequests(MpiSource& src, const CompletionCall& c, MPI_Request& 
 }
 
 void Record(MpiSource& src, const CompletionCall& c, int rc, const MPI_Request* saved, const MPI_Status* statuses,
-            uint64_t t0, uint64_t t1) {
+            uint64_t t0, uint64_t t1, uint32_t stack) {
   Runtime& rt = src.runtime();
   commprof_event wait = BlankEvent(COMMPROF_KIND_MPI_WAIT, t0, t1);
   wait.subtype = c.op;
   wait.name_id = src.NameId(c.name != 0 ? c.name : c.op);
   wait.bytes = static_cast<uint64_t>(c.count);  // number of requests passed
   rt.Record(wait);
+  rt.RecordCallSite(stack, wait);
 
   // Only Waitall/Testall report per-request errors (MPI_ERR_IN_STATUS): the requests whose status
   // says success did complete.

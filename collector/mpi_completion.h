@@ -43,9 +43,10 @@ namespace completion_detail {
 MPI_Status* StatusesFor(MpiSource& src, const CompletionCall& c, MPI_Status& one);
 // The requests as passed, saved before PMPI nulls the completed ones.
 MPI_Request* SaveRequests(MpiSource& src, const CompletionCall& c, MPI_Request& one);
-// Records the call's MPI_WAIT event and the operations it completed.
+// Records the call's MPI_WAIT event (with its CALL_SITE when `stack` is not 0) and the operations
+// it completed.
 void Record(MpiSource& src, const CompletionCall& c, int rc, const MPI_Request* saved, const MPI_Status* statuses,
-            uint64_t t0, uint64_t t1);
+            uint64_t t0, uint64_t t1, uint32_t stack);
 
 }  // namespace completion_detail
 
@@ -61,10 +62,11 @@ int TracedCompletion(const CompletionCall& c, F&& pmpi) {
   MPI_Request* saved = completion_detail::SaveRequests(*src, c, one_request);
   MPI_Status* st = completion_detail::StatusesFor(*src, c, one_status);
   Runtime& rt = src->runtime();
+  const uint32_t stack = rt.CaptureStack();
   uint64_t t0 = rt.Now();
   int rc = pmpi(st);
   uint64_t t1 = rt.Now();
-  completion_detail::Record(*src, c, rc, saved, st, t0, t1);
+  completion_detail::Record(*src, c, rc, saved, st, t0, t1, stack);
   return rc;
 }
 

@@ -508,6 +508,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
   Runtime& rt = mpi->runtime();
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*mpi, P2p(COMMPROF_OP_RECV, comm, TypeBytes(dt, count), dt, src, tag));
   int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
   e.end_ns = rt.Now();
@@ -518,6 +519,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
     e.correlation = static_cast<uint32_t>(st->MPI_TAG);
   }
   rt.Record(e);
+  rt.RecordCallSite(stack, e);
   return rc;
 }
 

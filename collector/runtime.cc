@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 #include "collector/event_builder.h"
@@ -58,6 +59,9 @@ Runtime::Runtime(Config config, Identity identity, RuntimeSeams seams)
   }
   clock_.method = "none";
   clock_.anchor_local_ns = start_.steady_ns;
+  if (config_.stacks > 0) {
+    stacks_ = std::make_unique<CallStacks>(CollectorStackOptions(config_.stacks));
+  }
 }
 
 // The MPI source goes with the runtime (its clock sync refers to it). It frees no MPI object:
@@ -93,6 +97,7 @@ void Runtime::Shutdown() {
       Record(e);
     });
     FinishCapture();
+    RecordStackFrames();
     if (shipper_) {
       shipper_->Stop();
     }
@@ -174,6 +179,65 @@ void Runtime::RequestFlush() {
   if (shipper_) {
     shipper_->Flush();
   }
+}
+
+commprof_event Runtime::CallSiteEvent(uint32_t stack, const commprof_event& api) {
+  commprof_event e{};
+  e.kind = COMMPROF_KIND_CALL_SITE;
+  e.subtype = api.kind;
+  e.start_ns = api.start_ns;
+  e.end_ns = api.start_ns;
+  e.comm_id = api.comm_id;
+  e.seq = stack;
+  e.peer = COMMPROF_NO_PEER;
+  e.device = COMMPROF_HOST_DEVICE;
+  return e;
+}
+
+void Runtime::RecordStackFrames() {
+  if (stacks_ == nullptr) {
+    return;
+  }
+  ThreadState* t = Thread();
+  uint64_t frames = 0;
+  uint64_t lost = 0;
+  int wait_left_ms = 2000;
+  const uint64_t now = Now();
+  stacks_->ForEachStack([&](uint32_t id, std::span<const uintptr_t> pcs) {
+    for (size_t depth = 0; depth < pcs.size(); ++depth) {
+      const FrameOrigin where = ResolveFrame(pcs[depth]);
+      commprof_event e{};
+      e.kind = COMMPROF_KIND_STACK_FRAME;
+      e.start_ns = now;
+      e.end_ns = now;
+      e.seq = id;
+      e.peer = static_cast<int32_t>(depth);
+      e.bytes = where.offset;
+      e.name_id = Intern(where.module.c_str());
+      e.correlation = where.symbol.empty() ? 0 : Intern(where.symbol.c_str());
+      e.device = COMMPROF_HOST_DEVICE;
+      e.thread_id = t->index;
+      // A full ring waits for the shipper (this is the end of the process, not a hot path), at
+      // most 2 s in all: a shipper that does not drain it makes the rest count as lost at once.
+      bool pushed = t->ring != nullptr && t->ring->HasRoom();
+      for (; !pushed && t->ring != nullptr && wait_left_ms > 0; --wait_left_ms) {
+        RequestFlush();
+        timespec ts{0, 1000000};
+        ::nanosleep(&ts, nullptr);
+        pushed = t->ring->HasRoom();
+      }
+      if (pushed && t->ring->Push(e)) {
+        ++frames;
+      } else {
+        ++lost;
+      }
+    }
+  });
+  SetCounter("stacks_unique", stacks_->unique());
+  SetCounter("stacks_dropped", stacks_->dropped());
+  SetCounter("stack_frames_lost", lost);
+  COMMPROF_LOG_DEBUG("%llu call-stack frames recorded, %llu lost", static_cast<unsigned long long>(frames),
+                     static_cast<unsigned long long>(lost));
 }
 
 ThreadState* Runtime::RegisterThread() {

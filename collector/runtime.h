@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "collector/capture_gate.h"
+#include "collector/call_stacks.h"
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
 #include "collector/host_clock.h"
@@ -68,6 +69,7 @@ struct ThreadState {
   // than in a thread_local so it lives as long as the runtime: a thread_local of the main thread is
   // destroyed at exit before static destructors, which may still make MPI calls.
   std::unique_ptr<MpiThreadScratch> mpi_scratch;
+  std::unique_ptr<StackCache> stack_cache;  // --stacks: made on the thread's first capture
 };
 
 // What a runtime is given instead of reaching for the steady clock and the network itself; a
@@ -125,6 +127,28 @@ class Runtime {
     e.thread_id = thread_index;
     RecordAsGiven(e);
   }
+  // Call sites (--stacks, collector/call_stacks.h). CaptureStack: the id of the calling thread's
+  // stack, 0 when --stacks is off (one branch) or nothing outside commprof/MPI/NCCL is on it.
+  // Called first in an API call's wrapper, before its start time is taken.
+  uint32_t CaptureStack() {
+    if (stacks_ == nullptr || !enabled_.load(std::memory_order_relaxed)) {
+      return 0;  // off, or nothing recorded now: no unwinding either
+    }
+    ThreadState* t = Thread();
+    if (t->stack_cache == nullptr) {
+      t->stack_cache = std::make_unique<StackCache>();
+    }
+    return stacks_->Capture(*t->stack_cache);
+  }
+  // The kind 31 CALL_SITE of `api` (an MPI or NCCL API event) whose stack is `stack`; none for 0.
+  void RecordCallSite(uint32_t stack, const commprof_event& api) {
+    if (stack != 0) {
+      Record(CallSiteEvent(stack, api));
+    }
+  }
+  static commprof_event CallSiteEvent(uint32_t stack, const commprof_event& api);
+  const CallStacks* call_stacks() const { return stacks_.get(); }
+
   // Our index of the thread whose gettid() or low 32 bits of pthread_self() is `os_thread_id`;
   // kForeignThread | (id & 0x7FFFFFFF) for a thread that never recorded here. Takes the thread
   // list's lock: for cache misses only (docs/cupti.md "Host threads").
@@ -240,6 +264,9 @@ class Runtime {
   // `closed`, recorded past the (then closed) gate.
   void ApplyGate(const std::optional<CaptureWindow>& closed);
   void FinishCapture();
+  // At shutdown: kind 32 STACK_FRAME events for every frame of every unique stack, past the
+  // recording gate (CALL_SITEs recorded in any window refer to them).
+  void RecordStackFrames();
 
   const uint64_t id_;  // distinguishes runtimes created one after another at one address
   Config config_;
@@ -271,6 +298,8 @@ class Runtime {
   std::atomic<bool> clock_by_mpi_{false};
   std::vector<std::pair<std::string, uint64_t>> extra_counters_;                         // guarded by clock_mu_
   std::vector<std::pair<std::string, const std::atomic<uint64_t>*>> exported_counters_;  // guarded by clock_mu_
+
+  std::unique_ptr<CallStacks> stacks_;  // null unless config_.stacks > 0
 
   std::unique_ptr<Shipper> shipper_;
   std::once_flag shutdown_once_;

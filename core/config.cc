@@ -66,6 +66,10 @@ constexpr OptionSpec kEnvironment[] = {
      "CUDA API calls recorded (kind 24) with the cuda activity: launch (kernel, host-function and graph launches), "
      "all (every runtime and driver call), none.",
      kCollector},
+    {"COMMPROF_STACKS", "0",
+     "call sites: the calling stack of every MPI and NCCL API call, at most this many frames (1-64; 0: off); set "
+     "by `commprof run --stacks[=DEPTH]`.",
+     kCollector},
     {"COMMPROF_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer in KiB (at least 64).", kCollector},
     {"COMMPROF_CUPTI_BUFFERS", "16",
      "CUPTI activity buffers lent at most (1-64); when all are in use CUPTI drops records (counted).", kCollector},
@@ -331,6 +335,11 @@ Config ConfigFromEnv() {
     c.activities = kActivityAll;
   }
   c.cuda_api = EnvOr("COMMPROF_CUDA_API");
+  c.stacks = EnvU32("COMMPROF_STACKS", 0);
+  if (c.stacks > kMaxStackDepth) {
+    COMMPROF_LOG_WARN("COMMPROF_STACKS=%u is above %u; using %u", c.stacks, kMaxStackDepth, kMaxStackDepth);
+    c.stacks = kMaxStackDepth;
+  }
   c.cupti_buffer_kb = EnvU32("COMMPROF_CUPTI_BUFFER_KB", 64);
   const CaptureTexts names = CaptureEnvironmentNames();
   const CaptureTexts texts = {EnvOr(names.schedule.c_str()), EnvOr(names.delay.c_str()), EnvOr(names.duration.c_str()),

@@ -80,7 +80,11 @@ struct Config {
   uint32_t cupti_buffer_kb = 0;        // size of one CUPTI activity buffer
   uint32_t cupti_buffers = 0;          // CUPTI activity buffers at most (1..64)
   CapturePlan capture;                 // steps and capture windows (core/capture_options.h)
+  uint32_t stacks = 0;                 // call-site frames per MPI/NCCL API call (0: off; collector/call_stacks.h)
 };
+
+// The deepest call stack `--stacks` / COMMPROF_STACKS may ask for.
+inline constexpr uint32_t kMaxStackDepth = 64;
 
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.
 bool PerRankValue(const std::string& list, uint32_t rank, double& out);

@@ -20,6 +20,8 @@ class RuntimeSink final : public RecordSink {
   uint32_t Intern(const char* text) override { return commprof_internal_intern(text); }
   uint64_t Now() override { return commprof_internal_now(); }
   void AddCounter(const char* name, uint64_t delta) override { commprof_internal_add_counter(name, delta); }
+  bool CapturesStacks() override { return commprof_internal_stacks() != 0; }
+  void CallSite(const commprof_event& api) override { commprof_internal_call_site(&api); }
 };
 
 // The loader needs one sink object for the library's lifetime: stateless, so one constant.

@@ -193,6 +193,7 @@ class PluginContext {
         sink_(sink),
         mask_(ActivationMask(version, options)),
         proxy_detail_(options.proxy_detail),
+        stacks_(sink->CapturesStacks()),
         slots_(options.pool_events >= 2 ? options.pool_events : 2),
         p2p_seq_(2 * static_cast<size_t>(info.known && info.nranks > 0 ? info.nranks : kV2Peers)),
         clock_(options.calibration) {
@@ -355,6 +356,7 @@ class PluginContext {
   RecordSink* const sink_;
   const int mask_;
   const bool proxy_detail_;  // record ProxyOp/ProxyStep events (kinds 21, 22)
+  const bool stacks_;        // --stacks: a CALL_SITE at each API event's start
   std::vector<Slot> slots_;
   std::atomic<uint64_t> free_head_[2] = {};     // parents, children: (tag << 32) | (index + 1)
   uint32_t parents_ = 0;                        // slots [0, parents_) are for parents
@@ -388,6 +390,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->seq = t == kCpNcclGroupApi ? static_cast<uint64_t>(d.group_depth) : 0;
     s->name_id = t == kCpNcclGroupApi ? group_name_ : launch_name_;
     *handle = s;
+    if (stacks_) {
+      sink_->CallSite(FromSlot(COMMPROF_KIND_NCCL_API, *s));
+    }
   } else if (t == kCpNcclCollApi || t == kCpNcclP2pApi) {
     Slot* s = Acquire(t);
     if (s == nullptr) {
@@ -404,6 +409,9 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     s->seq = 0;
     s->name_id = NameOf(oi, true, d.func);
     *handle = s;
+    if (stacks_) {
+      sink_->CallSite(FromSlot(COMMPROF_KIND_NCCL_API, *s));
+    }
   } else if (t == kCpNcclColl || t == kCpNcclP2p) {
     Slot* s = Acquire(t);
     if (s == nullptr) {

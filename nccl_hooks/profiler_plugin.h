@@ -33,6 +33,10 @@ class RecordSink {
   virtual uint32_t Intern(const char* text) = 0;
   virtual uint64_t Now() = 0;
   virtual void AddCounter(const char* name, uint64_t delta) = 0;
+  // Call sites (--stacks): whether the runtime captures them, asked once per communicator; then,
+  // at the start of each API event, the calling stack's CALL_SITE for `api` (kind, start, comm).
+  virtual bool CapturesStacks() { return false; }
+  virtual void CallSite(const commprof_event& /*api*/) {}
 };
 
 enum class AbiVersion { kV2, kV4, kV5 };

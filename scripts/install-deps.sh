@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  binutils                      # addr2line: symbolizes `commprof run --stacks` call sites
   gfortran                      # the Fortran MPI binding tests (tests/e2e/fortran_*.f90)
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools python3-h5py python3-numpy

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "analysis/export/lane_assigner.h"
+#include "analysis/load/stack_table.h"
 #include "analysis/match/collective_instances.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/wait_metrics.h"
@@ -336,7 +337,60 @@ class TraceWriter {
   uint32_t next_tid_ = 1;
   std::vector<std::string> names_;  // the current rank's string table, JSON-escaped
   uint64_t events_since_progress_ = 0;
+  // Call sites (--stacks): every rank's stacks, and the current rank's CALL_SITEs, by the
+  // (start, kind, communicator) of the API event they belong to.
+  void TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events);
+  void AppendStack(size_t args_at, const commprof_event& e);
+  StackMap stacks_;
+  std::map<std::tuple<uint64_t, uint8_t, uint64_t>, const std::vector<StackFrameInfo>*> call_sites_;
 };
+
+// Drops the rank's CALL_SITE and STACK_FRAME events (they describe other events, not time) and
+// keeps what the API slices need to carry their stack.
+void TraceWriter::TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events) {
+  call_sites_.clear();
+  if (stacks_.empty()) {
+    return;
+  }
+  for (const commprof_event& e : events) {
+    if (e.kind != COMMPROF_KIND_CALL_SITE) {
+      continue;
+    }
+    if (auto it = stacks_.find({r.rank, static_cast<uint32_t>(e.seq)}); it != stacks_.end()) {
+      call_sites_[{e.start_ns, e.subtype, e.comm_id}] = &it->second;
+    }
+  }
+  std::erase_if(events, [](const commprof_event& e) {
+    return e.kind == COMMPROF_KIND_CALL_SITE || e.kind == COMMPROF_KIND_STACK_FRAME;
+  });
+}
+
+// args.stack: the slice's call stack as "function (file:line)" frames, the call site first
+// (docs/chrome-trace.md). `args_at`: where the event's args began in the buffer.
+void TraceWriter::AppendStack(size_t args_at, const commprof_event& e) {
+  if (call_sites_.empty()) {
+    return;
+  }
+  auto it = call_sites_.find({e.start_ns, e.kind, e.comm_id});
+  if (it == call_sites_.end()) {
+    return;
+  }
+  std::string& b = sink_.buf();
+  if (b.size() > args_at) {
+    b.pop_back();  // the args object's closing brace
+    b += ",\"stack\":[";
+  } else {
+    b += ",\"args\":{\"stack\":[";
+  }
+  bool first = true;
+  for (const StackFrameInfo& f : *it->second) {
+    b += first ? "\"" : ",\"";
+    AppendJsonEscaped(b, f.Label());
+    b += '"';
+    first = false;
+  }
+  b += "]}";
+}
 
 Status TraceWriter::SelectRanks() {
   if (opts_.ranks.empty()) {
@@ -568,6 +622,7 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
     AppendMicros(b, it.end - it.start);
   }
   std::string flows;
+  const size_t args_at = b.size();
   switch (e.kind) {
     case COMMPROF_KIND_MPI_COLLECTIVE:
     case COMMPROF_KIND_NCCL_COLLECTIVE:
@@ -656,6 +711,7 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
       }
     }
   }
+  AppendStack(args_at, e);
   b += '}';
   if (!flows.empty()) {
     b += flows;
@@ -682,6 +738,7 @@ Status TraceWriter::WriteRank(const RankInfo& r) {
   events.reserve(static_cast<size_t>(r.event_count));
   COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(
       r.rank, [&](std::span<const commprof_event> chunk) { events.insert(events.end(), chunk.begin(), chunk.end()); }));
+  TakeCallSites(r, events);
   if (events.size() > UINT32_MAX) {
     return InvalidArgument(info_.path + ": rank " + std::to_string(r.rank) +
                            " holds more than 2^32 events, more than the exporter can index");
@@ -877,6 +934,11 @@ Status TraceWriter::Run() {
   }
   COMMPROF_RETURN_IF_ERROR(BuildInstances());
   COMMPROF_RETURN_IF_ERROR(FindOrigin());
+  auto stacks = LoadStacks(reader_);
+  if (!stacks.ok()) {
+    return stacks.status();
+  }
+  stacks_ = std::move(stacks.value());
   sink_.buf() += "{\"traceEvents\":[";
   Progress(0);
   for (const RankInfo& r : info_.ranks) {

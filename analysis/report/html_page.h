@@ -43,5 +43,6 @@ void RanksTable(Page& p);
 void WorstInstancesTable(Page& p);
 void IncompleteTable(Page& p);
 void ClockTable(Page& p);
+void CallSitesTable(Page& p);  // --stacks call sites, when the report has them
 
 }  // namespace commprof::html

@@ -265,4 +265,36 @@ void ClockTable(Page& p) {
   p.out += "</section>\n";
 }
 
+// The top call sites by wait (`commprof run --stacks`, docs/metrics.md §11); the JSON has them all.
+void CallSitesTable(Page& p) {
+  using S = ReportModel::CallSite;
+  constexpr size_t kTop = 20;
+  const auto& all = List(p.r.call_sites);
+  if (all.empty()) {
+    return;
+  }
+  std::vector<const S*> rows = Rows(all);
+  rows.resize(std::min(rows.size(), kTop));
+  p.out += "<section id=\"call-sites\"><h2>Call sites (top " + std::to_string(rows.size()) + " of " +
+           std::to_string(all.size()) + " by wait)</h2>\n";
+  Column<S> where{"call site",
+                  [](const S& c) {
+                    std::string s = c.function.value_or("??");
+                    if (!c.file.value_or("").empty()) {
+                      s += " (" + *c.file + ":" + std::to_string(c.line.value_or(0)) + ")";
+                    }
+                    return TextTd(s);
+                  },
+                  false};
+  Table<S>(p.out, "tbl-call-sites",
+           {where, TextCol("operation", &S::op), NumCol("calls", &S::calls, CellFormat::kCount),
+            NumCol("time", &S::time_ns, CellFormat::kDur), NumCol("wait", &S::wait_ns, CellFormat::kDur),
+            NumCol("bytes", &S::bytes, CellFormat::kBytes), NumCol("ranks", &S::ranks, CellFormat::kCount)},
+           rows);
+  p.out +=
+      "<p class=\"note\">Per source location of the call (the innermost frame outside commprof, MPI and NCCL) "
+      "and operation, summed over ranks. Wait: for a collective the rank's wait for the last arriver; for "
+      "point-to-point, wait and NCCL calls the time inside the call.</p></section>\n";
+}
+
 }  // namespace commprof::html

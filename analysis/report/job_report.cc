@@ -34,6 +34,20 @@ Status ComputeOverlapAndMemory(const ProfileReader& reader, JobReport& rep, std:
   return Status::Ok();
 }
 
+// Call sites (§10): a fourth read of the ranks that recorded stacks, none otherwise.
+Status AnalyzeCallSites(const ProfileReader& reader, JobReport& rep) {
+  auto stacks = LoadStacks(reader);
+  if (!stacks.ok()) {
+    return stacks.status();
+  }
+  auto sites = ComputeCallSites(reader, stacks.value(), rep.instances, rep.measured);
+  if (!sites.ok()) {
+    return sites.status();
+  }
+  rep.call_sites = std::move(sites.value());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
@@ -91,6 +105,7 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   for (size_t i = 0; i < rep.overlap.size() && i < rep.delay.ranks.size(); ++i) {
     rep.time.push_back(ComposeRankTime(time_parts[i], rep.overlap[i], rep.delay.ranks[i]));
   }
+  COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
   return rep;
 }
 

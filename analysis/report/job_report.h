@@ -12,6 +12,7 @@
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
 #include "analysis/match/p2p_messages.h"
+#include "analysis/metrics/call_sites.h"
 #include "analysis/metrics/delay_costs.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/overlap.h"
@@ -37,6 +38,7 @@ struct JobReport {
   std::vector<Straggler> stragglers;  // the verdict (§9.3), largest delay cost first
   std::vector<RankTime> time;         // per rank, parallel to info.ranks (§9.5)
   StepTable steps;                    // per training step (§10); empty when no rank marked one
+  CallSiteReport call_sites;          // `--stacks` call sites (§11); empty without stacks
 };
 
 // Computes every figure, reading the file three times: point-to-point matching, collective

@@ -197,6 +197,15 @@ void AddSteps(const StepTable& t, ReportModel& m) {
   }
 }
 
+// Every call site, largest wait first (the JSON has them all; text and HTML show the top ones).
+void AddCallSites(const CallSiteReport& sites, ReportModel& m) {
+  auto& out = m.call_sites.emplace();
+  for (const CallSite& c : sites.sites) {
+    out.push_back({c.function, c.file, c.line, c.module, c.address, c.op, c.calls, c.time_ns, c.wait_ns, c.bytes,
+                   c.ranks, c.stack});
+  }
+}
+
 }  // namespace
 
 ReportModel BuildReportModel(const JobReport& report) {
@@ -293,6 +302,7 @@ ReportModel BuildReportModel(const JobReport& report) {
                       s.final_bytes, s.allocs, s.frees, s.unmatched_frees, s.points.size()});
   }
   AddSteps(report.steps, m);
+  AddCallSites(report.call_sites, m);
   return m;
 }
 

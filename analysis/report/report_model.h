@@ -419,7 +419,7 @@ struct ReportModel {
     }
   };
 
-  // Per training step (docs/metrics.md §10).
+  // Per training step (docs/metrics.md §11).
   struct StepRankNs {
     Opt<int64_t> rank;
     Opt<int64_t> ns;
@@ -512,6 +512,35 @@ struct ReportModel {
     }
   };
 
+  // Call sites (`commprof run --stacks`, docs/metrics.md §11): per call site and operation,
+  // largest wait first.
+  struct CallSite {
+    Opt<std::string> function, file;
+    Opt<int64_t> line;
+    Opt<std::string> module;
+    Opt<uint64_t> address;
+    Opt<std::string> op;
+    Opt<uint64_t> calls;
+    Opt<int64_t> time_ns, wait_ns;
+    Opt<uint64_t> bytes, ranks;
+    Opt<std::vector<std::string>> stack;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("function", s.function);
+      v("file", s.file);
+      v("line", s.line, kReportInteger);
+      v("module", s.module);
+      v("address", s.address, kReportInteger);
+      v("op", s.op);
+      v("calls", s.calls, kReportInteger);
+      v("time_ns", s.time_ns);
+      v("wait_ns", s.wait_ns);
+      v("bytes", s.bytes, kReportInteger);
+      v("ranks", s.ranks, kReportInteger);
+      v("stack", s.stack);
+    }
+  };
+
   Opt<std::string> schema;  // always "commprof-report"
   Opt<int64_t> schema_version;
   Opt<std::string> path, job_id;
@@ -530,6 +559,7 @@ struct ReportModel {
   Opt<Completeness> completeness;
   Opt<StepTime> step_time;
   Opt<std::vector<Step>> steps;
+  Opt<std::vector<CallSite>> call_sites;
 
   template <class S, class V>
   static void Fields(S& s, V& v) {
@@ -552,6 +582,7 @@ struct ReportModel {
     v("completeness", s.completeness);
     v("step_time", s.step_time);
     v("steps", s.steps);
+    v("call_sites", s.call_sites);
   }
 };
 

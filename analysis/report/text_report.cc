@@ -372,6 +372,31 @@ void Verdict(const ReportModel& m, int64_t run_start, std::ostream& os) {
        << "\n";
   }
 }
+// The top call sites by wait (`commprof run --stacks`, docs/metrics.md §11).
+void CallSites(const ReportModel& m, std::ostream& os) {
+  constexpr size_t kTop = 10;
+  const auto& sites = List(m.call_sites);
+  if (sites.empty()) {
+    return;
+  }
+  os << "\ncall sites (top " << std::min(kTop, sites.size()) << " of " << sites.size() << " by wait):\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-40s %-16s %8s %10s %10s %12s %5s\n", "call site", "operation", "calls",
+                "time (ms)", "wait (ms)", "bytes", "ranks");
+  os << line;
+  for (size_t i = 0; i < sites.size() && i < kTop; ++i) {
+    const auto& c = sites[i];
+    std::string where = V(c.function);
+    if (!V(c.file).empty()) {
+      std::string file = V(c.file);
+      file = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+      where += " " + file + ":" + std::to_string(V(c.line));
+    }
+    std::snprintf(line, sizeof line, "%-40s %-16s %8llu %10s %10s %12llu %5llu\n", where.c_str(), V(c.op).c_str(),
+                  Ull(c.calls), Ms(V(c.time_ns)).c_str(), Ms(V(c.wait_ns)).c_str(), Ull(c.bytes), Ull(c.ranks));
+    os << line;
+  }
+}
 
 }  // namespace
 
@@ -388,6 +413,7 @@ void WriteTextReport(const ReportModel& model, std::ostream& os) {
   TimeCategories(model, os);
   Steps(model, os);
   Verdict(model, run_start, os);
+  CallSites(model, os);
 }
 
 void WriteTextReport(const JobReport& report, std::ostream& os) { WriteTextReport(BuildReportModel(report), os); }

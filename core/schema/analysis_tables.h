@@ -101,6 +101,19 @@ using OpTypeText = char[24];
   X(S, int64_t, wait_ns, "of which waiting for other ranks")                                               \
   X(S, int64_t, delay_cost_ns, "delay cost charged to this rank as root cause in the step")                \
   X(S, int64_t, straggler_rank, "the step's straggler (-1: none; the same on every row of the step)")
+// The `/stacks` table (docs/file-format.md "The stacks table"): the call-site stacks of
+// `commprof run --stacks`, symbolized when the file is finalized. A root dataset, not part of
+// `/analysis`; text columns are fixed-length and NUL-terminated (longer text is cut).
+using FrameText = char[256];
+#define COMMPROF_STACK_COLUMNS(X, S)                                                                          \
+  X(S, uint32_t, rank, "world rank")                                                                          \
+  X(S, uint32_t, stack_id, "the stack's id in the rank (CALL_SITE `seq`)")                                    \
+  X(S, uint32_t, depth, "0: the call site (innermost frame outside commprof, MPI, NCCL); 1: its caller, ...") \
+  X(S, FrameText, function, "function name (demangled), or `??`")                                             \
+  X(S, FrameText, file, "source file, empty without debug information")                                       \
+  X(S, uint32_t, line, "source line (0: unknown)")                                                            \
+  X(S, FrameText, module, "path of the executable or shared library")                                         \
+  X(S, uint64_t, address, "address in the module relative to its load bias (`addr2line -e MODULE` takes it)")
 
 // The row structs: exactly the members listed above, in that order.
 struct RankRow {
@@ -120,6 +133,9 @@ struct MemoryRow {
 };
 struct StepRankRow {
   COMMPROF_ANALYSIS_STEP_COLUMNS(COMMPROF_SCHEMA_MEMBER, StepRankRow)
+};
+struct StackRow {
+  COMMPROF_STACK_COLUMNS(COMMPROF_SCHEMA_MEMBER, StackRow)
 };
 
 // One `/analysis` table: its dataset name, what a row is, and its columns.
@@ -150,6 +166,7 @@ COMMPROF_SCHEMA_TABLE(MemoryRow, COMMPROF_ANALYSIS_MEMORY_COLUMNS, "memory",
                       "allocation or free record, by rank, device, memory kind, then time")
 COMMPROF_SCHEMA_TABLE(StepRankRow, COMMPROF_ANALYSIS_STEP_COLUMNS, "steps",
                       "rank in a step (the ranks that marked it), by step number, then rank")
+COMMPROF_SCHEMA_TABLE(StackRow, COMMPROF_STACK_COLUMNS, "stacks", "frame of a unique stack, by rank, stack, depth")
 
 #undef COMMPROF_SCHEMA_TABLE
 

@@ -280,6 +280,7 @@ JobReport EveryListFilled() {
   step.straggler = 0;
   step.ranks.push_back(StepRankFigures{});
   r.steps.steps.push_back(step);
+  r.call_sites.sites.push_back(CallSite{});
   return r;
 }
 

@@ -38,6 +38,15 @@ class CaptureSink final : public RecordSink {
     counters_[name] += delta;
   }
 
+  // --stacks: the API events whose call site the plugin asked for (when `stacks` is set).
+  bool CapturesStacks() override { return stacks; }
+  void CallSite(const commprof_event& api) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    call_sites.push_back(api);
+  }
+  bool stacks = false;
+  std::vector<commprof_event> call_sites;
+
   void SetNow(uint64_t t) { now_.store(t); }
   std::vector<commprof_event> OfKind(uint8_t kind) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -265,6 +274,53 @@ TEST(NcclProfilerPlugin, WarmCalibrationTakesOnlyTheStartPairAndStillConvertsExa
     const uint64_t g0 = 10'000'000 + k.seq * 10'000 + 100;
     EXPECT_EQ(k.start_ns, g0 + kOffset + kLag) << "collective " << k.seq;
     EXPECT_EQ(k.end_ns, g0 + 600 + kOffset + kLag) << "collective " << k.seq;
+  }
+}
+
+// --stacks: one call site per API event (group, collective API, kernel launch), asked for at its
+// start with the event's kind, start and communicator, so the CALL_SITE joins it; none for the
+// Coll/P2p operations; none at all when the runtime captures no stacks.
+TEST(NcclProfilerPlugin, CallSiteIsAskedAtEachApiStartWithItsJoinKey) {
+  for (bool stacks : {true, false}) {
+    CaptureSink sink;
+    sink.stacks = stacks;
+    PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, PluginOptions{});
+    ASSERT_NE(ctx, nullptr);
+    sink.SetNow(2'000'000);
+    void* hGA = Start(ctx, Descr(kCpNcclGroupApi));
+    sink.SetNow(2'000'100);
+    EventDescr ca = Descr(kCpNcclCollApi, hGA);
+    ca.func = "AllReduce";
+    ca.count = 16;
+    ca.datatype = "ncclFloat32";
+    void* hCA = Start(ctx, ca);
+    sink.SetNow(2'000'500);
+    StopEvent(hCA);
+    sink.SetNow(2'000'600);
+    StopEvent(Start(ctx, Descr(kCpNcclKernelLaunch, hGA)));
+    EventDescr c = Descr(kCpNcclColl, hCA);
+    c.func = "AllReduce";
+    c.count = 16;
+    c.datatype = "ncclFloat32";
+    c.n_channels = 1;
+    void* hC = Start(ctx, c);
+    StopEvent(hC);
+    StopEvent(hGA);
+    const std::vector<commprof_event> api = sink.OfKind(COMMPROF_KIND_NCCL_API);
+    ASSERT_EQ(api.size(), 3u);
+    if (!stacks) {
+      EXPECT_TRUE(sink.call_sites.empty());
+    } else {
+      ASSERT_EQ(sink.call_sites.size(), 3u);
+      for (const commprof_event& e : api) {
+        size_t joined = 0;
+        for (const commprof_event& cs : sink.call_sites) {
+          joined += cs.kind == e.kind && cs.start_ns == e.start_ns && cs.comm_id == e.comm_id ? 1 : 0;
+        }
+        EXPECT_EQ(joined, 1u) << "API event at " << e.start_ns;
+      }
+    }
+    FinalizeContext(ctx);
   }
 }
 

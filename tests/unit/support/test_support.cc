@@ -239,7 +239,7 @@ std::unique_ptr<ProfileReader> WriteProfile(const std::string& path, const std::
       c.method = r == 0 ? "mpi-reference" : "mpi-pingpong";
       EXPECT_TRUE(w.value()->SetClock(r, c).ok());
     }
-    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, {}, 0, "bye").ok());
+    EXPECT_TRUE(w.value()->CloseRank(r, RankEnd::kComplete, options.counters, 0, "bye").ok());
   }
   Status fin = w.value()->Finalize();
   EXPECT_TRUE(fin.ok()) << fin.message();

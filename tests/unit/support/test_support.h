@@ -159,6 +159,8 @@ struct ProfileOptions {
   // Every rank's hello: its steady clock and UTC read together at its start.
   uint64_t start_steady_ns = 0;
   uint64_t start_utc_ns = 0;
+  // Counters of every rank's bye (rank attributes), e.g. stacks_unique.
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 // Writes a finished profile with ranks 0..n-1 (pid 100 + r) through the real Hdf5Writer and
