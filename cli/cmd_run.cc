@@ -46,7 +46,7 @@ struct Options {
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
   CaptureTexts capture;  // --schedule, --delay, --duration, --step-range, --step-every as given
-  int stacks = 0;  // --stacks[=DEPTH]: call-site frames per API call (0: off)
+  int stacks = 0;        // --stacks[=DEPTH]: call-site frames per API call (0: off)
 };
 
 pid_t g_child = -1;

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/capture_gate.h"
 #include "collector/call_stacks.h"
+#include "collector/capture_gate.h"
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
 #include "collector/host_clock.h"
