@@ -181,19 +181,6 @@ void Runtime::RequestFlush() {
   }
 }
 
-commprof_event Runtime::CallSiteEvent(uint32_t stack, const commprof_event& api) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_CALL_SITE;
-  e.subtype = api.kind;
-  e.start_ns = api.start_ns;
-  e.end_ns = api.start_ns;
-  e.comm_id = api.comm_id;
-  e.seq = stack;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
-
 void Runtime::RecordStackFrames() {
   if (stacks_ == nullptr) {
     return;

@@ -23,6 +23,7 @@
 
 #include "collector/call_stacks.h"
 #include "collector/capture_gate.h"
+#include "collector/event_builder.h"
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
 #include "collector/host_clock.h"
@@ -146,7 +147,6 @@ class Runtime {
       Record(CallSiteEvent(stack, api));
     }
   }
-  static commprof_event CallSiteEvent(uint32_t stack, const commprof_event& api);
   const CallStacks* call_stacks() const { return stacks_.get(); }
 
   // Our index of the thread whose gettid() or low 32 bits of pthread_self() is `os_thread_id`;

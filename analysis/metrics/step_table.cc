@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/metrics/nearest_rank.h"
+
 namespace commprof {
 
 void AddStepMarks(std::span<const commprof_event> chunk, RankStepMarks& marks) {
@@ -117,17 +119,6 @@ StepModel BuildStepModel(const ProfileInfo& info, const std::vector<RankStepMark
 }
 
 namespace {
-
-// The ⌈q·n⌉-th smallest (nearest rank, as §4); 0 for none.
-int64_t NearestRank(std::vector<int64_t> v, double q) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  k = std::clamp<size_t>(k, 1, v.size());
-  return v[k - 1];
-}
 
 double Median(std::vector<double> v) {
   if (v.empty()) {

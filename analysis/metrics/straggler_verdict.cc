@@ -7,19 +7,11 @@
 #include <set>
 #include <tuple>
 
+#include "analysis/metrics/nearest_rank.h"
+
 namespace commprof {
 
 namespace {
-
-// Nearest rank: the ceil(q n)-th smallest.
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(k, 1, v.size()) - 1];
-}
 
 int64_t MedianOf(std::vector<int64_t> v) {
   if (v.empty()) {
@@ -41,7 +33,7 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
   // Late calls that count: a lateness of at least a quarter of its 90th percentile (the small
   // ones are the noise every rank has).
   std::vector<double> lat_d(lateness.begin(), lateness.end());
-  const double floor = 0.25 * Quantile(lat_d, 0.9);
+  const double floor = 0.25 * NearestRank(lat_d, 0.9);
   std::vector<int64_t> typical;
   for (const CulpritEvent* e : all) {
     if (e->comm_id == site.first && e->op == site.second && static_cast<double>(e->lateness_ns) >= floor) {
@@ -133,7 +125,7 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
     costs.push_back(r.cost());
     blocked_sum += r.blocked_ns;
   }
-  const double lower_quartile = Quantile(costs, 0.25);
+  const double lower_quartile = NearestRank(costs, 0.25);
   std::set<uint64_t> nccl_comms;
   std::map<uint64_t, uint32_t> comm_size;
   for (const CollectiveInstance& in : instances) {

@@ -419,16 +419,8 @@ struct ReportModel {
     }
   };
 
-  // Per training step (docs/metrics.md §11).
-  struct StepRankNs {
-    Opt<int64_t> rank;
-    Opt<int64_t> ns;
-    template <class S, class V>
-    static void Fields(S& s, V& v) {
-      v("rank", s.rank, kReportRequired | kReportInteger);
-      v("ns", s.ns);
-    }
-  };
+  // Per training step (docs/metrics.md §10). A rank's figure has the shape of a culprit's.
+  using StepRankNs = Culprit;
   struct Step {
     // window, top_cause and straggler are nullable keys: present and null means none (a report built
     // here always has them); the accessors below give "none" for null and absent alike.

@@ -13,6 +13,7 @@
 
 #include "analysis/load/stack_table.h"
 #include "analysis/report/job_report.h"
+#include "collector/event_builder.h"
 #include "support/test_support.h"
 
 namespace commprof {
@@ -22,19 +23,6 @@ using test_support::RankData;
 using test_support::TempDir;
 
 constexpr const char* kGoneModule = "/nonexistent/dir/libgone.so";
-
-commprof_event CallSiteOf(const commprof_event& api, uint32_t stack) {
-  commprof_event e{};
-  e.kind = COMMPROF_KIND_CALL_SITE;
-  e.subtype = api.kind;
-  e.start_ns = api.start_ns;
-  e.end_ns = api.start_ns;
-  e.comm_id = api.comm_id;
-  e.seq = stack;
-  e.peer = COMMPROF_NO_PEER;
-  e.device = COMMPROF_HOST_DEVICE;
-  return e;
-}
 
 commprof_event Frame(uint32_t stack, int32_t depth, uint32_t module, uint64_t address, uint32_t symbol) {
   commprof_event e{};
@@ -60,17 +48,17 @@ RankData Rank(uint32_t r) {
     const uint64_t t0 = 1000000 * (seq + 1) + (seq < 2 ? late : 0);
     commprof_event e = test_support::events::Collective(COMMPROF_OP_ALLREDUCE, seq, t0, 1000000 * (seq + 1) + 30000,
                                                         {.bytes = 8, .name = 1});
-    d.events.push_back(CallSiteOf(e, seq < 2 ? 1 : 2));
+    d.events.push_back(CallSiteEvent(seq < 2 ? 1 : 2, e));
     d.events.push_back(e);
   }
   if (r == 0) {
     commprof_event s = test_support::events::Send(5000000, 5010000, 1, 0, 64);
     s.name_id = 6;
-    d.events.push_back(CallSiteOf(s, 2));
+    d.events.push_back(CallSiteEvent(2, s));
     d.events.push_back(s);
     commprof_event orphan = s;
     orphan.start_ns = 6000000;
-    d.events.push_back(CallSiteOf(orphan, 2));
+    d.events.push_back(CallSiteEvent(2, orphan));
   } else {
     commprof_event rv = test_support::events::Recv(4990000, 5010000, 0, 0, 64);
     d.events.push_back(rv);
