@@ -1,5 +1,6 @@
-// `commprof export FILE.h5 [--format chrome] [-o OUT] [--ranks LIST] [-q]`: one merged
-// Chrome/Perfetto JSON trace of the job (docs/cli.md, docs/chrome-trace.md). The trace is written
+// `commprof export FILE.h5 [--format chrome|memory-html|memory-json] [-o OUT] [--ranks LIST] [-q]`:
+// one merged Chrome/Perfetto JSON trace of the job (docs/cli.md, docs/chrome-trace.md), or its
+// memory timeline as a page or JSON (docs/memory-timeline.md). The output is written
 // to a temporary file next to OUT and renamed over it only when complete, so a failed export never
 // leaves a truncated trace behind (OUT that is a device, FIFO or symlink is written directly).
 #include <unistd.h>
@@ -9,10 +10,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <set>
 
 #include "analysis/export/chrome_trace.h"
+#include "analysis/export/memory_html.h"
+#include "analysis/export/memory_json.h"
+#include "analysis/metrics/memory_timeline.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "cli/commands.h"
@@ -27,19 +32,123 @@ struct Options {
   std::string ranks;
   bool quiet = false;
   int64_t window = -1;
+  int64_t max_points = -1;  // -1: the format's default
 };
 
-std::string DefaultOutput(const std::string& input) {
+std::string DefaultOutput(const std::string& input, const std::string& format) {
   std::filesystem::path p(input);
   if (p.extension() == ".h5") {
     p.replace_extension();
   }
+  if (format == "memory-html") {
+    return p.string() + ".memory.html";
+  }
+  if (format == "memory-json") {
+    return p.string() + ".memory.json";
+  }
   return p.string() + ".trace.json";
 }
 
+// Writes `write`'s output to `output` ('-': stdout). A new or regular file is written beside
+// itself and renamed into place when complete, so a failed export never leaves a truncated file.
+// Anything else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over
+// it would replace the device or the link itself.
+Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
+  if (output == "-") {
+    Status st = write(std::cout);
+    std::cout.flush();
+    if (st.ok() && !std::cout) {
+      st = IoError("<stdout>: write failed");
+    }
+    return st;
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(output, ec);
+  const bool replace = status.type() == std::filesystem::file_type::not_found ||
+                       status.type() == std::filesystem::file_type::regular;
+  const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+  std::ofstream f(target, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    return IoError("cannot create " + target);
+  }
+  Status st = write(f);
+  f.close();
+  if (st.ok() && !f) {
+    st = IoError(output + ": write failed (disk full?)");
+  }
+  if (replace && st.ok()) {
+    std::filesystem::rename(target, output, ec);
+    if (ec) {
+      st = IoError(output + ": cannot rename " + target + " into place: " + ec.message());
+    }
+  }
+  if (replace && !st.ok()) {
+    std::filesystem::remove(target, ec);
+  }
+  return st;
+}
+
+// --format memory-html / memory-json: the memory timeline of the selected ranks.
+int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::vector<uint32_t>& ranks) {
+  const ProfileInfo& info = reader.info();
+  MemoryTimelineOptions topts;
+  topts.ranks = ranks;
+  auto timeline = BuildMemoryTimeline(reader, topts);
+  if (!timeline.ok()) {
+    std::fprintf(stderr, "commprof export: %s\n", timeline.status().message().c_str());
+    return 1;
+  }
+  const MemoryTimeline& t = timeline.value();
+  if (t.devices.empty()) {
+    // Nothing to draw: say so and write nothing, rather than an empty page a script would take
+    // for a job that used no memory.
+    std::fprintf(stderr,
+                 "commprof export: %s has no allocation or free records (kinds 14, 15) in the ranks selected: "
+                 "nothing to plot (record them with --activities cuda on a GPU job, or import a torch.profiler "
+                 "trace taken with profile_memory=True)\n",
+                 o.path.c_str());
+    return 1;
+  }
+  MemoryExportOptions eopts;
+  eopts.file = o.path;
+  if (reader.window()) {
+    eopts.window = *reader.window();
+  }
+  const bool html = o.format == "memory-html";
+  eopts.max_points = o.max_points >= 0 ? static_cast<size_t>(o.max_points) : (html ? kMemoryHtmlDefaultMaxPoints : 0);
+  const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
+  const std::string display = output == "-" ? std::string("<stdout>") : output;
+  const Status st = WriteOutput(output, [&](std::ostream& out) {
+    html ? WriteMemoryTimelineHtml(t, eopts, out) : WriteMemoryTimelineJson(t, eopts, out);
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof export: %s\n", st.message().c_str());
+    return 1;
+  }
+  if (!o.quiet) {
+    std::fprintf(stderr, "commprof export: wrote %s: memory timeline of %zu chart(s) (rank x device)%s\n",
+                 display.c_str(), t.devices.size(),
+                 t.ranks_without_records.empty()
+                     ? ""
+                     : (", " + std::to_string(t.ranks_without_records.size()) + " rank(s) without records")
+                           .c_str());
+  }
+  return info.faults.empty() ? 0 : 1;
+}
+
 int RunExport(const Options& o) {
-  if (o.format != "chrome") {
-    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome)\n", o.format.c_str());
+  if (o.format != "chrome" && o.format != "memory-html" && o.format != "memory-json") {
+    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome, memory-html, memory-json)\n",
+                 o.format.c_str());
+    return 2;
+  }
+  if (o.max_points >= 0 && o.format == "chrome") {
+    std::fprintf(stderr, "commprof export: --max-points applies to --format memory-html and memory-json only\n");
+    return 2;
+  }
+  if (o.output == "-" && o.format == "memory-html") {
+    std::fprintf(stderr, "commprof export: -o - (standard output) is for the JSON formats; name an .html file\n");
     return 2;
   }
   ChromeExportOptions opts;
@@ -76,10 +185,12 @@ int RunExport(const Options& o) {
       return 2;
     }
   }
+  if (o.format != "chrome") {
+    return RunMemoryExport(o, *reader.value(), opts.ranks);
+  }
 
-  const bool to_stdout = o.output == "-";
-  const std::string output = o.output.empty() ? DefaultOutput(o.path) : o.output;
-  const std::string display = to_stdout ? std::string("<stdout>") : output;
+  const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
+  const std::string display = output == "-" ? std::string("<stdout>") : output;
   opts.output_name = display;
   const bool tty = !o.quiet && isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -93,42 +204,8 @@ int RunExport(const Options& o) {
   }
 
   ChromeExportStats stats;
-  Status st;
-  // A new or regular file is written beside itself and renamed into place when complete. Anything
-  // else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over it
-  // would replace the device or the link itself.
-  std::error_code ec;
-  const auto status = std::filesystem::symlink_status(output, ec);
-  const bool replace = !to_stdout && (status.type() == std::filesystem::file_type::not_found ||
-                                      status.type() == std::filesystem::file_type::regular);
-  if (to_stdout) {
-    st = WriteChromeTrace(*reader.value(), std::cout, opts, &stats);
-    std::cout.flush();
-    if (st.ok() && !std::cout) {
-      st = IoError("<stdout>: write failed");
-    }
-  } else {
-    const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
-    std::ofstream f(target, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      std::fprintf(stderr, "commprof export: cannot create %s\n", target.c_str());
-      return 1;
-    }
-    st = WriteChromeTrace(*reader.value(), f, opts, &stats);
-    f.close();
-    if (st.ok() && !f) {
-      st = IoError(display + ": write failed (disk full?)");
-    }
-    if (replace && st.ok()) {
-      std::filesystem::rename(target, output, ec);
-      if (ec) {
-        st = IoError(display + ": cannot rename " + target + " into place: " + ec.message());
-      }
-    }
-    if (replace && !st.ok()) {
-      std::filesystem::remove(target, ec);
-    }
-  }
+  const Status st = WriteOutput(
+      output, [&](std::ostream& out) { return WriteChromeTrace(*reader.value(), out, opts, &stats); });
   if (tty) {
     std::fprintf(stderr, "\n");
   }
@@ -161,11 +238,23 @@ Runner AddExportCommand(CLI::App& app) {
       "(microseconds, ns precision, from the earliest event), flow arrows from the last rank to arrive at each "
       "matched blocking collective to every other participant, and wait/sequence/bytes args on collectives. "
       "Open the file in https://ui.perfetto.dev or chrome://tracing. Memory: one rank's events at a time. "
-      "Layout: docs/chrome-trace.md.");
+      "Layout: docs/chrome-trace.md. With --format memory-html or memory-json, the memory timeline instead: "
+      "per rank and device the bytes in use over time from the allocation/free records, stacked by memory "
+      "kind, every rank on one time axis, each peak with the allocations live then (largest 10 named); "
+      "memory: one rank's alloc/free records at a time plus the series (docs/memory-timeline.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--format", o->format, "trace format; only chrome (Trace Event Format JSON)")->capture_default_str();
+  sub->add_option("--format", o->format,
+                  "chrome: the Trace Event Format JSON trace; memory-html: the memory timeline page (per rank and "
+                  "device, bytes in use stacked by memory kind, peaks with what was live); memory-json: the same "
+                  "as JSON (docs/memory-timeline.md)")
+      ->capture_default_str();
   sub->add_option("-o,--output", o->output,
-                  "output file (default: FILE without .h5 + .trace.json; '-' for standard output); overwritten");
+                  "output file (default: FILE without .h5 + .trace.json, .memory.html or .memory.json; '-' for "
+                  "standard output, not for memory-html); overwritten");
+  sub->add_option("--max-points", o->max_points,
+                  "memory formats: at most N points per chart, keeping each time bucket's first, last, lowest and "
+                  "highest (0: every record; default 1000 for memory-html, 0 for memory-json)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--ranks", o->ranks,
                   "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
                   "dropped; the time origin is the earliest event of the ranks exported)");

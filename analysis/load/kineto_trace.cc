@@ -96,6 +96,9 @@ bool ParseMicrosToNs(std::string_view s, int64_t& ns) {
 
 namespace {
 
+// CUpti_ActivityMemoryKind values (docs/file-format.md, memory_kind) given to imported memory events.
+constexpr uint8_t kMemoryKindPageable = 1, kMemoryKindDevice = 3;
+
 // Integer text, or a float written for an integer field ("64.0", truncated toward zero).
 bool ParseInt(std::string_view s, int64_t& out) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
@@ -299,6 +302,7 @@ class TraceBuilder {
     int64_t pid = -1, tid = -1;
     int64_t correlation = -1, stream = -1, device = -1, external_id = -1, bytes = -1;
     int64_t mem_bytes = 0, device_type = -1, device_id = -1;
+    int64_t mem_addr = 0, mem_total_allocated = 0;  // [memory] instants' Addr, Total Allocated (0: none)
     bool has_mem_bytes = false;
     CollMeta meta;
   };
@@ -412,6 +416,11 @@ class TraceBuilder {
             ok = Number(v, key, f.meta.seq, why);
           }
           break;
+        case 4:
+          if (TextIs(key, "Addr")) {
+            (void)ParseInt(v.raw_json_token(), f.mem_addr);  // optional: a block without it is still counted
+          }
+          break;
         case 5:
           if (TextIs(key, "bytes")) {
             ok = Number(v, key, f.bytes, why);
@@ -466,6 +475,8 @@ class TraceBuilder {
             if (ok) {
               f.meta.op = OpFromCollectiveName(s);
             }
+          } else if (TextIs(key, "Total Allocated")) {
+            (void)ParseInt(v.raw_json_token(), f.mem_total_allocated);  // optional, as Addr
           }
           break;
         case 16:
@@ -600,8 +611,16 @@ class TraceBuilder {
         // The caching allocator's "[memory]" instants: Bytes > 0 allocates, < 0 frees.
         e.kind = f.mem_bytes >= 0 ? COMMPROF_KIND_MEM_ALLOC : COMMPROF_KIND_MEM_FREE;
         e.bytes = static_cast<uint64_t>(f.mem_bytes >= 0 ? f.mem_bytes : -f.mem_bytes);
+        // As a CUPTI record (docs/file-format.md, kinds 14/15): seq = the block's address, so a
+        // free finds its allocation; subtype = the memory kind (CUDA: device; CPU: pageable host).
+        // comm_id keeps the allocator's "Total Allocated" after the event: what was in use before
+        // the trace began follows from the first one (docs/metrics.md §7.3).
+        e.seq = static_cast<uint64_t>(f.mem_addr < 0 ? 0 : f.mem_addr);
+        e.comm_id = static_cast<uint64_t>(f.mem_total_allocated < 0 ? 0 : f.mem_total_allocated);
+        e.subtype = kMemoryKindPageable;
         if (f.device_type == 1 && f.device_id >= 0) {
           e.device = static_cast<uint16_t>(f.device_id);
+          e.subtype = kMemoryKindDevice;
         }
       } else {
         e.kind = COMMPROF_KIND_IMPORTED_OTHER;
