@@ -104,7 +104,7 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
     // for a job that used no memory.
     std::fprintf(stderr,
                  "commprof export: %s has no allocation or free records (kinds 14, 15) in the ranks selected: "
-                 "nothing to plot (record them with --activities cuda on a GPU job, or import a torch.profiler "
+                 "nothing to plot (record them with commprof run --activities memory (in the default all) on a GPU job, or import a torch.profiler "
                  "trace taken with profile_memory=True)\n",
                  o.path.c_str());
     return 1;
