@@ -17,9 +17,9 @@
 #include "analysis/export/chrome_trace.h"
 #include "analysis/export/memory_html.h"
 #include "analysis/export/memory_json.h"
-#include "analysis/metrics/memory_timeline.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
+#include "analysis/metrics/memory_timeline.h"
 #include "cli/commands.h"
 
 namespace commprof::cli {
@@ -64,8 +64,8 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
   }
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(output, ec);
-  const bool replace = status.type() == std::filesystem::file_type::not_found ||
-                       status.type() == std::filesystem::file_type::regular;
+  const bool replace =
+      status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
   const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
   std::ofstream f(target, std::ios::binary | std::ios::trunc);
   if (!f) {
@@ -104,7 +104,8 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
     // for a job that used no memory.
     std::fprintf(stderr,
                  "commprof export: %s has no allocation or free records (kinds 14, 15) in the ranks selected: "
-                 "nothing to plot (record them with commprof run --activities memory (in the default all) on a GPU job, or import a torch.profiler "
+                 "nothing to plot (record them with commprof run --activities memory (in the default all) on a GPU "
+                 "job, or import a torch.profiler "
                  "trace taken with profile_memory=True)\n",
                  o.path.c_str());
     return 1;
@@ -131,8 +132,7 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
                  display.c_str(), t.devices.size(),
                  t.ranks_without_records.empty()
                      ? ""
-                     : (", " + std::to_string(t.ranks_without_records.size()) + " rank(s) without records")
-                           .c_str());
+                     : (", " + std::to_string(t.ranks_without_records.size()) + " rank(s) without records").c_str());
   }
   return info.faults.empty() ? 0 : 1;
 }
@@ -204,8 +204,8 @@ int RunExport(const Options& o) {
   }
 
   ChromeExportStats stats;
-  const Status st = WriteOutput(
-      output, [&](std::ostream& out) { return WriteChromeTrace(*reader.value(), out, opts, &stats); });
+  const Status st =
+      WriteOutput(output, [&](std::ostream& out) { return WriteChromeTrace(*reader.value(), out, opts, &stats); });
   if (tty) {
     std::fprintf(stderr, "\n");
   }

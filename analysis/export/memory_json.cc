@@ -9,7 +9,9 @@
 namespace commprof {
 namespace {
 
-std::string Str(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace); }
+std::string Str(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
 
 template <class T, class F>
 void Array(std::ostream& out, const std::vector<T>& v, F&& each) {
@@ -22,8 +24,8 @@ void Array(std::ostream& out, const std::vector<T>& v, F&& each) {
 }
 
 void WriteLive(std::ostream& out, const LiveAllocation& a) {
-  out << "{\"address\":" << a.address << ",\"bytes\":" << a.bytes << ",\"category\":"
-      << Str(MemoryCategoryName(a.memory_kind)) << ",\"allocated_ns\":" << a.allocated_ns
+  out << "{\"address\":" << a.address << ",\"bytes\":" << a.bytes
+      << ",\"category\":" << Str(MemoryCategoryName(a.memory_kind)) << ",\"allocated_ns\":" << a.allocated_ns
       << ",\"correlation\":" << a.correlation << ",\"thread_id\":" << a.thread_id << ",\"name\":" << Str(a.name)
       << ",\"allocated_by\":" << Str(a.allocated_by) << '}';
 }
@@ -36,8 +38,8 @@ void WriteDevice(std::ostream& out, const DeviceTimeline& d, const MemoryTimelin
   out << ",\"memory_kinds\":";
   Array(out, d.categories, [&](uint8_t k) { out << static_cast<int>(k); });
   out << ",\"allocs\":" << d.allocs << ",\"frees\":" << d.frees << ",\"unmatched_frees\":" << d.unmatched_frees
-      << ",\"final_bytes\":" << d.final_bytes << ",\"baseline_bytes\":"
-      << (d.baseline_bytes ? std::to_string(*d.baseline_bytes) : std::string("null"));
+      << ",\"final_bytes\":" << d.final_bytes
+      << ",\"baseline_bytes\":" << (d.baseline_bytes ? std::to_string(*d.baseline_bytes) : std::string("null"));
   out << ",\"peak\":{\"time_ns\":" << d.peak_time_ns << ",\"bytes\":" << d.peak_bytes << ",\"by_category\":";
   Array(out, d.peak_by_category, [&](int64_t v) { out << v; });
   out << ",\"live_count\":" << d.live_count << ",\"live\":";

@@ -18,9 +18,9 @@ inline constexpr const char* kMemoryTimelineSchema = "commprof-memory-timeline";
 inline constexpr int kMemoryTimelineSchemaVersion = 1;
 
 struct MemoryExportOptions {
-  std::string file;               // the input file, as named on the command line
+  std::string file;                // the input file, as named on the command line
   std::optional<uint64_t> window;  // --window K
-  size_t max_points = 0;          // per chart, DownsampleIndices; 0: every record
+  size_t max_points = 0;           // per chart, DownsampleIndices; 0: every record
 };
 
 // The JSON document; `out` is the caller's (checked for write errors by the caller).

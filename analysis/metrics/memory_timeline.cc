@@ -15,9 +15,9 @@ namespace commprof {
 namespace {
 
 struct Record {
-  int64_t time;      // aligned clock
-  int64_t local;     // the rank's own clock, to join with its other events
-  uint64_t order;    // stored order, breaks ties
+  int64_t time;    // aligned clock
+  int64_t local;   // the rank's own clock, to join with its other events
+  uint64_t order;  // stored order, breaks ties
   uint64_t address;
   uint64_t bytes;
   uint64_t total_allocated;  // imported: torch's "Total Allocated" after the record (0: none)
@@ -70,8 +70,7 @@ DeviceTimeline Sweep(uint32_t rank, uint16_t device, const std::vector<Record>& 
   }
   std::sort(d.categories.begin(), d.categories.end());
   auto category_of = [&](uint8_t kind) {
-    return static_cast<size_t>(std::lower_bound(d.categories.begin(), d.categories.end(), kind) -
-                               d.categories.begin());
+    return static_cast<size_t>(std::lower_bound(d.categories.begin(), d.categories.end(), kind) - d.categories.begin());
   };
   d.in_use.assign(d.categories.size(), {});
   for (auto& v : d.in_use) {
@@ -242,9 +241,8 @@ Result<MemoryTimeline> BuildMemoryTimeline(const ProfileReader& reader, const Me
           continue;
         }
         const auto local = static_cast<int64_t>(e.start_ns);
-        by_device[e.device].push_back({clock.ToReference(local), local, order, e.seq, e.bytes, e.comm_id,
-                                       e.correlation, e.thread_id, e.name_id, e.device, e.subtype,
-                                       e.kind == COMMPROF_KIND_MEM_ALLOC});
+        by_device[e.device].push_back({clock.ToReference(local), local, order, e.seq, e.bytes, e.comm_id, e.correlation,
+                                       e.thread_id, e.name_id, e.device, e.subtype, e.kind == COMMPROF_KIND_MEM_ALLOC});
       }
     }));
     if (by_device.empty()) {

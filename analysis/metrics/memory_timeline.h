@@ -53,11 +53,11 @@ struct DeviceTimeline {
   std::vector<std::vector<int64_t>> in_use;
   int64_t peak_bytes = 0;  // highest total (0 if memory only ever went down)
   int64_t peak_time_ns = 0;
-  size_t peak_index = 0;               // the record after which the peak was first reached
+  size_t peak_index = 0;  // the record after which the peak was first reached
   std::vector<int64_t> peak_by_category;
-  std::vector<LiveAllocation> live;    // live at the peak, largest first, at most top_live
-  uint64_t live_count = 0;             // all allocations live at the peak
-  int64_t more_bytes = 0;              // bytes of those not listed in `live`
+  std::vector<LiveAllocation> live;  // live at the peak, largest first, at most top_live
+  uint64_t live_count = 0;           // all allocations live at the peak
+  int64_t more_bytes = 0;            // bytes of those not listed in `live`
   uint64_t allocs = 0, frees = 0, unmatched_frees = 0;
   int64_t final_bytes = 0;
   // Imported torch events: memory the allocator held before the first record (its "Total

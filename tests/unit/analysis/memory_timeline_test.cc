@@ -136,7 +136,7 @@ TEST(MemoryTimeline, PlantedPatternGivesExactPeaksLiveSetsAndNames) {
   EXPECT_EQ(g0.live[0].address, 0xA000u);
   EXPECT_EQ(g0.live[0].bytes, G);
   EXPECT_EQ(g0.live[0].allocated_ns, 5 * kMs);
-  EXPECT_EQ(g0.live[0].name, "");                  // "[memory]" says nothing
+  EXPECT_EQ(g0.live[0].name, "");                     // "[memory]" says nothing
   EXPECT_EQ(g0.live[0].allocated_by, "aten::empty");  // the innermost op enclosing it on its thread
   EXPECT_EQ(g0.live[1].address, 0xB000u);
   EXPECT_EQ(g0.live[1].memory_kind, kPinned);
@@ -315,7 +315,7 @@ TEST(MemoryTimelineHtml, StringsFromTheFileStayTextAndTheDataCannotCloseItsScrip
   EXPECT_EQ(page.find("a<b>.h5"), std::string::npos);
   EXPECT_NE(page.find("a&lt;b&gt;.h5"), std::string::npos);
   EXPECT_NE(page.find("weights&lt;script&gt;alert(1)&lt;/script&gt;&amp;"), std::string::npos);  // the table
-  EXPECT_NE(page.find("weights\\u003cscript>alert(1)\\u003c/script>"), std::string::npos);      // the data
+  EXPECT_NE(page.find("weights\\u003cscript>alert(1)\\u003c/script>"), std::string::npos);       // the data
   // Exactly the page's two scripts: the data and the drawing code.
   size_t scripts = 0;
   for (size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1)) ++scripts;
