@@ -104,9 +104,8 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
     // for a job that used no memory.
     std::fprintf(stderr,
                  "commprof export: %s has no allocation or free records (kinds 14, 15) in the ranks selected: "
-                 "nothing to plot (record them with commprof run --activities memory (in the default all) on a GPU "
-                 "job, or import a torch.profiler "
-                 "trace taken with profile_memory=True)\n",
+                 "nothing to plot (commprof run records them on a GPU job with --activities memory, part of all; "
+                 "torch.profiler with profile_memory=True)\n",
                  o.path.c_str());
     return 1;
   }
@@ -128,11 +127,12 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
     return 1;
   }
   if (!o.quiet) {
+    const std::string without =
+        t.ranks_without_records.empty()
+            ? std::string()
+            : ", " + std::to_string(t.ranks_without_records.size()) + " rank(s) without records";
     std::fprintf(stderr, "commprof export: wrote %s: memory timeline of %zu chart(s) (rank x device)%s\n",
-                 display.c_str(), t.devices.size(),
-                 t.ranks_without_records.empty()
-                     ? ""
-                     : (", " + std::to_string(t.ranks_without_records.size()) + " rank(s) without records").c_str());
+                 display.c_str(), t.devices.size(), without.c_str());
   }
   return info.faults.empty() ? 0 : 1;
 }
