@@ -188,7 +188,7 @@ Runner AddStatsCommand(CLI::App& app) {
       ->type_name("N");
   sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
   sub->add_option("--kinds", o->kinds,
-                  "only these kinds (comma list): mpi, nccl, nccl_channel, kernel, memcpy, memset, cuda_api, nvtx, "
+                  "only these kinds (comma list): mpi, nccl, kernel, memcpy, memset, cuda_api, nvtx, "
                   "user, torch (docs/metrics.md §12.1)")
       ->delimiter(',')
       ->type_name("LIST");

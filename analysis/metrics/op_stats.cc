@@ -17,9 +17,9 @@
 namespace commprof {
 namespace {
 
-constexpr std::array<const char*, 10> kCategories = {"mpi",    "nccl",     "nccl_channel", "kernel", "memcpy",
-                                                     "memset", "cuda_api", "nvtx",         "user",   "torch"};
-enum Category : uint8_t { kMpi, kNccl, kNcclChannel, kKernel, kMemcpy, kMemset, kCudaApi, kNvtx, kUser, kTorch, kNone };
+constexpr std::array<const char*, 9> kCategories = {"mpi",      "nccl", "kernel", "memcpy", "memset",
+                                                    "cuda_api", "nvtx", "user",   "torch"};
+enum Category : uint8_t { kMpi, kNccl, kKernel, kMemcpy, kMemset, kCudaApi, kNvtx, kUser, kTorch, kNone };
 
 Category CategoryIndexOf(const commprof_event& e) {
   switch (e.kind) {
@@ -34,9 +34,7 @@ Category CategoryIndexOf(const commprof_event& e) {
     case COMMPROF_KIND_NCCL_API:
     case COMMPROF_KIND_NCCL_COLLECTIVE:
       return kNccl;
-    case COMMPROF_KIND_COMM_KERNEL:
-      // The NCCL plugin's per-channel records carry the commHash; CUPTI's nccl kernels carry 0.
-      return e.comm_id != COMMPROF_NO_COMM_ID ? kNcclChannel : kKernel;
+    case COMMPROF_KIND_COMM_KERNEL:  // CUPTI's or an imported NCCL kernel, or the plugin's per-channel record
     case COMMPROF_KIND_COMPUTE_KERNEL:
       return kKernel;
     case COMMPROF_KIND_MEMCPY:
@@ -184,11 +182,25 @@ struct Span {
   uint32_t row;
 };
 
+// What tells rows apart within a rank before NameOf is asked: the name_id, except where NameOf
+// names the event otherwise.
+uint32_t NameKey(const commprof_event& e) {
+  constexpr uint32_t kNamedByKind = 1u << 31;  // above any string id
+  if (e.kind == COMMPROF_KIND_MEMCPY && e.subtype != 0) {
+    return kNamedByKind | e.subtype;
+  }
+  if (e.kind == COMMPROF_KIND_MPI_COMM && e.subtype == COMMPROF_OP_NCCL_COMM_INIT) {
+    return kNamedByKind | COMMPROF_OP_NCCL_COMM_INIT;
+  }
+  return e.name_id;
+}
+
 std::string NameOf(const commprof_event& e, const std::vector<std::string>& strings) {
-  if (e.kind == COMMPROF_KIND_MEMCPY) {
+  // Recorded copies are named by their direction (subtype); imported ones carry Kineto's name.
+  if (e.kind == COMMPROF_KIND_MEMCPY && (e.subtype != 0 || e.name_id == 0 || e.name_id >= strings.size())) {
     return MemcpyName(e.subtype);
   }
-  if (e.kind == COMMPROF_KIND_MEMSET) {
+  if (e.kind == COMMPROF_KIND_MEMSET && (e.name_id == 0 || e.name_id >= strings.size())) {
     return "Memset";
   }
   if (e.kind == COMMPROF_KIND_MPI_COMM && e.subtype == COMMPROF_OP_NCCL_COMM_INIT) {
@@ -344,13 +356,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         const uint64_t bytes = BytesOf(e);
         const int bucket = options.by_size && KindHasBytes(e.kind) ? SizeBucketOf(bytes) : -1;
         const uint64_t comm = options.by_comm && KindHasComm(e.kind) ? e.comm_id : 0;
-        const uint32_t name_key = e.kind == COMMPROF_KIND_MEMCPY ? e.subtype : e.name_id;
-        // Memcpy and memset rows are named by kind, so their name_id must not split them.
-        const LocalKey lk{static_cast<uint8_t>(c),
-                          e.kind == COMMPROF_KIND_MEMSET                                                ? 0u
-                          : e.kind == COMMPROF_KIND_MPI_COMM && e.subtype == COMMPROF_OP_NCCL_COMM_INIT ? UINT32_MAX
-                                                                                                        : name_key,
-                          comm, bucket};
+        const LocalKey lk{static_cast<uint8_t>(c), NameKey(e), comm, bucket};
         auto it = local.find(lk);
         uint32_t index = 0;
         if (it != local.end()) {

@@ -76,6 +76,9 @@ std::string Gbps(const std::optional<double>& g) {
   if (!g) {
     return "-";
   }
+  if (*g < 0.00995) {
+    return "<0.01";  // csv and json hold the figure
+  }
   return *g < 999.5 ? Scaled(*g, "") : *g < 999'999.5 ? Printf("%.0f", *g) : Printf("%.1e", *g);
 }
 
@@ -217,9 +220,9 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
     cols.push_back(
         {"maxrk", 5, false, [](const OpStatsRow& r) { return r.max_rank ? std::to_string(*r.max_rank) : "-"; }});
   }
-  // The name takes what is left of 100 columns; below 16, the columns CSV and JSON still hold
+  // The name takes what is left of 100 columns; below 24, the columns CSV and JSON still hold
   // (mean, self, p50) give way first.
-  constexpr size_t kMinName = 16;
+  constexpr size_t kMinName = 24;
   auto rest = [&] {
     size_t used = 0;
     for (const Column& c : cols) {
