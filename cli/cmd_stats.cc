@@ -3,6 +3,7 @@
 // (docs/metrics.md §12): calls, total and self time, percentiles, bytes, bandwidth and the
 // spread over the ranks, of every MPI/NCCL call, kernel, copy, NVTX/user range and imported op.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,11 +20,14 @@
 namespace commprof::cli {
 namespace {
 
+// --top's value when not given: 20 rows of text, every row of csv and json.
+constexpr int64_t kTopNotGiven = INT64_MIN;
+
 struct Options {
   std::string path;
   std::vector<std::string> by;
   std::string sort = "total";
-  int64_t top = -1;  // -1: 20 rows of text, every row of csv and json
+  int64_t top = kTopNotGiven;
   std::string ranks;
   std::vector<std::string> kinds;
   std::string format = "text";
@@ -64,7 +68,7 @@ bool CheckUsage(const Options& o, StatsOptions& so) {
     std::fprintf(stderr, "commprof stats: --sort %s is not a column; valid: %s\n", o.sort.c_str(), Join(keys).c_str());
     return false;
   }
-  if (o.top < -1) {
+  if (o.top < 0 && o.top != kTopNotGiven) {
     std::fprintf(stderr, "commprof stats: --top must be a number of rows >= 0 (0: every row)\n");
     return false;
   }
