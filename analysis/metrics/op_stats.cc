@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cinttypes>
-#include <cstdio>
+#include <cstdint>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -130,6 +129,8 @@ uint64_t FamilyOf(const commprof_event& e) {
   return (family << 56) | ((extra & 0xFFFFFFu) << 32) | e.thread_id;
 }
 
+constexpr size_t kNoHistogram = SIZE_MAX;
+
 struct Accumulator {
   Category category = kNone;
   std::string name;
@@ -137,6 +138,7 @@ struct Accumulator {
   std::optional<int> size_bucket;
   std::optional<uint32_t> rank;
   bool bandwidth = false;
+  size_t histogram = kNoHistogram;  // its operation's size histogram
   uint64_t calls = 0;
   int64_t total_ns = 0, self_ns = 0, min_ns = 0, max_ns = 0;
   uint64_t bytes = 0;
@@ -331,7 +333,9 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
 
   std::vector<Accumulator> rows;
   std::map<GlobalKey, uint32_t> row_of;
-  std::map<std::pair<uint8_t, std::string>, std::map<int, uint64_t>> histograms;
+  // Calls per size bucket (SizeBucketOf: 0-64) of each operation with bytes.
+  std::map<std::pair<uint8_t, std::string>, size_t> histogram_of;
+  std::vector<std::array<uint64_t, 65>> histograms;
   for (uint32_t rank : out.ranks) {
     auto strings = reader.Strings(rank);
     if (!strings.ok()) {
@@ -379,6 +383,15 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
               a.rank = rank;
             }
             a.bandwidth = StatsKindHasBandwidth(e.kind);
+            if (KindHasBytes(e.kind)) {
+              // One histogram per operation, whatever splits its rows.
+              auto [h, added] =
+                  histogram_of.emplace(std::make_pair(static_cast<uint8_t>(c), a.name), histograms.size());
+              if (added) {
+                histograms.emplace_back();
+              }
+              a.histogram = h->second;
+            }
           }
           index = g->second;
           local.emplace(lk, index);
@@ -395,8 +408,8 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         ++share.calls;
         share.total_ns += ns;
         share.bytes += bytes;
-        if (KindHasBytes(e.kind)) {
-          ++histograms[{static_cast<uint8_t>(c), a.name}][SizeBucketOf(bytes)];
+        if (a.histogram != kNoHistogram) {
+          ++histograms[a.histogram][static_cast<size_t>(SizeBucketOf(bytes))];
         }
         const uint64_t family = FamilyOf(e);
         if (family == kNoFamily) {
@@ -451,9 +464,13 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
     return std::make_tuple(cat(x.category), std::cref(x.name), x.comm, x.size_bucket, x.rank) <
            std::make_tuple(cat(y.category), std::cref(y.name), y.comm, y.size_bucket, y.rank);
   });
-  for (auto& [key, buckets] : histograms) {
+  for (const auto& [key, index] : histogram_of) {
     SizeHistogram h{kCategories[key.first], key.second, {}};
-    h.buckets.assign(buckets.begin(), buckets.end());
+    for (size_t b = 0; b < histograms[index].size(); ++b) {
+      if (histograms[index][b] > 0) {
+        h.buckets.emplace_back(static_cast<int>(b), histograms[index][b]);
+      }
+    }
     out.size_histograms.push_back(std::move(h));
   }
   return out;
