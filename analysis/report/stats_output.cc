@@ -146,12 +146,24 @@ bool SortStatsRows(std::vector<OpStatsRow>& rows, const std::string& asked) {
   } else {
     // Names alphabetically; communicators, sizes and ranks ascending (absent first).
     less = [&key, tie](const OpStatsRow& x, const OpStatsRow& y) {
-      if (key == "name" && x.name != y.name) return x.name < y.name;
-      if (key == "kind" && x.category != y.category) return x.category < y.category;
-      if (key == "comm" && x.comm != y.comm) return x.comm < y.comm;
-      if (key == "size" && x.size_bucket != y.size_bucket) return x.size_bucket < y.size_bucket;
-      if (key == "rank" && x.rank != y.rank) return x.rank < y.rank;
-      if (key == "maxrk" && x.max_rank != y.max_rank) return x.max_rank < y.max_rank;
+      if (key == "name" && x.name != y.name) {
+        return x.name < y.name;
+      }
+      if (key == "kind" && x.category != y.category) {
+        return x.category < y.category;
+      }
+      if (key == "comm" && x.comm != y.comm) {
+        return x.comm < y.comm;
+      }
+      if (key == "size" && x.size_bucket != y.size_bucket) {
+        return x.size_bucket < y.size_bucket;
+      }
+      if (key == "rank" && x.rank != y.rank) {
+        return x.rank < y.rank;
+      }
+      if (key == "maxrk" && x.max_rank != y.max_rank) {
+        return x.max_rank < y.max_rank;
+      }
       return tie(x, y);
     };
   }
@@ -317,9 +329,15 @@ nlohmann::ordered_json StatsToJson(const OpStats& stats, const std::vector<OpSta
   doc["path"] = ctx.path;
   doc["window"] = opt(ctx.window);
   J by = J::array({"name"});
-  if (ctx.options.by_comm) by.push_back("comm");
-  if (ctx.options.by_size) by.push_back("size");
-  if (ctx.options.by_rank) by.push_back("rank");
+  if (ctx.options.by_comm) {
+    by.push_back("comm");
+  }
+  if (ctx.options.by_size) {
+    by.push_back("size");
+  }
+  if (ctx.options.by_rank) {
+    by.push_back("rank");
+  }
   doc["options"] = {{"by", by},
                     {"sort", ctx.sort},
                     {"top", ctx.top},
@@ -340,9 +358,15 @@ nlohmann::ordered_json StatsToJson(const OpStats& stats, const std::vector<OpSta
     J j;
     j["category"] = r.category;
     j["name"] = r.name;
-    if (ctx.options.by_comm) j["comm"] = opt(r.comm);
-    if (ctx.options.by_size) j["size"] = r.size_bucket ? bucket(*r.size_bucket) : J(nullptr);
-    if (ctx.options.by_rank) j["rank"] = opt(r.rank);
+    if (ctx.options.by_comm) {
+      j["comm"] = opt(r.comm);
+    }
+    if (ctx.options.by_size) {
+      j["size"] = r.size_bucket ? bucket(*r.size_bucket) : J(nullptr);
+    }
+    if (ctx.options.by_rank) {
+      j["rank"] = opt(r.rank);
+    }
     j["calls"] = r.calls;
     j["total_ns"] = r.total_ns;
     j["self_ns"] = r.self_ns;
