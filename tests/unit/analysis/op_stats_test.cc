@@ -204,6 +204,29 @@ TEST_F(OpStatsGolden, PastTheExactLimitPercentilesComeFromTheHistogramWithinOneP
   EXPECT_EQ(ar->p99_ns, 5000);  // clamped to the max
 }
 
+TEST(OpStats, WindowKCountsOnlyTheEventsThatStartInsideIt) {
+  TempDir dir;
+  auto ranks = GoldenRanks();
+  // Window 0 of every rank: [1.0 ms, 1.25 ms] holds the starts of MPI_Allreduce calls 0-2 (at
+  // 1.0, 1.1 and 1.2 ms); everything else of the golden file starts outside it.
+  for (auto& r : ranks) {
+    commprof_event w = op_stats_golden::Range(COMMPROF_KIND_WINDOW, 0, 1'000'000, 1'250'000);
+    w.subtype = 1;
+    r.events.push_back(w);
+  }
+  auto reader = test_support::WriteProfile(dir / "window.h5", ranks);
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->SelectWindow(0).ok());
+  auto s = ComputeOpStats(*reader, {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->rows.size(), 1u);
+  const OpStatsRow& ar = s->rows[0];
+  EXPECT_EQ(ar.name, "MPI_Allreduce");
+  EXPECT_EQ(ar.calls, 12u);
+  EXPECT_EQ(ar.total_ns, 4 * (100 + 200 + 300));
+  EXPECT_EQ(s->incomplete_skipped, 0u);
+}
+
 TEST(DurationSketch, HistogramQuantilesStayWithinTheStatedRelativeErrorOfExactOnes) {
   DurationSketch sketch(100);
   std::vector<int64_t> all;
