@@ -263,12 +263,24 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
       {"--ranks 7", "has no events of rank 7"},
       {"--top -4", "--top must be a number of rows >= 0"},
       {"--top many", "--top"},
+      {"--frobnicate", "frobnicate"},
   };
   for (const Case& c : cases) {
     Ran r = Commprof(dir_, "stats " + file_ + " " + c.args);
     EXPECT_EQ(r.rc, 2) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
+TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
+  Ran r = Commprof(dir_, "stats");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("file is required"), std::string::npos) << r.err;
+  r = Commprof(dir_, "stats --help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* option : {"--by", "--sort", "--top", "--ranks", "--kinds", "--format", "--window", "--output"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option;
   }
 }
 
