@@ -175,6 +175,19 @@ struct LocalKeyHash {
   }
 };
 
+// Recorded ranges carry their nesting depth (NVTX push/pop, user ranges: `seq`) and arrive at their
+// end; imported ones neither.
+bool HasDepth(uint64_t family) {
+  const uint64_t f = family >> 56;
+  return f == kNvtxFamily || f == kUserFamily;
+}
+
+// One key's completed ranges not yet claimed by a parent, as (start, end), in end order.
+struct EndOrderNest {
+  std::vector<std::pair<uint64_t, uint64_t>> pending;
+  uint64_t last_end = 0;
+};
+
 // One nested range of the rank being read (40 bytes).
 struct Span {
   uint64_t family;
@@ -342,61 +355,80 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       return strings.status();
     }
     std::unordered_map<LocalKey, uint32_t, LocalKeyHash> local;
+    // The row of an event the stats count (creating it on first sight), or none.
+    auto row_index = [&](const commprof_event& e, Category c) {
+      const uint64_t bytes = BytesOf(e);
+      const int bucket = options.by_size && KindHasBytes(e.kind) ? SizeBucketOf(bytes) : -1;
+      const uint64_t comm = options.by_comm && KindHasComm(e.kind) ? e.comm_id : 0;
+      const LocalKey lk{static_cast<uint8_t>(c), NameKey(e), comm, bucket};
+      auto it = local.find(lk);
+      if (it != local.end()) {
+        return it->second;
+      }
+      std::string name = NameOf(e, strings.value());
+      GlobalKey gk{static_cast<uint8_t>(c), name, comm, bucket, options.by_rank ? int64_t{rank} : -1};
+      auto [g, fresh] = row_of.emplace(std::move(gk), static_cast<uint32_t>(rows.size()));
+      if (fresh) {
+        Accumulator& a = rows.emplace_back(options.exact_samples);
+        a.category = c;
+        a.name = std::move(name);
+        if (options.by_comm) {
+          a.comm = comm;
+        }
+        if (bucket >= 0) {
+          a.size_bucket = bucket;
+        }
+        if (options.by_rank) {
+          a.rank = rank;
+        }
+        a.bandwidth = StatsKindHasBandwidth(e.kind);
+        if (KindHasBytes(e.kind)) {
+          // One histogram per operation, whatever splits its rows.
+          auto [h, added] = histogram_of.emplace(std::make_pair(static_cast<uint8_t>(c), a.name), histograms.size());
+          if (added) {
+            histograms.emplace_back();
+          }
+          a.histogram = h->second;
+        }
+      }
+      local.emplace(lk, g->second);
+      return g->second;
+    };
+    // The category of an event the stats count, kNone for the others; counts in `incomplete` (when
+    // given) the events left out for having no true end.
+    auto counted = [&](const commprof_event& e, uint64_t* incomplete) {
+      const Category c = CategoryIndexOf(e);
+      if (c == kNone || !wanted[c] || (e.flags & COMMPROF_FLAG_RECV_HALF) != 0) {
+        return kNone;  // an MPI_Sendrecv is one call: its send half carries it
+      }
+      if ((e.flags & COMMPROF_FLAG_INCOMPLETE) != 0) {
+        if (incomplete != nullptr) {
+          ++*incomplete;
+        }
+        return kNone;
+      }
+      return c;
+    };
+
+    // Self times (docs/metrics.md §12.2). Recorded NVTX push/pop and user ranges arrive at their
+    // end, per thread: when one arrives, its direct children are the completed ranges of its key
+    // not yet claimed that start within it, and outermost ranges (depth 0) are never anyone's
+    // child, so only the children of ranges still open are held. Imported ranges (any order), and
+    // recorded ones if they ever arrive out of end order, are held and sorted instead.
     std::vector<Span> spans;
+    std::unordered_map<uint64_t, EndOrderNest> nests;
+    std::unordered_map<uint32_t, int64_t> streamed_self;  // row -> self time from `nests`
+    bool end_ordered = true;
     COMMPROF_RETURN_IF_ERROR(reader.ForEachEventChunk(rank, [&](std::span<const commprof_event> chunk) {
       out.events_read += chunk.size();
       for (const commprof_event& e : chunk) {
-        const Category c = CategoryIndexOf(e);
-        if (c == kNone || !wanted[c]) {
+        const Category c = counted(e, &out.incomplete_skipped);
+        if (c == kNone) {
           continue;
         }
-        if ((e.flags & COMMPROF_FLAG_INCOMPLETE) != 0) {
-          ++out.incomplete_skipped;
-          continue;
-        }
-        if ((e.flags & COMMPROF_FLAG_RECV_HALF) != 0) {
-          continue;  // an MPI_Sendrecv is one call: its send half carries it
-        }
-        const uint64_t bytes = BytesOf(e);
-        const int bucket = options.by_size && KindHasBytes(e.kind) ? SizeBucketOf(bytes) : -1;
-        const uint64_t comm = options.by_comm && KindHasComm(e.kind) ? e.comm_id : 0;
-        const LocalKey lk{static_cast<uint8_t>(c), NameKey(e), comm, bucket};
-        auto it = local.find(lk);
-        uint32_t index = 0;
-        if (it != local.end()) {
-          index = it->second;
-        } else {
-          std::string name = NameOf(e, strings.value());
-          GlobalKey gk{static_cast<uint8_t>(c), name, comm, bucket, options.by_rank ? int64_t{rank} : -1};
-          auto [g, fresh] = row_of.emplace(std::move(gk), static_cast<uint32_t>(rows.size()));
-          if (fresh) {
-            Accumulator& a = rows.emplace_back(options.exact_samples);
-            a.category = c;
-            a.name = std::move(name);
-            if (options.by_comm) {
-              a.comm = comm;
-            }
-            if (bucket >= 0) {
-              a.size_bucket = bucket;
-            }
-            if (options.by_rank) {
-              a.rank = rank;
-            }
-            a.bandwidth = StatsKindHasBandwidth(e.kind);
-            if (KindHasBytes(e.kind)) {
-              // One histogram per operation, whatever splits its rows.
-              auto [h, added] =
-                  histogram_of.emplace(std::make_pair(static_cast<uint8_t>(c), a.name), histograms.size());
-              if (added) {
-                histograms.emplace_back();
-              }
-              a.histogram = h->second;
-            }
-          }
-          index = g->second;
-          local.emplace(lk, index);
-        }
+        const uint32_t index = row_index(e, c);
         Accumulator& a = rows[index];
+        const uint64_t bytes = BytesOf(e);
         const auto ns = static_cast<int64_t>(e.end_ns - e.start_ns);  // screened: end >= start
         a.min_ns = a.calls == 0 ? ns : std::min(a.min_ns, ns);
         a.max_ns = a.calls == 0 ? ns : std::max(a.max_ns, ns);
@@ -411,17 +443,50 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         if (a.histogram != kNoHistogram) {
           ++histograms[a.histogram][static_cast<size_t>(SizeBucketOf(bytes))];
         }
+        ++out.events_counted;
         const uint64_t family = FamilyOf(e);
         if (family == kNoFamily) {
           a.self_ns += ns;
           share.self_ns += ns;
-        } else {
+        } else if (!HasDepth(family)) {
           spans.push_back(Span{family, e.start_ns, e.end_ns, 0, index});
+        } else if (end_ordered) {
+          EndOrderNest& nest = nests[family];
+          if (e.end_ns < nest.last_end) {
+            end_ordered = false;  // not as recorded: sort this rank's ranges instead (below)
+            nests.clear();
+            streamed_self.clear();
+            continue;
+          }
+          nest.last_end = e.end_ns;
+          int64_t covered = 0;
+          while (!nest.pending.empty() && nest.pending.back().first >= e.start_ns) {
+            covered += static_cast<int64_t>(std::min(nest.pending.back().second, e.end_ns) - nest.pending.back().first);
+            nest.pending.pop_back();
+          }
+          streamed_self[index] += std::max<int64_t>(0, ns - covered);
+          if (e.seq > 0) {
+            nest.pending.emplace_back(e.start_ns, e.end_ns);
+          }
         }
-        ++out.events_counted;
       }
     }));
-    // Self times of the nested ranges: in start order per family, outer before inner at a tie.
+    for (const auto& [row, self] : streamed_self) {
+      rows[row].self_ns += self;
+      rows[row].per_rank.back().self_ns += self;  // the rank being read is its last share
+    }
+    if (!end_ordered) {
+      COMMPROF_RETURN_IF_ERROR(reader.ForEachEventChunk(rank, [&](std::span<const commprof_event> chunk) {
+        for (const commprof_event& e : chunk) {
+          const Category c = counted(e, nullptr);
+          const uint64_t family = c == kNone ? kNoFamily : FamilyOf(e);
+          if (family != kNoFamily && HasDepth(family)) {
+            spans.push_back(Span{family, e.start_ns, e.end_ns, 0, row_index(e, c)});
+          }
+        }
+      }));
+    }
+    // In start order per key, outer before inner at a tie, with a stack of the open ranges.
     std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) {
       return std::tie(x.family, x.start, y.end) < std::tie(y.family, y.start, x.end);
     });
@@ -430,7 +495,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       const Span& s = spans[i];
       const int64_t self = std::max<int64_t>(0, static_cast<int64_t>(s.end - s.start) - s.covered);
       rows[s.row].self_ns += self;
-      rows[s.row].per_rank.back().self_ns += self;  // the rank being read is its last share
+      rows[s.row].per_rank.back().self_ns += self;
     };
     for (size_t i = 0; i < spans.size(); ++i) {
       while (!stack.empty() &&

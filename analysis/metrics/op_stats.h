@@ -5,9 +5,9 @@
 // slowest rank). Rows may be split further by communicator, message-size bucket and rank.
 //
 // Streaming: one rank at a time, its events in the reader's chunks (so `--window K` applies);
-// memory per row is bounded (DurationSketch, a per-rank total per rank that has the row), and per
-// rank only the nested ranges' spans (32 bytes each) are held until the rank's self times are
-// computed. Self time: see ComputeOpStats.
+// memory per row is bounded (DurationSketch, a per-rank total per rank that has the row), and of
+// the rank being read only the nested ranges self time needs are held. Self time: see
+// ComputeOpStats.
 #pragma once
 
 #include <cstdint>
@@ -105,8 +105,10 @@ bool StatsKindHasBandwidth(uint8_t kind);
 // Reads the ranks of `reader` (after options.ranks) one at a time. Self time: the nested kinds —
 // NVTX push/pop ranges (per thread and domain), user ranges (per thread), imported host ops,
 // annotations and Python frames (per thread), imported GPU annotations (per device and stream) —
-// are sorted by start per rank and walked with a stack; a range's self time is its duration minus
-// the time its direct children cover (clamped to the range). Every other kind: self = total.
+// have self time = duration minus the time their direct children cover (clamped to the range).
+// Recorded ranges are taken in the end order they are stored in (holding only the children of
+// open ranges); imported ones, or recorded ones found out of end order, are sorted by start and
+// walked with a stack. Every other kind: self = total.
 // Fails (naming the file) only when a rank's strings or events cannot be read.
 Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& options);
 

@@ -32,13 +32,16 @@ enum Name : uint32_t {
   kGemm,
   kIsend,
   kLongKernel,
+  kLateParent,
+  kLateChild,
 };
 inline const std::vector<std::string> kStrings = {
     "", "MPI_Allreduce", "outer", "inner", "leaf", "step_user", "fwd_user", "aten::linear", "aten::mm",
     "ProfilerStep#1", "MPI_Sendrecv", "MPI_Wait", "gemm_kernel", "MPI_Isend",
     // A kernel name longer than the text table's name column, with commas CSV must quote.
     "void cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GemmShape<128, 256, 64>, "
-    "cutlass::epilogue::thread::LinearCombination<float, 4, float, float>>>(Params)"};
+    "cutlass::epilogue::thread::LinearCombination<float, 4, float, float>>>(Params)",
+    "late_parent", "late_child"};
 
 inline commprof_event Range(uint8_t kind, uint32_t name, uint64_t start, uint64_t end, uint32_t thread = 0) {
   commprof_event e{};
@@ -77,6 +80,15 @@ inline std::vector<RankData> GoldenRanks() {
     k.device = 0;
     ranks[1].events.push_back(k);
   }
+  // Rank 1, thread 3: an NVTX range [100, 1000] holding one [200, 500], stored parent first (not
+  // in end order, as no recorder stores them): self times 700 and 300 all the same.
+  auto late = [](uint32_t name, uint64_t s, uint64_t t, uint64_t depth) {
+    commprof_event n = Range(COMMPROF_KIND_NVTX_RANGE, name, s, t, 3);
+    n.seq = depth;
+    return n;
+  };
+  ranks[1].events.push_back(late(kLateParent, 100, 1000, 0));
+  ranks[1].events.push_back(late(kLateChild, 200, 500, 1));
   std::vector<commprof_event>& e = ranks[0].events;
   // NVTX push/pop on thread 0, stored at their pops: outer [1000, 11000] holds inner [2000, 5000]
   // (which holds leaf [2500, 3000]) and inner [6000, 8000]. Thread 1: outer [1000, 2000] alone.
@@ -92,7 +104,9 @@ inline std::vector<RankData> GoldenRanks() {
   e.push_back(nvtx(kOuter, 1000, 2000, 0, 1));
   // A user range around all of it with one child user range; the NVTX ranges are another family
   // and do not count as its children.
-  e.push_back(Range(COMMPROF_KIND_USER_RANGE, kFwdUser, 100, 900));
+  commprof_event fwd = Range(COMMPROF_KIND_USER_RANGE, kFwdUser, 100, 900);
+  fwd.seq = 1;  // its depth
+  e.push_back(fwd);
   e.push_back(Range(COMMPROF_KIND_USER_RANGE, kStepUser, 0, 20000));
   // Imported torch events on OS thread 7: an annotation [0, 5000] holding aten::linear
   // [100, 1100], which holds aten::mm [200, 700] (written in start order, as the importer may).

@@ -85,6 +85,19 @@ TEST_F(OpStatsGolden, NestedRangesSelfTimeIsTotalMinusDirectChildrenOfTheSameFam
   EXPECT_EQ(mm->self_ns, 500);
 }
 
+TEST_F(OpStatsGolden, RangesStoredOutOfEndOrderGetTheSameSelfTimesBySorting) {
+  const OpStats s = Compute();
+  const OpStatsRow* parent = Find(s, "late_parent");
+  const OpStatsRow* child = Find(s, "late_child");
+  ASSERT_TRUE(parent && child);
+  EXPECT_EQ(parent->total_ns, 900);
+  EXPECT_EQ(parent->self_ns, 900 - 300);
+  EXPECT_EQ(child->self_ns, 300);
+  ASSERT_EQ(parent->per_rank.size(), 1u);
+  EXPECT_EQ(parent->per_rank[0].rank, 1u);
+  EXPECT_EQ(parent->per_rank[0].self_ns, 600);
+}
+
 TEST_F(OpStatsGolden, PercentilesImbalanceAndBandwidthOfTheAllreduceMatchTheHandFigures) {
   const OpStats s = Compute();
   ASSERT_EQ(s.ranks.size(), kRanks);

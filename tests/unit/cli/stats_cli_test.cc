@@ -139,10 +139,10 @@ TEST_F(StatsCli, TopSaysHowManyRowsWereLeftOutAndSortTakesTheShownColumns) {
   const auto lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 2u + 3u + 2u) << r.out;
   EXPECT_EQ(lines[2].rfind("MPI_Allreduce ", 0), 0u) << lines[2];  // 20 calls
-  EXPECT_EQ(lines[5], "11 more rows not shown (--top 0 shows every row)");
+  EXPECT_EQ(lines[5], "13 more rows not shown (--top 0 shows every row)");
   r = Commprof(dir_, "stats " + file_ + " --sort name --top 0");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(Lines(r.out).size(), 2u + 14u + 1u) << r.out;  // and the incomplete Isend's note
+  EXPECT_EQ(Lines(r.out).size(), 2u + 16u + 1u) << r.out;  // and the incomplete Isend's note
   EXPECT_EQ(Lines(r.out)[2].rfind("HtoD ", 0), 0u);        // A-Z, upper case first
 }
 
@@ -150,7 +150,7 @@ TEST_F(StatsCli, CsvParsesWithAHeaderAndRawNanosecondsAndFullNames) {
   Ran r = Commprof(dir_, "stats " + file_ + " --format csv");
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto lines = Lines(r.out);
-  ASSERT_EQ(lines.size(), 1u + 14u);  // every row: csv has no default --top
+  ASSERT_EQ(lines.size(), 1u + 16u);  // every row: csv has no default --top
   const auto header = CsvFields(lines[0]);
   ASSERT_EQ(header.size(), 20u);
   auto col = [&](const std::string& name) {
@@ -185,7 +185,7 @@ TEST_F(StatsCli, JsonIsTheVersionedDocumentWithTheUnitFigures) {
   EXPECT_EQ(doc["schema"], "commprof-stats");
   EXPECT_EQ(doc["schema_version"], 1);
   EXPECT_EQ(doc["ranks_read"], nlohmann::json({0, 1, 2, 3}));
-  EXPECT_EQ(doc["rows_total"], 14);
+  EXPECT_EQ(doc["rows_total"], 16);
   EXPECT_EQ(doc["rows_left_out"], 0);
   EXPECT_EQ(doc["incomplete_skipped"], 1);
   const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
@@ -223,7 +223,7 @@ TEST_F(StatsCli, KindsRanksAndBySplitTheRowsAsAsked) {
   Ran r = Commprof(dir_, "stats " + file_ + " --kinds nvtx,user --format json");
   ASSERT_EQ(r.rc, 0) << r.err;
   nlohmann::json doc = nlohmann::json::parse(r.out);
-  ASSERT_EQ(doc["rows"].size(), 5u);
+  ASSERT_EQ(doc["rows"].size(), 7u);
   for (const auto& row : doc["rows"]) {
     EXPECT_TRUE(row["category"] == "nvtx" || row["category"] == "user") << row;
   }
