@@ -28,6 +28,7 @@ Runner AddExportCommand(CLI::App& app);
 Runner AddImportCommand(CLI::App& app);
 Runner AddAggregateCommand(CLI::App& app);
 Runner AddHtaCommand(CLI::App& app);
+Runner AddDiffCommand(CLI::App& app);
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers

@@ -1,0 +1,55 @@
+// What `commprof diff` compares of one run (docs/metrics.md §13.1): one value per (group, row,
+// metric), with the repetitions its noise guard judges by (noise_guard.h).
+//
+// Groups and their rows: "type" (one row per collective type), "rank" (one per rank), "step"
+// (one per step number), "steps" (one row, "all": the step-time summary) and "name" (the
+// `commprof stats` rows). A summary is built from one run's JobReport, which can then be freed:
+// it keeps a fixed amount per row, so two runs are compared holding one analysis at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/compare/noise_guard.h"
+#include "analysis/report/job_report.h"
+#include "core/status.h"
+
+namespace commprof {
+
+// Which way is worse: a regression is a larger value of a time, a smaller one of a bandwidth.
+// kNeither: a change is reported, never a regression (a count).
+enum class Worse : uint8_t { kNeither, kHigher, kLower };
+
+struct MetricValue {
+  std::string group, row, metric;
+  std::string unit;  // "ns", "GB/s", "calls"
+  Worse worse = Worse::kHigher;
+  double value = 0;
+  // A sum over the repetitions (total_time, comm_time, ...): the guard also asks that both runs
+  // have as many repetitions, since doing the same thing more often is a real change.
+  bool total = false;
+  Repetitions per_call;  // one per call (arrival or instance); n == 0: none
+  // A rank's figures sum calls of different collective types, whose values differ by orders of
+  // magnitude: their per-call repetitions are kept per type (by type name), and the guard judges
+  // each type on its own (§13.2). Empty for the other groups.
+  std::vector<std::pair<std::string, Repetitions>> per_call_by_type;
+  Repetitions per_step;  // one per step, where the metric has a per-step figure; n == 0: none
+};
+
+struct RunSummary {
+  std::string path;
+  bool has_steps = false;
+  std::vector<std::string> faults;   // parts of the file that could not be read (left out)
+  std::vector<MetricValue> metrics;  // by group, row, metric as added
+};
+
+// The comparable figures of an analysed run.
+RunSummary SummarizeRun(const JobReport& report);
+
+// Opens `path`, selects capture window `window` when >= 0, screens and analyses it (as `commprof
+// check` does) and summarizes it. Errors name the file.
+Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window);
+
+}  // namespace commprof
