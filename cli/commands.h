@@ -28,6 +28,7 @@ Runner AddExportCommand(CLI::App& app);
 Runner AddImportCommand(CLI::App& app);
 Runner AddAggregateCommand(CLI::App& app);
 Runner AddHtaCommand(CLI::App& app);
+Runner AddStatsCommand(CLI::App& app);  // commprof stats (docs/cli.md)
 Runner AddDiffCommand(CLI::App& app);
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group

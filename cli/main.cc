@@ -34,6 +34,7 @@ int Main(int argc, char** argv) {
   add(&commprof::cli::AddImportCommand);
   add(&commprof::cli::AddAggregateCommand);
   add(&commprof::cli::AddHtaCommand);
+  add(&commprof::cli::AddStatsCommand);
   add(&commprof::cli::AddDiffCommand);
 
   if (argc == 2 && std::string(argv[1]) == "--help-env") {

@@ -1,0 +1,203 @@
+// `commprof stats FILE.h5 [--by name|comm|size|rank] [--sort COLUMN] [--top N] [--ranks LIST]
+// [--kinds LIST] [--format text|csv|json] [--window K] [-o OUT]`: per-operation statistics
+// (docs/metrics.md §12): calls, total and self time, percentiles, bytes, bandwidth and the
+// spread over the ranks, of every MPI/NCCL call, kernel, copy, NVTX/user range and imported op.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/load/profile_reader.h"
+#include "analysis/metrics/op_stats.h"
+#include "analysis/report/stats_output.h"
+#include "cli/commands.h"
+#include "core/schema/enums.h"
+
+namespace commprof::cli {
+namespace {
+
+struct Options {
+  std::string path;
+  std::vector<std::string> by;
+  std::string sort = "total";
+  int64_t top = -1;  // -1: 20 rows of text, every row of csv and json
+  std::string ranks;
+  std::vector<std::string> kinds;
+  std::string format = "text";
+  std::string output;
+  int64_t window = -1;
+};
+
+constexpr int64_t kDefaultTextTop = 20;
+
+std::string Join(const std::vector<std::string>& words) {
+  std::string s;
+  for (const std::string& w : words) {
+    s += (s.empty() ? "" : ", ") + w;
+  }
+  return s;
+}
+
+// Usage errors, before the file is opened: false after printing one line naming the option.
+bool CheckUsage(const Options& o, StatsOptions& so) {
+  if (o.format != "text" && o.format != "csv" && o.format != "json") {
+    std::fprintf(stderr, "commprof stats: --format %s is not supported (text, csv or json)\n", o.format.c_str());
+    return false;
+  }
+  for (const std::string& b : o.by) {
+    if (b == "comm") {
+      so.by_comm = true;
+    } else if (b == "size") {
+      so.by_size = true;
+    } else if (b == "rank") {
+      so.by_rank = true;
+    } else if (b != "name") {
+      std::fprintf(stderr, "commprof stats: --by %s is not one of name, comm, size, rank\n", b.c_str());
+      return false;
+    }
+  }
+  const auto& keys = StatsSortKeys();
+  if (std::find(keys.begin(), keys.end(), o.sort) == keys.end()) {
+    std::fprintf(stderr, "commprof stats: --sort %s is not a column; valid: %s\n", o.sort.c_str(), Join(keys).c_str());
+    return false;
+  }
+  if (o.top < -1) {
+    std::fprintf(stderr, "commprof stats: --top must be a number of rows >= 0 (0: every row)\n");
+    return false;
+  }
+  std::vector<std::string> categories(StatsCategories().begin(), StatsCategories().end());
+  for (const std::string& k : o.kinds) {
+    if (std::find(categories.begin(), categories.end(), k) == categories.end()) {
+      std::fprintf(stderr, "commprof stats: --kinds %s is not a kind; valid: %s\n", k.c_str(),
+                   Join(categories).c_str());
+      return false;
+    }
+  }
+  so.kinds = o.kinds;
+  if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
+    std::fprintf(stderr, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
+    return false;
+  }
+  return true;
+}
+
+int RunStats(const Options& o) {
+  StatsOptions so;
+  if (!CheckUsage(o, so)) {
+    return 2;
+  }
+  auto reader = ProfileReader::Open(o.path);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "commprof stats: %s\n", reader.status().message().c_str());
+    return 1;
+  }
+  if (!SelectWindowIfAsked(*reader.value(), o.window, "stats")) {
+    return 1;
+  }
+  for (uint32_t w : so.ranks) {
+    const auto& ranks = reader.value()->info().ranks;
+    const bool known = std::any_of(ranks.begin(), ranks.end(), [w](const RankInfo& r) {
+      return r.rank == w && r.status != schema::RankStatusName(schema::RankStatus::kMissing);
+    });
+    const auto& faults = reader.value()->info().faults;
+    const bool faulty =
+        std::any_of(faults.begin(), faults.end(), [w](const RankFault& f) { return f.rank && *f.rank == w; });
+    if (!known && !faulty) {
+      std::fprintf(stderr, "commprof stats: --ranks: %s has no events of rank %u\n", o.path.c_str(), w);
+      return 2;
+    }
+  }
+  auto stats = ComputeOpStats(*reader.value(), so);  // screens the rows first (ScreenEventRows)
+  if (!stats.ok()) {
+    std::fprintf(stderr, "commprof stats: %s\n", stats.status().message().c_str());
+    return 1;
+  }
+  StatsContext ctx;
+  ctx.path = o.path;
+  if (reader.value()->window()) {
+    ctx.window = *reader.value()->window();
+  }
+  ctx.options = so;
+  ctx.sort = o.sort;
+  for (const RankFault& f : reader.value()->info().faults) {
+    std::fprintf(stderr, "commprof stats: %s\n", f.message.c_str());
+    ctx.faults.push_back(f.message);
+  }
+  if (stats->rows.empty()) {
+    std::fprintf(stderr, "commprof stats: %s: no operations%s%s on the ranks read (%zu)%s\n", o.path.c_str(),
+                 o.kinds.empty() ? "" : " of kinds ", Join(o.kinds).c_str(), stats->ranks.size(),
+                 o.window >= 0 ? " in the window" : "");
+    return 1;
+  }
+  std::vector<OpStatsRow> rows = std::move(stats->rows);
+  (void)SortStatsRows(rows, o.sort);  // checked in CheckUsage
+  ctx.rows_total = rows.size();
+  const int64_t top = o.top >= 0 ? o.top : (o.format == "text" ? kDefaultTextTop : 0);
+  ctx.top = static_cast<size_t>(top);
+  if (top > 0 && rows.size() > static_cast<size_t>(top)) {
+    rows.resize(static_cast<size_t>(top));
+  }
+
+  std::ostringstream os;
+  if (o.format == "json") {
+    os << StatsToJson(stats.value(), rows, ctx).dump(2) << "\n";
+  } else if (o.format == "csv") {
+    WriteStatsCsv(rows, os);
+  } else {
+    WriteStatsText(stats.value(), rows, ctx, os);
+  }
+  // Exit 1 when part of the file could not be read, although the stats of the rest were written.
+  const int done = ctx.faults.empty() ? 0 : 1;
+  if (o.output.empty()) {
+    std::cout << os.str();
+    return done;
+  }
+  std::ofstream f(o.output);
+  f << os.str();
+  if (!f) {
+    std::fprintf(stderr, "commprof stats: cannot write %s\n", o.output.c_str());
+    return 1;
+  }
+  return done;
+}
+
+}  // namespace
+
+Runner AddStatsCommand(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "stats",
+      "Per-operation statistics (docs/metrics.md §12): calls, total and self time, mean, p50/p99, max, bytes, "
+      "bandwidth and imbalance across ranks of every MPI/NCCL call, CUDA kernel, copy, NVTX/user range and "
+      "imported torch op. Default: rows by name over every rank, largest total first, top 20.");
+  sub->add_option("file", o->path, "commprof HDF5 file (recorded, or imported from torch.profiler)")->required();
+  sub->add_option("--by", o->by,
+                  "split the rows by comm (communicator), size (message size, powers of two) and/or rank; "
+                  "repeat or give a comma list (name: the default, rows by name only)")
+      ->delimiter(',')
+      ->type_name("name|comm|size|rank");
+  sub->add_option("--sort", o->sort,
+                  "order rows by this column, largest first (names A-Z): name kind calls total self mean p50 "
+                  "p99 max min bytes gbps imbal maxrk comm size rank")
+      ->capture_default_str()
+      ->type_name("COLUMN");
+  sub->add_option("--top", o->top, "show the first N rows; 0: every row (default: 20 for text, every row for csv/json)")
+      ->type_name("N");
+  sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
+  sub->add_option("--kinds", o->kinds,
+                  "only these kinds (comma list): mpi, nccl, nccl_channel, kernel, memcpy, memset, cuda_api, nvtx, "
+                  "user, torch (docs/metrics.md §12.1)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  sub->add_option("--format", o->format,
+                  "text (a table of 100 columns), csv (raw ns, header row) or json (docs/stats-json.md)")
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
+  AddWindowOption(sub, o->window);
+  return [o] { return RunStats(*o); };
+}
+
+}  // namespace commprof::cli
