@@ -146,9 +146,12 @@ DiffRow RowOf(const MetricValue& m) {
 
 }  // namespace
 
-std::optional<double> RegressionGate::LimitFor(const std::string& metric) const {
+std::optional<double> RegressionGate::LimitFor(const std::string& metric, bool guarded) const {
   auto it = per_metric.find(metric);
-  return it != per_metric.end() ? std::optional<double>(it->second) : all;
+  if (it != per_metric.end()) {
+    return it->second;
+  }
+  return guarded ? all : std::nullopt;
 }
 
 const std::vector<std::string>& GateMetrics() {
@@ -233,7 +236,6 @@ RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const Regressio
   for (const MetricValue& b : base.metrics) {
     DiffRow row = RowOf(b);
     row.base = b.value;
-    row.limit = b.worse == Worse::kNeither ? std::nullopt : gate.LimitFor(b.metric);
     auto it = in_next.find(KeyOf(b));
     if (it == in_next.end()) {
       row.status = DiffStatus::kRemoved;
@@ -246,6 +248,7 @@ RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const Regressio
     row.change = n.value - b.value;
     row.relative = RelativeChange(b.value, n.value);
     Guard(b, n, d.steps_compared, row);
+    row.limit = b.worse == Worse::kNeither ? std::nullopt : gate.LimitFor(b.metric, row.basis != GuardBasis::kNone);
     row.status = Judge(b, n, row);
     d.regressions += row.status == DiffStatus::kRegressed ? 1 : 0;
     d.rows.push_back(std::move(row));

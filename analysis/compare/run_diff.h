@@ -20,8 +20,10 @@ struct RegressionGate {
   std::optional<double> all;
   std::map<std::string, double> per_metric;
   bool empty() const { return !all && per_metric.empty(); }
-  // The limit for `metric`, if any.
-  std::optional<double> LimitFor(const std::string& metric) const;
+  // The limit for `metric`, if any. The limit for every metric applies only to rows the noise
+  // guard can judge (`guarded`): a blanket CI gate must not fail on a change it cannot tell from
+  // noise (a name called once, a tail). A limit named for the metric applies to all its rows.
+  std::optional<double> LimitFor(const std::string& metric, bool guarded) const;
 };
 
 // The metrics a gate may name (those that can regress), in the order docs/metrics.md §13.1 lists them.

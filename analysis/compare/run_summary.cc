@@ -210,6 +210,29 @@ void AddSteps(const JobReport& report, RunSummary& out) {
 
 }  // namespace
 
+void AddNameRows(const OpStats& stats, RunSummary& out) {
+  for (const OpStatsRow& r : stats.rows) {
+    if (r.comm || r.size_bucket || r.rank) {
+      continue;  // only the by-name rows: a diff compares names
+    }
+    const std::string row = r.category + "/" + r.name;
+    // The spread of a name's calls as the stats keep it: [min, p99] stands for [p10, p90].
+    Repetitions calls;
+    calls.n = r.calls;
+    calls.p10 = static_cast<double>(r.min_ns);
+    calls.p50 = static_cast<double>(r.p50_ns);
+    calls.p90 = static_cast<double>(r.p99_ns);
+    calls.min = static_cast<double>(r.min_ns);
+    calls.max = static_cast<double>(r.max_ns);
+    MetricValue total = Metric("name", row, "total", "ns", Worse::kHigher, static_cast<double>(r.total_ns), true);
+    total.per_call = calls;
+    out.metrics.push_back(std::move(total));
+    MetricValue mean = Metric("name", row, "mean", "ns", Worse::kHigher, r.mean_ns, false);
+    mean.per_call = calls;
+    out.metrics.push_back(std::move(mean));
+  }
+}
+
 RunSummary SummarizeRun(const JobReport& report) {
   RunSummary s;
   s.path = report.info.path;
@@ -239,6 +262,14 @@ Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window) {
   }
   RunSummary s = SummarizeRun(report.value());
   s.path = path;
+  report = JobReport{};  // one analysis held at a time
+  StatsOptions options;
+  options.screen_rows = false;  // screened above
+  auto stats = ComputeOpStats(*reader.value(), options);
+  if (!stats.ok()) {
+    return stats.status();
+  }
+  AddNameRows(stats.value(), s);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/compare/noise_guard.h"
+#include "analysis/metrics/op_stats.h"
 #include "analysis/report/job_report.h"
 #include "core/status.h"
 
@@ -45,11 +46,17 @@ struct RunSummary {
   std::vector<MetricValue> metrics;  // by group, row, metric as added
 };
 
-// The comparable figures of an analysed run.
+// The comparable figures of an analysed run: by collective type, rank and step.
 RunSummary SummarizeRun(const JobReport& report);
 
+// Adds the "name" rows: per `commprof stats` row (by name), its total and mean time. The stats
+// keep min, p50, p99 and max of a name's calls, not p10/p90: a name's spread is [min, p99]
+// (docs/metrics.md §13.2).
+void AddNameRows(const OpStats& stats, RunSummary& out);
+
 // Opens `path`, selects capture window `window` when >= 0, screens and analyses it (as `commprof
-// check` does) and summarizes it. Errors name the file.
+// check` does), computes its operation statistics (as `commprof stats` does) and summarizes both.
+// Errors name the file.
 Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window);
 
 }  // namespace commprof

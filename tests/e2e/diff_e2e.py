@@ -6,11 +6,12 @@ before each MPI_Bcast, so ranks 1-3 wait about 30 ms in each Bcast; Allreduce is
 
 Truth and margins (a loaded 2-core machine wakes sleepers late, so only what the plant makes
 certain is asserted):
-- planted: the only collective type with a regressed row is the Bcast, and its total_time,
-  mean_duration and wait_time all regressed; its mean duration grew by at least 3/4 x 30 ms x 0.8
-  (3 of 4 ranks wait, 20 % margin for a root waking early is impossible, so the margin is for
-  the others waking late into the Bcast) and by no more than 2 x 30 ms; the regression lines name
-  it; `diff --max-regression 10%` and `check --baseline` exit 1, and the JSON agrees with the text;
+- planted: the only collective type (and the only name) with a regressed row is the Bcast, and
+  its total_time, mean_duration and wait_time all regressed; its mean duration grew by at least
+  0.8 x 3/4 x 30 ms (3 of 4 ranks wait for the root; the 20 % margin is for a rank that reaches
+  the Bcast late itself, descheduled) and by no more than 2 x 30 ms; ranks 1-3 each waited at
+  least 0.8 x 30 x 30 ms more; the regression lines name it; `diff --max-regression 10%` and
+  `check --baseline` exit 1, and the JSON agrees with the text;
 - steady: two runs without the plant pass `diff --max-regression 10%` (exit 0; what moved is
   within the noise guard or under 10 %) and so does `check --baseline`; a file against itself has
   every row unchanged (change exactly 0);
@@ -76,6 +77,11 @@ def case_planted(ctx):
         expect(r["status"] == "regressed", f"bcast {metric}: {r}")
         expect(r["noise_guard"]["basis"] == "calls" and r["noise_guard"]["base_n"] >= 5, f"guard {r}")
         expect(r["noise_guard"]["new_p50"] > r["noise_guard"]["base_p90"], f"outside the spread: {r}")
+    # By name (the `commprof stats` rows): the same verdict; MPI_Init and MPI_Finalize (4 calls,
+    # fewer than the guard needs) are never gated by the blanket limit.
+    regressed_names = {r["row"] for r in rows_of(doc, "name") if r["status"] == "regressed"}
+    expect(regressed_names == {"mpi/MPI_Bcast"}, f"regressed names {regressed_names}")
+    expect(row(doc, "name", "mpi/MPI_Init", "total")["limit"] is None, "MPI_Init is unguarded: no blanket limit")
     mean = row(doc, "type", "bcast", "mean_duration")
     grew = mean["new"] - mean["base"]
     expect(0.75 * DELAY_MS * 1e6 * 0.8 <= grew <= 2 * DELAY_MS * 1e6,

@@ -85,13 +85,16 @@ TEST(RegressionGate, ParsesAllAndPerMetricLimitsAsFractions) {
   ASSERT_TRUE(ParseRegressionGate({"10%", "comm_time=5%", "busbw=2.5"}, g).ok());
   ASSERT_TRUE(g.all.has_value());
   EXPECT_DOUBLE_EQ(*g.all, 0.10);
-  EXPECT_DOUBLE_EQ(*g.LimitFor("comm_time"), 0.05);
-  EXPECT_DOUBLE_EQ(*g.LimitFor("busbw"), 0.025);  // the % sign is optional
-  EXPECT_DOUBLE_EQ(*g.LimitFor("wait_time"), 0.10);
+  EXPECT_DOUBLE_EQ(*g.LimitFor("comm_time", true), 0.05);
+  EXPECT_DOUBLE_EQ(*g.LimitFor("busbw", true), 0.025);  // the % sign is optional
+  EXPECT_DOUBLE_EQ(*g.LimitFor("wait_time", true), 0.10);
+  // The blanket limit is for rows the guard can judge; a named one for all of its metric's rows.
+  EXPECT_FALSE(g.LimitFor("wait_time", false).has_value());
+  EXPECT_DOUBLE_EQ(*g.LimitFor("comm_time", false), 0.05);
   RegressionGate one;
   ASSERT_TRUE(ParseRegressionGate({"step_time=0%"}, one).ok());
-  EXPECT_FALSE(one.LimitFor("comm_time").has_value());
-  EXPECT_DOUBLE_EQ(*one.LimitFor("step_time"), 0.0);
+  EXPECT_FALSE(one.LimitFor("comm_time", true).has_value());
+  EXPECT_DOUBLE_EQ(*one.LimitFor("step_time", true), 0.0);
   EXPECT_TRUE(RegressionGate{}.empty());
 }
 
@@ -137,14 +140,20 @@ const DiffRow& Find(const RunDiff& d, const std::string& group, const std::strin
       return r;
     }
   }
-  ADD_FAILURE() << "no row " << group << " " << row << " " << metric;
+  std::string have;
+  for (const DiffRow& r : d.rows) {
+    if (r.group == group && r.metric == metric) {
+      have += " '" + r.row + "'";
+    }
+  }
+  ADD_FAILURE() << "no row " << group << " " << row << " " << metric << "; rows of the group:" << have;
   static const DiffRow kNone;
   return kNone;
 }
 
 TEST(RunDiffJudge, EachStatusFromItsDefinition) {
   RegressionGate gate;
-  ASSERT_TRUE(ParseRegressionGate({"10%"}, gate).ok());
+  ASSERT_TRUE(ParseRegressionGate({"10%", "comm_time=10%", "step_time_p99=10%"}, gate).ok());
   const Repetitions spread{100, 90, 100, 110};
   const RunSummary base = Summary({
       Value("mean_duration", 100, Worse::kHigher, spread),     // -> 120, median 120: regressed
@@ -152,11 +161,12 @@ TEST(RunDiffJudge, EachStatusFromItsDefinition) {
       Value("transfer_time", 100, Worse::kHigher, spread),     // -> 150, median 105: noise
       Value("total_time", 1000, Worse::kHigher, spread, true), // -> 1200, median 100, 120 calls: regressed
       Value("busbw", 10, Worse::kLower, spread),               // -> 8, median 80: regressed (lower)
-      Value("comm_time", 100, Worse::kHigher, {4, 90, 100, 110}),  // -> 120, 4 reps: no guard, regressed
+      Value("comm_time", 100, Worse::kHigher, {4, 90, 100, 110}),  // -> 120, 4 reps: no guard, named: regressed
       Value("exposed_comm", 100, Worse::kHigher, spread),      // -> 50: better
       Value("count", 10, Worse::kNeither, {}),                 // -> 11: changed, never a regression
-      Value("step_time_p99", 0, Worse::kHigher, {}),           // -> 5: from 0, no ratio: regressed
+      Value("step_time_p99", 0, Worse::kHigher, {}),           // -> 5: from 0, no ratio, named: regressed
       Value("step_time_max", 7, Worse::kHigher, {}),           // the same: unchanged
+      Value("step_time_p50", 7, Worse::kHigher, {}),           // -> 9, no guard, not named: worse
       Value("mean", 1, Worse::kHigher, {}),                    // only in the base: removed
   });
   const RunSummary next = Summary({
@@ -170,6 +180,7 @@ TEST(RunDiffJudge, EachStatusFromItsDefinition) {
       Value("count", 11, Worse::kNeither, {}),
       Value("step_time_p99", 5, Worse::kHigher, {}),
       Value("step_time_max", 7, Worse::kHigher, {}),
+      Value("step_time_p50", 9, Worse::kHigher, {}),
       Value("total", 3, Worse::kHigher, {}),                   // only in the new: added
   });
   const RunDiff d = DiffRuns(base, next, gate);
@@ -191,19 +202,23 @@ TEST(RunDiffJudge, EachStatusFromItsDefinition) {
   EXPECT_EQ(from_zero.status, DiffStatus::kRegressed);
   EXPECT_FALSE(from_zero.relative.has_value());
   EXPECT_EQ(Find(d, "type", "allreduce", "step_time_max").status, DiffStatus::kUnchanged);
+  const DiffRow& blanket_only = Find(d, "type", "allreduce", "step_time_p50");
+  EXPECT_EQ(blanket_only.status, DiffStatus::kWorse) << "+29 % but unguarded: the blanket 10 % does not apply";
+  EXPECT_FALSE(blanket_only.limit.has_value());
   EXPECT_EQ(Find(d, "type", "allreduce", "mean").status, DiffStatus::kRemoved);
   EXPECT_EQ(Find(d, "type", "allreduce", "total").status, DiffStatus::kAdded);
   EXPECT_EQ(d.regressions, 5u);
 
   // Largest relative change first: from 0 (no ratio) leads, rows in one run only close.
-  ASSERT_EQ(d.rows.size(), 12u);
+  ASSERT_EQ(d.rows.size(), 13u);
   EXPECT_EQ(d.rows.front().metric, "step_time_p99");
   // +50 % and -50 % tie on size: then by name.
   EXPECT_EQ(d.rows[1].metric, "exposed_comm");
   EXPECT_EQ(d.rows[2].metric, "transfer_time");
-  EXPECT_EQ(d.rows[3].metric, "busbw");  // -20 %, before mean_duration and total_time's +20 % by name
-  EXPECT_TRUE(d.rows[10].status == DiffStatus::kRemoved || d.rows[10].status == DiffStatus::kAdded);
+  EXPECT_EQ(d.rows[3].metric, "step_time_p50");  // +28.6 %
+  EXPECT_EQ(d.rows[4].metric, "busbw");          // -20 %, before mean_duration and total_time's +20 % by name
   EXPECT_TRUE(d.rows[11].status == DiffStatus::kRemoved || d.rows[11].status == DiffStatus::kAdded);
+  EXPECT_TRUE(d.rows[12].status == DiffStatus::kRemoved || d.rows[12].status == DiffStatus::kAdded);
 
   // Without a gate nothing regresses; the bad changes are "worse".
   const RunDiff ungated = DiffRuns(base, next, RegressionGate{});
@@ -243,6 +258,9 @@ Loop MakeLoop(uint64_t plant, uint32_t shuffle, bool steps = true) {
   loop.ranks.resize(kRanks);
   loop.step_time.assign(kIters, 0);
   std::vector<uint64_t> begin(kRanks, 1'000'000);
+  for (RankData& rank : loop.ranks) {
+    rank.strings = {"", "MPI_Allreduce", "MPI_Bcast"};  // the calls' names, as a collector records them
+  }
   for (uint64_t i = 0; i < kIters; ++i) {
     std::vector<uint64_t> a(kRanks), b(kRanks), ar_leave(kRanks);
     for (uint32_t r = 0; r < kRanks; ++r) {
@@ -260,7 +278,8 @@ Loop MakeLoop(uint64_t plant, uint32_t shuffle, bool steps = true) {
     const uint64_t last_a = *std::max_element(a.begin(), a.end());
     for (uint32_t r = 0; r < kRanks; ++r) {
       ar_leave[r] = last_a + 100'000 + 1000 * r;
-      loop.ranks[r].events.push_back(Collective(COMMPROF_OP_ALLREDUCE, 2 * i, a[r], ar_leave[r], {.bytes = 512}));
+      loop.ranks[r].events.push_back(
+          Collective(COMMPROF_OP_ALLREDUCE, 2 * i, a[r], ar_leave[r], {.bytes = 512, .name = 1}));
       loop.allreduce_total += static_cast<double>(ar_leave[r] - a[r]);
       b[r] = ar_leave[r] + kCompute + Jitter(i + 3, r, shuffle) + (r == 0 ? plant : 0);
     }
@@ -268,7 +287,7 @@ Loop MakeLoop(uint64_t plant, uint32_t shuffle, bool steps = true) {
     for (uint32_t r = 0; r < kRanks; ++r) {
       const uint64_t leave = last_b + 50'000 + 1000 * r;
       loop.ranks[r].events.push_back(
-          Collective(COMMPROF_OP_BCAST, 2 * i + 1, b[r], leave, {.root = 0, .bytes = 512}));
+          Collective(COMMPROF_OP_BCAST, 2 * i + 1, b[r], leave, {.root = 0, .bytes = 512, .name = 2}));
       loop.bcast_total += static_cast<double>(leave - b[r]);
       if (r != 0 && b[0] > b[r]) {
         loop.bcast_wait += static_cast<double>(b[0] - b[r]);
@@ -453,6 +472,28 @@ TEST(RunDiffGolden, WithoutStepsARankIsJudgedTypeByTypeOnItsCalls) {
       EXPECT_EQ(r.basis, GuardBasis::kCallsByType);
     }
   }
+}
+
+TEST(RunDiffGolden, ByNameTheStatsRowsOfTheBcastRegressAndTheAllreduceDoNot) {
+  TempDir dir;
+  const Loop base_loop = MakeLoop(0, 0), slow_loop = MakeLoop(kPlant, 0);
+  ASSERT_NE(test_support::WriteProfile(dir / "base.h5", base_loop.ranks), nullptr);
+  ASSERT_NE(test_support::WriteProfile(dir / "slow.h5", slow_loop.ranks), nullptr);
+  auto base = SummarizeProfile(dir / "base.h5", -1);
+  auto slow = SummarizeProfile(dir / "slow.h5", -1);
+  ASSERT_TRUE(base.ok() && slow.ok());
+  RegressionGate gate;
+  ASSERT_TRUE(ParseRegressionGate({"10%"}, gate).ok());
+  const RunDiff d = DiffRuns(base.value(), slow.value(), gate);
+  const DiffRow& total = Find(d, "name", "mpi/MPI_Bcast", "total");
+  EXPECT_DOUBLE_EQ(*total.base, base_loop.bcast_total) << "the stats' total is the same sum of durations";
+  EXPECT_DOUBLE_EQ(*total.next, slow_loop.bcast_total);
+  EXPECT_EQ(total.status, DiffStatus::kRegressed);
+  EXPECT_EQ(total.basis, GuardBasis::kCalls);
+  EXPECT_EQ(total.base_reps.n, kIters * kRanks);
+  EXPECT_EQ(Find(d, "name", "mpi/MPI_Bcast", "mean").status, DiffStatus::kRegressed);
+  EXPECT_EQ(Find(d, "name", "mpi/MPI_Allreduce", "total").status, DiffStatus::kUnchanged);
+  EXPECT_DOUBLE_EQ(*Find(d, "name", "mpi/MPI_Allreduce", "total").base, base_loop.allreduce_total);
 }
 
 TEST(RunDiffGolden, AFileAgainstItselfChangesNothing) {
