@@ -15,6 +15,7 @@
 #include "analysis/compare/run_summary.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
+#include "analysis/metrics/op_stats.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
 
@@ -27,14 +28,24 @@ struct Options {
   int64_t window = -1;
   std::string baseline;                     // --baseline BASE.h5 (docs/metrics.md §13)
   std::vector<std::string> max_regression;  // its limits; 10% for every metric when none given
+  std::string noise_floor = "100us";        // the guard's floor (docs/metrics.md §13.2)
 };
 
 // --baseline: FILE compared with BASE as `commprof diff BASE FILE` does; one FAIL line per
 // regression, or one ok line. Returns the failures.
-int CheckBaseline(const RunSummary& base, const JobReport& report, const Options& o, const RegressionGate& gate) {
+int CheckBaseline(const RunSummary& base, const JobReport& report, ProfileReader& reader, const Options& o,
+                  const RegressionGate& gate, double floor_ns) {
   RunSummary next = SummarizeRun(report);
   next.path = o.path;
-  const RunDiff d = DiffRuns(base, next, gate);
+  StatsOptions options;
+  options.screen_rows = false;  // screened before the analysis
+  auto stats = ComputeOpStats(reader, options);
+  if (!stats.ok()) {
+    std::printf("FAIL baseline: %s\n", stats.status().message().c_str());
+    return 1;
+  }
+  AddNameRows(stats.value(), next);
+  const RunDiff d = DiffRuns(base, next, gate, floor_ns);
   for (const DiffRow& r : d.rows) {
     if (r.status == DiffStatus::kRegressed) {
       std::printf("FAIL baseline %s\n", FormatRegression(r).c_str());
@@ -208,6 +219,12 @@ int RunCheck(const Options& o) {
   if (gate.empty()) {
     gate.all = 0.10;
   }
+  const std::optional<double> floor = ParseDurationNs(o.noise_floor);
+  if (!floor) {
+    std::fprintf(stderr, "commprof check: --noise-floor %s is not a duration >= 0 (ns, us, ms or s)\n",
+                 o.noise_floor.c_str());
+    return 2;
+  }
   // The baseline is summarized first, so that one analysis is held at a time.
   std::optional<RunSummary> base;
   if (!o.baseline.empty()) {
@@ -253,7 +270,7 @@ int RunCheck(const Options& o) {
     }
   }
   if (base) {
-    failed += CheckBaseline(*base, report.value(), o, gate);
+    failed += CheckBaseline(*base, report.value(), *reader.value(), o, gate, *floor);
   }
   return failed == 0 ? 0 : 1;
 }
@@ -279,6 +296,8 @@ Runner AddCheckCommand(CLI::App& app) {
                   "with --baseline: P% or METRIC=P% (repeatable), as for `commprof diff` (default 10% for every "
                   "metric)")
       ->type_name("[METRIC=]P%");
+  sub->add_option("--noise-floor", o->noise_floor, "with --baseline: the noise guard's floor, as for `commprof diff`")
+      ->type_name("DURATION");
   AddWindowOption(sub, o->window);
   return [o] { return RunCheck(*o); };
 }

@@ -22,6 +22,7 @@ struct Options {
   std::string format = "text";
   size_t top = 30;
   int64_t window = -1;
+  std::string noise_floor = "100us";
 };
 
 // One file's summary; a failure is printed naming the command (the message names the file).
@@ -47,6 +48,12 @@ int RunDiffCommand(const Options& o) {
     std::fprintf(stderr, "commprof diff: %s\n", st.message().c_str());
     return 2;
   }
+  const std::optional<double> floor = ParseDurationNs(o.noise_floor);
+  if (!floor) {
+    std::fprintf(stderr, "commprof diff: --noise-floor %s is not a duration >= 0 (ns, us, ms or s)\n",
+                 o.noise_floor.c_str());
+    return 2;
+  }
   // One analysis held at a time: the base's summary is all that is kept of it.
   std::optional<RunSummary> base = Summarize(o.base, o.window, "diff");
   if (!base) {
@@ -56,7 +63,7 @@ int RunDiffCommand(const Options& o) {
   if (!next) {
     return 1;
   }
-  const RunDiff d = DiffRuns(*base, *next, gate);
+  const RunDiff d = DiffRuns(*base, *next, gate, *floor);
   if (o.format == "json") {
     std::cout << DiffToJson(d, gate).dump(2) << "\n";
   } else {
@@ -77,10 +84,10 @@ int RunDiffCommand(const Options& o) {
 
 Runner AddDiffCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand(
-      "diff",
-      "Compare two runs of the same program (BASE against NEW) by collective type, rank and step, "
-      "with a noise guard; with --max-regression, exit 1 when a figure regressed past its limit.");
+  CLI::App* sub =
+      app.add_subcommand("diff",
+                         "Compare two runs of the same program (BASE against NEW) by collective type, rank and step, "
+                         "with a noise guard; with --max-regression, exit 1 when a figure regressed past its limit.");
   sub->add_option("base", o->base, "the reference run: a commprof HDF5 file (recorded or imported)")->required();
   sub->add_option("new", o->next, "the run to judge: a commprof HDF5 file")->required();
   sub->add_option("--max-regression", o->max_regression,
@@ -92,6 +99,10 @@ Runner AddDiffCommand(CLI::App& app) {
   sub->add_option("--format", o->format, "text (table) or json (schema commprof-diff, docs/diff-json.md)")
       ->type_name("text|json");
   sub->add_option("--top", o->top, "text: rows shown, largest relative change first (0: all)")->type_name("N");
+  sub->add_option("--noise-floor", o->noise_floor,
+                  "the guard's floor: a per-call (or per-step) median that moved less than this beyond "
+                  "the base's spread is noise (default 100us; 0 for none; units ns, us, ms, s)")
+      ->type_name("DURATION");
   AddWindowOption(sub, o->window);
   return [o] { return RunDiffCommand(*o); };
 }

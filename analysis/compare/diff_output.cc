@@ -96,8 +96,9 @@ void WriteDiffText(const RunDiff& d, size_t top, std::ostream& os) {
      << counts[static_cast<size_t>(DiffStatus::kNoise)] << " within noise, "
      << counts[static_cast<size_t>(DiffStatus::kAdded)] << " added, "
      << counts[static_cast<size_t>(DiffStatus::kRemoved)] << " removed\n";
-  os << "noise guard: a change is noise when the new median repetition is in the base's [p10, p90]\n"
-     << "  repetitions: " << (d.steps_compared ? "steps (both runs have steps)" : "calls (a rank's: by type)")
+  os << "noise guard: noise when the new median repetition is in the base's [p10, p90] +- "
+     << FormatDiffValue(d.noise_floor_ns, "ns") << " (floor)\n"
+     << "  repetitions: " << (d.steps_compared ? "steps (both runs have steps)" : "calls")
      << "; one step: the base's range of steps\n";
   if (d.regressions > 0) {
     os << "\nregressions:\n";
@@ -139,7 +140,8 @@ nlohmann::ordered_json DiffToJson(const RunDiff& d, const RegressionGate& gate) 
     limits[metric] = limit;
   }
   j["gate"] = {{"all", Optional(gate.all)}, {"per_metric", limits}};
-  j["noise_rule"] = {{"min_repetitions", kMinRepetitions}, {"low", "p10"}, {"high", "p90"}};
+  j["noise_rule"] = {
+      {"min_repetitions", kMinRepetitions}, {"low", "p10"}, {"high", "p90"}, {"floor_ns", d.noise_floor_ns}};
   j["regressions"] = d.regressions;
   auto& rows = j["rows"] = nlohmann::ordered_json::array();
   for (const DiffRow& r : d.rows) {

@@ -29,12 +29,12 @@ Repetitions SummarizeRepetitions(std::vector<double>& values) {
   return r;
 }
 
-bool WithinNoise(const Repetitions& base, const Repetitions& next) {
-  return base.n >= kMinRepetitions && next.n > 0 && next.p50 >= base.p10 && next.p50 <= base.p90;
+bool WithinNoise(const Repetitions& base, const Repetitions& next, double floor) {
+  return base.n >= kMinRepetitions && next.n > 0 && next.p50 >= base.p10 - floor && next.p50 <= base.p90 + floor;
 }
 
-bool SingleWithinNoise(const Repetitions& base, double next) {
-  return base.n >= kMinRepetitions && next >= base.min && next <= base.max;
+bool SingleWithinNoise(const Repetitions& base, double next, double floor) {
+  return base.n >= kMinRepetitions && next >= base.min - floor && next <= base.max + floor;
 }
 
 std::optional<double> RelativeChange(double base, double next) {

@@ -41,17 +41,6 @@ void Guard(const MetricValue& b, const MetricValue& n, bool steps, DiffRow& row)
     row.basis = GuardBasis::kSteps;
     row.base_reps = b.per_step;
     row.next_reps = n.per_step;
-  } else if (!b.per_call_by_type.empty()) {
-    row.basis = GuardBasis::kCallsByType;
-    row.base_reps = b.per_call;
-    row.next_reps = n.per_call;
-    // Every type needs its own spread: one the base has too few calls of leaves the row unguarded.
-    for (const auto& [type, reps] : b.per_call_by_type) {
-      if (reps.n < kMinRepetitions) {
-        row.basis = GuardBasis::kNone;
-      }
-    }
-    return;
   } else if (b.per_call.n > 0 && n.per_call.n > 0) {
     row.basis = GuardBasis::kCalls;
     row.base_reps = b.per_call;
@@ -62,23 +51,7 @@ void Guard(const MetricValue& b, const MetricValue& n, bool steps, DiffRow& row)
   }
 }
 
-// kCallsByType: noise when the rank called the same types in both runs and each type's new
-// median lies in the base's spread of that type (for a total, over as many calls).
-bool ByTypeWithinNoise(const MetricValue& b, const MetricValue& n) {
-  if (b.per_call_by_type.size() != n.per_call_by_type.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < b.per_call_by_type.size(); ++i) {
-    const auto& [type, base] = b.per_call_by_type[i];
-    const auto& [next_type, next] = n.per_call_by_type[i];
-    if (type != next_type || (b.total && base.n != next.n) || !WithinNoise(base, next)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-DiffStatus Judge(const MetricValue& b, const MetricValue& n, DiffRow& row) {
+DiffStatus Judge(const MetricValue& b, DiffRow& row, double floor_ns) {
   if (*row.base == *row.next) {
     return DiffStatus::kUnchanged;
   }
@@ -88,14 +61,10 @@ DiffStatus Judge(const MetricValue& b, const MetricValue& n, DiffRow& row) {
   // A total over a different number of repetitions is doing more (or less) of the thing: a real
   // change, whatever the per-repetition values say.
   const bool same_count = !b.total || row.base_reps.n == row.next_reps.n;
-  bool noise = false;
-  if (row.basis == GuardBasis::kCallsByType) {
-    noise = ByTypeWithinNoise(b, n);
-  } else if (b.group == "step") {
-    noise = SingleWithinNoise(row.base_reps, *row.next);
-  } else {
-    noise = WithinNoise(row.base_reps, row.next_reps);
-  }
+  // The floor is a time: it widens only repetitions measured in ns (busbw's are its transfers).
+  const double floor = b.reps_unit == "ns" ? floor_ns : 0;
+  const bool noise = b.group == "step" ? SingleWithinNoise(row.base_reps, *row.next, floor)
+                                       : WithinNoise(row.base_reps, row.next_reps, floor);
   if (row.basis != GuardBasis::kNone && same_count && noise) {
     return DiffStatus::kNoise;
   }
@@ -156,8 +125,8 @@ std::optional<double> RegressionGate::LimitFor(const std::string& metric, bool g
 
 const std::vector<std::string>& GateMetrics() {
   static const std::vector<std::string> kMetrics = {
-      "total_time", "mean_duration", "wait_time",     "transfer_time", "busbw",         "comm_time", "exposed_comm",
-      "step_time",  "step_time_p50", "step_time_p99", "step_time_max", "total",         "mean",
+      "total_time", "mean_duration", "wait_time",     "transfer_time", "busbw", "comm_time", "exposed_comm",
+      "step_time",  "step_time_p50", "step_time_p99", "step_time_max", "total", "mean",
   };
   return kMetrics;
 }
@@ -188,6 +157,28 @@ Status ParseRegressionGate(const std::vector<std::string>& specs, RegressionGate
   return Status::Ok();
 }
 
+std::optional<double> ParseDurationNs(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || !std::isfinite(v) || v < 0) {
+    return std::nullopt;
+  }
+  const std::string unit = end;
+  if (unit.empty() || unit == "ns") {
+    return v;
+  }
+  if (unit == "us") {
+    return v * 1e3;
+  }
+  if (unit == "ms") {
+    return v * 1e6;
+  }
+  if (unit == "s") {
+    return v * 1e9;
+  }
+  return std::nullopt;
+}
+
 const char* DiffStatusName(DiffStatus s) {
   switch (s) {
     case DiffStatus::kUnchanged:
@@ -216,16 +207,15 @@ const char* GuardBasisName(GuardBasis b) {
       return "calls";
     case GuardBasis::kSteps:
       return "steps";
-    case GuardBasis::kCallsByType:
-      return "calls-by-type";
     case GuardBasis::kNone:
       break;
   }
   return "none";
 }
 
-RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const RegressionGate& gate) {
+RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const RegressionGate& gate, double noise_floor_ns) {
   RunDiff d;
+  d.noise_floor_ns = noise_floor_ns;
   d.base_path = base.path;
   d.next_path = next.path;
   d.steps_compared = base.has_steps && next.has_steps;
@@ -249,7 +239,7 @@ RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const Regressio
     row.relative = RelativeChange(b.value, n.value);
     Guard(b, n, d.steps_compared, row);
     row.limit = b.worse == Worse::kNeither ? std::nullopt : gate.LimitFor(b.metric, row.basis != GuardBasis::kNone);
-    row.status = Judge(b, n, row);
+    row.status = Judge(b, row, noise_floor_ns);
     d.regressions += row.status == DiffStatus::kRegressed ? 1 : 0;
     d.rows.push_back(std::move(row));
   }

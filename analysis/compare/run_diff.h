@@ -47,30 +47,36 @@ const char* DiffStatusName(DiffStatus s);  // "unchanged", "noise", ...
 
 // Which repetitions the noise guard used: per step, per call, or none (fewer than
 // kMinRepetitions in the base, a tail figure, or a row in one run only).
-// kCallsByType: a rank's calls, each collective type judged on its own (§13.2).
-enum class GuardBasis : uint8_t { kNone, kCalls, kSteps, kCallsByType };
-const char* GuardBasisName(GuardBasis b);  // "none", "calls", "steps", "calls-by-type"
+enum class GuardBasis : uint8_t { kNone, kCalls, kSteps };
+const char* GuardBasisName(GuardBasis b);  // "none", "calls", "steps"
 
 struct DiffRow {
   std::string group, row, metric, unit;
   Worse worse = Worse::kHigher;
-  std::optional<double> base, next;     // absent: the row is in the other run only
-  double change = 0;                    // next - base (both present)
-  std::optional<double> relative;       // change / |base|; absent with base 0 or a missing side
+  std::optional<double> base, next;  // absent: the row is in the other run only
+  double change = 0;                 // next - base (both present)
+  std::optional<double> relative;    // change / |base|; absent with base 0 or a missing side
   GuardBasis basis = GuardBasis::kNone;
-  Repetitions base_reps, next_reps;     // what the guard compared (basis != kNone)
-  std::optional<double> limit;          // the gate's limit for the metric
+  Repetitions base_reps, next_reps;  // what the guard compared (basis != kNone)
+  std::optional<double> limit;       // the gate's limit for the metric
   DiffStatus status = DiffStatus::kUnchanged;
 };
 
 struct RunDiff {
   std::string base_path, next_path;
+  double noise_floor_ns = 0;    // the floor the guard used (§13.2)
   bool steps_compared = false;  // both runs have steps: the guard uses per-step repetitions
   std::vector<DiffRow> rows;    // largest relative change first (§13.3)
   size_t regressions = 0;
 };
 
-// Compares two summaries under `gate` (an empty gate: nothing is a regression).
-RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const RegressionGate& gate);
+// Compares two summaries under `gate` (an empty gate: nothing is a regression) with the noise
+// guard's floor `noise_floor_ns` (applied to the repetitions measured in ns).
+RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const RegressionGate& gate,
+                 double noise_floor_ns = kDefaultNoiseFloorNs);
+
+// A duration with an optional unit ("100us", "1.5ms", "2s", "500" = ns) -> ns; nullopt when
+// malformed or negative.
+std::optional<double> ParseDurationNs(const std::string& s);
 
 }  // namespace commprof

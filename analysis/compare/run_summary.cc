@@ -29,7 +29,7 @@ MetricValue Metric(std::string group, std::string row, std::string metric, std::
 // instances count, as in the wait metrics (§4).
 struct TypeSamples {
   std::vector<double> durations, waits;  // per arrival
-  std::vector<double> transfers, busbw;  // per instance; busbw only where there was a transfer
+  std::vector<double> transfers;         // per instance
   double total_time = 0, total_wait = 0, total_transfer = 0;
 };
 
@@ -51,9 +51,6 @@ void AddTypes(const JobReport& report, RunSummary& out) {
     }
     t.transfers.push_back(static_cast<double>(im.transfer_ns));
     t.total_transfer += static_cast<double>(im.transfer_ns);
-    if (im.transfer_ns > 0) {
-      t.busbw.push_back(im.busbw_gbps);
-    }
   }
   for (const TypeWaitMetrics& tm : report.wait.types) {
     const std::string name = schema::CollectiveOpName(tm.op);
@@ -71,30 +68,20 @@ void AddTypes(const JobReport& report, RunSummary& out) {
     m.per_call = RepsOf(std::move(t.waits));
     out.metrics.push_back(m);
     m = Metric("type", name, "transfer_time", "ns", Worse::kHigher, t.total_transfer, true);
-    m.per_call = RepsOf(std::move(t.transfers));
+    m.per_call = RepsOf(t.transfers);
     out.metrics.push_back(m);
+    // Bandwidth is bytes over transfer time: its repetitions are the instances' transfer times
+    // (those with a transfer), so the noise floor, a time, applies to it too.
     m = Metric("type", name, "busbw", "GB/s", Worse::kLower, tm.busbw_gbps, false);
-    m.per_call = RepsOf(std::move(t.busbw));
+    std::erase(t.transfers, 0.0);
+    m.per_call = RepsOf(std::move(t.transfers));
     out.metrics.push_back(m);
   }
 }
 
 // Per rank: its blocked time and waiting in collectives (§4) and its exposed communication (§6),
-// with its per-call values by collective type and, where the run has steps, its per-step figures
-// (§10).
-using ByType = std::map<std::string, std::vector<double>>;
-
-std::vector<std::pair<std::string, Repetitions>> RepsByType(ByType samples, double scale = 1.0) {
-  std::vector<std::pair<std::string, Repetitions>> out;
-  for (auto& [type, values] : samples) {
-    for (double& v : values) {
-      v *= scale;
-    }
-    out.emplace_back(type, SummarizeRepetitions(values));
-  }
-  return out;
-}
-
+// with its per-call values (all its calls together, whatever their type: §13.2) and, where the
+// run has steps, its per-step figures (§10).
 std::vector<double> Scaled(std::vector<double> v, double scale) {
   for (double& x : v) {
     x *= scale;
@@ -108,21 +95,19 @@ void AddRanks(const JobReport& report, RunSummary& out) {
   for (size_t i = 0; i < n; ++i) {
     index[report.wait.ranks[i].rank] = i;
   }
-  std::vector<ByType> comm(n), wait(n);
-  std::vector<std::vector<double>> step_comm(n), step_wait(n);
+  std::vector<std::vector<double>> comm(n), wait(n), step_comm(n), step_wait(n);
   for (size_t k = 0; k < report.instances.size(); ++k) {
     const CollectiveInstance& in = report.instances[k];
     if (!in.complete()) {
       continue;
     }
-    const std::string type = schema::CollectiveOpName(in.op);
     for (size_t i = 0; i < in.arrivals.size(); ++i) {
       auto it = index.find(in.arrivals[i].world_rank);
       if (it == index.end()) {
         continue;
       }
-      comm[it->second][type].push_back(static_cast<double>(in.arrivals[i].end - BlockStart(in, in.arrivals[i])));
-      wait[it->second][type].push_back(static_cast<double>(report.measured[k].waits[i]));
+      comm[it->second].push_back(static_cast<double>(in.arrivals[i].end - BlockStart(in, in.arrivals[i])));
+      wait[it->second].push_back(static_cast<double>(report.measured[k].waits[i]));
     }
   }
   for (const StepRow& row : report.steps.steps) {
@@ -134,23 +119,9 @@ void AddRanks(const JobReport& report, RunSummary& out) {
       }
     }
   }
-  auto all_calls = [](const ByType& by_type) {
-    std::vector<double> v;
-    for (const auto& [type, values] : by_type) {
-      v.insert(v.end(), values.begin(), values.end());
-    }
-    return SummarizeRepetitions(v);
-  };
   for (size_t i = 0; i < n; ++i) {
     const RankWaitMetrics& w = report.wait.ranks[i];
     const std::string row = std::to_string(w.rank);
-    MetricValue c = Metric("rank", row, "comm_time", "ns", Worse::kHigher, static_cast<double>(w.comm_time_ns), true);
-    c.per_call = all_calls(comm[i]);
-    c.per_step = RepsOf(step_comm[i]);
-    MetricValue m = Metric("rank", row, "wait_time", "ns", Worse::kHigher, static_cast<double>(w.wait_time_ns), true);
-    m.per_call = all_calls(wait[i]);
-    m.per_call_by_type = RepsByType(std::move(wait[i]));
-    m.per_step = RepsOf(std::move(step_wait[i]));
     std::optional<MetricValue> e;
     if (i < report.overlap.size()) {
       // Exposed communication has no per-call figure of its own: its repetitions are the rank's
@@ -160,16 +131,16 @@ void AddRanks(const JobReport& report, RunSummary& out) {
       const double share =
           o.comm_ns > 0 ? static_cast<double>(o.exposed_comm_ns) / static_cast<double>(o.comm_ns) : 0.0;
       e = Metric("rank", row, "exposed_comm", "ns", Worse::kHigher, static_cast<double>(o.exposed_comm_ns), true);
-      std::vector<double> calls;
-      for (const auto& [type, values] : comm[i]) {
-        calls.insert(calls.end(), values.begin(), values.end());
-      }
-      e->per_call = RepsOf(Scaled(std::move(calls), share));
-      e->per_call_by_type = RepsByType(comm[i], share);
+      e->per_call = RepsOf(Scaled(comm[i], share));
       e->per_step = RepsOf(Scaled(step_comm[i], share));
     }
-    c.per_call_by_type = RepsByType(std::move(comm[i]));
+    MetricValue c = Metric("rank", row, "comm_time", "ns", Worse::kHigher, static_cast<double>(w.comm_time_ns), true);
+    c.per_call = RepsOf(std::move(comm[i]));
+    c.per_step = RepsOf(std::move(step_comm[i]));
     out.metrics.push_back(std::move(c));
+    MetricValue m = Metric("rank", row, "wait_time", "ns", Worse::kHigher, static_cast<double>(w.wait_time_ns), true);
+    m.per_call = RepsOf(std::move(wait[i]));
+    m.per_step = RepsOf(std::move(step_wait[i]));
     out.metrics.push_back(std::move(m));
     if (e) {
       out.metrics.push_back(std::move(*e));
@@ -192,8 +163,8 @@ void AddSteps(const JobReport& report, RunSummary& out) {
   }
   const Repetitions all = RepsOf(times);
   for (const StepRow& row : t.steps) {
-    MetricValue m =
-        Metric("step", std::to_string(row.step), "step_time", "ns", Worse::kHigher, static_cast<double>(row.max_ns), false);
+    MetricValue m = Metric("step", std::to_string(row.step), "step_time", "ns", Worse::kHigher,
+                           static_cast<double>(row.max_ns), false);
     m.per_step = all;
     out.metrics.push_back(std::move(m));
   }

@@ -31,12 +31,9 @@ struct MetricValue {
   // A sum over the repetitions (total_time, comm_time, ...): the guard also asks that both runs
   // have as many repetitions, since doing the same thing more often is a real change.
   bool total = false;
-  Repetitions per_call;  // one per call (arrival or instance); n == 0: none
-  // A rank's figures sum calls of different collective types, whose values differ by orders of
-  // magnitude: their per-call repetitions are kept per type (by type name), and the guard judges
-  // each type on its own (§13.2). Empty for the other groups.
-  std::vector<std::pair<std::string, Repetitions>> per_call_by_type;
-  Repetitions per_step;  // one per step, where the metric has a per-step figure; n == 0: none
+  std::string reps_unit = "ns";  // what the repetitions measure (busbw's: its transfers, in ns)
+  Repetitions per_call;          // one per call (arrival or instance); n == 0: none
+  Repetitions per_step;          // one per step, where the metric has a per-step figure; n == 0: none
 };
 
 struct RunSummary {

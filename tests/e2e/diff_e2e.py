@@ -11,12 +11,13 @@ certain is asserted):
   0.8 x 3/4 x 30 ms (3 of 4 ranks wait for the root; the 20 % margin is for a rank that reaches
   the Bcast late itself, descheduled) and by no more than 2 x 30 ms; ranks 1-3 each waited at
   least 0.8 x 30 x 30 ms more; the regression lines name it; `diff --max-regression 10%` and
-  `check --baseline` exit 1, and the JSON agrees with the text;
+  `check --baseline` exit 1, and the JSON agrees with the text; the reverse diff (slow as the
+  base) regresses no Bcast time;
 - steady: two runs without the plant pass `diff --max-regression 10%` (exit 0; what moved is
   within the noise guard or under 10 %) and so does `check --baseline`; a file against itself has
   every row unchanged (change exactly 0);
 - errors: a missing file, a file that is not a commprof file, a bad --max-regression, an unknown
-  metric, a bad --format, a window the files do not have: each one line naming the file or option,
+  metric, a bad --format or --noise-floor, a window the files do not have: each one line naming the file or option,
   with its exit code (diff: 1 unreadable, 2 usage; check keeps its own: 2 for both);
 - kineto: a shipped torch.profiler trace imported twice diffs with no regression (skipped, exit 77,
   naming the path, without <repo>/../shared/data/kineto).
@@ -92,10 +93,10 @@ def case_planted(ctx):
     expect(row(doc, "type", "bcast", "count")["status"] == "unchanged", "same number of Bcasts")
     expect(row(doc, "type", "bcast", "count")["base"] == ITERS, "one Bcast per iteration")
     expect(doc["regressions"] == sum(r["status"] == "regressed" for r in doc["rows"]), "regressions count")
-    # Ranks 1-3 waited for the root in every Bcast: judged type by type, their waiting regressed.
+    # Ranks 1-3 waited for the root in every Bcast (the rank rows' verdict is not asserted: a
+    # rank's calls are judged all together, half of them unchanged Allreduces, §13.2).
     for rank in ("1", "2", "3"):
         r = row(doc, "rank", rank, "wait_time")
-        expect(r["status"] == "regressed" and r["noise_guard"]["basis"] == "calls-by-type", f"rank {rank}: {r}")
         expect(r["change"] >= 0.8 * ITERS * DELAY_MS * 1e6, f"rank {rank} waited {r['change'] / 1e6:.1f} ms more")
     # The text: the same verdict, one line per regression naming the row, every line in 100 columns.
     p = run([ctx.commprof, "diff", base, slow, "--max-regression", "10%"], check_rc=1)
@@ -118,7 +119,10 @@ def case_planted(ctx):
     expect(p.stdout.startswith("ok   incomplete = 0"), p.stdout)
     # The other way round, the Bcast got better: no regression.
     doc, _ = diff_json(ctx, slow, base, "--max-regression", "10%")
-    expect(row(doc, "type", "bcast", "total_time")["status"] == "better", "the reverse is an improvement")
+    # (the slow run's own spread covers the fast calls too: its root's, so "noise" is possible)
+    for metric in ("total_time", "mean_duration", "wait_time"):
+        r = row(doc, "type", "bcast", metric)
+        expect(r["status"] in ("better", "noise"), f"the reverse improves bcast {metric}: {r}")
     expect(row(doc, "type", "bcast", "wait_time")["status"] in ("better", "noise"), "the reverse waits less")
 
 
@@ -162,6 +166,8 @@ def case_errors(ctx):
     fails(["diff", a, a, "--max-regression", "-5%"], 2, "--max-regression -5%")
     fails(["diff", a, a, "--max-regression", "latency=5%"], 2, "unknown metric 'latency'", "comm_time")
     fails(["diff", a, a, "--format", "xml"], 2, "--format xml")
+    fails(["diff", a, a, "--noise-floor", "5parsecs"], 2, "--noise-floor 5parsecs")
+    fails(["check", a, "--baseline", a, "--noise-floor", "-1ms"], 2, "--noise-floor -1ms")
     fails(["diff", a, a, "--window", "3"], 1, "a.h5")
     fails(["check", a, "--baseline", missing], 2, "missing.h5")
     fails(["check", a, "--baseline", junk], 2, "junk.h5")
@@ -170,7 +176,7 @@ def case_errors(ctx):
     fails(["check", a, "--baseline", a, "--max-regression", "x=5%"], 2, "unknown metric 'x'")
     p = run([ctx.commprof, "diff", a], check_rc=2)  # usage: NEW missing
     p = run([ctx.commprof, "diff", "--help"], check_rc=0)
-    for opt in ("--max-regression", "--format", "--top", "--window"):
+    for opt in ("--max-regression", "--format", "--top", "--window", "--noise-floor"):
         expect(opt in p.stdout, f"--help lacks {opt}")
 
 
