@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <tuple>
+#include <utility>
 
 namespace commprof {
 namespace {
@@ -150,7 +151,13 @@ Status ParseRegressionGate(const std::vector<std::string>& specs, RegressionGate
       for (const std::string& k : known) {
         list += (list.empty() ? "" : ", ") + k;
       }
-      return InvalidArgument("--max-regression " + spec + ": unknown metric '" + metric + "' (known: " + list + ")");
+      std::string message = "--max-regression " + spec;
+      message += ": unknown metric '";
+      message += metric;
+      message += "' (known: ";
+      message += list;
+      message += ")";
+      return InvalidArgument(std::move(message));
     }
     gate.per_metric[metric] = *limit;
   }

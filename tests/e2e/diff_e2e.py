@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """`commprof diff` and `commprof check --baseline` (docs/metrics.md §13, docs/cli.md) on real
 4-rank Open MPI jobs of tests/e2e/diff_program.c: 30 iterations of 10 ms of sleep, MPI_Allreduce,
-then MPI_Bcast from rank 0. The plant: COMMPROF_TEST_BCAST_DELAY_MS=30 makes the root sleep 30 ms
-before each MPI_Bcast, so ranks 1-3 wait about 30 ms in each Bcast; Allreduce is unchanged.
+then MPI_Bcast from rank 0. The plant: COMMPROF_TEST_BCAST_DELAY_MS=50 makes the root sleep 50 ms
+before each MPI_Bcast, so ranks 1-3 wait about 50 ms in each Bcast; Allreduce is unchanged.
+Every comparison of two real runs uses --noise-floor 10ms (FLOOR below says why).
 
 Truth and margins (a loaded 2-core machine wakes sleepers late, so only what the plant makes
 certain is asserted):
 - planted: the only collective type (and the only name) with a regressed row is the Bcast, and
   its total_time, mean_duration and wait_time all regressed; its mean duration grew by at least
-  0.8 x 3/4 x 30 ms (3 of 4 ranks wait for the root; the 20 % margin is for a rank that reaches
-  the Bcast late itself, descheduled) and by no more than 2 x 30 ms; ranks 1-3 each waited at
-  least 0.8 x 30 x 30 ms more; the regression lines name it; `diff --max-regression 10%` and
+  0.8 x 3/4 x 50 ms (3 of 4 ranks wait for the root; the 20 % margin is for a rank that reaches
+  the Bcast late itself, descheduled) and by no more than 2 x 50 ms; ranks 1-3 each waited at
+  least 0.8 x 30 x 50 ms more; the regression lines name it; `diff --max-regression 10%` and
   `check --baseline` exit 1, and the JSON agrees with the text; the reverse diff (slow as the
   base) regresses no Bcast time;
 - steady: two runs without the plant pass `diff --max-regression 10%` (exit 0; what moved is
@@ -29,7 +30,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_support import case_arguments, expect, mpirun, run  # noqa: E402
 
-ITERS, COMPUTE_MS, DELAY_MS = 30, 10, 30
+ITERS, COMPUTE_MS, DELAY_MS = 30, 10, 50
+# The noise floor for this machine: 4 ranks on 2 cores, often with a build running, so a call's
+# time includes waiting for a core: whole scheduler time slices, up to ~12 ms on 2 cores (CFS:
+# 6 ms x (1 + log2 2)). Two unchanged runs differ by that much per call; a 50 ms plant stands far
+# above it. The default floor (100 us) is for a machine with a core per rank.
+FLOOR = ["--noise-floor", "10ms"]
 ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}  # waiting ranks yield: 4 ranks on 2 cores
 
 
@@ -69,7 +75,8 @@ def case_planted(ctx):
     base, slow = ctx.path("base.h5"), ctx.path("slow.h5")
     record(ctx, base)
     record(ctx, slow, DELAY_MS)
-    doc, p = diff_json(ctx, base, slow, "--max-regression", "10%", rc=1)
+    doc, p = diff_json(ctx, base, slow, "--max-regression", "10%", *FLOOR, rc=1)
+    expect(doc["noise_rule"]["floor_ns"] == 10e6, f"floor {doc['noise_rule']}")
     regressed_types = {r["row"] for r in rows_of(doc, "type") if r["status"] == "regressed"}
     expect(regressed_types == {"bcast"}, f"regressed types {regressed_types}, expected only bcast\n"
            + json.dumps(rows_of(doc, "type"), indent=1))
@@ -99,26 +106,26 @@ def case_planted(ctx):
         r = row(doc, "rank", rank, "wait_time")
         expect(r["change"] >= 0.8 * ITERS * DELAY_MS * 1e6, f"rank {rank} waited {r['change'] / 1e6:.1f} ms more")
     # The text: the same verdict, one line per regression naming the row, every line in 100 columns.
-    p = run([ctx.commprof, "diff", base, slow, "--max-regression", "10%"], check_rc=1)
+    p = run([ctx.commprof, "diff", base, slow, "--max-regression", "10%", *FLOOR], check_rc=1)
     lines_fit(p.stdout)
     reg = [ln.strip() for ln in p.stdout.split("regressions:\n")[1].split("\n\n")[0].splitlines()]
     expect(any(ln.startswith("type bcast total_time:") and "max +10.0%" in ln for ln in reg), "\n".join(reg))
     expect(not any(ln.startswith("type allreduce") for ln in reg), "\n".join(reg))
     # A per-metric limit: only the metric named is gated.
     run([ctx.commprof, "diff", base, slow, "--max-regression", "count=10%"], check_rc=2)
-    doc, _ = diff_json(ctx, base, slow, "--max-regression", "transfer_time=10%")
+    doc, _ = diff_json(ctx, base, slow, "--max-regression", "transfer_time=10%", *FLOOR)
     expect(all(r["limit"] is None for r in doc["rows"] if r["metric"] != "transfer_time"), "limit only where named")
     # Without a gate nothing is a regression: exit 0, the Bcast shown as worse.
-    doc, _ = diff_json(ctx, base, slow, rc=0)
+    doc, _ = diff_json(ctx, base, slow, *FLOOR, rc=0)
     expect(row(doc, "type", "bcast", "total_time")["status"] == "worse", "worse without a gate")
     # check --baseline: the same machinery, FAIL lines in check's style.
-    p = run([ctx.commprof, "check", slow, "--baseline", base], check_rc=1)
+    p = run([ctx.commprof, "check", slow, "--baseline", base, *FLOOR], check_rc=1)
     expect("FAIL baseline type bcast total_time:" in p.stdout, p.stdout)
     expect("allreduce" not in p.stdout.replace("rank", ""), p.stdout)
-    p = run([ctx.commprof, "check", slow, "--baseline", base, "--max", "incomplete=0"], check_rc=1)
+    p = run([ctx.commprof, "check", slow, "--baseline", base, "--max", "incomplete=0", *FLOOR], check_rc=1)
     expect(p.stdout.startswith("ok   incomplete = 0"), p.stdout)
     # The other way round, the Bcast got better: no regression.
-    doc, _ = diff_json(ctx, slow, base, "--max-regression", "10%")
+    doc, _ = diff_json(ctx, slow, base, "--max-regression", "10%", *FLOOR)
     # (the slow run's own spread covers the fast calls too: its root's, so "noise" is possible)
     for metric in ("total_time", "mean_duration", "wait_time"):
         r = row(doc, "type", "bcast", metric)
@@ -130,12 +137,13 @@ def case_steady(ctx):
     a, b = ctx.path("a.h5"), ctx.path("b.h5")
     record(ctx, a)
     record(ctx, b)
-    doc, p = diff_json(ctx, a, b, "--max-regression", "10%")
+    doc, p = diff_json(ctx, a, b, "--max-regression", "10%", *FLOOR)
     expect(p.returncode == 0, "two runs without a change fail the gate:\n" + "\n".join(
         f"{r['group']} {r['row']} {r['metric']}: {r['base']} -> {r['new']} guard {r['noise_guard']}"
         for r in doc["rows"] if r["status"] == "regressed"))
-    run([ctx.commprof, "check", b, "--baseline", a], check_rc=0)
-    run([ctx.commprof, "check", b, "--baseline", a, "--max-regression", "10%", "--max", "incomplete=0"], check_rc=0)
+    run([ctx.commprof, "check", b, "--baseline", a, *FLOOR], check_rc=0)
+    run([ctx.commprof, "check", b, "--baseline", a, "--max-regression", "10%", "--max", "incomplete=0", *FLOOR],
+        check_rc=0)
     doc, _ = diff_json(ctx, a, a, "--max-regression", "0%", rc=0)
     expect(all(r["status"] == "unchanged" and r["change"] == 0 and r["relative_change"] in (0, None)
                for r in doc["rows"]), "a file against itself changes nothing")
