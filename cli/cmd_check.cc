@@ -1,7 +1,9 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
 // metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
 // could not be read fails `unreadable_ranks`), 2 on bad usage (an unknown metric or a malformed
-// threshold) or a file that cannot be read at all. Metrics: docs/cli.md.
+// threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline BASE.h5`
+// also compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/,
+// docs/metrics.md §13), one FAIL line per regressed figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
