@@ -236,6 +236,10 @@ int RunCheck(const Options& o) {
       return 2;
     }
     base = std::move(s.value());
+    for (const std::string& fault : base->faults) {
+      std::fprintf(stderr, "commprof check: baseline %s: %s (left out of the comparison)\n", o.baseline.c_str(),
+                   fault.c_str());
+    }
   }
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {

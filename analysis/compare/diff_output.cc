@@ -119,8 +119,12 @@ void WriteDiffText(const RunDiff& d, size_t top, std::ostream& os) {
       break;
     }
     ++shown;
+    // A name row's category is in its group's JSON and regression lines; the 16 columns go to the
+    // name itself, where the rows differ.
+    const size_t slash = r.group == "name" ? r.row.find('/') : std::string::npos;
+    const std::string row = slash == std::string::npos ? r.row : r.row.substr(slash + 1);
     std::snprintf(line, sizeof line, "%-9s %-5s %-16s %-14s %12s %12s %13s %10s\n", DiffStatusName(r.status),
-                  r.group.c_str(), Fit(r.row, 16).c_str(), r.metric.c_str(),
+                  r.group.c_str(), Fit(row, 16).c_str(), r.metric.c_str(),
                   Fit(r.base ? FormatDiffValue(*r.base, r.unit) : "-", 12).c_str(),
                   Fit(r.next ? FormatDiffValue(*r.next, r.unit) : "-", 12).c_str(),
                   Fit(r.base && r.next ? Signed(r.change, r.unit) : "-", 13).c_str(), Percent(r.relative).c_str());
