@@ -181,6 +181,37 @@ void AddSteps(const JobReport& report, RunSummary& out) {
 
 }  // namespace
 
+Result<JobReport> AnalyzeForDiff(const ProfileReader& reader) {
+  JobReport rep;
+  rep.info = reader.info();
+  std::vector<RankStepMarks> marks(rep.info.ranks.size());
+  auto instances = LoadCollectiveInstances(reader, true, /*nonblocking=*/true,
+                                           [&](uint32_t rank_index, std::span<const commprof_event> chunk) {
+                                             if (rank_index < marks.size()) {
+                                               AddStepMarks(chunk, marks[rank_index]);
+                                             }
+                                           });
+  if (!instances.ok()) {
+    return instances.status();
+  }
+  rep.instances = std::move(instances.value());
+  rep.measured = MeasureInstances(rep.instances, SkewThresholdNs(rep.info));
+  rep.wait = ComputeWaitMetrics(rep.info, rep.instances, rep.measured);
+  const StepModel model = BuildStepModel(rep.info, marks);
+  marks.clear();
+  rep.steps = BuildStepTable(rep.info, model, rep.instances, rep.measured, DelayAnalysis{});
+  rep.overlap.reserve(rep.info.ranks.size());
+  for (const RankInfo& r : rep.info.ranks) {
+    RankOverlapBuilder overlap(r.clock_model());
+    Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) { overlap.Add(chunk); });
+    if (!st.ok()) {
+      return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
+    }
+    rep.overlap.push_back(overlap.Finish(r.rank));
+  }
+  return rep;
+}
+
 void AddNameRows(const OpStats& stats, RunSummary& out) {
   for (const OpStatsRow& r : stats.rows) {
     if (r.comm || r.size_bucket || r.rank) {
@@ -227,7 +258,7 @@ Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window) {
     }
   }
   ScreenEventRows(*reader.value());
-  auto report = AnalyzeJob(*reader.value());
+  auto report = AnalyzeForDiff(*reader.value());
   if (!report.ok()) {
     return report.status();
   }

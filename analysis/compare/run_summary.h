@@ -51,9 +51,16 @@ RunSummary SummarizeRun(const JobReport& report);
 // (docs/metrics.md §13.2).
 void AddNameRows(const OpStats& stats, RunSummary& out);
 
-// Opens `path`, selects capture window `window` when >= 0, screens and analyses it (as `commprof
-// check` does), computes its operation statistics (as `commprof stats` does) and summarizes both.
-// Errors name the file.
+// The part of AnalyzeJob (job_report.h) a diff compares, computed the same way: the collective
+// instances, measured, with the wait metrics (§2, §4), the step table (§10; its delay-cost
+// columns stay empty) and each rank's overlap (§6). It skips what the diff does not compare: the
+// point-to-point matching, delay costs, verdict, memory series, time categories and call sites.
+// Two reads of the file instead of four.
+Result<JobReport> AnalyzeForDiff(const ProfileReader& reader);
+
+// Opens `path`, selects capture window `window` when >= 0, screens and analyses it
+// (AnalyzeForDiff), computes its operation statistics (as `commprof stats` does) and summarizes
+// both. Errors name the file.
 Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window);
 
 }  // namespace commprof

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/compare/diff_output.h"
@@ -524,6 +525,32 @@ TEST(RunDiffGolden, ByNameTheStatsRowsOfTheBcastRegressAndTheAllreduceDoNot) {
   EXPECT_EQ(Find(d, "name", "mpi/MPI_Bcast", "mean").status, DiffStatus::kRegressed);
   EXPECT_EQ(Find(d, "name", "mpi/MPI_Allreduce", "total").status, DiffStatus::kUnchanged);
   EXPECT_DOUBLE_EQ(*Find(d, "name", "mpi/MPI_Allreduce", "total").base, base_loop.allreduce_total);
+}
+
+// The diff's lighter analysis gives every compared figure exactly as the full one does.
+TEST(RunDiffGolden, AnalyzeForDiffSummarizesExactlyAsAnalyzeJob) {
+  TempDir dir;
+  for (const bool steps : {true, false}) {
+    auto reader = test_support::WriteProfile(dir / (steps ? "steps.h5" : "calls.h5"), MakeLoop(kPlant, 1, steps).ranks);
+    ASSERT_NE(reader, nullptr);
+    auto full = AnalyzeJob(*reader);
+    auto light = AnalyzeForDiff(*reader);
+    ASSERT_TRUE(full.ok() && light.ok());
+    const RunSummary a = SummarizeRun(full.value()), b = SummarizeRun(light.value());
+    EXPECT_EQ(a.has_steps, steps);
+    ASSERT_EQ(a.metrics.size(), b.metrics.size());
+    for (size_t i = 0; i < a.metrics.size(); ++i) {
+      const MetricValue &x = a.metrics[i], &y = b.metrics[i];
+      const std::string what = x.group + " " + x.row + " " + x.metric;
+      EXPECT_EQ(std::tie(x.group, x.row, x.metric), std::tie(y.group, y.row, y.metric));
+      EXPECT_EQ(x.value, y.value) << what;
+      EXPECT_EQ(x.per_call.n, y.per_call.n) << what;
+      EXPECT_EQ(x.per_call.p10, y.per_call.p10) << what;
+      EXPECT_EQ(x.per_call.p90, y.per_call.p90) << what;
+      EXPECT_EQ(x.per_step.n, y.per_step.n) << what;
+      EXPECT_EQ(x.per_step.p50, y.per_step.p50) << what;
+    }
+  }
 }
 
 TEST(RunDiffGolden, AFileAgainstItselfChangesNothing) {
