@@ -1,16 +1,23 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
 // metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
 // could not be read fails `unreadable_ranks`), 2 on bad usage (an unknown metric or a malformed
-// threshold) or a file that cannot be read at all. Metrics: docs/cli.md.
+// threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline BASE.h5`
+// also compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/,
+// docs/metrics.md §13), one FAIL line per regressed figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 
+#include "analysis/compare/diff_output.h"
+#include "analysis/compare/run_diff.h"
+#include "analysis/compare/run_summary.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
+#include "analysis/metrics/op_stats.h"
 #include "analysis/report/job_report.h"
 #include "cli/commands.h"
 
@@ -21,7 +28,37 @@ struct Options {
   std::string path;
   std::vector<std::string> max;
   int64_t window = -1;
+  std::string baseline;                     // --baseline BASE.h5 (docs/metrics.md §13)
+  std::vector<std::string> max_regression;  // its limits; 10% for every metric when none given
+  std::string noise_floor = "100us";        // the guard's floor (docs/metrics.md §13.2)
 };
+
+// --baseline: FILE compared with BASE as `commprof diff BASE FILE` does; one FAIL line per
+// regression, or one ok line. Returns the failures.
+int CheckBaseline(const RunSummary& base, const JobReport& report, ProfileReader& reader, const Options& o,
+                  const RegressionGate& gate, double floor_ns) {
+  RunSummary next = SummarizeRun(report);
+  next.path = o.path;
+  StatsOptions options;
+  options.screen_rows = false;  // screened before the analysis
+  auto stats = ComputeOpStats(reader, options);
+  if (!stats.ok()) {
+    std::printf("FAIL baseline: %s\n", stats.status().message().c_str());
+    return 1;
+  }
+  AddNameRows(stats.value(), next);
+  const RunDiff d = DiffRuns(base, next, gate, floor_ns);
+  for (const DiffRow& r : d.rows) {
+    if (r.status == DiffStatus::kRegressed) {
+      std::printf("FAIL baseline %s\n", FormatRegression(r).c_str());
+    }
+  }
+  if (d.regressions == 0) {
+    std::printf("ok   baseline %s: %zu figures compared, none regressed past its limit\n", o.baseline.c_str(),
+                d.rows.size());
+  }
+  return static_cast<int>(d.regressions);
+}
 
 // The figures a metric reads: the same JobReport `commprof report` renders.
 struct Figures {
@@ -168,6 +205,42 @@ int RunCheck(const Options& o) {
     }
     limits.emplace_back(name, v);
   }
+  if (o.max.empty() && o.baseline.empty()) {
+    std::fprintf(stderr, "commprof check: nothing to check: give --max METRIC=VALUE or --baseline BASE.h5\n");
+    return 2;
+  }
+  if (!o.max_regression.empty() && o.baseline.empty()) {
+    std::fprintf(stderr, "commprof check: --max-regression needs --baseline BASE.h5 to compare with\n");
+    return 2;
+  }
+  RegressionGate gate;
+  if (Status st = ParseRegressionGate(o.max_regression, gate); !st.ok()) {
+    std::fprintf(stderr, "commprof check: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (gate.empty()) {
+    gate.all = 0.10;
+  }
+  const std::optional<double> floor = ParseDurationNs(o.noise_floor);
+  if (!floor) {
+    std::fprintf(stderr, "commprof check: --noise-floor %s is not a duration >= 0 (ns, us, ms or s)\n",
+                 o.noise_floor.c_str());
+    return 2;
+  }
+  // The baseline is summarized first, so that one analysis is held at a time.
+  std::optional<RunSummary> base;
+  if (!o.baseline.empty()) {
+    auto s = SummarizeProfile(o.baseline, o.window);
+    if (!s.ok()) {
+      std::fprintf(stderr, "commprof check: baseline: %s\n", s.status().message().c_str());
+      return 2;
+    }
+    base = std::move(s.value());
+    for (const std::string& fault : base->faults) {
+      std::fprintf(stderr, "commprof check: baseline %s: %s (left out of the comparison)\n", o.baseline.c_str(),
+                   fault.c_str());
+    }
+  }
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
@@ -202,6 +275,9 @@ int RunCheck(const Options& o) {
       ++failed;
     }
   }
+  if (base) {
+    failed += CheckBaseline(*base, report.value(), *reader.value(), o, gate, *floor);
+  }
   return failed == 0 ? 0 : 1;
 }
 
@@ -217,7 +293,17 @@ Runner AddCheckCommand(CLI::App& app) {
                                      "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
                                      "step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE")->required();
+  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
+  sub->add_option("--baseline", o->baseline,
+                  "BASE.h5: also fail when FILE regressed against this earlier run, as `commprof diff BASE FILE "
+                  "--max-regression` judges it (docs/metrics.md §13)")
+      ->type_name("BASE.h5");
+  sub->add_option("--max-regression", o->max_regression,
+                  "with --baseline: P% or METRIC=P% (repeatable), as for `commprof diff` (default 10% for every "
+                  "metric)")
+      ->type_name("[METRIC=]P%");
+  sub->add_option("--noise-floor", o->noise_floor, "with --baseline: the noise guard's floor, as for `commprof diff`")
+      ->type_name("DURATION");
   AddWindowOption(sub, o->window);
   return [o] { return RunCheck(*o); };
 }

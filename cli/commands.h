@@ -29,6 +29,7 @@ Runner AddImportCommand(CLI::App& app);
 Runner AddAggregateCommand(CLI::App& app);
 Runner AddHtaCommand(CLI::App& app);
 Runner AddStatsCommand(CLI::App& app);  // commprof stats (docs/cli.md)
+Runner AddDiffCommand(CLI::App& app);
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers

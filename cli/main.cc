@@ -35,6 +35,7 @@ int Main(int argc, char** argv) {
   add(&commprof::cli::AddAggregateCommand);
   add(&commprof::cli::AddHtaCommand);
   add(&commprof::cli::AddStatsCommand);
+  add(&commprof::cli::AddDiffCommand);
 
   if (argc == 2 && std::string(argv[1]) == "--help-env") {
     std::fputs(commprof::EnvironmentHelp().c_str(), stdout);
