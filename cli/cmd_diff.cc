@@ -55,13 +55,15 @@ int RunDiffCommand(const Options& o) {
     return 2;
   }
   // One analysis held at a time: the base's summary is all that is kept of it.
+  // A file that cannot be compared is exit code 2, as diff(1) says trouble: 1 must mean "regressed"
+  // alone, so a CI script can tell a slower run from a broken artifact.
   std::optional<RunSummary> base = Summarize(o.base, o.window, "diff");
   if (!base) {
-    return 1;
+    return 2;
   }
   std::optional<RunSummary> next = Summarize(o.next, o.window, "diff");
   if (!next) {
-    return 1;
+    return 2;
   }
   const RunDiff d = DiffRuns(*base, *next, gate, *floor);
   if (o.format == "json") {
