@@ -672,6 +672,27 @@ void TraceWriter::WriteEvent(const RankInfo& r, const commprof_event& e, const I
       AppendUint(b, e.seq);
       b += '}';
       break;
+    case COMMPROF_KIND_MEM_ALLOC:
+    case COMMPROF_KIND_MEM_FREE:
+      // seq is the block's address and, on imported torch records, comm_id torch's "Total
+      // Allocated" (docs/file-format.md): named as such, never as a communicator and sequence.
+      b += ",\"args\":{\"bytes\":";
+      AppendUint(b, e.bytes);
+      b += ",\"address\":";
+      AppendUint(b, e.seq);
+      b += ",\"memory_kind\":\"";
+      b += schema::MemoryKindName(e.subtype);
+      b += '"';
+      if (e.comm_id != 0) {
+        b += ",\"total_allocated\":";
+        AppendUint(b, e.comm_id);
+      }
+      if (e.correlation != 0) {
+        b += ",\"correlation\":";
+        AppendUint(b, e.correlation);
+      }
+      b += '}';
+      break;
     case COMMPROF_KIND_MPI_INIT:
     case COMMPROF_KIND_MPI_FINALIZE:
     case COMMPROF_KIND_USER_RANGE:

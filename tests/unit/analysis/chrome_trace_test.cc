@@ -408,6 +408,43 @@ TEST_F(ChromeTraceTest, RankSubsetKeepsOnlyFlowsBetweenExportedRanks) {
   EXPECT_EQ(j["metadata"]["ranks_exported"], json({0, 1}));
 }
 
+// Allocation/free records keep the address in `seq` and, imported from torch, its "Total
+// Allocated" in `comm_id` (docs/file-format.md): the slices name them so, never as a
+// communicator and sequence number.
+TEST(ChromeTraceMemory, AllocationSlicesNameAddressAndTotalAllocatedNotACommunicator) {
+  TempDir dir("commprof-trace-mem");
+  RankData r;
+  r.points = ConstantOffset(0);
+  r.strings = {"[memory]"};
+  commprof_event alloc = Ev(COMMPROF_KIND_MEM_ALLOC, 0, 1000, 1000);  // imported torch record
+  alloc.device = 0;
+  alloc.subtype = 3;  // DEVICE
+  alloc.seq = 0x7f0000001000;
+  alloc.bytes = 4096;
+  alloc.comm_id = 1 << 20;
+  commprof_event free = Ev(COMMPROF_KIND_MEM_FREE, 0, 2000, 2000);  // a CUPTI-style record
+  free.device = 0;
+  free.subtype = 3;
+  free.seq = 0x7f0000001000;
+  free.bytes = 4096;
+  free.correlation = 9;
+  r.events = {alloc, free};
+  auto reader = WriteJob(dir / "mem.h5", {r});
+  ASSERT_NE(reader, nullptr);
+  std::ostringstream os;
+  ASSERT_TRUE(WriteChromeTrace(*reader, os, {}, nullptr).ok());
+  const json j = json::parse(os.str());
+  std::map<std::string, json> args;  // by category
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e.contains("args")) args[e["cat"]] = e["args"];
+  }
+  EXPECT_EQ(
+      args["mem_alloc"],
+      json({{"bytes", 4096}, {"address", 0x7f0000001000}, {"memory_kind", "device"}, {"total_allocated", 1 << 20}}));
+  EXPECT_EQ(args["mem_free"],
+            json({{"bytes", 4096}, {"address", 0x7f0000001000}, {"memory_kind", "device"}, {"correlation", 9}}));
+}
+
 TEST(ChromeTraceReaders, TruncatingReadersSeeSomeValuesOneNanosecondEarly) {
   // 1.001 us is the double 1.00099999999999988987..., times 1000 rounds to 1000.9999999999999,
   // truncated: 1000 ns. 1.002 us reads back as 1002 ns. Values with a binary-exact fraction
