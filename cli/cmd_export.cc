@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "analysis/export/chrome_trace.h"
@@ -25,6 +28,9 @@
 namespace commprof::cli {
 namespace {
 
+constexpr int64_t kDefaultMaxPoints =
+    std::numeric_limits<int64_t>::min();  // --max-points not given: the format's default
+
 struct Options {
   std::string path;
   std::string format = "chrome";
@@ -32,7 +38,7 @@ struct Options {
   std::string ranks;
   bool quiet = false;
   int64_t window = -1;
-  int64_t max_points = -1;  // -1: the format's default
+  int64_t max_points = kDefaultMaxPoints;
 };
 
 std::string DefaultOutput(const std::string& input, const std::string& format) {
@@ -69,7 +75,13 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
   const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
   std::ofstream f(target, std::ios::binary | std::ios::trunc);
   if (!f) {
-    return IoError("cannot create " + target);
+    // Name the output asked for (not the temporary file beside it) and why it cannot be made.
+    const int why = errno;
+    const std::filesystem::path dir = std::filesystem::path(output).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      return IoError("cannot create " + output + ": no directory " + dir.string());
+    }
+    return IoError("cannot create " + output + ": " + std::strerror(why));
   }
   Status st = write(f);
   f.close();
@@ -115,7 +127,8 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
     eopts.window = *reader.window();
   }
   const bool html = o.format == "memory-html";
-  eopts.max_points = o.max_points >= 0 ? static_cast<size_t>(o.max_points) : (html ? kMemoryHtmlDefaultMaxPoints : 0);
+  eopts.max_points =
+      o.max_points != kDefaultMaxPoints ? static_cast<size_t>(o.max_points) : (html ? kMemoryHtmlDefaultMaxPoints : 0);
   const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
   const std::string display = output == "-" ? std::string("<stdout>") : output;
   const Status st = WriteOutput(output, [&](std::ostream& out) {
@@ -143,8 +156,14 @@ int RunExport(const Options& o) {
                  o.format.c_str());
     return 2;
   }
-  if (o.max_points >= 0 && o.format == "chrome") {
+  if (o.max_points != kDefaultMaxPoints && o.format == "chrome") {
     std::fprintf(stderr, "commprof export: --max-points applies to --format memory-html and memory-json only\n");
+    return 2;
+  }
+  if (o.max_points != kDefaultMaxPoints && (o.max_points < 0 || (o.max_points > 0 && o.max_points < 4))) {
+    // A time bucket keeps 4 points (first, last, lowest, highest): fewer could not keep the peak.
+    std::fprintf(stderr, "commprof export: --max-points %lld: give 0 (every record) or at least 4\n",
+                 static_cast<long long>(o.max_points));
     return 2;
   }
   if (o.output == "-" && o.format == "memory-html") {
@@ -253,8 +272,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "standard output, not for memory-html); overwritten");
   sub->add_option("--max-points", o->max_points,
                   "memory formats: at most N points per chart, keeping each time bucket's first, last, lowest and "
-                  "highest (0: every record; default 1000 for memory-html, 0 for memory-json)")
-      ->check(CLI::NonNegativeNumber);
+                  "highest (0: every record, else at least 4; default 1000 for memory-html, 0 for memory-json)");
   sub->add_option("--ranks", o->ranks,
                   "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
                   "dropped; the time origin is the earliest event of the ranks exported)");

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "analysis/export/memory_assets.h"
 #include "analysis/report/html_format.h"
@@ -11,6 +12,8 @@
 
 namespace commprof {
 namespace {
+
+constexpr size_t kRanksNamed = 32;  // ranks without records named in the page's header line
 
 std::string Ms(int64_t ns, int64_t origin) { return html::Fmt("%.3f", static_cast<double>(ns - origin) / 1e6); }
 
@@ -92,7 +95,15 @@ void WriteMemoryTimelineHtml(const MemoryTimeline& t, const MemoryExportOptions&
     page += " \xc2\xb7 window " + std::to_string(*o.window);
   }
   if (!t.ranks_without_records.empty()) {
-    page += " \xc2\xb7 " + std::to_string(t.ranks_without_records.size()) + " rank(s) without any";
+    // Named (the first 32), so a rank whose records went missing can be found.
+    const std::vector<uint32_t>& without = t.ranks_without_records;
+    page += " \xc2\xb7 " + std::to_string(without.size()) + " rank(s) without any: ";
+    for (size_t i = 0; i < without.size() && i < kRanksNamed; ++i) {
+      page += (i ? ", " : "") + std::to_string(without[i]);
+    }
+    if (without.size() > kRanksNamed) {
+      page += ", \xe2\x80\xa6";
+    }
   }
   page +=
       "</p>\n<p class=\"note\">One chart per rank and device: the bytes in use after each allocation or free "

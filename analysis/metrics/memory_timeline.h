@@ -12,7 +12,7 @@
 // named by a second pass over the rank's events: the CUDA API call with the record's correlation id
 // (CUPTI) or the innermost imported operator on the record's thread enclosing it (torch).
 //
-// Data: per rank, its alloc/free records (40 bytes each) while it is being read, and per (rank,
+// Data: per rank, its alloc/free records (64 bytes each) while it is being read, and per (rank,
 // device) one time and one value per category per record; events are streamed in chunks. The
 // second pass keeps only the `top_live` allocations per device it names.
 #pragma once

@@ -1,4 +1,4 @@
-// make_memory_profile OUT.h5 [--ranks N] [--churn K] [--hostile] [--no-memory]: a commprof file
+// make_memory_profile OUT.h5 [--ranks N] [--churn K] [--hostile] [--no-memory] [--bare R]: a commprof file
 // with a planted allocation pattern, written through the project's writer (Hdf5Writer), for the
 // memory timeline's CLI and browser tests (memory_timeline_cli.py, tests/browser/
 // check_memory_timeline.py), which state the same truth in Python.
@@ -15,7 +15,9 @@
 //   one capture window (WINDOW, K = 0) per rank from 0 to 6.5 ms.
 // NAME is "static_weights", or with --hostile markup meant to break out of the page.
 // --no-memory: the same ranks with one MPI_Barrier each and no allocation record.
+// --bare R (repeatable): rank R alone is so, next to ranks with records.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,7 +46,8 @@ commprof_event Mem(bool alloc, int64_t t, uint64_t address, uint64_t bytes, uint
   return e;
 }
 
-int Run(const std::string& out, uint32_t ranks, uint32_t churn, bool hostile, bool no_memory) {
+int Run(const std::string& out, uint32_t ranks, uint32_t churn, bool hostile, bool no_memory,
+        const std::vector<uint32_t>& bare) {
   JobMeta meta;
   meta.job_id = hostile ? std::string("mem<b>job</b>") : std::string("memjob");
   meta.world_size = ranks;
@@ -73,7 +76,7 @@ int Run(const std::string& out, uint32_t ranks, uint32_t churn, bool hostile, bo
     win.name_id = 2;
     win.peer = COMMPROF_NO_PEER;
     win.device = COMMPROF_HOST_DEVICE;
-    if (no_memory) {
+    if (no_memory || std::find(bare.begin(), bare.end(), r) != bare.end()) {
       commprof_event b{};
       b.kind = COMMPROF_KIND_MPI_COLLECTIVE;
       b.subtype = COMMPROF_OP_BARRIER;
@@ -136,11 +139,13 @@ int main(int argc, char** argv) {
   std::string out;
   uint32_t ranks = 4, churn = 0;
   bool hostile = false, no_memory = false;
+  std::vector<uint32_t> bare;
   app.add_option("out", out, "output .h5")->required();
   app.add_option("--ranks", ranks, "number of ranks")->check(CLI::Range(1, 4096));
   app.add_option("--churn", churn, "small alloc/free pairs per rank after the peaks");
   app.add_flag("--hostile", hostile, "name the static block (and the job) with markup");
   app.add_flag("--no-memory", no_memory, "no allocation record at all");
+  app.add_option("--bare", bare, "this rank has no allocation record (repeatable)");
   CLI11_PARSE(app, argc, argv);
-  return commprof::Run(out, ranks, churn, hostile, no_memory);
+  return commprof::Run(out, ranks, churn, hostile, no_memory, bare);
 }

@@ -78,6 +78,17 @@ def case_cli(ctx):
     expect(by_rank[1]["peak"]["bytes"] == 4096 and by_rank[1]["peak"]["time_ns"] == 1 * MS,
            f"--window 0, rank 1: {by_rank[1]['peak']}")
 
+    # A rank without records next to ranks with them: listed in the JSON and named on the page.
+    bare = ctx.path("bare.h5")
+    run([writer, bare, "--ranks", "4", "--bare", "2"], check_rc=0)
+    p = run([ctx.commprof, "export", bare, "--format", "memory-json", "-o", "-", "-q"], check_rc=0)
+    doc = json.loads(p.stdout)
+    expect(doc["ranks_without_records"] == [2] and [d["rank"] for d in doc["devices"]] == [0, 1, 3],
+           f"--bare 2: without {doc['ranks_without_records']}, charts {[d['rank'] for d in doc['devices']]}")
+    run([ctx.commprof, "export", bare, "--format", "memory-html", "-o", ctx.path("bare.html")], check_rc=0)
+    with open(ctx.path("bare.html"), encoding="utf-8") as f:
+        expect("1 rank(s) without any: 2</p>" in f.read(), "the page does not name rank 2 as without records")
+
     # The page: default name, the same truth in its peak table.
     p = run([ctx.commprof, "export", h5, "--format", "memory-html"], check_rc=0)
     page = ctx.path("mem.memory.html")
@@ -95,7 +106,11 @@ def case_cli(ctx):
     error([h5, "--format", "memory-json", "--ranks", "1-"], 2, ["--ranks '1-'"])
     error([h5, "--format", "memory-json", "--ranks", "9"], 2, [h5, "no rank 9"])
     error([h5, "--format", "chrome", "--max-points", "10"], 2, ["--max-points"])
-    error([h5, "--format", "memory-json", "--max-points", "-3"], 2, ["--max-points"])
+    error([h5, "--format", "memory-json", "--max-points", "-3"], 2, ["--max-points -3", "at least 4"])
+    # A bucket keeps 4 points: fewer than 4 could not be honoured (it gave 4 points per chart).
+    error([h5, "--format", "memory-json", "--max-points", "2", "-o", ctx.path("mp2.json")], 2,
+          ["--max-points 2", "at least 4"])
+    expect(not os.path.exists(ctx.path("mp2.json")), "an output was written for --max-points 2")
     error([h5, "--format", "memory-html", "-o", "-"], 2, ["-o -"])
     error([ctx.path("absent.h5"), "--format", "memory-json"], 1, ["absent.h5"])
     junk = ctx.path("junk.h5")
@@ -110,7 +125,11 @@ def case_cli(ctx):
           [empty, "no allocation or free records"])
     expect(not os.path.exists(ctx.path("empty.html")), "a page was written for a file without records")
     unwritable = os.path.join(ctx.path("no-such-dir"), "x.json")
-    error([h5, "--format", "memory-json", "-o", unwritable], 1, ["cannot create", "no-such-dir"])
+    # The output asked for and why, not the temporary file written beside it.
+    error([h5, "--format", "memory-json", "-o", unwritable], 1,
+          ["cannot create " + unwritable, "no directory " + ctx.path("no-such-dir")])
+    p = run([ctx.commprof, "export", h5, "--format", "memory-json", "-o", unwritable])
+    expect(".tmp-" not in p.stderr, f"the message names the temporary file: {p.stderr.strip()}")
 
 
 def case_kineto(ctx):

@@ -67,7 +67,9 @@
     row.setAttribute('data-device', d.label);
     var label = div('chart-label', row);
     div('', label, 'rank ' + d.rank + ' \u00b7 ' + d.label);
-    div('peak', label, 'peak ' + bytes(d.peak.bytes) + (d.peak.bytes > 0 ? ' at ' + ms(d.peak.time_ns) : ''));
+    // The peak's size and time on lines of their own: a long trace's time would not fit beside it.
+    div('peak', label, 'peak ' + bytes(d.peak.bytes));
+    if (d.peak.bytes > 0) { div('peak', label, 'at ' + ms(d.peak.time_ns)); }
     if (pts.downsampled) { div('', label, n + ' of ' + pts.records + ' points'); }
     var s = svg('svg', {'class': 'chart mem-chart', width: W, height: H}, row);
     svg('rect', {'class': 'plot-area', x: 0, y: 0, width: W, height: H}, s);
