@@ -24,6 +24,7 @@
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/memory_timeline.h"
 #include "cli/commands.h"
+#include "commprof/event.h"
 
 namespace commprof::cli {
 namespace {
@@ -120,6 +121,19 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
                  "torch.profiler with profile_memory=True)\n",
                  o.path.c_str());
     return 1;
+  }
+  for (const DeviceTimeline& d : t.devices) {
+    if (d.unaddressed_allocs > 1) {
+      const std::string label =
+          d.device == COMMPROF_HOST_DEVICE ? std::string("host") : "cuda:" + std::to_string(d.device);
+      // Every such allocation replaces the one before it (§7): the chart would look plausible
+      // and be wrong, so say it, once per chart.
+      std::fprintf(stderr,
+                   "commprof export: warning: %s rank %u %s: %llu allocation records carry no address, so their "
+                   "blocks cannot be told apart and the bytes in use shown are wrong (a torch trace without "
+                   "\"Addr\", or a file imported before commprof kept it: import the trace again)\n",
+                   o.path.c_str(), d.rank, label.c_str(), static_cast<unsigned long long>(d.unaddressed_allocs));
+    }
   }
   MemoryExportOptions eopts;
   eopts.file = o.path;

@@ -84,6 +84,7 @@ DeviceTimeline Sweep(uint32_t rank, uint16_t device, const std::vector<Record>& 
     bool unmatched = false;
     const int64_t delta = Apply(recs, i, live, unmatched);
     recs[i].alloc ? ++d.allocs : ++d.frees;
+    d.unaddressed_allocs += recs[i].alloc && recs[i].address == 0 ? 1 : 0;
     d.unmatched_frees += unmatched ? 1 : 0;
     now[category_of(recs[i].memory_kind)] += delta;
     total += delta;

@@ -59,6 +59,9 @@ struct DeviceTimeline {
   uint64_t live_count = 0;           // all allocations live at the peak
   int64_t more_bytes = 0;            // bytes of those not listed in `live`
   uint64_t allocs = 0, frees = 0, unmatched_frees = 0;
+  // Allocations at address 0: blocks that cannot be told apart (a torch trace without "Addr", or
+  // a file imported before the importer kept it); more than one makes the series wrong.
+  uint64_t unaddressed_allocs = 0;
   int64_t final_bytes = 0;
   // Imported torch events: memory the allocator held before the first record (its "Total
   // Allocated" minus the first record's change); none for CUPTI records.

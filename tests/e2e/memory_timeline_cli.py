@@ -89,6 +89,19 @@ def case_cli(ctx):
     with open(ctx.path("bare.html"), encoding="utf-8") as f:
         expect("1 rank(s) without any: 2</p>" in f.read(), "the page does not name rank 2 as without records")
 
+    # A torch trace whose [memory] events have no Addr: every block is at address 0, each
+    # allocation replacing the one before; the export says the chart is wrong (and still writes it).
+    trace = {"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
+         "args": {"Device Type": 1, "Device Id": 0, "Bytes": b}} for ts, b in ((10, 100), (20, 200), (30, -100))]}
+    with open(ctx.path("noaddr.json"), "w") as f:
+        json.dump(trace, f)
+    run([ctx.commprof, "import", "kineto", ctx.path("noaddr.json"), "-o", ctx.path("noaddr.h5")], check_rc=0)
+    p = run([ctx.commprof, "export", ctx.path("noaddr.h5"), "--format", "memory-json", "-o", "-"], check_rc=0)
+    expect("rank 0 cuda:0: 2 allocation records carry no address" in p.stderr, f"no-Addr warning: {p.stderr}")
+    p = run([ctx.commprof, "export", h5, "--format", "memory-json", "-o", "-"], check_rc=0)
+    expect("no address" not in p.stderr, f"a warning on records with addresses: {p.stderr}")
+
     # The page: default name, the same truth in its peak table.
     p = run([ctx.commprof, "export", h5, "--format", "memory-html"], check_rc=0)
     page = ctx.path("mem.memory.html")
