@@ -137,6 +137,12 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
   }
   MemoryExportOptions eopts;
   eopts.file = o.path;
+  for (const RankFault& f : info.faults) {
+    if (f.rank) {  // a selected rank that cannot be read stops the export before this
+      eopts.unreadable_ranks.push_back(*f.rank);
+    }
+  }
+  std::sort(eopts.unreadable_ranks.begin(), eopts.unreadable_ranks.end());
   if (reader.window()) {
     eopts.window = *reader.window();
   }

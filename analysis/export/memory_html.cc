@@ -94,17 +94,21 @@ void WriteMemoryTimelineHtml(const MemoryTimeline& t, const MemoryExportOptions&
   if (o.window) {
     page += " \xc2\xb7 window " + std::to_string(*o.window);
   }
-  if (!t.ranks_without_records.empty()) {
-    // Named (the first 32), so a rank whose records went missing can be found.
-    const std::vector<uint32_t>& without = t.ranks_without_records;
-    page += " \xc2\xb7 " + std::to_string(without.size()) + " rank(s) without any: ";
-    for (size_t i = 0; i < without.size() && i < kRanksNamed; ++i) {
-      page += (i ? ", " : "") + std::to_string(without[i]);
+  // Ranks without a chart are named (the first 32), so a rank whose records went missing can be found.
+  auto name_ranks = [&](const std::vector<uint32_t>& list, const char* what) {
+    if (list.empty()) {
+      return;
     }
-    if (without.size() > kRanksNamed) {
+    page += " \xc2\xb7 " + std::to_string(list.size()) + what;
+    for (size_t i = 0; i < list.size() && i < kRanksNamed; ++i) {
+      page += (i ? ", " : "") + std::to_string(list[i]);
+    }
+    if (list.size() > kRanksNamed) {
       page += ", \xe2\x80\xa6";
     }
-  }
+  };
+  name_ranks(t.ranks_without_records, " rank(s) without any: ");
+  name_ranks(o.unreadable_ranks, " rank(s) that could not be read: ");
   page +=
       "</p>\n<p class=\"note\">One chart per rank and device: the bytes in use after each allocation or free "
       "record, stacked by memory kind, all on one time axis (the aligned clock, in ms from the first record). "

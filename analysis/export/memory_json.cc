@@ -66,6 +66,8 @@ void WriteMemoryTimelineJson(const MemoryTimeline& t, const MemoryExportOptions&
       << ",\"start_ns\":" << t.start_ns << ",\"end_ns\":" << t.end_ns << ",\"max_points\":" << o.max_points
       << ",\"ranks_without_records\":";
   Array(out, t.ranks_without_records, [&](uint32_t r) { out << r; });
+  out << ",\"unreadable_ranks\":";
+  Array(out, o.unreadable_ranks, [&](uint32_t r) { out << r; });
   out << ",\"devices\":[";
   for (size_t i = 0; i < t.devices.size(); ++i) {
     out << (i ? ",\n" : "\n");

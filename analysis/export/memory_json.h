@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analysis/metrics/memory_timeline.h"
 #include "core/status.h"
@@ -21,6 +22,8 @@ struct MemoryExportOptions {
   std::string file;                // the input file, as named on the command line
   std::optional<uint64_t> window;  // --window K
   size_t max_points = 0;           // per chart, DownsampleIndices; 0: every record
+  // Ranks that could not be read (the reader's faults): said in the document, not left to guess.
+  std::vector<uint32_t> unreadable_ranks;
 };
 
 // The JSON document; `out` is the caller's (checked for write errors by the caller).

@@ -10,7 +10,10 @@ independent computation from the raw JSON.
 import gzip
 import json
 import os
+import shutil
 import sys
+
+import h5py
 
 from e2e_support import case_arguments, expect, run
 
@@ -101,6 +104,23 @@ def case_cli(ctx):
     expect("rank 0 cuda:0: 2 allocation records carry no address" in p.stderr, f"no-Addr warning: {p.stderr}")
     p = run([ctx.commprof, "export", h5, "--format", "memory-json", "-o", "-"], check_rc=0)
     expect("no address" not in p.stderr, f"a warning on records with addresses: {p.stderr}")
+
+    # A rank whose events table is damaged: named on stderr, exit 1, the others exported, and the
+    # document and page say which rank is not shown.
+    dmg = ctx.path("damaged.h5")
+    shutil.copy(h5, dmg)
+    with h5py.File(dmg, "a") as f:
+        del f["ranks/2/events"]
+        f["ranks/2/events"] = [1, 2, 3]
+    p = run([ctx.commprof, "export", dmg, "--format", "memory-json", "-o", "-"])
+    expect(p.returncode == 1 and "/ranks/2/events" in p.stderr, f"damaged rank 2: exit {p.returncode}: {p.stderr}")
+    doc = json.loads(p.stdout)
+    expect([d["rank"] for d in doc["devices"]] == [0, 1, 3] and doc["unreadable_ranks"] == [2]
+           and doc["ranks_without_records"] == [], f"damaged rank 2: {doc['unreadable_ranks']}")
+    p = run([ctx.commprof, "export", dmg, "--format", "memory-html", "-o", ctx.path("damaged.html")])
+    with open(ctx.path("damaged.html"), encoding="utf-8") as f:
+        expect(p.returncode == 1 and "1 rank(s) that could not be read: 2</p>" in f.read(),
+               "the page does not name the unreadable rank 2")
 
     # The page: default name, the same truth in its peak table.
     p = run([ctx.commprof, "export", h5, "--format", "memory-html"], check_rc=0)
