@@ -9,7 +9,8 @@
   var COLORS = {device: '#4e79a7', pinned: '#f28e2b', managed: '#59a14f', pageable: '#e15759', array: '#76b7b2',
     device_static: '#edc948', managed_static: '#b07aa1', unknown: '#9c755f'};
   var data = JSON.parse(document.getElementById('memory-data').textContent);
-  var t0 = data.start_ns, span = Math.max(1, data.end_ns - data.start_ns);
+  // Records all at one instant: a 1 ms axis (a 1 ns one would print seven decimals of nothing).
+  var t0 = data.start_ns, span = data.end_ns > data.start_ns ? data.end_ns - data.start_ns : 1e6;
 
   function x(t) { return (t - t0) / span * W; }
   function svg(name, attrs, parent) {
