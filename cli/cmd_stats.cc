@@ -130,6 +130,10 @@ int RunStats(const Options& o) {
     std::fprintf(stderr, "commprof stats: %s\n", f.message.c_str());
     ctx.faults.push_back(f.message);
   }
+  for (const std::string& f : stats->faults) {
+    std::fprintf(stderr, "commprof stats: %s\n", f.c_str());
+    ctx.faults.push_back(f);
+  }
   if (stats->rows.empty()) {
     std::fprintf(stderr, "commprof stats: %s: no operations%s%s on the ranks read (%zu)%s\n", o.path.c_str(),
                  o.kinds.empty() ? "" : " of kinds ", Join(o.kinds).c_str(), stats->ranks.size(),
@@ -155,7 +159,7 @@ int RunStats(const Options& o) {
   }
   // Exit 1 when part of the file could not be read, although the stats of the rest were written.
   const int done = ctx.faults.empty() ? 0 : 1;
-  if (o.output.empty()) {
+  if (o.output.empty() || o.output == "-") {  // `-o -`: standard output, as `commprof export` takes it
     std::cout << os.str();
     return done;
   }
@@ -199,7 +203,7 @@ Runner AddStatsCommand(CLI::App& app) {
   sub->add_option("--format", o->format,
                   "text (a table of 100 columns), csv (raw ns, header row) or json (docs/stats-json.md)")
       ->capture_default_str();
-  sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
+  sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
   return [o] { return RunStats(*o); };
 }

@@ -79,7 +79,14 @@ std::string Gbps(const std::optional<double>& g) {
   if (*g < 0.00995) {
     return "<0.01";  // csv and json hold the figure
   }
-  return *g < 999.5 ? Scaled(*g, "") : *g < 999'999.5 ? Printf("%.0f", *g) : Printf("%.1e", *g);
+  // At most the column's 6 characters: "%.1e" would be 7 ("1.2e+06") and lose its last digit.
+  return *g < 999.5 ? Scaled(*g, "") : *g < 999'999.5 ? Printf("%.0f", *g) : Printf("%.0e", *g);
+}
+
+// At most the column's 5 characters: with 100 ranks or more an operation of one rank has an
+// imbalance of 100 or more, which "%.2f" would print as "128.00" and the column cut to "128.0".
+std::string Imbalance(double v) {
+  return v < 9.995 ? Printf("%.2f", v) : v < 99.95 ? Printf("%.1f", v) : Printf("%.0f", v);
 }
 
 // One sortable figure of a row; names sort apart.
@@ -228,7 +235,7 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   cols.push_back({"gbps", 6, false, [](const OpStatsRow& r) { return Gbps(r.bandwidth_gbps); }});
   if (!ctx.options.by_rank) {
     cols.push_back(
-        {"imbal", 5, false, [](const OpStatsRow& r) { return r.imbalance ? Printf("%.2f", *r.imbalance) : "-"; }});
+        {"imbal", 5, false, [](const OpStatsRow& r) { return r.imbalance ? Imbalance(*r.imbalance) : "-"; }});
     cols.push_back(
         {"maxrk", 5, false, [](const OpStatsRow& r) { return r.max_rank ? std::to_string(*r.max_rank) : "-"; }});
   }

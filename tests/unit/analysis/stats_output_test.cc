@@ -72,5 +72,42 @@ TEST(StatsOutput, CsvQuotesNamesWithCommasAndQuotes) {
   EXPECT_EQ(line.rfind("mpi,\"f<int, 2>(\"\"x\"\")\",,,,,,1,7,7,", 0), 0u) << line;
 }
 
+// A job of 128 ranks where one rank alone runs an operation has imbalance 128 (metrics.md §12.2),
+// and a copy of 4 MiB timed at 1 ns (an imported trace's rounding) has 4.2e6 GB/s: each cell must
+// fit its column whole, not lose its last digits to the column's width ("128.0", "4.2e+0").
+TEST(StatsOutput, LargeImbalanceAndBandwidthFitTheirColumnsWhole) {
+  OpStatsRow lone = Row("MPI_Comm_split", 5000, 1, 128.0);
+  lone.max_rank = 77;
+  OpStatsRow spread = Row("MPI_Bcast", 4000, 8, 42.31);
+  spread.max_rank = 3;
+  OpStatsRow copy = Row("HtoD", 1, 1, 1.0);
+  copy.category = "memcpy";
+  copy.bytes = 4 << 20;
+  copy.bandwidth_gbps = 4194304.0;
+  OpStats stats;
+  stats.ranks = {0, 1};
+  StatsContext ctx;
+  ctx.path = "big.h5";
+  ctx.rows_total = 3;
+  std::ostringstream os;
+  WriteStatsText(stats, {lone, spread, copy}, ctx, os);
+  std::istringstream lines(os.str());
+  std::vector<std::vector<std::string>> cells;
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), kStatsTextWidth) << line;
+    std::istringstream words(line);
+    cells.emplace_back();
+    for (std::string w; words >> w;) {
+      cells.back().push_back(w);
+    }
+  }
+  ASSERT_EQ(cells.size(), 5u) << os.str();  // the file line, the header, three rows
+  // The last two cells of a row: imbal, maxrk; gbps before them.
+  EXPECT_EQ(cells[2][cells[2].size() - 2], "128") << os.str();
+  EXPECT_EQ(cells[2].back(), "77");
+  EXPECT_EQ(cells[3][cells[3].size() - 2], "42.3") << os.str();  // 3 digits
+  EXPECT_EQ(cells[4][cells[4].size() - 3], "4e+06") << os.str();
+}
+
 }  // namespace
 }  // namespace commprof

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -317,6 +318,38 @@ TEST_F(StatsCli, ARankWithABadRowIsNamedAndTheOthersAreCountedWithExit1) {
   const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
   ASSERT_NE(ar, nullptr);
   EXPECT_EQ((*ar)["total_ns"], 1500 + 1500 + 6000);
+}
+
+// `-o -` is standard output, as for `commprof export` (docs/cli.md), not a file named "-".
+TEST_F(StatsCli, OutputDashIsStandardOutput) {
+  Ran r = Commprof(dir_, "stats " + file_ + " --format json -o -");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], "commprof-stats");
+  EXPECT_FALSE(std::ifstream(dir_ / "-").good());
+}
+
+// A rank whose string table is gone (a damaged file) still has its events, but their names are
+// lost: they cannot join the other ranks' rows of the same call. Said on stderr and in "faults",
+// exit 1, as for any part of the file that could not be read; the other ranks' figures are intact.
+TEST_F(StatsCli, ARankWithoutItsStringTableIsNamedWithExit1) {
+  auto ranks = op_stats_golden::GoldenRanks();
+  ranks[3].strings.clear();
+  ASSERT_NE(test_support::WriteProfile(dir_ / "nostrings.h5", ranks), nullptr);
+  const size_t named = static_cast<size_t>(std::count_if(ranks[3].events.begin(), ranks[3].events.end(),
+                                                         [](const commprof_event& e) { return e.name_id != 0; }));
+  ASSERT_GT(named, 0u);
+  Ran r = Commprof(dir_, "stats " + (dir_ / "nostrings.h5") + " --format json --kinds mpi");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find((dir_ / "nostrings.h5") + ": rank 3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/ranks/3/strings (0 strings) does not hold"), std::string::npos) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["faults"].size(), 1u) << doc["faults"];
+  const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ((*ar)["calls"], 15);  // ranks 0-2 only: rank 3's are under their operation's name
+  r = Commprof(dir_, "stats " + (dir_ / "nostrings.h5") + " --kinds mpi --ranks 0-2");
+  EXPECT_EQ(r.rc, 0) << r.err;  // the damaged rank not read: nothing to say
 }
 
 }  // namespace
