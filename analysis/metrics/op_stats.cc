@@ -342,6 +342,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       continue;
     }
     out.ranks.push_back(r.rank);
+    out.missing_events += r.missing_events();
   }
 
   std::vector<Accumulator> rows;

@@ -295,6 +295,10 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
     os << "p50/p99 of rows of more than " << ctx.options.exact_samples << " calls are within "
        << static_cast<int>(DurationSketch::kRelativeError * 100) << " % (docs/metrics.md §12.3)\n";
   }
+  if (stats.missing_events > 0) {
+    os << stats.missing_events << " events the ranks recorded are not in the file (dropped or lost): the figures "
+       << "are short of them\n";
+  }
   if (stats.incomplete_skipped > 0) {
     os << stats.incomplete_skipped << " incomplete operations (never completed) are not counted\n";
   }
@@ -358,6 +362,7 @@ nlohmann::ordered_json StatsToJson(const OpStats& stats, const std::vector<OpSta
   doc["events_read"] = stats.events_read;
   doc["events_counted"] = stats.events_counted;
   doc["incomplete_skipped"] = stats.incomplete_skipped;
+  doc["missing_events"] = stats.missing_events;
   doc["rows_total"] = ctx.rows_total;
   doc["rows_left_out"] = ctx.rows_total - shown.size();
   J rows = J::array();

@@ -352,5 +352,25 @@ TEST_F(StatsCli, ARankWithoutItsStringTableIsNamedWithExit1) {
   EXPECT_EQ(r.rc, 0) << r.err;  // the damaged rank not read: nothing to say
 }
 
+// A lossy file (the collector dropped events: `commprof info` counts them missing) still has
+// stats, but the user is told they are short: a footnote under the table and "missing_events" in
+// the JSON, the sum over the ranks read. Exit 0: the file itself is whole.
+TEST_F(StatsCli, EventsTheFileLacksAreCountedUnderTheTable) {
+  test_support::ProfileOptions options;
+  options.counters = {{"dropped_events", 7}};  // every rank's bye
+  ASSERT_NE(test_support::WriteProfile(dir_ / "lossy.h5", op_stats_golden::GoldenRanks(), options), nullptr);
+  Ran r = Commprof(dir_, "stats " + (dir_ / "lossy.h5") + " --format json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["missing_events"], 4 * 7);
+  r = Commprof(dir_, "stats " + (dir_ / "lossy.h5") + " --ranks 1,3");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n14 events the ranks recorded are not in the file (dropped or lost)"), std::string::npos)
+      << r.out;
+  r = Commprof(dir_, "stats " + file_ + " --format json");  // nothing lost: 0, and no footnote
+  EXPECT_EQ(nlohmann::json::parse(r.out)["missing_events"], 0);
+  r = Commprof(dir_, "stats " + file_);
+  EXPECT_EQ(r.out.find("not in the file"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace commprof
