@@ -89,6 +89,25 @@ std::string Imbalance(double v) {
   return v < 9.995 ? Printf("%.2f", v) : v < 99.95 ? Printf("%.1f", v) : Printf("%.0f", v);
 }
 
+// Names are UTF-8 (NVTX messages, Python frames): the table counts and cuts them by code point, so
+// a cut never splits a character and a name of multi-byte characters is padded to its column.
+size_t CodePoints(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The byte offset of code point `n` of `s` (s.size() past its last).
+size_t ByteOffset(const std::string& s, size_t n) {
+  size_t i = 0;
+  for (; i < s.size() && n > 0; --n) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) {
+      ++i;
+    }
+  }
+  return i;
+}
+
 // One sortable figure of a row; names sort apart.
 using NumberOf = std::function<double(const OpStatsRow&)>;
 const std::map<std::string, NumberOf>& NumericKeys() {
@@ -195,15 +214,16 @@ std::string FormatStatsTime(double ns) {
 }
 
 std::string ElideMiddle(const std::string& s, size_t width) {
-  if (s.size() <= width) {
+  const size_t length = CodePoints(s);
+  if (length <= width) {
     return s;
   }
   if (width <= 3) {
-    return s.substr(0, width);
+    return s.substr(0, ByteOffset(s, width));
   }
   const size_t keep = width - 3;
   const size_t head = (keep + 1) / 2;
-  return s.substr(0, head) + "..." + s.substr(s.size() - (keep - head));
+  return s.substr(0, ByteOffset(s, head)) + "..." + s.substr(ByteOffset(s, length - (keep - head)));
 }
 
 void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, const StatsContext& ctx,
@@ -268,8 +288,8 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   os << ElideMiddle(ctx.path, kStatsTextWidth - what.size() - 2) << ": " << what << "\n";
 
   auto pad = [](const std::string& s, size_t w, bool left) {
-    const std::string cut = s.size() > w ? s.substr(0, w) : s;
-    const std::string fill(w - cut.size(), ' ');
+    const std::string cut = CodePoints(s) > w ? s.substr(0, ByteOffset(s, w)) : s;
+    const std::string fill(w - CodePoints(cut), ' ');
     return left ? cut + fill : fill + cut;
   };
   std::string line = pad("name", name_width, true);

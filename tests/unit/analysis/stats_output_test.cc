@@ -44,6 +44,35 @@ TEST(StatsOutput, LongNamesAreCutInTheMiddleKeepingBothEnds) {
   EXPECT_EQ(cut, "void kern... const&)");  // 9 + 3 + 8
 }
 
+// NVTX messages and Python frames may be UTF-8: a cut counts characters, never splits one (a
+// split leaves invalid UTF-8 a terminal shows as garbage), and a short one is padded to its column.
+TEST(StatsOutput, UnicodeNamesAreCutAndPaddedByCharacter) {
+  const std::string name = "前向传播 – слой 12 – 後方伝播 ☃☃☃";  // 25 characters
+  const std::string cut = ElideMiddle(name, 20);
+  EXPECT_EQ(cut, "前向传播 – сл...後方伝播 ☃☃☃");  // 9 + 3 + 8 characters
+  EXPECT_EQ(ElideMiddle("αβγ", 2), "αβ");
+  OpStatsRow greek = Row("αβγδ", 10, 1, 1.0);
+  OpStatsRow latin = Row("abcd", 5, 1, 1.0);
+  OpStats stats;
+  StatsContext ctx;
+  ctx.path = "u.h5";
+  ctx.rows_total = 2;
+  std::ostringstream os;
+  WriteStatsText(stats, {greek, latin}, ctx, os);
+  std::istringstream lines(os.str());
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 4u) << os.str();
+  // The kind column starts at the same character on both rows.
+  const std::string g = rows[2], l = rows[3];
+  const size_t g_kind = g.find(" mpi "), l_kind = l.find(" mpi ");
+  ASSERT_NE(g_kind, std::string::npos);
+  ASSERT_NE(l_kind, std::string::npos);
+  EXPECT_EQ(g_kind - (std::string("αβγδ").size() - 4), l_kind) << os.str();  // 2-byte letters
+}
+
 TEST(StatsOutput, SortKeysOrderFiguresLargestFirstAndNamesAlphabetically) {
   std::vector<OpStatsRow> rows = {Row("b", 10, 5, 1.5), Row("a", 30, 1, 1.0), Row("c", 20, 9, 3.0)};
   auto names = [&] {
