@@ -318,6 +318,16 @@ TEST_F(StatsCli, ARankWithABadRowIsNamedAndTheOthersAreCountedWithExit1) {
   const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
   ASSERT_NE(ar, nullptr);
   EXPECT_EQ((*ar)["total_ns"], 1500 + 1500 + 6000);
+  // --ranks without the bad rank: what was asked is whole, so no fault and exit 0.
+  r = Commprof(dir_, "stats " + (dir_ / "bad.h5") + " --format json --ranks 0-2");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["faults"].size(), 0u);
+  // --ranks with it: named, exit 1.
+  r = Commprof(dir_, "stats " + (dir_ / "bad.h5") + " --format json --ranks 2,3");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("/ranks/3/events row 5"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ranks_read"], nlohmann::json({2}));
 }
 
 // `-o -` is standard output, as for `commprof export` (docs/cli.md), not a file named "-".
