@@ -193,8 +193,8 @@ Runner AddStatsCommand(CLI::App& app) {
       ->delimiter(',')
       ->type_name("name|comm|size|rank");
   sub->add_option("--sort", o->sort,
-                  "order rows by this column, largest first (names A-Z): name kind calls total self mean p50 "
-                  "p99 max min bytes gbps imbal maxrk comm size rank")
+                  "order rows by this column, largest first (names A-Z; comm, size, rank, maxrk ascending): name "
+                  "kind calls total self mean p50 p99 max min bytes gbps imbal maxrk comm size rank")
       ->capture_default_str()
       ->type_name("COLUMN");
   sub->add_option("--top", o->top, "show the first N rows; 0: every row (default: 20 for text, every row for csv/json)")

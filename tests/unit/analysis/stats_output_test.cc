@@ -44,6 +44,21 @@ TEST(StatsOutput, LongNamesAreCutInTheMiddleKeepingBothEnds) {
   EXPECT_EQ(cut, "void kern... const&)");  // 9 + 3 + 8
 }
 
+// docs/cli.md: comm, size, rank and maxrk sort ascending, a row without one first.
+TEST(StatsOutput, RankLikeKeysSortAscendingWithAbsentFirst) {
+  std::vector<OpStatsRow> rows = {Row("a", 10, 1, 1.0), Row("b", 20, 1, 1.0), Row("c", 30, 1, 1.0)};
+  rows[0].max_rank = 5;
+  rows[1].max_rank = 1;
+  rows[0].rank = 2;
+  rows[1].rank = 0;
+  rows[2].rank = 1;
+  auto names = [&] { return rows[0].name + rows[1].name + rows[2].name; };
+  ASSERT_TRUE(SortStatsRows(rows, "maxrk"));
+  EXPECT_EQ(names(), "cba");
+  ASSERT_TRUE(SortStatsRows(rows, "rank"));
+  EXPECT_EQ(names(), "bca");
+}
+
 // NVTX messages and Python frames may be UTF-8: a cut counts characters, never splits one (a
 // split leaves invalid UTF-8 a terminal shows as garbage), and a short one is padded to its column.
 TEST(StatsOutput, UnicodeNamesAreCutAndPaddedByCharacter) {
