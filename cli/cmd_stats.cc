@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
@@ -81,6 +83,12 @@ bool CheckUsage(const Options& o, StatsOptions& so) {
     }
   }
   so.kinds = o.kinds;
+  // `-o job.h5` after `stats job.h5` would truncate the profile it has just read.
+  std::error_code ec;
+  if (!o.output.empty() && o.output != "-" && std::filesystem::equivalent(o.path, o.output, ec)) {
+    std::fprintf(stderr, "commprof stats: -o %s is the input file; it would be overwritten\n", o.output.c_str());
+    return false;
+  }
   if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
     std::fprintf(stderr, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return false;

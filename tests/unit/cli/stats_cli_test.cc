@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/load/profile_reader.h"
 #include "analysis/op_stats_golden.h"
 #include "support/test_support.h"
 
@@ -264,6 +265,7 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
       {"--ranks 7", "has no events of rank 7"},
       {"--top -4", "--top must be a number of rows >= 0"},
       {"--top many", "--top"},
+      {"-o " + file_, "-o " + file_ + " is the input file"},  // it would be truncated
       {"--frobnicate", "frobnicate"},
   };
   for (const Case& c : cases) {
@@ -272,6 +274,7 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args;
   }
+  EXPECT_TRUE(ProfileReader::Open(file_).ok());  // not overwritten by -o
 }
 
 TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
