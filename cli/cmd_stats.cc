@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
@@ -81,6 +83,12 @@ bool CheckUsage(const Options& o, StatsOptions& so) {
     }
   }
   so.kinds = o.kinds;
+  // `-o job.h5` after `stats job.h5` would truncate the profile it has just read.
+  std::error_code ec;
+  if (!o.output.empty() && o.output != "-" && std::filesystem::equivalent(o.path, o.output, ec)) {
+    std::fprintf(stderr, "commprof stats: -o %s is the input file; it would be overwritten\n", o.output.c_str());
+    return false;
+  }
   if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
     std::fprintf(stderr, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return false;
@@ -127,8 +135,17 @@ int RunStats(const Options& o) {
   ctx.options = so;
   ctx.sort = o.sort;
   for (const RankFault& f : reader.value()->info().faults) {
+    // A damaged rank that --ranks leaves out is not part of what was asked: no fault, no exit 1
+    // (a user may select the other ranks just to work around it).
+    if (f.rank && !so.ranks.empty() && std::find(so.ranks.begin(), so.ranks.end(), *f.rank) == so.ranks.end()) {
+      continue;
+    }
     std::fprintf(stderr, "commprof stats: %s\n", f.message.c_str());
     ctx.faults.push_back(f.message);
+  }
+  for (const std::string& f : stats->faults) {
+    std::fprintf(stderr, "commprof stats: %s\n", f.c_str());
+    ctx.faults.push_back(f);
   }
   if (stats->rows.empty()) {
     std::fprintf(stderr, "commprof stats: %s: no operations%s%s on the ranks read (%zu)%s\n", o.path.c_str(),
@@ -155,7 +172,7 @@ int RunStats(const Options& o) {
   }
   // Exit 1 when part of the file could not be read, although the stats of the rest were written.
   const int done = ctx.faults.empty() ? 0 : 1;
-  if (o.output.empty()) {
+  if (o.output.empty() || o.output == "-") {  // `-o -`: standard output, as `commprof export` takes it
     std::cout << os.str();
     return done;
   }
@@ -184,8 +201,8 @@ Runner AddStatsCommand(CLI::App& app) {
       ->delimiter(',')
       ->type_name("name|comm|size|rank");
   sub->add_option("--sort", o->sort,
-                  "order rows by this column, largest first (names A-Z): name kind calls total self mean p50 "
-                  "p99 max min bytes gbps imbal maxrk comm size rank")
+                  "order rows by this column, largest first (names A-Z; comm, size, rank, maxrk ascending): name "
+                  "kind calls total self mean p50 p99 max min bytes gbps imbal maxrk comm size rank")
       ->capture_default_str()
       ->type_name("COLUMN");
   sub->add_option("--top", o->top, "show the first N rows; 0: every row (default: 20 for text, every row for csv/json)")
@@ -199,7 +216,7 @@ Runner AddStatsCommand(CLI::App& app) {
   sub->add_option("--format", o->format,
                   "text (a table of 100 columns), csv (raw ns, header row) or json (docs/stats-json.md)")
       ->capture_default_str();
-  sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
+  sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
   return [o] { return RunStats(*o); };
 }

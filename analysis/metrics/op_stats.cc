@@ -342,6 +342,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       continue;
     }
     out.ranks.push_back(r.rank);
+    out.missing_events += r.missing_events();
   }
 
   std::vector<Accumulator> rows;
@@ -354,6 +355,9 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
     if (!strings.ok()) {
       return strings.status();
     }
+    // Events naming a string the rank's table lacks (a damaged or missing /ranks/R/strings): their
+    // names are lost, so the rows they go to are not what the program called; said, not hidden.
+    uint64_t unnamed = 0;
     std::unordered_map<LocalKey, uint32_t, LocalKeyHash> local;
     // The row of an event the stats count (creating it on first sight), or none.
     auto row_index = [&](const commprof_event& e, Category c) {
@@ -427,6 +431,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
           continue;
         }
         const uint32_t index = row_index(e, c);
+        unnamed += e.name_id != 0 && e.name_id >= strings->size() ? 1 : 0;
         Accumulator& a = rows[index];
         const uint64_t bytes = BytesOf(e);
         const auto ns = static_cast<int64_t>(e.end_ns - e.start_ns);  // screened: end >= start
@@ -471,6 +476,12 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         }
       }
     }));
+    if (unnamed > 0) {
+      out.faults.push_back(reader.info().path + ": rank " + std::to_string(rank) + ": " + std::to_string(unnamed) +
+                           " events name strings that /ranks/" + std::to_string(rank) + "/strings (" +
+                           std::to_string(strings->size()) +
+                           " strings) does not hold; they are counted under their operation's name");
+    }
     for (const auto& [row, self] : streamed_self) {
       rows[row].self_ns += self;
       rows[row].per_rank.back().self_ns += self;  // the rank being read is its last share

@@ -96,6 +96,12 @@ struct OpStats {
   uint64_t events_read = 0;                    // every event of those ranks (after --window)
   uint64_t events_counted = 0;                 // those that went into a row
   uint64_t incomplete_skipped = 0;             // INCOMPLETE events: no true end, not counted
+  // Events the ranks read recorded that the file does not hold (dropped in the collector, lost
+  // on the way: RankInfo::missing_events): the figures are short of them.
+  uint64_t missing_events = 0;
+  // Parts of the ranks read that are damaged although readable, one line each naming the file:
+  // events whose name is not in their rank's string table (counted under their operation's name).
+  std::vector<std::string> faults;
 };
 
 // Whether bandwidth is meaningful for an event's kind: MPI collectives and point-to-point, NCCL

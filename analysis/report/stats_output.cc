@@ -79,7 +79,33 @@ std::string Gbps(const std::optional<double>& g) {
   if (*g < 0.00995) {
     return "<0.01";  // csv and json hold the figure
   }
-  return *g < 999.5 ? Scaled(*g, "") : *g < 999'999.5 ? Printf("%.0f", *g) : Printf("%.1e", *g);
+  // At most the column's 6 characters: "%.1e" would be 7 ("1.2e+06") and lose its last digit.
+  return *g < 999.5 ? Scaled(*g, "") : *g < 999'999.5 ? Printf("%.0f", *g) : Printf("%.0e", *g);
+}
+
+// At most the column's 5 characters: with 100 ranks or more an operation of one rank has an
+// imbalance of 100 or more, which "%.2f" would print as "128.00" and the column cut to "128.0".
+std::string Imbalance(double v) {
+  return v < 9.995 ? Printf("%.2f", v) : v < 99.95 ? Printf("%.1f", v) : Printf("%.0f", v);
+}
+
+// Names are UTF-8 (NVTX messages, Python frames): the table counts and cuts them by code point, so
+// a cut never splits a character and a name of multi-byte characters is padded to its column.
+size_t CodePoints(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The byte offset of code point `n` of `s` (s.size() past its last).
+size_t ByteOffset(const std::string& s, size_t n) {
+  size_t i = 0;
+  for (; i < s.size() && n > 0; --n) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) {
+      ++i;
+    }
+  }
+  return i;
 }
 
 // One sortable figure of a row; names sort apart.
@@ -188,15 +214,16 @@ std::string FormatStatsTime(double ns) {
 }
 
 std::string ElideMiddle(const std::string& s, size_t width) {
-  if (s.size() <= width) {
+  const size_t length = CodePoints(s);
+  if (length <= width) {
     return s;
   }
   if (width <= 3) {
-    return s.substr(0, width);
+    return s.substr(0, ByteOffset(s, width));
   }
   const size_t keep = width - 3;
   const size_t head = (keep + 1) / 2;
-  return s.substr(0, head) + "..." + s.substr(s.size() - (keep - head));
+  return s.substr(0, ByteOffset(s, head)) + "..." + s.substr(ByteOffset(s, length - (keep - head)));
 }
 
 void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, const StatsContext& ctx,
@@ -228,7 +255,7 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   cols.push_back({"gbps", 6, false, [](const OpStatsRow& r) { return Gbps(r.bandwidth_gbps); }});
   if (!ctx.options.by_rank) {
     cols.push_back(
-        {"imbal", 5, false, [](const OpStatsRow& r) { return r.imbalance ? Printf("%.2f", *r.imbalance) : "-"; }});
+        {"imbal", 5, false, [](const OpStatsRow& r) { return r.imbalance ? Imbalance(*r.imbalance) : "-"; }});
     cols.push_back(
         {"maxrk", 5, false, [](const OpStatsRow& r) { return r.max_rank ? std::to_string(*r.max_rank) : "-"; }});
   }
@@ -261,8 +288,8 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   os << ElideMiddle(ctx.path, kStatsTextWidth - what.size() - 2) << ": " << what << "\n";
 
   auto pad = [](const std::string& s, size_t w, bool left) {
-    const std::string cut = s.size() > w ? s.substr(0, w) : s;
-    const std::string fill(w - cut.size(), ' ');
+    const std::string cut = CodePoints(s) > w ? s.substr(0, ByteOffset(s, w)) : s;
+    const std::string fill(w - CodePoints(cut), ' ');
     return left ? cut + fill : fill + cut;
   };
   std::string line = pad("name", name_width, true);
@@ -287,6 +314,10 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   if (approximate) {
     os << "p50/p99 of rows of more than " << ctx.options.exact_samples << " calls are within "
        << static_cast<int>(DurationSketch::kRelativeError * 100) << " % (docs/metrics.md §12.3)\n";
+  }
+  if (stats.missing_events > 0) {
+    os << stats.missing_events << " events the ranks recorded are not in the file (dropped or lost): the figures "
+       << "are short of them\n";
   }
   if (stats.incomplete_skipped > 0) {
     os << stats.incomplete_skipped << " incomplete operations (never completed) are not counted\n";
@@ -351,6 +382,7 @@ nlohmann::ordered_json StatsToJson(const OpStats& stats, const std::vector<OpSta
   doc["events_read"] = stats.events_read;
   doc["events_counted"] = stats.events_counted;
   doc["incomplete_skipped"] = stats.incomplete_skipped;
+  doc["missing_events"] = stats.missing_events;
   doc["rows_total"] = ctx.rows_total;
   doc["rows_left_out"] = ctx.rows_total - shown.size();
   J rows = J::array();

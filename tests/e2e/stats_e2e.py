@@ -13,6 +13,13 @@ kineto: a shipped torch.profiler trace (../shared/data/kineto/hta-trace-filter-2
     cpu_op events (python json), and aten::linear's self time equals the JSON's duration less its
     direct children's (cpu_op and user_annotation, same thread), within rounding to ns. Skipped
     (exit 77, naming the path) when the data is absent.
+shapes: a real 4-rank job of stats_shapes_program, SHAPES_ITERS iterations (more calls per row
+    than the exact-percentile limit): an MPI_Allreduce and MPI_Bcast on a sub-communicator of
+    MPI_Comm_split, an MPI_Sendrecv halo, MPI_Isend/MPI_Irecv/MPI_Iallreduce completed by one
+    MPI_Waitall. Truth from the raw events read with h5py: calls (an MPI_Sendrecv once, its
+    receive half not counted), bytes, totals per rank (exact), min/max (exact), nearest-rank
+    p50/p99 within 1 % (the histogram regime), imbalance = max/mean of the per-rank totals; --by
+    comm splits MPI_Allreduce into the two halves' communicators, SHAPES_ITERS x 2 calls each.
 
     stats_e2e.py CASE --build build/release --work DIR
 """
@@ -91,6 +98,66 @@ def case_straggler(ctx):
     expect(sum(1 for line in text.splitlines() if line.startswith("MPI_Allreduce")) == 4, text)
 
 
+SHAPES_ITERS = 2000
+
+
+def raw_rows(path):
+    """name -> rank -> (durations in ns, bytes) of its events, from the file itself (receive halves
+    of MPI_Sendrecv apart, as stats counts them)."""
+    rows = {}
+    with h5py.File(path, "r") as f:
+        for r in f["ranks"]:
+            g = f["ranks"][r]
+            names = g["strings"].asstr()[...]
+            ev = g["events"][...]
+            ev = ev[(ev["flags"] & 16) == 0]  # COMMPROF_FLAG_RECV_HALF
+            for nid in np.unique(ev["name_id"]):
+                x = ev[ev["name_id"] == nid]
+                d = x["end_ns"].astype(np.int64) - x["start_ns"].astype(np.int64)
+                rows.setdefault(names[nid], {})[int(r)] = (d, int(x["bytes"].astype(np.int64).sum()))
+    return rows
+
+
+def case_shapes(ctx):
+    out = ctx.path("shapes.h5")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) +
+        [ctx.test_program("stats_shapes_program"), "--iters", str(SHAPES_ITERS)],
+        env={"OMPI_MCA_mpi_yield_when_idle": "1"}, check_rc=0, timeout=300)
+    doc = stats_json(ctx, out, "--kinds", "mpi")
+    raw = raw_rows(out)
+    for name in ("MPI_Allreduce", "MPI_Sendrecv", "MPI_Irecv", "MPI_Isend", "MPI_Iallreduce", "MPI_Waitall",
+                 "MPI_Bcast"):
+        [row] = rows_named(doc, name)
+        expect(row["calls"] == SHAPES_ITERS * 4, f"{name}: {row['calls']} calls, the program made {SHAPES_ITERS * 4}")
+        durations = np.sort(np.concatenate([d for d, _ in raw[name].values()]))
+        k = len(durations)
+        expect(row["total_ns"] == int(durations.sum()), f"{name}: total {row['total_ns']} vs {durations.sum()}")
+        expect(row["min_ns"] == durations[0] and row["max_ns"] == durations[-1], f"{name}: min/max")
+        # a Wait's `bytes` field counts its requests (file-format.md): no bytes moved
+        moved = 0 if name == "MPI_Waitall" else sum(b for _, b in raw[name].values())
+        expect(row["bytes"] == moved, f"{name}: bytes {row['bytes']}, moved {moved}")
+        expect(not row["percentiles_exact"], f"{name}: {k} calls are past the exact limit")
+        for q, key in ((0.5, "p50_ns"), (0.99, "p99_ns")):
+            exact = int(durations[int(np.ceil(q * k)) - 1])
+            expect(abs(row[key] - exact) <= 0.01 * exact + 1, f"{name}: {key} {row[key]}, exact {exact} (+-1 %)")
+        totals = {r: int(d.sum()) for r, (d, _) in raw[name].items()}
+        expect({p["rank"]: p["total_ns"] for p in row["per_rank"]} == totals, f"{name}: per rank")
+        imbalance = max(totals.values()) / (sum(totals.values()) / 4)
+        expect(abs(row["imbalance"] - imbalance) <= 1e-9 * imbalance,
+               f"{name}: imbalance {row['imbalance']} vs {imbalance}")
+    [sendrecv] = rows_named(doc, "MPI_Sendrecv")
+    expect(sendrecv["bytes"] == SHAPES_ITERS * 4 * 128 * 8, f"MPI_Sendrecv bytes {sendrecv['bytes']}: those sent")
+    by_comm = stats_json(ctx, out, "--kinds", "mpi", "--by", "comm")
+    halves = rows_named(by_comm, "MPI_Allreduce")
+    expect(len(halves) == 2 and all(h["calls"] == SHAPES_ITERS * 2 for h in halves),
+           f"--by comm: {[(h['comm'], h['calls']) for h in halves]}")
+    expect(len({h["comm"] for h in halves}) == 2, "two communicators")
+    for h in halves:
+        expect(sorted(p["rank"] for p in h["per_rank"]) in ([0, 2], [1, 3]), f"members {h['per_rank']}")
+    text = run([ctx.commprof, "stats", out, "--by", "comm,size", "--top", "0"], check_rc=0).stdout
+    expect(all(len(line) <= 100 for line in text.splitlines()), "text wider than 100 columns:\n" + text)
+
+
 def direct_children_self(events):
     """Self time per event index of nested (ts, dur) spans of one thread: dur less the direct
     children's, by the same rule as docs/metrics.md §12.2, computed here from the raw JSON."""
@@ -142,7 +209,7 @@ def case_kineto(ctx):
     expect(linear["self_ns"] < linear["total_ns"], "aten::linear has children")
 
 
-CASES = {"straggler": case_straggler, "kineto": case_kineto}
+CASES = {"straggler": case_straggler, "kineto": case_kineto, "shapes": case_shapes}
 
 
 def main():

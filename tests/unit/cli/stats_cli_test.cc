@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/load/profile_reader.h"
 #include "analysis/op_stats_golden.h"
 #include "support/test_support.h"
 
@@ -263,6 +265,7 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
       {"--ranks 7", "has no events of rank 7"},
       {"--top -4", "--top must be a number of rows >= 0"},
       {"--top many", "--top"},
+      {"-o " + file_, "-o " + file_ + " is the input file"},  // it would be truncated
       {"--frobnicate", "frobnicate"},
   };
   for (const Case& c : cases) {
@@ -271,6 +274,7 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args;
   }
+  EXPECT_TRUE(ProfileReader::Open(file_).ok());  // not overwritten by -o
 }
 
 TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
@@ -317,6 +321,68 @@ TEST_F(StatsCli, ARankWithABadRowIsNamedAndTheOthersAreCountedWithExit1) {
   const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
   ASSERT_NE(ar, nullptr);
   EXPECT_EQ((*ar)["total_ns"], 1500 + 1500 + 6000);
+  // --ranks without the bad rank: what was asked is whole, so no fault and exit 0.
+  r = Commprof(dir_, "stats " + (dir_ / "bad.h5") + " --format json --ranks 0-2");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["faults"].size(), 0u);
+  // --ranks with it: named, exit 1.
+  r = Commprof(dir_, "stats " + (dir_ / "bad.h5") + " --format json --ranks 2,3");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("/ranks/3/events row 5"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ranks_read"], nlohmann::json({2}));
+}
+
+// `-o -` is standard output, as for `commprof export` (docs/cli.md), not a file named "-".
+TEST_F(StatsCli, OutputDashIsStandardOutput) {
+  Ran r = Commprof(dir_, "stats " + file_ + " --format json -o -");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], "commprof-stats");
+  EXPECT_FALSE(std::ifstream(dir_ / "-").good());
+}
+
+// A rank whose string table is gone (a damaged file) still has its events, but their names are
+// lost: they cannot join the other ranks' rows of the same call. Said on stderr and in "faults",
+// exit 1, as for any part of the file that could not be read; the other ranks' figures are intact.
+TEST_F(StatsCli, ARankWithoutItsStringTableIsNamedWithExit1) {
+  auto ranks = op_stats_golden::GoldenRanks();
+  ranks[3].strings.clear();
+  ASSERT_NE(test_support::WriteProfile(dir_ / "nostrings.h5", ranks), nullptr);
+  const size_t named = static_cast<size_t>(std::count_if(ranks[3].events.begin(), ranks[3].events.end(),
+                                                         [](const commprof_event& e) { return e.name_id != 0; }));
+  ASSERT_GT(named, 0u);
+  Ran r = Commprof(dir_, "stats " + (dir_ / "nostrings.h5") + " --format json --kinds mpi");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find((dir_ / "nostrings.h5") + ": rank 3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/ranks/3/strings (0 strings) does not hold"), std::string::npos) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["faults"].size(), 1u) << doc["faults"];
+  const nlohmann::json* ar = Row(doc, "MPI_Allreduce");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ((*ar)["calls"], 15);  // ranks 0-2 only: rank 3's are under their operation's name
+  r = Commprof(dir_, "stats " + (dir_ / "nostrings.h5") + " --kinds mpi --ranks 0-2");
+  EXPECT_EQ(r.rc, 0) << r.err;  // the damaged rank not read: nothing to say
+}
+
+// A lossy file (the collector dropped events: `commprof info` counts them missing) still has
+// stats, but the user is told they are short: a footnote under the table and "missing_events" in
+// the JSON, the sum over the ranks read. Exit 0: the file itself is whole.
+TEST_F(StatsCli, EventsTheFileLacksAreCountedUnderTheTable) {
+  test_support::ProfileOptions options;
+  options.counters = {{"dropped_events", 7}};  // every rank's bye
+  ASSERT_NE(test_support::WriteProfile(dir_ / "lossy.h5", op_stats_golden::GoldenRanks(), options), nullptr);
+  Ran r = Commprof(dir_, "stats " + (dir_ / "lossy.h5") + " --format json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["missing_events"], 4 * 7);
+  r = Commprof(dir_, "stats " + (dir_ / "lossy.h5") + " --ranks 1,3");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n14 events the ranks recorded are not in the file (dropped or lost)"), std::string::npos)
+      << r.out;
+  r = Commprof(dir_, "stats " + file_ + " --format json");  // nothing lost: 0, and no footnote
+  EXPECT_EQ(nlohmann::json::parse(r.out)["missing_events"], 0);
+  r = Commprof(dir_, "stats " + file_);
+  EXPECT_EQ(r.out.find("not in the file"), std::string::npos) << r.out;
 }
 
 }  // namespace
