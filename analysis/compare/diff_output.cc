@@ -96,9 +96,9 @@ void WriteDiffText(const RunDiff& d, size_t top, std::ostream& os) {
      << counts[static_cast<size_t>(DiffStatus::kNoise)] << " within noise, "
      << counts[static_cast<size_t>(DiffStatus::kAdded)] << " added, "
      << counts[static_cast<size_t>(DiffStatus::kRemoved)] << " removed\n";
-  os << "noise guard: noise when the new median repetition is in the base's [p10, p90] +- "
-     << FormatDiffValue(d.noise_floor_ns, "ns") << " (floor)\n"
-     << "  repetitions: " << (d.steps_compared ? "steps (both runs have steps)" : "calls")
+  os << "noise guard: noise when the new median and middle-half mean are in the base's [p10, p90]\n"
+     << "  +- " << FormatDiffValue(d.noise_floor_ns, "ns")
+     << " (floor); repetitions: " << (d.steps_compared ? "steps (both runs have steps)" : "calls")
      << "; one step: the base's range of steps\n";
   if (d.regressions > 0) {
     os << "\nregressions:\n";
@@ -171,6 +171,9 @@ nlohmann::ordered_json DiffToJson(const RunDiff& d, const RegressionGate& gate) 
       g["base_max"] = r.base_reps.max;
       g["new_n"] = r.next_reps.n;
       g["new_p50"] = r.next_reps.p50;
+      // null where unknown (a name row): that row is judged on its median alone.
+      g["new_mid_mean"] = std::isnan(r.next_reps.mid_mean) ? nlohmann::ordered_json(nullptr)
+                                                           : nlohmann::ordered_json(r.next_reps.mid_mean);
     }
     o["noise_guard"] = std::move(g);
     rows.push_back(std::move(o));
