@@ -1,7 +1,7 @@
 // `commprof diff BASE.h5 NEW.h5 [--max-regression [METRIC=]P%]... [--format text|json] [--top N]
 // [--window K]`: two runs of the same program compared by collective type, rank and step
 // (docs/metrics.md §13, docs/cli.md). Exit 0 when nothing passed its --max-regression limit,
-// 1 when something did (each printed) or a file could not be read, 2 on bad usage.
+// 1 when something did (each printed), 2 when a file could not be read or on bad usage.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -102,8 +102,9 @@ Runner AddDiffCommand(CLI::App& app) {
       ->type_name("text|json");
   sub->add_option("--top", o->top, "text: rows shown, largest relative change first (0: all)")->type_name("N");
   sub->add_option("--noise-floor", o->noise_floor,
-                  "the guard's floor: a per-call (or per-step) median that moved less than this beyond "
-                  "the base's spread is noise (default 100us; 0 for none; units ns, us, ms, s)")
+                  "the guard's floor: a per-call (or per-step) median or middle-half mean that moved less "
+                  "than this beyond the base's spread is noise (default 100us; 0 for none; units ns, us, "
+                  "ms, s)")
       ->type_name("DURATION");
   AddWindowOption(sub, o->window);
   return [o] { return RunDiffCommand(*o); };

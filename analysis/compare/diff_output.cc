@@ -67,6 +67,16 @@ std::string FormatDiffValue(double v, const std::string& unit) {
   if (unit == "calls") {
     return Printf("%.0f", v);
   }
+  if (unit == "GB/s") {
+    // Small messages have bandwidths of KB/s: "1.68e-05 GB/s" would not fit its 12 columns.
+    const double a = std::fabs(v);
+    if (a > 0 && a < 1e-3) {
+      return a >= 1e-6 ? Printf("%.3g KB/s", v * 1e6) : Printf("%.3g B/s", v * 1e9);
+    }
+    if (a > 0 && a < 1) {
+      return Printf("%.3g MB/s", v * 1e3);
+    }
+  }
   return Printf("%.3g ", v) + unit;
 }
 
@@ -96,8 +106,9 @@ void WriteDiffText(const RunDiff& d, size_t top, std::ostream& os) {
      << counts[static_cast<size_t>(DiffStatus::kNoise)] << " within noise, "
      << counts[static_cast<size_t>(DiffStatus::kAdded)] << " added, "
      << counts[static_cast<size_t>(DiffStatus::kRemoved)] << " removed\n";
-  os << "noise guard: noise when the new median repetition is in the base's [p10, p90] +- "
-     << FormatDiffValue(d.noise_floor_ns, "ns") << " (floor)\n"
+  os << "noise guard: noise when the new median is in the base's [p10, p90] +- "
+     << FormatDiffValue(d.noise_floor_ns, "ns") << " (floor) and,\n"
+     << "  for a type, the mean of its middle half moved by at most p90 - p10 + the floor\n"
      << "  repetitions: " << (d.steps_compared ? "steps (both runs have steps)" : "calls")
      << "; one step: the base's range of steps\n";
   if (d.regressions > 0) {
@@ -171,6 +182,10 @@ nlohmann::ordered_json DiffToJson(const RunDiff& d, const RegressionGate& gate) 
       g["base_max"] = r.base_reps.max;
       g["new_n"] = r.next_reps.n;
       g["new_p50"] = r.next_reps.p50;
+      // null where not used (the rows other than `type`): those are judged on their median alone.
+      const bool mid = !std::isnan(r.next_reps.mid_mean) && !std::isnan(r.base_reps.mid_mean);
+      g["base_mid_mean"] = mid ? nlohmann::ordered_json(r.base_reps.mid_mean) : nlohmann::ordered_json(nullptr);
+      g["new_mid_mean"] = mid ? nlohmann::ordered_json(r.next_reps.mid_mean) : nlohmann::ordered_json(nullptr);
     }
     o["noise_guard"] = std::move(g);
     rows.push_back(std::move(o));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -82,6 +83,74 @@ TEST(NoiseGuard, TheFloorWidensTheSpreadOnBothSides) {
   EXPECT_TRUE(SingleWithinNoise(base, 360, 60));  // max 300 + 60
   EXPECT_FALSE(SingleWithinNoise(base, 361, 60));
   EXPECT_FALSE(WithinNoise({4, 100, 150, 200, 50, 300}, {10, 0, 150, 0}, 1e9)) << "still 5 repetitions";
+}
+
+TEST(NoiseGuard, TheMidMeanIsTheMeanFromTheP25thToTheP75thRepetition) {
+  std::vector<double> v = {8, 7, 6, 5, 4, 3, 2, 1};  // p25: ceil(2) = 2nd; p75: 6th
+  EXPECT_DOUBLE_EQ(SummarizeRepetitions(v).mid_mean, (2 + 3 + 4 + 5 + 6) / 5.0);
+  std::vector<double> outliers = {1, 1, 1, 1, 1, 1, 1, 1000, 1000};  // p25: 3rd, p75: ceil(6.75) = 7th
+  EXPECT_DOUBLE_EQ(SummarizeRepetitions(outliers).mid_mean, 1) << "the top quarter is left out";
+  std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(SummarizeRepetitions(one).mid_mean, 7);
+  EXPECT_TRUE(std::isnan(Repetitions{}.mid_mean)) << "unknown unless summarized from the values";
+}
+
+// The pattern that a median alone misses (found on real 2-rank runs with the default floor): the
+// root of a Bcast 3 ms late in each call makes every other rank wait 3 ms. With 2 ranks that is
+// half of the Bcast's calls: the nearest-rank median is still a fast (root) call, but the middle
+// half's mean moves by 1.5 ms, far past the base's spread [10 us, 12 us] + 100 us.
+TEST(NoiseGuard, HalfTheCallsSlowerIsNotNoiseThoughTheMedianStays) {
+  std::vector<double> base, slow;
+  for (int i = 0; i < 300; ++i) {
+    base.push_back(10'000 + (i % 3) * 1000);  // both ranks 10-12 us
+    base.push_back(10'000 + (i % 3) * 1000);
+    slow.push_back(10'000 + (i % 3) * 1000);     // the root
+    slow.push_back(3'010'000 + (i % 3) * 1000);  // the other rank: 3 ms more
+  }
+  const Repetitions b = SummarizeRepetitions(base), n = SummarizeRepetitions(slow);
+  ASSERT_LE(n.p50, b.p90) << "the median alone says noise";
+  // The 150th to the 450th of 600: 151 root calls (51 of 11 us, 100 of 12 us) and 150 waiting
+  // ones (100 of 3.010 ms, 50 of 3.011 ms): 453,311,000 ns over 301.
+  EXPECT_DOUBLE_EQ(n.mid_mean, 453'311'000.0 / 301);
+  EXPECT_FALSE(WithinNoise(b, n, kDefaultNoiseFloorNs));
+  // A few slow calls (under a quarter) move neither the median nor the middle half: noise.
+  std::vector<double> hiccups = base;
+  for (size_t i = 0; i < hiccups.size(); i += 5) {
+    hiccups[i] = 50'000'000;  // one call in five stalled 50 ms
+  }
+  EXPECT_TRUE(WithinNoise(b, SummarizeRepetitions(hiccups), kDefaultNoiseFloorNs));
+  std::vector<double> again = base;
+  EXPECT_TRUE(WithinNoise(b, SummarizeRepetitions(again), 0));
+  // A summary without a mid-mean (a name row's, from the stats' quantiles) is judged on its median.
+  Repetitions no_mid = n;
+  no_mid.mid_mean = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(WithinNoise(b, no_mid, kDefaultNoiseFloorNs));
+}
+
+// Found on two unchanged 4-rank runs (Iallreduce + Wait, 4 ranks on 2 cores): calls take ~0 or
+// about one time slice (~3 ms); in the new run some slices were longer: its median 2.862 ms, its
+// mid-mean 3.197 ms against the base's p90 of 3.079 ms, past the spread's edge + 100 us but a
+// move of far less than the spread's width. Here: a fifth of the calls fast in both runs, the
+// others 2.90-3.08 ms in the base; in the new run 30 at 3 ms and 50 at 4 ms.
+TEST(NoiseGuard, AMidMeanMovedByLessThanTheSpreadWidthIsNoise) {
+  std::vector<double> base, next;
+  for (int i = 0; i < 100; ++i) {
+    base.push_back(i < 20 ? 12'000 : 2'900'000 + (i % 7) * 30'000);
+    next.push_back(i < 20 ? 12'000 : i < 50 ? 3'000'000 : 4'000'000);
+  }
+  const Repetitions b = SummarizeRepetitions(base), n = SummarizeRepetitions(next);
+  ASSERT_GT(n.mid_mean, b.p90 + kDefaultNoiseFloorNs) << "past the edge of the spread";
+  ASSERT_LT(n.p50, b.p90 + kDefaultNoiseFloorNs) << "the median is inside";
+  EXPECT_LE(n.mid_mean - b.mid_mean, b.p90 - b.p10);
+  EXPECT_TRUE(WithinNoise(b, n, kDefaultNoiseFloorNs));
+  // The bound is the width plus the floor, both ends included: just past it is not noise.
+  Repetitions moved = n;
+  moved.mid_mean = b.mid_mean + (b.p90 - b.p10) + kDefaultNoiseFloorNs;
+  EXPECT_TRUE(WithinNoise(b, moved, kDefaultNoiseFloorNs));
+  moved.mid_mean += 1;
+  EXPECT_FALSE(WithinNoise(b, moved, kDefaultNoiseFloorNs));
+  moved.mid_mean = b.mid_mean - (b.p90 - b.p10) - kDefaultNoiseFloorNs - 1;  // faster, the same
+  EXPECT_FALSE(WithinNoise(b, moved, kDefaultNoiseFloorNs));
 }
 
 TEST(NoiseGuard, DurationsParseWithTheirUnits) {
@@ -251,6 +320,72 @@ TEST(RunDiffJudge, EachStatusFromItsDefinition) {
   EXPECT_EQ(Find(DiffRuns(base, next, loose, 0), "type", "allreduce", "mean_duration").status, DiffStatus::kWorse);
   // The default floor (100 us) is far above these few-ns changes: every guarded change is noise.
   EXPECT_EQ(Find(DiffRuns(base, next, gate), "type", "allreduce", "mean_duration").status, DiffStatus::kNoise);
+}
+
+// The half-shift of NoiseGuard.HalfTheCallsSlowerIsNotNoiseThoughTheMedianStays through DiffRuns
+// with the default floor: a type row regresses on its mid-mean; a rank row (all its types pooled,
+// its waits moving with the machine's load) is judged on its median alone, and shows noise.
+TEST(RunDiffJudge, TheMidMeanJudgesTypeRowsAndNotRankRows) {
+  std::vector<double> fast, half;
+  for (int i = 0; i < 300; ++i) {
+    fast.insert(fast.end(), {10'000, 10'000});
+    half.insert(half.end(), {10'000, 3'010'000});
+  }
+  const Repetitions base_reps = SummarizeRepetitions(fast), next_reps = SummarizeRepetitions(half);
+  MetricValue type_base = Value("mean_duration", 10'000, Worse::kHigher, base_reps);
+  MetricValue type_next = Value("mean_duration", 1'510'000, Worse::kHigher, next_reps);
+  MetricValue rank_base = type_base, rank_next = type_next;
+  rank_base.group = rank_next.group = "rank";
+  rank_base.row = rank_next.row = "1";
+  rank_base.metric = rank_next.metric = "comm_time";
+  RegressionGate gate;
+  ASSERT_TRUE(ParseRegressionGate({"10%"}, gate).ok());
+  const RunDiff d = DiffRuns(Summary({type_base, rank_base}), Summary({type_next, rank_next}), gate);
+  const DiffRow& type = Find(d, "type", "allreduce", "mean_duration");
+  EXPECT_EQ(type.status, DiffStatus::kRegressed);
+  EXPECT_DOUBLE_EQ(type.next_reps.mid_mean, (151 * 10'000.0 + 150 * 3'010'000.0) / 301);
+  const DiffRow& rank = Find(d, "rank", "1", "comm_time");
+  EXPECT_EQ(rank.status, DiffStatus::kNoise);
+  EXPECT_TRUE(std::isnan(rank.next_reps.mid_mean));
+  const nlohmann::ordered_json j = DiffToJson(d, gate);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["noise_guard"]["new_mid_mean"].is_null(), row["group"] == "rank") << row.dump();
+    EXPECT_EQ(row["noise_guard"]["base_mid_mean"].is_null(), row["group"] == "rank") << row.dump();
+  }
+  for (const auto& row : j["rows"]) {
+    if (row["group"] == "type") {
+      EXPECT_DOUBLE_EQ(row["noise_guard"]["base_mid_mean"].get<double>(), 10'000);
+    }
+  }
+}
+
+// Found on a real 4-rank run of 8-double Bcasts: "1.68e-05 GB/s" was cut to "1.68e-05 GB~" in
+// the table's 12 columns. A bandwidth under 1 GB/s is shown in MB/s, KB/s or B/s.
+TEST(DiffText, SmallBandwidthsFitTheirColumnsInASmallerUnit) {
+  EXPECT_EQ(FormatDiffValue(1.68e-05, "GB/s"), "16.8 KB/s");
+  EXPECT_EQ(FormatDiffValue(0.25, "GB/s"), "250 MB/s");
+  EXPECT_EQ(FormatDiffValue(3e-8, "GB/s"), "30 B/s");
+  EXPECT_EQ(FormatDiffValue(-1.76e-05, "GB/s"), "-17.6 KB/s");
+  EXPECT_EQ(FormatDiffValue(12.5, "GB/s"), "12.5 GB/s");
+  EXPECT_EQ(FormatDiffValue(0, "GB/s"), "0 GB/s");
+  RunDiff d;
+  DiffRow r;
+  r.group = "type";
+  r.row = "bcast";
+  r.metric = "busbw";
+  r.unit = "GB/s";
+  r.worse = Worse::kLower;
+  r.base = 1.68e-05;
+  r.next = 3.44e-05;
+  r.change = 1.76e-05;
+  r.relative = 1.05;
+  r.status = DiffStatus::kNoise;
+  d.rows.push_back(r);
+  std::ostringstream os;
+  WriteDiffText(d, 0, os);
+  EXPECT_NE(os.str().find("16.8 KB/s"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("+17.6 KB/s"), std::string::npos) << os.str();
+  EXPECT_EQ(os.str().find('~'), std::string::npos) << "nothing cut: " << os.str();
 }
 
 // ---- golden diffs of files written with the project's writer ----
