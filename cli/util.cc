@@ -62,7 +62,14 @@ std::string FormatUtc(uint64_t epoch_ns) {
 void AddWindowOption(CLI::App* sub, int64_t& window) {
   sub->add_option("--window", window,
                   "only capture window K of each rank (run --schedule/--delay/--duration; docs/cli.md)")
-      ->check(CLI::NonNegativeNumber)
+      // Our own check: CLI11's NonNegativeNumber prints its range as 0 to DBL_MAX, 300 digits.
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+            return digits && value.size() <= 18 ? std::string()
+                                                : "'" + value + "' is not a window index (0, 1, 2, ...)";
+          },
+          "K", "window index"))
       ->type_name("K");
 }
 

@@ -277,6 +277,21 @@ TEST_F(StatsCli, UsageErrorsExitWith2NamingTheOption) {
   EXPECT_TRUE(ProfileReader::Open(file_).ok());  // not overwritten by -o
 }
 
+// --window is one shared option (cli/util.cc): a value that is not a window index gets one short
+// line naming it in every command that takes it (CLI11's own check printed a 300-digit range).
+TEST_F(StatsCli, EveryCommandRefusesAWindowThatIsNotAnIndexInOneShortLine) {
+  for (const std::string cmd : {"info", "report", "check", "export", "hta", "stats", "diff"}) {
+    const std::string files = cmd == "diff" ? file_ + " " + file_ : file_;
+    const std::string extra = cmd == "check" ? " --max incomplete=0" : "";
+    for (const std::string bad : {"-1", "x", "1.5", "99999999999999999999"}) {
+      Ran r = Commprof(dir_, cmd + " " + files + extra + " --window " + bad);
+      EXPECT_EQ(r.rc, 2) << cmd << " --window " << bad << ": " << r.err;
+      EXPECT_NE(r.err.find("--window: '" + bad + "' is not a window index"), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_LT(r.err.size(), 200U) << cmd << ": " << r.err;
+    }
+  }
+}
+
 TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
   Ran r = Commprof(dir_, "stats");
   EXPECT_EQ(r.rc, 2);
