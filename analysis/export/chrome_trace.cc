@@ -858,8 +858,10 @@ void TraceWriter::WriteMemoryCounters(const RankInfo& r, std::span<const commpro
   builder.Add(events);
   const uint32_t pid = r.rank + 1;
   for (const MemorySeries& m : builder.Finish()) {
-    const std::string name =
-        std::string("memory in use: device ") + std::to_string(m.device) + " " + schema::MemoryKindName(m.memory_kind);
+    // Host memory (an imported trace's CPU allocations) is not "device 65535".
+    const std::string where =
+        m.device == COMMPROF_HOST_DEVICE ? std::string("host") : "device " + std::to_string(m.device);
+    const std::string name = "memory in use: " + where + " " + schema::MemoryKindName(m.memory_kind);
     for (const MemoryPoint& pt : m.points) {
       std::string& b = sink_.buf();
       BeginEvent();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/export/memory_assets.h"
+#include "analysis/metrics/memory_usage.h"
 #include "analysis/report/html_format.h"
 #include "analysis/report/html_report.h"
 #include "commprof/event.h"
@@ -17,9 +18,7 @@ constexpr size_t kRanksNamed = 32;  // ranks without records named in the page's
 
 std::string Ms(int64_t ns, int64_t origin) { return html::Fmt("%.3f", static_cast<double>(ns - origin) / 1e6); }
 
-std::string DeviceLabel(const DeviceTimeline& d) {
-  return d.device == COMMPROF_HOST_DEVICE ? std::string("host") : "cuda:" + std::to_string(d.device);
-}
+std::string DeviceLabel(const DeviceTimeline& d) { return MemoryDeviceLabel(d.device); }
 
 // One row per chart: where its peak is, what it was made of and the largest blocks live then.
 void PeakTable(const MemoryTimeline& t, std::string& out) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "analysis/metrics/memory_usage.h"
 #include "commprof/event.h"
 #include "core/schema/enums.h"
 
@@ -33,7 +34,7 @@ void WriteLive(std::ostream& out, const LiveAllocation& a) {
 void WriteDevice(std::ostream& out, const DeviceTimeline& d, const MemoryTimeline& t, size_t max_points) {
   const bool host = d.device == COMMPROF_HOST_DEVICE;
   out << "{\"rank\":" << d.rank << ",\"device\":" << (host ? std::string("null") : std::to_string(d.device))
-      << ",\"label\":" << Str(host ? "host" : "cuda:" + std::to_string(d.device)) << ",\"categories\":";
+      << ",\"label\":" << Str(MemoryDeviceLabel(d.device)) << ",\"categories\":";
   Array(out, d.categories, [&](uint8_t k) { out << Str(MemoryCategoryName(k)); });
   out << ",\"memory_kinds\":";
   Array(out, d.categories, [&](uint8_t k) { out << static_cast<int>(k); });

@@ -43,6 +43,12 @@ struct MemorySeries {
   uint64_t unmatched_frees = 0;
 };
 
+// How every output names a series' device: "host" for host memory (COMMPROF_HOST_DEVICE, e.g. an
+// imported trace's CPU allocations), "cuda:N" for GPU N.
+inline std::string MemoryDeviceLabel(uint16_t device) {
+  return device == COMMPROF_HOST_DEVICE ? std::string("host") : "cuda:" + std::to_string(device);
+}
+
 // One rank's series, from its events in any number of chunks (in stored order).
 class MemoryUsageBuilder {
  public:

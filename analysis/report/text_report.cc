@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/report/job_report.h"
+#include "commprof/event.h"
 
 namespace commprof {
 namespace {
@@ -194,8 +195,11 @@ void Memory(const ReportModel& m, int64_t run_start, std::ostream& os) {
                 "at (ms)", "at end (MiB)", "allocs", "frees");
   os << line;
   for (const auto& s : memory) {
-    std::snprintf(line, sizeof line, "%-5u %6u %-14s %14.1f %12s %14.1f %8llu %8llu\n",
-                  static_cast<unsigned>(V(s.rank)), static_cast<unsigned>(V(s.device)), V(s.memory_kind).c_str(),
+    // Host memory (device 0xFFFF: an imported trace's CPU allocations) reads "host", not 65535.
+    const unsigned device = static_cast<unsigned>(V(s.device));
+    const std::string where = device == COMMPROF_HOST_DEVICE ? std::string("host") : std::to_string(device);
+    std::snprintf(line, sizeof line, "%-5u %6s %-14s %14.1f %12s %14.1f %8llu %8llu\n",
+                  static_cast<unsigned>(V(s.rank)), where.c_str(), V(s.memory_kind).c_str(),
                   static_cast<double>(V(s.peak_bytes)) / (1 << 20), Ms(V(s.peak_time_ns) - run_start).c_str(),
                   static_cast<double>(V(s.final_bytes)) / (1 << 20), Ull(s.allocs), Ull(s.frees));
     os << line;

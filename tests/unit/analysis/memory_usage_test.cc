@@ -173,5 +173,37 @@ TEST(MemoryUsage, SeriesReachTheAnalysisGroupTheJsonReportAndTheChromeTrace) {
   EXPECT_EQ(ReadColumn<uint8_t>(d.get(), "memory_kind", H5T_NATIVE_UINT8), (std::vector<uint8_t>{3, 3, 3, 3}));
 }
 
+// Host memory (device 0xFFFF: an imported trace's CPU allocations) is named "host" by every output
+// that shows a device: the text report, the Chrome counter track, the memory timeline's label.
+TEST(MemoryUsage, HostMemoryIsNamedHostNotDevice65535) {
+  TempDir dir;
+  const std::string path = dir / "host_mem.h5";
+  constexpr uint8_t kPageable = 1;
+  std::vector<RankData> ranks(1);
+  ranks[0].events = {Mem(true, 1000, 0x10, 1 << 20, COMMPROF_HOST_DEVICE, kPageable),
+                     Mem(true, 2000, 0x20, 2 << 20, 0, kDevice)};
+  auto reader = test_support::WriteProfile(path, ranks);
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  std::ostringstream text;
+  WriteTextReport(rep.value(), text);
+  EXPECT_EQ(text.str().find("65535"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find(" host pageable"), std::string::npos) << text.str();
+
+  std::ostringstream trace;
+  ASSERT_TRUE(WriteChromeTrace(*reader, trace, {}, nullptr).ok());
+  const nlohmann::json tj = nlohmann::json::parse(trace.str());
+  std::vector<std::string> names;
+  for (const auto& e : tj["traceEvents"]) {
+    if (e["ph"] == "C") {
+      names.push_back(e["name"]);
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"memory in use: device 0 device", "memory in use: host pageable"}));
+  EXPECT_EQ(MemoryDeviceLabel(COMMPROF_HOST_DEVICE), "host");
+  EXPECT_EQ(MemoryDeviceLabel(3), "cuda:3");
+}
+
 }  // namespace
 }  // namespace commprof
