@@ -164,20 +164,6 @@ bool IsDuration(const std::string& metric) {
   return metric == "step_time_p99" || (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_ns") == 0);
 }
 
-// The ns in one unit of `suffix` ("" and "ns": 1), 0 for anything else.
-double UnitNs(const std::string& suffix) {
-  if (suffix.empty() || suffix == "ns") {
-    return 1;
-  }
-  if (suffix == "us") {
-    return 1e3;
-  }
-  if (suffix == "ms") {
-    return 1e6;
-  }
-  return suffix == "s" ? 1e9 : 0;
-}
-
 int RunCheck(const Options& o) {
   std::vector<std::pair<std::string, double>> limits;
   for (const auto& spec : o.max) {
@@ -186,7 +172,7 @@ int RunCheck(const Options& o) {
     char* end = nullptr;
     double v = eq == std::string::npos ? 0 : std::strtod(spec.c_str() + eq + 1, &end);
     const bool number = eq != std::string::npos && end != nullptr && end != spec.c_str() + eq + 1 && std::isfinite(v);
-    const double unit = number && IsDuration(name) ? UnitNs(end) : (number && *end == '\0' ? 1 : 0);
+    const double unit = number && IsDuration(name) ? DurationUnitNs(end) : (number && *end == '\0' ? 1 : 0);
     if (!number || unit == 0) {
       std::fprintf(stderr,
                    "commprof check: --max %s is not METRIC=VALUE with a finite number (a duration metric also takes "

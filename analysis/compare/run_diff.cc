@@ -177,20 +177,24 @@ std::optional<double> ParseDurationNs(const std::string& s) {
   if (s.empty() || end == s.c_str() || !std::isfinite(v) || v < 0) {
     return std::nullopt;
   }
-  const std::string unit = end;
-  if (unit.empty() || unit == "ns") {
-    return v;
+  const double unit = DurationUnitNs(end);
+  if (unit == 0) {
+    return std::nullopt;
   }
-  if (unit == "us") {
-    return v * 1e3;
+  return v * unit;
+}
+
+double DurationUnitNs(std::string_view suffix) {
+  if (suffix.empty() || suffix == "ns") {
+    return 1;
   }
-  if (unit == "ms") {
-    return v * 1e6;
+  if (suffix == "us") {
+    return 1e3;
   }
-  if (unit == "s") {
-    return v * 1e9;
+  if (suffix == "ms") {
+    return 1e6;
   }
-  return std::nullopt;
+  return suffix == "s" ? 1e9 : 0;
 }
 
 const char* DiffStatusName(DiffStatus s) {

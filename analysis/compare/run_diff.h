@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/compare/run_summary.h"
@@ -78,5 +79,8 @@ RunDiff DiffRuns(const RunSummary& base, const RunSummary& next, const Regressio
 // A duration with an optional unit ("100us", "1.5ms", "2s", "500" = ns) -> ns; nullopt when
 // malformed or negative.
 std::optional<double> ParseDurationNs(const std::string& s);
+// The ns in one unit of a duration's suffix: "" and "ns" 1, "us" 1e3, "ms" 1e6, "s" 1e9; 0 for
+// anything else. Also what `check --max METRIC=VALUE` takes after a duration metric's number.
+double DurationUnitNs(std::string_view suffix);
 
 }  // namespace commprof
