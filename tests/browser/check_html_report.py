@@ -13,24 +13,12 @@ Usage: check_html_report.py --render BIN --chromium CHROMIUM --fixture F.json --
                             [--hostile] [--screenshot OUT.png]
 """
 import argparse
-import html
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--window-size=1280,1000",
-]
-
-HEAD_SCRIPT = """<script>window.__errors=[];
-window.addEventListener('error',function(e){window.__errors.push('error: '+e.message);});
-window.alert=function(m){window.__errors.push('alert: '+m);};</script>"""
+from chromium_probe import check, probe_page, run_chromium
 
 PROBE_SCRIPT = r"""<pre id="probe"></pre><script>(function(){
 var out={errors:window.__errors,js:document.documentElement.getAttribute('data-js')};
@@ -78,26 +66,6 @@ document.getElementById('probe').textContent=JSON.stringify(out);
 })();</script>"""
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def run_chromium(chromium, url, extra, work):
-    profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=work)
-    try:
-        p = subprocess.run([chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile] + extra + [url],
-                           capture_output=True, text=True, timeout=90)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    return p
-
-
 def luminance(css):
     m = re.match(r"rgb\((\d+), (\d+), (\d+)\)", css or "")
     check(m, "computed fill %r is not an rgb() colour" % css)
@@ -129,14 +97,7 @@ def main():
           "the page contains a URL")
     check(not re.search(r"url\((?!#)", src), "the page loads something through CSS url()")
 
-    probe_page = os.path.join(a.work, "probe.html")
-    with open(probe_page, "w", encoding="utf-8") as f:
-        f.write(src.replace("<head>", "<head>" + HEAD_SCRIPT, 1).replace("</body>", PROBE_SCRIPT + "</body>", 1))
-    p = run_chromium(a.chromium, "file://" + os.path.abspath(probe_page), ["--dump-dom"], a.work)
-    check(p.returncode == 0, "chromium exited %d: %s" % (p.returncode, p.stderr[-2000:]))
-    m = re.search(r'<pre id="probe">(.*?)</pre>', p.stdout, re.S)
-    check(m and m.group(1), "no probe output in the DOM chromium dumped (did the scripts run?)")
-    out = json.loads(html.unescape(m.group(1)))
+    out = probe_page(a.chromium, src, PROBE_SCRIPT, a.work)
 
     check(out["errors"] == [], "script errors or alerts in the page: %s" % out["errors"])
     check(out["js"] == "ready", "the page's own script did not finish (data-js=%r)" % out["js"])

@@ -27,28 +27,21 @@ Usage: check_memory_timeline.py --commprof BIN --writer BIN --chromium CHROMIUM 
 """
 import argparse
 import gzip
-import html
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
+
+from chromium_probe import check, probe_page, run_chromium
 
 MS = 1_000_000
 GIB = 1 << 30
 TOLERANCE_PX = 1.5
 
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--window-size=1280,1000", "--host-resolver-rules=MAP * ~NOTFOUND",
-]
-
-HEAD_SCRIPT = """<script>window.__errors=[];
-window.addEventListener('error',function(e){window.__errors.push('error: '+e.message);});
-window.alert=function(m){window.__errors.push('alert: '+m);};</script>"""
+# The memory page must fetch nothing: on top of the shared offline flags, every host name fails.
+NO_HOSTS = ["--host-resolver-rules=MAP * ~NOTFOUND"]
 
 PROBE_SCRIPT = r"""<pre id="probe"></pre><script>(function(){
 var out={errors:window.__errors,js:document.documentElement.getAttribute('data-js'),charts:[]};
@@ -80,16 +73,6 @@ out.title=document.title;
 out.tableText=document.getElementById('tbl-peaks').textContent;
 document.getElementById('probe').textContent=JSON.stringify(out);
 })();</script>"""
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def fmt_bytes(b):
@@ -193,25 +176,10 @@ def main():
         peaks = {(r, "cuda:0"): ((5 + 3 * r) * MS, (r % 4 + 1) * GIB + 4096, 3 if r == 1 else 2)
                  for r in range(a.ranks) if r not in a.bare}
 
-    probe_page = os.path.join(a.work, "probe.html")
-    with open(probe_page, "w", encoding="utf-8") as f:
-        f.write(src.replace("<head>", "<head>" + HEAD_SCRIPT, 1).replace("</body>", PROBE_SCRIPT + "</body>", 1))
-    profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=a.work)
-    try:
-        p = subprocess.run([a.chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile, "--dump-dom",
-                                                            "file://" + os.path.abspath(probe_page)],
-                           capture_output=True, text=True, timeout=90)
-        if a.screenshot:
-            subprocess.run([a.chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile,
-                                                            "--screenshot=" + os.path.abspath(a.screenshot),
-                                                            "file://" + os.path.abspath(page)],
-                           capture_output=True, text=True, timeout=90)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    check(p.returncode == 0, "chromium exited %d: %s" % (p.returncode, p.stderr[-2000:]))
-    m = re.search(r'<pre id="probe">(.*?)</pre>', p.stdout, re.S)
-    check(m and m.group(1), "no probe output in the DOM chromium dumped (did the scripts run?)")
-    out = json.loads(html.unescape(m.group(1)))
+    out = probe_page(a.chromium, src, PROBE_SCRIPT, a.work, NO_HOSTS)
+    if a.screenshot:
+        run_chromium(a.chromium, "file://" + os.path.abspath(page),
+                     NO_HOSTS + ["--screenshot=" + os.path.abspath(a.screenshot)], a.work)
 
     check(out["errors"] == [], "script errors or alerts in the page: %s" % out["errors"])
     check(out["js"] == "ready", "the page's script did not finish (data-js=%r)" % out["js"])
