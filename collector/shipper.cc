@@ -367,18 +367,24 @@ void Shipper::TcpEpoch(uint32_t rounds) {
   next_tcp_sync_ns_ = interval == 0 ? UINT64_MAX : rt_.Now() + static_cast<uint64_t>(interval) * 1000000ull;
 }
 
-void Shipper::ShipOnce() {
-  if (uint64_t v = rt_.clock_version(); v != clock_sent_version_) {
-    clock_sent_version_ = v;
-    wire::AppendClock(out_, rt_.TakeClockFrame());
-  }
-  // Strings go first so every name id in the following events is already known to the reader.
+void Shipper::AppendFreshStrings() {
   auto fresh = rt_.strings().Since(strings_sent_);
   if (!fresh.empty()) {
     wire::AppendStrings(out_, strings_sent_, fresh);
     strings_sent_ += static_cast<uint32_t>(fresh.size());
   }
+}
+
+void Shipper::ShipOnce() {
+  if (uint64_t v = rt_.clock_version(); v != clock_sent_version_) {
+    clock_sent_version_ = v;
+    wire::AppendClock(out_, rt_.TakeClockFrame());
+  }
+  AppendFreshStrings();
   rt_.DrainAll(scratch_.get(), kBatchEvents, [this](const commprof_event* ev, uint32_t n) {
+    // Taken again after the batch was drained: a thread may have interned a name and recorded an
+    // event with it after the snapshot above, and the reader must know every id before its event.
+    AppendFreshStrings();
     size_t at = out_.size();
     uint64_t seq = batch_seq_++;
     wire::AppendEvents(out_, seq, ev, n);

@@ -52,6 +52,8 @@ class Shipper {
   bool WaitForWork(uint32_t timeout_ms);  // true when woken before the timeout
   void Connect();
   void ShipOnce();
+  // Appends the names interned since the last strings frame (the reader needs an id before its event).
+  void AppendFreshStrings();
   void Send(std::vector<uint8_t>& frames);
   void OnSendFailed(const std::string& why);
   void TryReconnect();

@@ -4,7 +4,9 @@
 // is exactly what the schedule says, on every run.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -292,6 +294,55 @@ TEST(SimulatedRanks, ThreeRanksIntoAFrameCaptureSendHelloStringsEventsClockAndBy
     EXPECT_EQ(counters.at("events_shipped"), kSteps);
     EXPECT_EQ(counters.at("spooled"), 0u);
   }
+}
+
+// A rank that keeps naming new operations while its shipper runs: whatever the interleaving, no
+// events frame may carry a name id the strings frames before it have not delivered (the reader
+// would store the event under a name it does not know). Each event gets a fresh name so every
+// batch the shipper drains can race a snapshot of the table.
+TEST(SimulatedRanks, NamesInternedWhileTheShipperDrainsReachTheWireBeforeAnyEventCarryingThem) {
+  FrameCapture capture;
+  SimRank sim(0, false, capture.Transports(0));
+  sim.rt->Start();
+  // Paced (one event per ~10 us for 200 ms of steady time) so the ring never fills and the
+  // shipper drains about forty times mid-stream; the machine's load changes only how often the race
+  // is tried, never what must hold.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  for (uint64_t i = 0; std::chrono::steady_clock::now() < until; ++i) {
+    uint32_t name = sim.rt->Intern(("op-" + std::to_string(i)).c_str());
+    sim.rt->Record(AllreduceStep(i, name, i, i + 1));
+    const auto next = std::chrono::steady_clock::now() + std::chrono::microseconds(10);
+    while (std::chrono::steady_clock::now() < next) {
+    }
+  }
+  sim.rt->Shutdown();
+  size_t strings = 0;
+  uint64_t events = 0;
+  for (const auto& f : capture.FramesOf(0)) {
+    if (f.type == wire::FrameType::kStrings) {
+      auto s = wire::DecodeStrings(f.payload);
+      ASSERT_TRUE(s.ok());
+      ASSERT_EQ(s->first_id, strings);
+      strings += s->strings.size();
+    } else if (f.type == wire::FrameType::kEvents) {
+      auto e = wire::DecodeEvents(f.payload);
+      ASSERT_TRUE(e.ok());
+      for (const auto& ev : e->events) {
+        ASSERT_LT(ev.name_id, strings) << "event " << events << " named before its string was sent";
+        ++events;
+      }
+    }
+  }
+  EXPECT_GT(events, 0u);
+  std::map<std::string, uint64_t> counters;
+  for (const auto& f : capture.FramesOf(0)) {
+    if (f.type == wire::FrameType::kBye) {
+      auto bye = wire::DecodeBye(f.payload);
+      ASSERT_TRUE(bye.ok());
+      counters.insert(bye->counters.begin(), bye->counters.end());
+    }
+  }
+  EXPECT_EQ(counters.at("events_shipped"), events);  // what the rank says it sent is what came
 }
 
 }  // namespace
