@@ -25,6 +25,10 @@ void PutU64(std::vector<uint8_t>& out, uint64_t v) {
     out.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
 }
+void PutRaw(std::vector<uint8_t>& out, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
 void PutStr(std::vector<uint8_t>& out, std::string_view s) {
   if (s.size() > kMaxStringLen) {
     s = s.substr(0, kMaxStringLen);
@@ -447,6 +451,12 @@ const char* FrameTypeName(FrameType type) {
       return "batch-ack";
     case FrameType::kChallenge:
       return "challenge";
+    case FrameType::kHangQuery:
+      return "hang-query";
+    case FrameType::kHangState:
+      return "hang-state";
+    case FrameType::kHangAbort:
+      return "hang-abort";
   }
   return "unknown";
 }
@@ -468,7 +478,7 @@ Result<FrameHeader> DecodeHeader(std::span<const uint8_t> bytes) {
                    std::to_string(kVersion) + ")");
   }
   uint16_t type = static_cast<uint16_t>(t[0] | (t[1] << 8));
-  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(FrameType::kBatchAck)) {
+  if (type < static_cast<uint16_t>(FrameType::kHello) || type > static_cast<uint16_t>(kLastFrameType)) {
     return Corrupt("header: unknown frame type " + std::to_string(type));
   }
   if (len > kMaxPayload) {
@@ -661,6 +671,128 @@ Result<BatchAck> DecodeBatchAck(std::span<const uint8_t> payload) {
     c.U8(flags, "bye_stored");
   }
   a.bye_stored = flags != 0;
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return a;
+}
+
+void AppendHangQuery(std::vector<uint8_t>& out, const HangQuery& query) {
+  size_t start = BeginFrame(out, FrameType::kHangQuery);
+  PutU64(out, query.query_id);
+  PutU32(out, query.history);
+  EndFrame(out, start);
+}
+
+Result<HangQuery> DecodeHangQuery(std::span<const uint8_t> payload) {
+  Cursor c(payload, "hang-query");
+  HangQuery q;
+  if (c.U64(q.query_id, "query_id")) {
+    c.U32(q.history, "history");
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return q;
+}
+
+void AppendHangState(std::vector<uint8_t>& out, const HangState& state) {
+  size_t start = BeginFrame(out, FrameType::kHangState);
+  PutU64(out, state.query_id);
+  PutU64(out, state.local_now_ns);
+  PutU64(out, state.last_completion_ns);
+  PutU32(out, static_cast<uint32_t>(state.inflight.size()));
+  for (const auto& op : state.inflight) {
+    PutRaw(out, &op.event, sizeof op.event);
+    PutU32(out, op.stack);
+  }
+  PutU32(out, static_cast<uint32_t>(state.recent.size()));
+  PutRaw(out, state.recent.data(), state.recent.size() * sizeof(commprof_event));
+  PutU32(out, static_cast<uint32_t>(state.comms.size()));
+  for (const auto& m : state.comms) {
+    PutU64(out, m.comm_id);
+    PutU32(out, m.size);
+    PutU32(out, m.rank_in_comm);
+  }
+  PutU32(out, static_cast<uint32_t>(state.call_sites.size()));
+  for (const auto& [stack, text] : state.call_sites) {
+    PutU32(out, stack);
+    PutStr(out, text);
+  }
+  EndFrame(out, start);
+}
+
+namespace {
+// An event carried by a hang-state frame: a kind this build defines and no end before its start.
+Status CheckStateEvent(const commprof_event& ev, const char* list, size_t i) {
+  if (ev.kind == COMMPROF_KIND_NONE || ev.kind >= COMMPROF_KIND_COUNT_) {
+    return Corrupt(std::string("hang-state frame, ") + list + " " + std::to_string(i) + ", field 'kind': unknown kind " +
+                   std::to_string(ev.kind));
+  }
+  if (ev.end_ns < ev.start_ns) {
+    return Corrupt(std::string("hang-state frame, ") + list + " " + std::to_string(i) +
+                   ", field 'end_ns': ends before it starts");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<HangState> DecodeHangState(std::span<const uint8_t> payload) {
+  Cursor c(payload, "hang-state");
+  HangState s;
+  uint32_t n = 0;
+  if (c.U64(s.query_id, "query_id") && c.U64(s.local_now_ns, "local_now_ns") &&
+      c.U64(s.last_completion_ns, "last_completion_ns") && c.U32(n, "inflight_count") &&
+      c.CheckCount(n, sizeof(commprof_event) + 4, "inflight_count")) {
+    s.inflight.resize(n);
+    for (auto& op : s.inflight) {
+      if (!c.Raw(&op.event, sizeof op.event, "inflight") || !c.U32(op.stack, "stack")) {
+        break;
+      }
+    }
+  }
+  if (c.U32(n, "recent_count") && c.CheckCount(n, sizeof(commprof_event), "recent_count")) {
+    s.recent.resize(n);
+    c.Raw(s.recent.data(), n * sizeof(commprof_event), "recent");
+  }
+  if (c.U32(n, "comm_count") && c.CheckCount(n, 16, "comm_count")) {
+    s.comms.resize(n);
+    for (auto& m : s.comms) {
+      if (!c.U64(m.comm_id, "comm_id") || !c.U32(m.size, "size") || !c.U32(m.rank_in_comm, "rank_in_comm")) {
+        break;
+      }
+    }
+  }
+  if (c.U32(n, "call_site_count") && c.CheckCount(n, 8, "call_site_count")) {
+    s.call_sites.resize(n);
+    for (auto& [stack, text] : s.call_sites) {
+      if (!c.U32(stack, "call_site_stack") || !c.Str(text, "call_site_text")) {
+        break;
+      }
+    }
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  for (size_t i = 0; i < s.inflight.size(); ++i) {
+    COMMPROF_RETURN_IF_ERROR(CheckStateEvent(s.inflight[i].event, "inflight op", i));
+  }
+  for (size_t i = 0; i < s.recent.size(); ++i) {
+    COMMPROF_RETURN_IF_ERROR(CheckStateEvent(s.recent[i], "recent op", i));
+  }
+  for (const auto& m : s.comms) {
+    if (m.size == 0 || m.rank_in_comm >= m.size) {
+      return Corrupt("hang-state frame, field 'rank_in_comm': " + std::to_string(m.rank_in_comm) +
+                     " is not below the communicator's size " + std::to_string(m.size));
+    }
+  }
+  return s;
+}
+
+void AppendHangAbort(std::vector<uint8_t>& out, const HangAbort& abort) {
+  size_t start = BeginFrame(out, FrameType::kHangAbort);
+  PutStr(out, abort.reason);
+  EndFrame(out, start);
+}
+
+Result<HangAbort> DecodeHangAbort(std::span<const uint8_t> payload) {
+  Cursor c(payload, "hang-abort");
+  HangAbort a;
+  c.Str(a.reason, "reason");
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return a;
 }

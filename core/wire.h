@@ -52,7 +52,11 @@ enum class FrameType : uint16_t {
   kClockPong = 8,  // aggregator -> collector: the ping's send time echoed plus the reference time
   kChallenge = 9,  // aggregator -> collector, first on every connection: a fresh nonce to sign
   kBatchAck = 10,  // aggregator -> collector: every events batch below `durable_batches` is in the file
+  kHangQuery = 11,  // aggregator -> collector: report what you are blocked in (docs/hangs.md)
+  kHangState = 12,  // collector -> aggregator: the answer, from the shipper thread
+  kHangAbort = 13,  // aggregator -> collector: a hang was found and the job is to end (--on-hang abort)
 };
+inline constexpr FrameType kLastFrameType = FrameType::kHangAbort;
 
 struct FrameHeader {
   FrameType type{};
@@ -120,6 +124,46 @@ struct BatchAck {
   bool bye_stored = false;       // the bye (and so the whole stream) is stored and flushed
 };
 
+// Hang diagnosis (docs/hangs.md). The aggregator asks every rank for its in-flight state; the
+// shipper thread answers (it never waits on an application thread, so a rank blocked in MPI or NCCL
+// still answers).
+struct HangQuery {
+  uint64_t query_id = 0;  // echoed in the answer; from 1
+  uint32_t history = 0;   // completed collectives wanted per communicator (0: the collector's default)
+};
+
+// An operation a rank has entered and not left: a blocking call on one of its threads, a non-blocking
+// request not seen complete, an NCCL collective whose kernel has not finished. `event` is as it
+// would be recorded, with end_ns == start_ns (the entry time, on the rank's clock).
+struct InflightOp {
+  commprof_event event{};
+  uint32_t stack = 0;  // call-site stack id (--stacks), 0 for none; text in HangState::call_sites
+};
+
+// One communicator the rank belongs to: its size and the rank's place in it.
+struct CommMembership {
+  uint64_t comm_id = 0;
+  uint32_t size = 0;
+  uint32_t rank_in_comm = 0;
+};
+
+struct HangState {
+  uint64_t query_id = 0;      // the query answered
+  uint64_t local_now_ns = 0;  // the rank's clock when the snapshot was taken
+  // The end of the rank's last completed communication call (any thread), on its clock; 0: none yet.
+  uint64_t last_completion_ns = 0;
+  std::vector<InflightOp> inflight;
+  // The last completed collectives (MPI and NCCL) per communicator, oldest first within one.
+  std::vector<commprof_event> recent;
+  std::vector<CommMembership> comms;
+  // Call-site text of the stacks the in-flight ops name: "frame <- caller <- ...".
+  std::vector<std::pair<uint32_t, std::string>> call_sites;
+};
+
+struct HangAbort {
+  std::string reason;  // one line: what was found
+};
+
 struct Bye {
   std::vector<std::pair<std::string, uint64_t>> counters;  // events_recorded, dropped_*, ...
 };
@@ -143,6 +187,9 @@ void AppendBye(std::vector<uint8_t>& out, const Bye& bye);
 void AppendClockPing(std::vector<uint8_t>& out, uint64_t local_send_ns);
 void AppendClockPong(std::vector<uint8_t>& out, const ClockPong& pong);
 void AppendBatchAck(std::vector<uint8_t>& out, const BatchAck& ack);
+void AppendHangQuery(std::vector<uint8_t>& out, const HangQuery& query);
+void AppendHangState(std::vector<uint8_t>& out, const HangState& state);
+void AppendHangAbort(std::vector<uint8_t>& out, const HangAbort& abort);
 
 // Size of an events frame holding `count` events.
 constexpr size_t EventsFrameSize(size_t count) { return kHeaderSize + 12 + count * sizeof(commprof_event); }
@@ -160,6 +207,9 @@ Result<uint64_t> DecodeClockPing(std::span<const uint8_t> payload);
 Result<ClockPong> DecodeClockPong(std::span<const uint8_t> payload);
 Result<BatchAck> DecodeBatchAck(std::span<const uint8_t> payload);
 Result<Nonce> DecodeChallenge(std::span<const uint8_t> payload);
+Result<HangQuery> DecodeHangQuery(std::span<const uint8_t> payload);
+Result<HangState> DecodeHangState(std::span<const uint8_t> payload);
+Result<HangAbort> DecodeHangAbort(std::span<const uint8_t> payload);
 
 // True when hello.proof is the spool proof of this hello under `secret` (constant-time compare).
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);

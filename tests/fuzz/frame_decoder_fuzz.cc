@@ -165,6 +165,30 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
       }
       break;
     }
+    case wire::FrameType::kHangQuery: {
+      auto q = wire::DecodeHangQuery(payload);
+      if (count(q) && !frame.empty()) {
+        wire::AppendHangQuery(out, q.value());
+        CheckSame("hang-query", frame, out);
+      }
+      break;
+    }
+    case wire::FrameType::kHangState: {
+      auto st = wire::DecodeHangState(payload);
+      if (count(st) && !frame.empty()) {
+        wire::AppendHangState(out, st.value());
+        CheckSame("hang-state", frame, out);
+      }
+      break;
+    }
+    case wire::FrameType::kHangAbort: {
+      auto a = wire::DecodeHangAbort(payload);
+      if (count(a) && !frame.empty()) {
+        wire::AppendHangAbort(out, a.value());
+        CheckSame("hang-abort", frame, out);
+      }
+      break;
+    }
   }
 }
 

@@ -103,6 +103,15 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
       case wire::FrameType::kChallenge:
         st = wire::DecodeChallenge(p).status();
         break;
+      case wire::FrameType::kHangQuery:
+        st = wire::DecodeHangQuery(p).status();
+        break;
+      case wire::FrameType::kHangState:
+        st = wire::DecodeHangState(p).status();
+        break;
+      case wire::FrameType::kHangAbort:
+        st = wire::DecodeHangAbort(p).status();
+        break;
     }
     if (!st.ok()) {
       why = st.message();

@@ -302,7 +302,10 @@ TEST(WireCodec, FrameTypeNamesAreTheDocumentedOnes) {
   EXPECT_STREQ(FrameTypeName(FrameType::kClockPong), "clock-pong");
   EXPECT_STREQ(FrameTypeName(FrameType::kChallenge), "challenge");
   EXPECT_STREQ(FrameTypeName(FrameType::kBatchAck), "batch-ack");
-  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(11)), "unknown");
+  EXPECT_STREQ(FrameTypeName(FrameType::kHangQuery), "hang-query");
+  EXPECT_STREQ(FrameTypeName(FrameType::kHangState), "hang-state");
+  EXPECT_STREQ(FrameTypeName(FrameType::kHangAbort), "hang-abort");
+  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(14)), "unknown");
   EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(99)), "unknown");
 }
 
@@ -329,8 +332,8 @@ TEST(WireCodec, DecodeHeaderRejectsUnsupportedVersion) {
   EXPECT_FALSE(DecodeHeader(HeaderBytes(kMagic, 0, 1, 0, 0)).ok());
 }
 
-TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToChallenge) {
-  for (uint16_t type = 1; type <= 9; ++type) {
+TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToHangAbort) {
+  for (uint16_t type = 1; type <= 13; ++type) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 16, 0));
     ASSERT_TRUE(h.ok()) << type << ": " << h.status().message();
     EXPECT_EQ(static_cast<uint16_t>(h->type), type);
@@ -338,7 +341,7 @@ TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToChallenge) {
 }
 
 TEST(WireCodec, DecodeHeaderRejectsUnknownFrameType) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{11}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{14}, uint16_t{0xFFFF}}) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 0, 0));
     ASSERT_FALSE(h.ok()) << type;
     EXPECT_NE(h.status().message().find("unknown frame type " + std::to_string(type)), std::string::npos)
@@ -852,6 +855,80 @@ TEST(WireCodec, BatchAckRoundTripsAndRejectsTruncationAndTrailingBytes) {
   std::vector<uint8_t> longer(payload.begin(), payload.end());
   longer.push_back(0);
   EXPECT_FALSE(DecodeBatchAck(longer).ok()) << "trailing byte";
+}
+
+// A hang-state frame carries every list intact (in-flight ops with their stacks, recent
+// collectives, memberships, call-site text), and each list's damage is named.
+TEST(WireCodec, HangFramesRoundTripAndNameTheFieldAtFault) {
+  HangState st;
+  st.query_id = 7;
+  st.local_now_ns = 5'000'000'000ull;
+  st.last_completion_ns = 4'000'000'000ull;
+  InflightOp op;
+  op.event.kind = COMMPROF_KIND_MPI_COLLECTIVE;
+  op.event.subtype = COMMPROF_OP_ALLREDUCE;
+  op.event.comm_id = COMMPROF_COMM_WORLD_ID;
+  op.event.seq = 41;
+  op.event.bytes = 4096;
+  op.event.start_ns = op.event.end_ns = 3'000'000'000ull;
+  op.stack = 3;
+  st.inflight.push_back(op);
+  commprof_event done = op.event;
+  done.seq = 40;
+  done.end_ns = done.start_ns + 10;
+  st.recent = {done, done};
+  st.recent[1].seq = 39;
+  st.comms = {{COMMPROF_COMM_WORLD_ID, 4, 2}, {(3ull << 32) | 1, 2, 1}};
+  st.call_sites = {{3, "train_step <- main"}};
+  std::vector<uint8_t> frame;
+  AppendHangState(frame, st);
+  auto h = DecodeHeader(std::span<const uint8_t>(frame.data(), kHeaderSize));
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->type, FrameType::kHangState);
+  std::span<const uint8_t> payload(frame.data() + kHeaderSize, frame.size() - kHeaderSize);
+  auto back = DecodeHangState(payload);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->query_id, 7u);
+  EXPECT_EQ(back->local_now_ns, st.local_now_ns);
+  EXPECT_EQ(back->last_completion_ns, st.last_completion_ns);
+  ASSERT_EQ(back->inflight.size(), 1u);
+  EXPECT_EQ(back->inflight[0].event.seq, 41u);
+  EXPECT_EQ(back->inflight[0].stack, 3u);
+  ASSERT_EQ(back->recent.size(), 2u);
+  EXPECT_EQ(back->recent[1].seq, 39u);
+  ASSERT_EQ(back->comms.size(), 2u);
+  EXPECT_EQ(back->comms[1].comm_id, (3ull << 32) | 1);
+  EXPECT_EQ(back->comms[1].rank_in_comm, 1u);
+  ASSERT_EQ(back->call_sites.size(), 1u);
+  EXPECT_EQ(back->call_sites[0].second, "train_step <- main");
+  EXPECT_FALSE(DecodeHangState(payload.first(payload.size() - 1)).ok()) << "truncated";
+
+  HangState bad = st;
+  bad.comms[0].rank_in_comm = 4;
+  frame.clear();
+  AppendHangState(frame, bad);
+  auto r = DecodeHangState(std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rank_in_comm"), std::string::npos) << r.status().message();
+  bad = st;
+  bad.inflight[0].event.kind = COMMPROF_KIND_COUNT_;
+  frame.clear();
+  AppendHangState(frame, bad);
+  r = DecodeHangState(std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("inflight op 0, field 'kind'"), std::string::npos) << r.status().message();
+
+  frame.clear();
+  AppendHangQuery(frame, HangQuery{9, 16});
+  auto q = DecodeHangQuery(std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize));
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->query_id, 9u);
+  EXPECT_EQ(q->history, 16u);
+  frame.clear();
+  AppendHangAbort(frame, HangAbort{"rank 2 never entered MPI_Allreduce #41"});
+  auto a = DecodeHangAbort(std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->reason, "rank 2 never entered MPI_Allreduce #41");
 }
 
 }  // namespace
