@@ -163,6 +163,19 @@ void commprof_internal_call_site(const commprof_event* api) {
   }
 }
 
+void commprof_internal_add_inflight_provider(commprof_inflight_provider provider, void* ctx) {
+  if (Runtime* rt = commprof::ActiveRuntime()) {
+    rt->AddInflightProvider(provider, ctx);
+  }
+}
+
+void commprof_internal_remove_inflight_provider(void* ctx) {
+  // After the shutdown there is no runtime here, and no shipper thread calls providers any more.
+  if (Runtime* rt = commprof::ActiveRuntime()) {
+    rt->RemoveInflightProvider(ctx);
+  }
+}
+
 void commprof_internal_add_counter(const char* name, uint64_t delta) {
   if (name == nullptr) {
     return;

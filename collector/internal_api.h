@@ -32,6 +32,15 @@ COMMPROF_INTERNAL_API int commprof_internal_stacks(void);
  * comm_id); the frames inside libcommprof, NCCL and its plugin are dropped. A no-op without --stacks. */
 COMMPROF_INTERNAL_API void commprof_internal_call_site(const commprof_event* api);
 
+/* Hang diagnosis (docs/hangs.md): `provider(ctx, emit, arg)` is called on the runtime's shipper
+ * thread and calls emit(arg, e) for each operation of `ctx` in flight now (an NCCL collective
+ * started whose kernel has not finished), as it will be recorded, start_ns = its start. Remove
+ * before `ctx` is freed: it waits for a running call to return. No-ops without a runtime. */
+typedef void (*commprof_inflight_emit)(void* arg, const commprof_event* e);
+typedef void (*commprof_inflight_provider)(void* ctx, commprof_inflight_emit emit, void* arg);
+COMMPROF_INTERNAL_API void commprof_internal_add_inflight_provider(commprof_inflight_provider provider, void* ctx);
+COMMPROF_INTERNAL_API void commprof_internal_remove_inflight_provider(void* ctx);
+
 #ifdef __cplusplus
 }
 #endif

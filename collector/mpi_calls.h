@@ -8,6 +8,8 @@
 
 #include <mpi.h>
 
+#include "collector/event_builder.h"
+#include "collector/inflight.h"
 #include "collector/mpi_codes.h"
 #include "collector/mpi_source.h"
 #include "collector/runtime.h"
@@ -68,8 +70,14 @@ int Traced(const MpiCall& c, F&& pmpi) {
   Runtime& rt = src->runtime();
   const uint32_t stack = rt.CaptureStack();  // --stacks: before the start, so not in the call's time
   commprof_event e = BeginEvent(*src, c);
+  // In flight until it returns (collector/inflight.h): published whether or not it is recorded.
+  InflightSlot& inflight = rt.Thread()->inflight;
+  const bool published = inflight.Publish(e, stack);
   int rc = pmpi();
   e.end_ns = rt.Now();
+  if (published) {
+    inflight.Clear(e.end_ns);
+  }
   rt.Record(e);
   rt.RecordCallSite(stack, e);
   if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE && e.comm_id == COMMPROF_COMM_WORLD_ID) {
@@ -90,12 +98,13 @@ int TracedStart(const MpiCall& c, MPI_Request* request, F&& pmpi) {
   const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*src, c);
   e.flags |= COMMPROF_FLAG_NONBLOCKING;
+  e.thread_id = rt.Thread()->index;  // the issuer, for the in-flight view (the completion restamps it)
   int rc = pmpi();
   e.end_ns = rt.Now();  // replaced by the completion time
   // The call site is recorded at issue: the event it joins (same start, kind, communicator) is
   // recorded at completion with this start.
   rt.RecordCallSite(rc == MPI_SUCCESS ? stack : 0, e);
-  if (rc == MPI_SUCCESS && !rt.requests().Insert(RequestKey(*request), e)) {
+  if (rc == MPI_SUCCESS && !rt.requests().Insert(RequestKey(*request), e, stack)) {
     e.flags |= COMMPROF_FLAG_INCOMPLETE;  // table full (counted): keep the issue at least
     rt.Record(e);
   }
@@ -121,8 +130,14 @@ int TracedSendrecv(const MpiCall& send, const MpiCall& recv, MPI_Status* status,
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
   const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*src, send);
+  // In flight as its send half (op SENDRECV, the destination as peer).
+  InflightSlot& inflight = rt.Thread()->inflight;
+  const bool published = inflight.Publish(e, stack);
   int rc = pmpi(st);
   e.end_ns = rt.Now();
+  if (published) {
+    inflight.Clear(e.end_ns);
+  }
   rt.Record(e);
   rt.Record(ReceiveHalf(e, recv, rc, *st));
   rt.RecordCallSite(stack, e);  // one for both halves: they share start, kind and communicator
@@ -139,8 +154,19 @@ int TracedCommCreate(uint8_t op, MPI_Comm parent, MPI_Comm* newcomm, F&& pmpi) {
   if (src == nullptr) {
     return pmpi();
   }
-  uint64_t t0 = src->runtime().Now();
+  Runtime& rt = src->runtime();
+  uint64_t t0 = rt.Now();
+  // In flight as a kind 6 event on the parent (the new id is agreed on inside the call).
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_COMM, t0, t0);
+  e.subtype = op;
+  e.name_id = src->NameId(op);
+  e.comm_id = src->comms().Lookup(parent)->id;
+  InflightSlot& inflight = rt.Thread()->inflight;
+  const bool published = inflight.Publish(e, 0);
   int rc = pmpi();
+  if (published) {
+    inflight.Clear(rt.Now());
+  }
   if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) {
     src->runtime().RecordStructural(CommCreatedEvent(*src, op, parent, *newcomm, t0));
   }

@@ -65,6 +65,20 @@ MPI_Request* SaveRequests(MpiSource& src, const CompletionCall& c, MPI_Request& 
   return v.data();
 }
 
+bool Progressed(const CompletionCall& c, int rc) {
+  if (rc != MPI_SUCCESS && !(c.shape == CompletionShape::kAll && rc == MPI_ERR_IN_STATUS)) {
+    return false;
+  }
+  if (c.flag != nullptr && *c.flag == 0) {
+    return false;
+  }
+  if (c.shape == CompletionShape::kAny && c.index != nullptr && *c.index == MPI_UNDEFINED) {
+    return false;
+  }
+  return c.shape != CompletionShape::kSome || c.outcount == nullptr ||
+         (*c.outcount != MPI_UNDEFINED && *c.outcount > 0);
+}
+
 void Record(MpiSource& src, const CompletionCall& c, int rc, const MPI_Request* saved, const MPI_Status* statuses,
             uint64_t t0, uint64_t t1, uint32_t stack) {
   Runtime& rt = src.runtime();

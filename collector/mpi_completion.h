@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "collector/event_builder.h"
+#include "collector/inflight.h"
 #include "collector/mpi_source.h"
 #include "collector/runtime.h"
 
@@ -43,6 +45,8 @@ namespace completion_detail {
 MPI_Status* StatusesFor(MpiSource& src, const CompletionCall& c, MPI_Status& one);
 // The requests as passed, saved before PMPI nulls the completed ones.
 MPI_Request* SaveRequests(MpiSource& src, const CompletionCall& c, MPI_Request& one);
+// Whether the call completed at least one request (a Test* that found none did not).
+bool Progressed(const CompletionCall& c, int rc);
 // Records the call's MPI_WAIT event (with its CALL_SITE when `stack` is not 0) and the operations
 // it completed.
 void Record(MpiSource& src, const CompletionCall& c, int rc, const MPI_Request* saved, const MPI_Status* statuses,
@@ -64,8 +68,18 @@ int TracedCompletion(const CompletionCall& c, F&& pmpi) {
   Runtime& rt = src->runtime();
   const uint32_t stack = rt.CaptureStack();
   uint64_t t0 = rt.Now();
+  // In flight as its MPI_WAIT event; the requests it waits for are in the request table.
+  commprof_event wait = BlankEvent(COMMPROF_KIND_MPI_WAIT, t0, t0);
+  wait.subtype = c.op;
+  wait.bytes = static_cast<uint64_t>(c.count);
+  wait.name_id = src->NameId(c.name != 0 ? c.name : c.op);
+  InflightSlot& inflight = rt.Thread()->inflight;
+  const bool published = inflight.Publish(wait, stack);
   int rc = pmpi(st);
   uint64_t t1 = rt.Now();
+  if (published) {
+    inflight.Clear(t1, completion_detail::Progressed(c, rc));
+  }
   completion_detail::Record(*src, c, rc, saved, st, t0, t1, stack);
   return rc;
 }

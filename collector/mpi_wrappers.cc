@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "collector/event_builder.h"
+#include "collector/inflight.h"
 #include "collector/mpi_calls.h"
 #include "collector/mpi_codes.h"
 #include "collector/mpi_completion.h"
@@ -149,9 +150,16 @@ int MPI_Finalize(void) {
     mpi->FinishClockSync();  // needs MPI: before PMPI_Finalize
   }
   uint64_t t0 = rt->Now();
-  int rc = PMPI_Finalize();
-  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, t0, rt->Now());
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, t0, t0);
   e.name_id = mpi != nullptr ? mpi->NameId(kNameFinalize) : 0;
+  // In flight while PMPI_Finalize waits for the other ranks: a hang diagnosis sees this rank done.
+  InflightSlot& inflight = rt->Thread()->inflight;
+  const bool published = inflight.Publish(e, 0);
+  int rc = PMPI_Finalize();
+  e.end_ns = rt->Now();
+  if (published) {
+    inflight.Clear(e.end_ns);
+  }
   rt->RecordStructural(e);
   ShutdownRuntime();
   return rc;

@@ -4,12 +4,17 @@
 // A fixed open-addressed table allocated once: inserting and removing are a few compare-and-swaps,
 // no lock and no allocation. Each key probes a window of kProbe slots; a full window means the
 // request is not tracked, and that is counted (never silent).
+//
+// The shipper may look at what is parked (a hang-query, a signal's last flush) while application
+// threads insert and take: each slot's event sits behind a seqlock (collector/inflight.h), so the
+// look never changes a slot's key and a Take can never fail because of it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 
+#include "collector/inflight.h"
 #include "commprof/event.h"
 
 namespace commprof {
@@ -25,7 +30,8 @@ class RequestTable {
     slots_ = std::make_unique<Slot[]>(c);
   }
 
-  bool Insert(uintptr_t key, const commprof_event& e) {
+  // `stack`: the issuing call's call-site stack id (--stacks), kept for the in-flight view.
+  bool Insert(uintptr_t key, const commprof_event& e, uint32_t stack = 0) {
     if (key <= kBusy) {
       return false;
     }
@@ -33,7 +39,7 @@ class RequestTable {
       Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = kEmpty;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
-        s.event = e;
+        s.event.Store(e, stack);
         s.key.store(key, std::memory_order_release);
         return true;
       }
@@ -51,12 +57,30 @@ class RequestTable {
       Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = key;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
-        out = s.event;
+        out = s.event.Load();
+        s.event.Clear();
         s.key.store(kEmpty, std::memory_order_release);
         return true;
       }
     }
     return false;
+  }
+
+  // Calls fn(event, stack) for every operation parked now, without taking it. Read-only: an entry
+  // inserted or taken meanwhile may be missed or seen once more, never torn.
+  template <typename Fn>
+  void ForEachPending(Fn&& fn) const {
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      const Slot& s = slots_[i];
+      if (s.key.load(std::memory_order_acquire) <= kBusy) {
+        continue;
+      }
+      commprof_event e;
+      uint32_t stack = 0;
+      if (s.event.Read(e, stack) == EventSeqlock::ReadResult::kCopied) {
+        fn(e, stack);
+      }
+    }
   }
 
   uint64_t overflow() const { return overflow_.load(std::memory_order_relaxed); }
@@ -71,7 +95,8 @@ class RequestTable {
         continue;
       }
       if (s.key.compare_exchange_strong(key, kBusy, std::memory_order_acquire)) {
-        commprof_event e = s.event;
+        commprof_event e = s.event.Load();
+        s.event.Clear();
         s.key.store(kEmpty, std::memory_order_release);
         fn(e);
       }
@@ -85,7 +110,7 @@ class RequestTable {
 
   struct Slot {
     std::atomic<uintptr_t> key{kEmpty};
-    commprof_event event{};
+    EventSeqlock event;
   };
 
   static uint64_t Hash(uintptr_t k) { return (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 20; }

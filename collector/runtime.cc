@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -225,6 +227,114 @@ void Runtime::RecordStackFrames() {
   SetCounter("stack_frames_lost", lost);
   COMMPROF_LOG_DEBUG("%llu call-stack frames recorded, %llu lost", static_cast<unsigned long long>(frames),
                      static_cast<unsigned long long>(lost));
+}
+
+void Runtime::AddInflightProvider(InflightProvider fn, void* ctx) {
+  if (fn == nullptr) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(providers_mu_);
+  providers_.emplace_back(fn, ctx);
+}
+
+void Runtime::RemoveInflightProvider(void* ctx) {
+  std::lock_guard<std::mutex> lock(providers_mu_);
+  std::erase_if(providers_, [ctx](const auto& p) { return p.second == ctx; });
+}
+
+std::vector<wire::InflightOp> Runtime::Inflight(uint64_t& last_completion_ns, bool from_signal) {
+  std::vector<wire::InflightOp> out;
+  last_completion_ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (const auto& t : threads_) {
+      last_completion_ns = std::max(last_completion_ns, t->inflight.last_completion_ns());
+      wire::InflightOp op;
+      if (t->inflight.Read(op.event, op.stack) == EventSeqlock::ReadResult::kCopied) {
+        op.event.thread_id = t->index;
+        op.event.end_ns = op.event.start_ns;
+        out.push_back(op);
+      }
+    }
+  }
+  requests_.ForEachPending([&out](const commprof_event& e, uint32_t stack) {
+    wire::InflightOp op{e, stack};
+    op.event.end_ns = op.event.start_ns;
+    out.push_back(op);
+  });
+  std::unique_lock<std::mutex> lock(providers_mu_, std::defer_lock);
+  if (!from_signal) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return out;  // a communicator is being made or freed on the thread the signal stopped
+  }
+  auto emit = [](void* arg, const commprof_event* e) {
+    if (e != nullptr) {
+      wire::InflightOp op{*e, 0};
+      op.event.end_ns = op.event.start_ns;
+      static_cast<std::vector<wire::InflightOp>*>(arg)->push_back(op);
+    }
+  };
+  for (const auto& [fn, ctx] : providers_) {
+    fn(ctx, emit, &out);
+  }
+  return out;
+}
+
+uint64_t Runtime::RecordInflightAsIncomplete(uint64_t now) {
+  uint64_t last = 0;
+  uint64_t n = 0;
+  ThreadState* self = Thread();
+  auto push = [&](commprof_event e) {
+    e.end_ns = std::max(now, e.start_ns);
+    e.flags |= COMMPROF_FLAG_INCOMPLETE;
+    Push(self, e);
+    ++n;
+  };
+  // Blocking calls and providers' operations from the in-flight view; parked requests taken out
+  // of the table instead, so the shutdown that may still follow does not record them twice.
+  for (const wire::InflightOp& op : Inflight(last, true)) {
+    if ((op.event.flags & COMMPROF_FLAG_NONBLOCKING) == 0) {
+      push(op.event);
+    }
+  }
+  requests_.TakeAll([&](commprof_event e) {
+    dropped_requests_incomplete_.fetch_add(1, std::memory_order_relaxed);
+    push(e);
+  });
+  return n;
+}
+
+std::vector<std::pair<uint32_t, std::string>> Runtime::CallSiteTexts(std::vector<uint32_t> ids) const {
+  std::vector<std::pair<uint32_t, std::string>> out;
+  std::erase(ids, 0u);
+  if (stacks_ == nullptr || ids.empty()) {
+    return out;
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  stacks_->ForEachStack([&](uint32_t id, std::span<const uintptr_t> pcs) {
+    if (!std::binary_search(ids.begin(), ids.end(), id)) {
+      return;
+    }
+    std::string text;
+    for (uintptr_t pc : pcs) {
+      const FrameOrigin where = ResolveFrame(pc);
+      const size_t slash = where.module.rfind('/');
+      char offset[32];
+      std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(where.offset));
+      if (!text.empty()) {
+        text += " <- ";
+      }
+      text += (where.symbol.empty() ? std::string("?") : where.symbol) + " (" +
+              (slash == std::string::npos ? where.module : where.module.substr(slash + 1)) + offset + ")";
+    }
+    if (text.size() > wire::kMaxStringLen) {
+      text.resize(wire::kMaxStringLen);  // the wire's string limit; the innermost frames are kept
+    }
+    out.emplace_back(id, std::move(text));
+  });
+  return out;
 }
 
 ThreadState* Runtime::RegisterThread() {

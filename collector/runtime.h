@@ -27,6 +27,7 @@
 #include "collector/event_ring.h"
 #include "collector/gpu_tracer.h"
 #include "collector/host_clock.h"
+#include "collector/inflight.h"
 #include "collector/request_table.h"
 #include "collector/transport.h"
 #include "commprof/event.h"
@@ -71,6 +72,7 @@ struct ThreadState {
   // destroyed at exit before static destructors, which may still make MPI calls.
   std::unique_ptr<MpiThreadScratch> mpi_scratch;
   std::unique_ptr<StackCache> stack_cache;  // --stacks: made on the thread's first capture
+  InflightSlot inflight;                    // the blocking call this thread is in (collector/inflight.h)
 };
 
 // What a runtime is given instead of reaching for the steady clock and the network itself; a
@@ -219,6 +221,28 @@ class Runtime {
   // runtime (the NVTX tool's): read when the bye is built. Registering a name again replaces it.
   void ExportCounter(const std::string& name, const std::atomic<uint64_t>* value);
 
+  // Hang diagnosis (docs/hangs.md). Sources whose operations are in flight outside any thread's
+  // blocking call (the NCCL plugin's collectives whose kernels have not finished) register a
+  // provider: called on the shipper thread with `ctx`, it calls emit(arg, e) for each such operation
+  // (as it will be recorded, start_ns = its start). Removing waits for a running call to return.
+  using InflightEmit = void (*)(void* arg, const commprof_event* e);
+  using InflightProvider = void (*)(void* ctx, InflightEmit emit, void* arg);
+  void AddInflightProvider(InflightProvider fn, void* ctx);
+  void RemoveInflightProvider(void* ctx);
+  // Every operation of this rank in flight now, with end_ns == start_ns: each thread's blocking
+  // call (thread_id = its thread), each parked non-blocking operation, each provider's. And the
+  // latest exit of a communication call on any thread (0: none yet). `from_signal`: a fatal
+  // signal's flush, which skips the providers when their lock is held rather than wait.
+  std::vector<wire::InflightOp> Inflight(uint64_t& last_completion_ns, bool from_signal = false);
+  // A fatal signal's final flush: every operation in flight is recorded as its event ending at
+  // `now`, flagged INCOMPLETE, past the capture gate (the file's diagnosis needs it); parked
+  // requests are taken out of the table. Returns how many.
+  uint64_t RecordInflightAsIncomplete(uint64_t now);
+
+  // The call-site text of each stack in `ids` (--stacks): "symbol (module+0xOFF) <- caller ...",
+  // innermost first; none without --stacks or for an unknown id.
+  std::vector<std::pair<uint32_t, std::string>> CallSiteTexts(std::vector<uint32_t> ids) const;
+
   RequestTable& requests() { return requests_; }
   StringTable& strings() { return strings_; }
   const Identity& identity() const { return identity_; }
@@ -300,6 +324,9 @@ class Runtime {
   std::vector<std::pair<std::string, const std::atomic<uint64_t>*>> exported_counters_;  // guarded by clock_mu_
 
   std::unique_ptr<CallStacks> stacks_;  // null unless config_.stacks > 0
+
+  std::mutex providers_mu_;  // registration (communicator init/finalize) and the shipper's calls
+  std::vector<std::pair<InflightProvider, void*>> providers_;
 
   std::unique_ptr<Shipper> shipper_;
   std::once_flag shutdown_once_;

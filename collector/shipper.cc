@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 
 #include "collector/runtime.h"
@@ -273,7 +274,8 @@ Status Shipper::ApplyAck(const std::vector<uint8_t>& payload) {
 }
 
 void Shipper::ReadAcks() {
-  if (transport_ == nullptr || !transport_->acknowledges()) {
+  // A spool (and any transport without a peer) has nothing to read: TryReceive says so.
+  if (transport_ == nullptr) {
     return;
   }
   wire::FrameHeader h;
@@ -290,6 +292,20 @@ void Shipper::ReadAcks() {
       if (Status st = ApplyAck(payload); !st.ok()) {
         return OnSendFailed("bad batch-ack from the aggregator: " + st.message());
       }
+    } else if (h.type == wire::FrameType::kHangQuery) {
+      auto q = wire::DecodeHangQuery(payload);
+      if (!q.ok()) {
+        return OnSendFailed("bad hang-query from the aggregator: " + q.status().message());
+      }
+      hang_queries_.push_back(q.value());
+    } else if (h.type == wire::FrameType::kHangAbort) {
+      auto a = wire::DecodeHangAbort(payload);
+      if (!a.ok()) {
+        return OnSendFailed("bad hang-abort from the aggregator: " + a.status().message());
+      }
+      hang_abort_ = true;
+      hang_abort_reason_ = a->reason;
+      return;  // nothing after it matters: the process ends
     } else {
       COMMPROF_LOG_DEBUG("ignoring a %s frame from the aggregator", wire::FrameTypeName(h.type));
     }
@@ -376,6 +392,116 @@ void Shipper::AppendFreshStrings() {
 }
 
 void Shipper::ShipOnce() {
+  ShipEvents();
+  ReadAcks();
+  if (!hang_queries_.empty()) {
+    // The events recorded up to now first: the answer's history and names are then complete.
+    ShipEvents();
+    for (const wire::HangQuery& q : hang_queries_) {
+      AnswerHangQuery(q);
+    }
+    hang_queries_.clear();
+  }
+}
+
+void Shipper::ObserveForHang(const commprof_event* ev, uint32_t n) {
+  const uint32_t keep = std::max<uint32_t>(1, rt_.config().hang_history);
+  for (uint32_t i = 0; i < n; ++i) {
+    const commprof_event& e = ev[i];
+    if (e.kind == COMMPROF_KIND_MPI_COMM) {
+      // comm_id = the new communicator, bytes = its size, peer = this rank in it.
+      if (e.comm_id == 0 || e.bytes == 0 || e.bytes > wire::kMaxWorldSize || e.peer < 0 ||
+          static_cast<uint64_t>(e.peer) >= e.bytes) {
+        continue;
+      }
+      if (memberships_.size() >= kHangComms && !memberships_.contains(e.comm_id)) {
+        ++hang_untracked_;
+        continue;
+      }
+      memberships_[e.comm_id] =
+          wire::CommMembership{e.comm_id, static_cast<uint32_t>(e.bytes), static_cast<uint32_t>(e.peer)};
+      continue;
+    }
+    if ((e.kind != COMMPROF_KIND_MPI_COLLECTIVE && e.kind != COMMPROF_KIND_NCCL_COLLECTIVE) ||
+        (e.flags & COMMPROF_FLAG_INCOMPLETE) != 0) {
+      continue;
+    }
+    const auto key = std::make_pair(e.comm_id, e.kind == COMMPROF_KIND_NCCL_COLLECTIVE);
+    auto it = history_.find(key);
+    if (it == history_.end()) {
+      if (history_.size() >= kHangComms) {
+        ++hang_untracked_;
+        continue;
+      }
+      it = history_.emplace(key, CommHistory{}).first;
+      it->second.ring.resize(keep);
+    }
+    CommHistory& h = it->second;
+    h.ring[h.seen % h.ring.size()] = e;
+    ++h.seen;
+  }
+}
+
+void Shipper::AnswerHangQuery(const wire::HangQuery& query) {
+  // Size bounds (docs/wire-protocol.md): the frame stays well under the 16 MiB payload limit.
+  constexpr size_t kMaxRecent = 131072;   // 8 MiB of history in all
+  constexpr size_t kMaxInflight = 65536;  // 4.25 MiB
+  wire::HangState st;
+  st.query_id = query.query_id;
+  st.inflight = rt_.Inflight(st.last_completion_ns);
+  st.local_now_ns = rt_.Now();
+  if (st.inflight.size() > kMaxInflight) {
+    st.inflight.resize(kMaxInflight);
+  }
+  size_t per_comm = std::max<uint32_t>(1, rt_.config().hang_history);
+  if (query.history != 0) {
+    per_comm = std::min<size_t>(per_comm, query.history);
+  }
+  if (!history_.empty()) {
+    per_comm = std::min(per_comm, std::max<size_t>(1, kMaxRecent / history_.size()));
+  }
+  for (const auto& [key, h] : history_) {
+    const size_t size = h.ring.size();
+    const uint64_t have = std::min<uint64_t>(h.seen, size);
+    const uint64_t take = std::min<uint64_t>(have, per_comm);
+    for (uint64_t k = h.seen - take; k < h.seen; ++k) {  // oldest first
+      st.recent.push_back(h.ring[k % size]);
+    }
+  }
+  const Identity& id = rt_.identity();
+  if ((id.mpi || rt_.mpi() != nullptr) && id.rank < id.world_size) {
+    st.comms.push_back(wire::CommMembership{COMMPROF_COMM_WORLD_ID, id.world_size, id.rank});
+  }
+  for (const auto& [comm, m] : memberships_) {
+    if (comm != COMMPROF_COMM_WORLD_ID) {
+      st.comms.push_back(m);
+    }
+  }
+  std::vector<uint32_t> stacks;
+  for (const wire::InflightOp& op : st.inflight) {
+    stacks.push_back(op.stack);
+  }
+  st.call_sites = rt_.CallSiteTexts(std::move(stacks));
+  ++hang_answers_;
+  std::vector<uint8_t> frame;
+  wire::AppendHangState(frame, st);
+  Send(frame);
+  COMMPROF_LOG_DEBUG("answered hang-query %llu: %zu in flight, %zu recent, %zu communicators",
+                     static_cast<unsigned long long>(query.query_id), st.inflight.size(), st.recent.size(),
+                     st.comms.size());
+}
+
+void Shipper::EndForHangAbort() {
+  std::fprintf(stderr, "commprof: rank %u: ending the job: %s\n", rt_.identity().rank, hang_abort_reason_.c_str());
+  std::fflush(stderr);
+  // The final flush first, on this thread: the SIGTERM below is blocked here and goes to another
+  // thread, whose handler then finds the shipper stopped and lets the signal end the process.
+  Finish(SIGTERM);
+  stopped_.store(true);
+  ::kill(::getpid(), SIGTERM);
+}
+
+void Shipper::ShipEvents() {
   if (uint64_t v = rt_.clock_version(); v != clock_sent_version_) {
     clock_sent_version_ = v;
     wire::AppendClock(out_, rt_.TakeClockFrame());
@@ -390,12 +516,12 @@ void Shipper::ShipOnce() {
     wire::AppendEvents(out_, seq, ev, n);
     Retain(seq, out_.data() + at, out_.size() - at);
     events_shipped_ += n;
+    ObserveForHang(ev, n);
     if (out_.size() >= wire::EventsFrameSize(kBatchEvents)) {
       Send(out_);
     }
   });
   Send(out_);
-  ReadAcks();
 }
 
 void Shipper::Finish(uint64_t signo) {
@@ -408,6 +534,10 @@ void Shipper::Finish(uint64_t signo) {
   }
   if (signo == 0 && TcpSyncWanted()) {
     TcpEpoch(rt_.config().clock_sync_rounds);
+  }
+  if (signo != 0) {
+    // The process ends now: what it is still inside never completes (docs/file-format.md).
+    in_flight_at_exit_ = rt_.RecordInflightAsIncomplete(rt_.Now());
   }
   ShipOnce();
   auto tail = [&] {
@@ -423,6 +553,16 @@ void Shipper::Finish(uint64_t signo) {
     }
     if (signo != 0) {
       bye.counters.emplace_back("fatal_signal", signo);
+      bye.counters.emplace_back("calls_in_flight_at_exit", in_flight_at_exit_);
+    }
+    if (hang_answers_ > 0) {
+      bye.counters.emplace_back("hang_queries_answered", hang_answers_);
+    }
+    if (hang_untracked_ > 0) {
+      bye.counters.emplace_back("hang_comms_untracked", hang_untracked_);
+    }
+    if (hang_abort_) {
+      bye.counters.emplace_back("ended_by_hang_abort", 1);
     }
     bye.counters.emplace_back("spooled", spooling_ ? 1 : 0);
     std::vector<uint8_t> frames;
@@ -484,6 +624,10 @@ void Shipper::Loop() {
     ShipOnce();
     if (signo != 0) {
       signal_done_.fetch_add(1);
+    }
+    if (hang_abort_) {
+      EndForHangAbort();
+      return;
     }
     if (stopping) {
       break;

@@ -9,12 +9,22 @@
 // acknowledgement of its bye, and spools what was not acknowledged.
 //
 // A fatal signal (collector/fatal_signals.h) wakes the thread through a pipe (the only async-
-// signal-safe way to do it) for a last shipment.
+// signal-safe way to do it) for a last shipment; when it ends the process, every operation still in
+// flight is recorded first as an INCOMPLETE event ending then (docs/file-format.md).
+//
+// Hang diagnosis (docs/hangs.md, docs/wire-protocol.md): the thread answers the aggregator's
+// hang-query itself, never waiting on an application thread, within one flush period: it ships what
+// the rings hold, then one hang-state frame (the in-flight operations of collector/inflight.h, the
+// history of completed collectives it keeps from the events it drains, the communicators seen
+// created). A hang-abort ends the process with SIGTERM after that final flush.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <string>
+#include <utility>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -62,7 +72,16 @@ class Shipper {
   // table, the clock model, and every batch not acknowledged, in order.
   void AppendRestart(std::vector<uint8_t>& out);
   void Retain(uint64_t batch_seq, const uint8_t* frame, size_t size);
+  // Reads what the aggregator sent: batch acks, hang queries (kept in hang_queries_), a hang-abort.
   void ReadAcks();
+  // Drains the rings into events frames and sends them (the first half of ShipOnce).
+  void ShipEvents();
+  // Keeps, from drained events, the completed collectives of each communicator and the
+  // communicators this rank was seen joining.
+  void ObserveForHang(const commprof_event* ev, uint32_t n);
+  void AnswerHangQuery(const wire::HangQuery& query);
+  // The aggregator's --on-hang abort: log, the final flush, then SIGTERM to the process.
+  void EndForHangAbort();
   void OnAck(const wire::BatchAck& ack);
   // Decodes a batch-ack frame's payload and applies it (OnAck); a malformed one is an error.
   Status ApplyAck(const std::vector<uint8_t>& payload);
@@ -100,6 +119,22 @@ class Shipper {
   bool tcp_sync_failed_ = false;  // an exchange broke: the stream's state is unknown, stop trying
   std::vector<uint8_t> out_;
   std::unique_ptr<commprof_event[]> scratch_;
+
+  // Hang diagnosis: per communicator (key: comm_id, and whether it is NCCL's), its last completed
+  // collectives in a ring of config.hang_history; at most kHangComms communicators.
+  struct CommHistory {
+    std::vector<commprof_event> ring;
+    uint64_t seen = 0;  // completed collectives observed; ring[seen % size] is the next to replace
+  };
+  static constexpr size_t kHangComms = 4096;
+  std::map<std::pair<uint64_t, bool>, CommHistory> history_;
+  std::map<uint64_t, wire::CommMembership> memberships_;
+  uint64_t hang_untracked_ = 0;  // completed collectives and memberships not kept (kHangComms reached)
+  std::vector<wire::HangQuery> hang_queries_;
+  uint64_t hang_answers_ = 0;
+  bool hang_abort_ = false;
+  std::string hang_abort_reason_;
+  uint64_t in_flight_at_exit_ = 0;
 
   // Requests from other threads and from signal handlers: flags, then a byte down the pipe.
   int wake_pipe_[2] = {-1, -1};

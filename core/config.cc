@@ -49,6 +49,10 @@ constexpr OptionSpec kEnvironment[] = {
      "on SIGSEGV, SIGBUS, SIGABRT or SIGTERM ship the rank's buffered events and record the signal before the "
      "program's own handling goes on; off, 0, false or no turn it off.",
      kCollector},
+    {"COMMPROF_HANG_HISTORY", "16",
+     "completed collectives kept per communicator (1-1024) for a hang diagnosis's history; a hang-query asking "
+     "for more gets these.",
+     kCollector},
     {"COMMPROF_LOG", "warn", "log level on stderr: error, warn, info, debug (every part of commprof reads it).",
      kCollector},
     {"COMMPROF_CLOCK_SYNC", "on",
@@ -321,6 +325,12 @@ Config ConfigFromEnv() {
   c.reconnect_ms = EnvU32("COMMPROF_RECONNECT_MS", 0);
   c.retain_mb = EnvU32("COMMPROF_RETAIN_MB", 1);
   c.bye_ack_ms = EnvU32("COMMPROF_BYE_ACK_MS", 0);
+  c.hang_history = EnvU32("COMMPROF_HANG_HISTORY", 1);
+  if (c.hang_history > kMaxHangHistory) {
+    COMMPROF_LOG_WARN("COMMPROF_HANG_HISTORY=%u is above %u; using %u", c.hang_history, kMaxHangHistory,
+                      kMaxHangHistory);
+    c.hang_history = kMaxHangHistory;
+  }
   std::string signals = EnvOr("COMMPROF_SIGNALS");
   c.signal_handlers = !(signals == "off" || signals == "0" || signals == "false" || signals == "no");
   std::string sync = EnvOr("COMMPROF_CLOCK_SYNC");

@@ -55,6 +55,8 @@ bool ParseActivities(const std::string& text, uint32_t& mask, std::string& error
 // The list form of a mask, in the canonical order ("cpu,mpi,..."), "none" for 0.
 std::string ActivitiesToString(uint32_t mask);
 
+inline constexpr uint32_t kMaxHangHistory = 1024;  // COMMPROF_HANG_HISTORY's ceiling
+
 struct Config {
   std::string aggregator;  // host:port; empty = spool only
   std::string secret;      // per-job secret for the hello HMAC
@@ -70,6 +72,7 @@ struct Config {
   uint32_t retain_mb = 64;        // events sent but not acknowledged, kept for a resend
   uint32_t bye_ack_ms = 5000;     // wait at exit for the stream's acknowledgement
   bool signal_handlers = true;    // ship on fatal signals
+  uint32_t hang_history = 16;     // completed collectives kept per communicator for a hang-state (1..kMaxHangHistory)
   bool clock_sync = true;
   uint32_t clock_sync_interval_ms = 0;
   uint32_t clock_sync_rounds = 0;

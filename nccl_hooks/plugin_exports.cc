@@ -22,6 +22,10 @@ class RuntimeSink final : public RecordSink {
   void AddCounter(const char* name, uint64_t delta) override { commprof_internal_add_counter(name, delta); }
   bool CapturesStacks() override { return commprof_internal_stacks() != 0; }
   void CallSite(const commprof_event& api) override { commprof_internal_call_site(&api); }
+  void AddInflightProvider(InflightProvider provider, void* ctx) override {
+    commprof_internal_add_inflight_provider(provider, ctx);
+  }
+  void RemoveInflightProvider(void* ctx) override { commprof_internal_remove_inflight_provider(ctx); }
 };
 
 // The loader needs one sink object for the library's lifetime: stateless, so one constant.

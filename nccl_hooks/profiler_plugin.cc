@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/inflight.h"
 #include "nccl_hooks/nccl_profiler_abi.h"
 
 namespace commprof::nccl {
@@ -183,6 +184,9 @@ struct Slot {
   uint8_t channel = 0;
   uint64_t gpu_start = 0;
   uint64_t gpu_stop = 0;
+  // Coll, P2p: the record it will write, from its start until it is written, for the hang
+  // diagnosis's reader on another thread (InflightOps).
+  EventSeqlock inflight;
 };
 
 class PluginContext {
@@ -227,9 +231,16 @@ class PluginContext {
       e.device = info.device;
       sink_->Record(e);
     }
+    sink_->AddInflightProvider(
+        [](void* ctx, RecordSink::InflightEmit emit, void* arg) {
+          InflightOps(static_cast<PluginContext*>(ctx), emit, arg);
+        },
+        this);
   }
 
   void Start(void** handle, const EventDescr& d);
+  void ForEachInflight(RecordSink::InflightEmit emit, void* arg) const;
+  void Unregister() { sink_->RemoveInflightProvider(this); }
   void Stop(Slot* s);
   void State(Slot* s, int state, uint64_t ptimer, bool has_ptimer);
   void Finalize();
@@ -291,6 +302,15 @@ class PluginContext {
     return e;
   }
   // Base plus what every record of an operation carries from its slot (API, channel, collective).
+  // A collective's kind 17 record as far as its start knows it (times: the Coll start).
+  commprof_event CollRecord(const Slot& s) const {
+    commprof_event e = FromSlot(COMMPROF_KIND_NCCL_COLLECTIVE, s);
+    e.bytes = s.bytes;
+    e.datatype = s.dtype;
+    e.correlation = s.n_channels;
+    e.reduce_op = s.algo_proto;
+    return e;
+  }
   commprof_event FromSlot(uint8_t kind, const Slot& s) const {
     commprof_event e = Base(kind, s.host_start);
     e.comm_id = s.comm_id;
@@ -447,6 +467,7 @@ void PluginContext::Start(void** handle, const EventDescr& d) {
     // then it completes only at finalize, INCOMPLETE).
     s->proxy_seen.store(false, std::memory_order_relaxed);
     s->refs.store(1u + (s->kernel_timing ? d.n_channels : 1u), std::memory_order_release);
+    s->inflight.Store(CollRecord(*s), 0);
     *handle = s;
   } else if (t == kCpNcclKernelCh) {
     auto* p = static_cast<Slot*>(d.parent);
@@ -637,8 +658,18 @@ void PluginContext::Stop(Slot* s) {
   }
 }
 
+void PluginContext::ForEachInflight(RecordSink::InflightEmit emit, void* arg) const {
+  for (uint32_t i = 0; i < parents_; ++i) {
+    commprof_event e;
+    uint32_t tag = 0;
+    if (slots_[i].inflight.Read(e, tag) == EventSeqlock::ReadResult::kCopied) {
+      emit(arg, &e);
+    }
+  }
+}
+
 void PluginContext::Complete(Slot* p, bool unfinished) {
-  commprof_event e = FromSlot(COMMPROF_KIND_NCCL_COLLECTIVE, *p);
+  commprof_event e = CollRecord(*p);
   uint64_t g0 = p->gpu_first.load(std::memory_order_acquire), g1 = p->gpu_last.load(std::memory_order_acquire);
   uint64_t k0 = p->kch_host_first.load(std::memory_order_acquire),
            k1 = p->kch_host_last.load(std::memory_order_acquire);
@@ -657,14 +688,13 @@ void PluginContext::Complete(Slot* p, bool unfinished) {
     Count(kNoTiming);
     unfinished = true;  // start = end = the Coll start: no completion was observed
   }
-  e.bytes = p->bytes;
-  e.datatype = p->dtype;
-  e.correlation = p->n_channels;
-  e.reduce_op = p->algo_proto;
   if (unfinished) {
     e.flags = COMMPROF_FLAG_INCOMPLETE;
   }
   sink_->Record(e);
+  // Cleared after the record is written: a reader between the two sees it in flight and recorded
+  // (a duplicate the diagnosis tolerates), never in neither place.
+  p->inflight.Clear();
   Release(p);
 }
 
@@ -784,10 +814,17 @@ void RecordEventState(void* handle, int state, uint64_t value, bool has_value) {
   }
 }
 
+void InflightOps(PluginContext* ctx, RecordSink::InflightEmit emit, void* arg) {
+  if (ctx != nullptr && emit != nullptr) {
+    ctx->ForEachInflight(emit, arg);
+  }
+}
+
 void FinalizeContext(PluginContext* ctx) {
   if (ctx == nullptr) {
     return;
   }
+  ctx->Unregister();  // no reader of its slots from here on
   ctx->Finalize();
   delete ctx;
 }

@@ -37,6 +37,13 @@ class RecordSink {
   // at the start of each API event, the calling stack's CALL_SITE for `api` (kind, start, comm).
   virtual bool CapturesStacks() { return false; }
   virtual void CallSite(const commprof_event& /*api*/) {}
+  // Hang diagnosis (docs/hangs.md): each context registers itself at creation and is removed at
+  // FinalizeContext (removal waits for a running call); the runtime's shipper thread calls
+  // provider(ctx, emit, arg), which is InflightOps.
+  using InflightEmit = void (*)(void* arg, const commprof_event* e);
+  using InflightProvider = void (*)(void* ctx, InflightEmit emit, void* arg);
+  virtual void AddInflightProvider(InflightProvider /*provider*/, void* /*ctx*/) {}
+  virtual void RemoveInflightProvider(void* /*ctx*/) {}
 };
 
 enum class AbiVersion { kV2, kV4, kV5 };
@@ -97,6 +104,11 @@ void RecordEventState(void* handle, int state, uint64_t value, bool has_value);
 // process's context and parent pointers (docs/nccl-plugin.md §2a): true when the descriptor shows it, so the
 // shims never dereference the context. Counted process-wide (nccl_foreign_proxy_op).
 bool ForeignProxyEvent(const EventDescr& d);
+// Calls emit(arg, e) for each collective or p2p operation of `ctx` started (Coll/P2p start) whose
+// record is not written yet (its kernel has not finished): kind 17 with the seq, comm, op, bytes,
+// datatype and root it will be recorded with, start_ns = end_ns = its start. Safe from any thread
+// against NCCL's (a per-slot seqlock: an operation changing meanwhile is skipped, never torn).
+void InflightOps(PluginContext* ctx, RecordSink::InflightEmit emit, void* arg);
 // Writes what is still pending (flagged INCOMPLETE), reports counters, frees the context.
 void FinalizeContext(PluginContext* ctx);
 

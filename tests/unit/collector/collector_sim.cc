@@ -178,6 +178,9 @@ class FrameCapture::Sink final : public Transport {
   Status Receive(wire::FrameHeader&, std::vector<uint8_t>&, uint32_t) override {
     return Unavailable("a capture does not answer");
   }
+  Result<bool> TryReceive(wire::FrameHeader& header, std::vector<uint8_t>& payload) override {
+    return capture_.TakeDelivered(rank_, header, payload);
+  }
   const char* name() const override { return "capture"; }
 
  private:
@@ -210,6 +213,26 @@ std::unique_ptr<TransportFactory> FrameCapture::Transports(uint32_t rank) {
 void FrameCapture::Add(uint32_t rank, Frame f) {
   std::lock_guard<std::mutex> lock(mu_);
   frames_[rank].push_back(std::move(f));
+}
+
+void FrameCapture::Deliver(uint32_t rank, std::vector<uint8_t> frame) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_[rank].push_back(std::move(frame));
+}
+
+bool FrameCapture::TakeDelivered(uint32_t rank, wire::FrameHeader& header, std::vector<uint8_t>& payload) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& box = inbox_[rank];
+  if (box.empty()) {
+    return false;
+  }
+  std::vector<uint8_t> frame = std::move(box.front());
+  box.erase(box.begin());
+  auto h = wire::DecodeHeader(std::span<const uint8_t>(frame).first(wire::kHeaderSize));
+  EXPECT_TRUE(h.ok()) << "a test delivered a malformed frame";
+  header = h.value();
+  payload.assign(frame.begin() + wire::kHeaderSize, frame.end());
+  return true;
 }
 
 std::vector<FrameCapture::Frame> FrameCapture::FramesOf(uint32_t rank) const {

@@ -89,14 +89,19 @@ class FrameCapture {
   };
   std::unique_ptr<TransportFactory> Transports(uint32_t rank);
   std::vector<Frame> FramesOf(uint32_t rank) const;
+  // A frame from the "aggregator" to rank `rank` (one whole frame, header included): its shipper
+  // reads it with TryReceive at its next flush.
+  void Deliver(uint32_t rank, std::vector<uint8_t> frame);
 
  private:
   class Sink;
   class Factory;
   void Add(uint32_t rank, Frame f);
+  bool TakeDelivered(uint32_t rank, wire::FrameHeader& header, std::vector<uint8_t>& payload);
 
   mutable std::mutex mu_;
   std::map<uint32_t, std::vector<Frame>> frames_;
+  std::map<uint32_t, std::vector<std::vector<uint8_t>>> inbox_;
 };
 
 }  // namespace commprof::test_support

@@ -47,6 +47,30 @@ class CaptureSink final : public RecordSink {
   bool stacks = false;
   std::vector<commprof_event> call_sites;
 
+  // Hang diagnosis: the contexts registered as in-flight providers, called as the shipper would.
+  void AddInflightProvider(InflightProvider provider, void* ctx) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    providers_[ctx] = provider;
+  }
+  void RemoveInflightProvider(void* ctx) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    providers_.erase(ctx);
+  }
+  size_t providers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return providers_.size();
+  }
+  std::vector<commprof_event> Inflight() {
+    std::vector<commprof_event> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [ctx, provider] : providers_) {
+      provider(
+          ctx, [](void* arg, const commprof_event* e) { static_cast<std::vector<commprof_event>*>(arg)->push_back(*e); },
+          &out);
+    }
+    return out;
+  }
+
   void SetNow(uint64_t t) { now_.store(t); }
   std::vector<commprof_event> OfKind(uint8_t kind) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -70,6 +94,7 @@ class CaptureSink final : public RecordSink {
   std::map<std::string, uint32_t> ids_;
   std::map<uint32_t, std::string> names_;
   std::map<std::string, uint64_t> counters_;
+  std::map<void*, InflightProvider> providers_;
   std::atomic<uint64_t> now_{1'000'000};
 };
 
@@ -754,6 +779,118 @@ TEST(NcclProfilerPlugin, ConcurrentCollStopsAndKernelChannelsWriteEachCollective
 }
 
 }  // namespace
+
+// Hang diagnosis: a collective is in flight from its Coll start until its record is written (its
+// kernel channels finished), whatever its "enqueued" stop says.
+TEST(NcclProfilerPlugin, InflightOpsAreExactlyTheStartedCollectivesWhoseKernelsHaveNotFinished) {
+  CaptureSink sink;
+  PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(1, 4), &sink, PluginOptions{});
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_EQ(sink.providers(), 1u) << "the context registers itself at creation";
+  EXPECT_TRUE(sink.Inflight().empty());
+
+  auto coll = [&](const char* func, uint64_t seq, size_t count, const char* dt, int root, uint64_t at) {
+    EventDescr c = Descr(kCpNcclColl);
+    c.func = func;
+    c.count = count;
+    c.datatype = dt;
+    c.seq_number = seq;
+    c.root = root;
+    c.n_channels = 1;
+    sink.SetNow(at);
+    void* h = Start(ctx, c);
+    EXPECT_NE(h, nullptr);
+    StopEvent(h);  // enqueued: still in flight
+    return h;
+  };
+  void* done = coll("AllReduce", 10, 256, "ncclFloat32", 0, 5'000);
+  coll("Broadcast", 4, 4096, "ncclInt8", 2, 6'000);
+  coll("AllReduce", 11, 128, "ncclFloat64", 0, 7'000);
+  EventDescr p = Descr(kCpNcclP2p);
+  p.func = "Send";
+  p.count = 64;
+  p.datatype = "ncclInt32";
+  p.peer = 3;
+  sink.SetNow(8'000);
+  void* hp = Start(ctx, p);
+  ASSERT_NE(hp, nullptr);
+  StopEvent(hp);
+  KernelChannel(sink, ctx, done, 0, 100'000, 101'000, -90'000, 0);  // allreduce 10 finishes
+  ASSERT_EQ(sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE).size(), 1u);
+
+  auto ops = sink.Inflight();
+  ASSERT_EQ(ops.size(), 3u);
+  std::map<std::pair<uint8_t, uint64_t>, commprof_event> by;
+  for (const auto& e : ops) {
+    EXPECT_EQ(e.kind, COMMPROF_KIND_NCCL_COLLECTIVE);
+    EXPECT_EQ(e.comm_id, kHash);
+    EXPECT_EQ(e.end_ns, e.start_ns);
+    EXPECT_EQ(e.flags, 0u);
+    by[{e.subtype, e.seq}] = e;
+  }
+  ASSERT_TRUE(by.contains({COMMPROF_OP_BCAST, 4}));
+  EXPECT_EQ((by[{COMMPROF_OP_BCAST, 4}].bytes), 4096u);
+  EXPECT_EQ((by[{COMMPROF_OP_BCAST, 4}].peer), 2) << "the root";
+  EXPECT_EQ((by[{COMMPROF_OP_BCAST, 4}].start_ns), 6'000u);
+  ASSERT_TRUE(by.contains({COMMPROF_OP_ALLREDUCE, 11}));
+  EXPECT_EQ((by[{COMMPROF_OP_ALLREDUCE, 11}].bytes), 1024u);
+  EXPECT_EQ((by[{COMMPROF_OP_ALLREDUCE, 11}].datatype), COMMPROF_DT_FLOAT64);
+  EXPECT_EQ((by[{COMMPROF_OP_ALLREDUCE, 11}].start_ns), 7'000u);
+  ASSERT_TRUE(by.contains({COMMPROF_OP_SEND, 0}));
+  EXPECT_EQ((by[{COMMPROF_OP_SEND, 0}].peer), 3);
+  EXPECT_EQ((by[{COMMPROF_OP_SEND, 0}].bytes), 256u);
+  EXPECT_FALSE(by.contains({COMMPROF_OP_ALLREDUCE, 10})) << "finished: recorded, not in flight";
+
+  FinalizeContext(ctx);  // the rest is written INCOMPLETE, and the context is no provider any more
+  EXPECT_EQ(sink.providers(), 0u);
+  EXPECT_EQ(sink.OfKind(COMMPROF_KIND_NCCL_COLLECTIVE).size(), 4u);
+}
+
+// The shipper enumerates while NCCL's threads start and finish collectives: every operation it is
+// given is whole (one collective's fields, never two mixed), and TSan sees no race.
+TEST(NcclProfilerPlugin, InflightOpsReadConcurrentlyWithNcclThreadsAreNeverTorn) {
+  CaptureSink sink;
+  PluginOptions options;
+  options.pool_events = 256;
+  PluginContext* ctx = CreateContext(AbiVersion::kV5, Comm(), &sink, options);
+  constexpr int kColls = 3000;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> seen{0}, bad{0};
+  std::thread shipper([&] {
+    while (!stop.load()) {
+      for (const auto& e : sink.Inflight()) {
+        seen.fetch_add(1);
+        // Collective i moves i elements of float32 and has seq i.
+        if (e.kind != COMMPROF_KIND_NCCL_COLLECTIVE || e.bytes != e.seq * 4 || e.seq >= kColls ||
+            e.start_ns != 1'000'000 + e.seq) {
+          bad.fetch_add(1);
+        }
+      }
+    }
+  });
+  for (int i = 0; i < kColls; ++i) {
+    EventDescr c = Descr(kCpNcclColl);
+    c.func = "AllReduce";
+    c.count = static_cast<size_t>(i);
+    c.datatype = "ncclFloat32";
+    c.seq_number = static_cast<uint64_t>(i);
+    c.n_channels = 1;
+    sink.SetNow(1'000'000 + static_cast<uint64_t>(i));
+    void* h = Start(ctx, c);
+    ASSERT_NE(h, nullptr);
+    StopEvent(h);
+    EventDescr d = Descr(kCpNcclKernelCh, h);
+    d.ptimer = 10;
+    void* k = Start(ctx, d);
+    RecordEventState(k, kCpNcclStateKernelChStop, 20, true);
+    StopEvent(k);
+  }
+  stop.store(true);
+  shipper.join();
+  EXPECT_EQ(bad.load(), 0u) << seen.load() << " in-flight operations seen";
+  EXPECT_TRUE(sink.Inflight().empty());
+  FinalizeContext(ctx);
+}
 
 TEST(NcclPluginCodes, AlgorithmAndProtocolShareOneByte) {
   EXPECT_EQ(AlgoProtoCode("TREE", "LL"), 0x11);
