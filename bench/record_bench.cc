@@ -6,6 +6,11 @@
 //   BM_RecordEventWithRuntimeClock/N  the same through Runtime::Now(), the clock the wrappers read
 //   BM_EventRingPush/N            EventRing::Push alone
 //   BM_RecordEventRingFull        Record into a full ring: the DROP path, for contrast only
+//   BM_InflightPublishClear       what a blocking wrapper adds for the hang diagnosis: publish the
+//                                 event in the thread's in-flight slot (collector/inflight.h), clear it
+//   BM_TracedShape/N              Traced's whole bookkeeping without the MPI call: publish, two
+//                                 runtime clock reads, clear, Record (compare with
+//                                 BM_RecordEventWithRuntimeClock/N)
 //
 // What is measured, exactly: the Runtime is built as a profiled process builds it (Config with no
 // aggregator and a temporary spool directory) but its shipper thread is not started. This thread
@@ -31,6 +36,7 @@
 #include <string>
 
 #include "collector/event_ring.h"
+#include "collector/inflight.h"
 #include "collector/runtime.h"
 #include "commprof/event.h"
 #include "core/clock.h"
@@ -177,6 +183,57 @@ void BM_EventRingPush(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EventRingPush)->Arg(65536)->Arg(1 << 22);
+
+void BM_InflightPublishClear(benchmark::State& state) {
+  commprof::Runtime rt(BenchConfig(64), BenchIdentity());
+  commprof::InflightSlot& slot = rt.Thread()->inflight;
+  const commprof_event e = PrefilledEvent();
+  uint64_t t = 0;
+  for (auto _ : state) {
+    const bool published = slot.Publish(e, 7);
+    benchmark::DoNotOptimize(published);
+    if (published) {
+      slot.Clear(++t);
+    }
+  }
+  if (slot.last_completion_ns() != t) {
+    state.SkipWithError("the slot was not cleared as published");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_InflightPublishClear);
+
+// Traced (collector/mpi_calls.h) minus BeginEvent and the MPI call: what the in-flight record adds
+// shows as the difference to BM_RecordEventWithRuntimeClock.
+void BM_TracedShape(benchmark::State& state) {
+  commprof::Runtime rt(BenchConfig(static_cast<uint32_t>(state.range(0))), BenchIdentity());
+  auto scratch = std::make_unique<commprof_event[]>(kScratchEvents);
+  auto drain = [&] { rt.DrainAll(scratch.get(), kScratchEvents, [](const commprof_event*, uint32_t) {}); };
+  commprof_event e = PrefilledEvent();
+  rt.Record(e);
+  drain();
+  const uint64_t capacity = rt.Thread()->ring->capacity();
+  uint64_t since_drain = 0;
+  for (auto _ : state) {
+    e.start_ns = rt.Now();
+    commprof::InflightSlot& inflight = rt.Thread()->inflight;
+    const bool published = inflight.Publish(e, 0);
+    e.end_ns = rt.Now();
+    if (published) {
+      inflight.Clear(e.end_ns);
+    }
+    rt.Record(e);
+    if (++since_drain == capacity) {
+      state.PauseTiming();
+      drain();
+      state.ResumeTiming();
+      since_drain = 0;
+    }
+  }
+  CheckNoDrops(state, rt, static_cast<uint64_t>(state.iterations()) + 1);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TracedShape)->Arg(65536);
 
 // For contrast only: a full ring that is never drained, so every Record is a counted drop.
 void BM_RecordEventRingFull(benchmark::State& state) {

@@ -518,8 +518,13 @@ int MPI_Recv(void* buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
   const uint32_t stack = rt.CaptureStack();
   commprof_event e = BeginEvent(*mpi, P2p(COMMPROF_OP_RECV, comm, TypeBytes(dt, count), dt, src, tag));
+  InflightSlot& inflight = rt.Thread()->inflight;  // as in Traced (mpi_calls.h)
+  const bool published = inflight.Publish(e, stack);
   int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
   e.end_ns = rt.Now();
+  if (published) {
+    inflight.Clear(e.end_ns);
+  }
   int n = 0;
   if (rc == MPI_SUCCESS && PMPI_Get_count(st, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED) {
     e.bytes = static_cast<uint64_t>(n);

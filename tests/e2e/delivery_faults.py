@@ -26,12 +26,20 @@ from e2e_support import case_arguments, expect, mpirun
 SIGNALS = {"segv": (11, "SIGSEGV"), "fault": (11, "SIGSEGV"), "abort": (6, "SIGABRT"), "term": (15, "SIGTERM")}
 
 
-def allreduces(f, rank):
+INCOMPLETE = 1 << 1  # COMMPROF_FLAG_INCOMPLETE
+
+
+def allreduces(f, rank, incomplete=False):
+    """The rank's completed MPI_Allreduce events (with `incomplete`: those it was inside when it was
+    ended, stored INCOMPLETE by the signal's flush)."""
     g = f["ranks"][str(rank)]
     names = g["strings"].asstr()[...]
     ids = [i for i, s in enumerate(names) if s == "MPI_Allreduce"]
     ev = g["events"][...]
-    return ev[np.isin(ev["name_id"], ids)] if ids else ev[:0]
+    if not ids:
+        return ev[:0]
+    flagged = (ev["flags"] & INCOMPLETE) != 0
+    return ev[np.isin(ev["name_id"], ids) & (flagged if incomplete else ~flagged)]
 
 
 def attr(g, name, default=None):
@@ -78,6 +86,9 @@ def case_signal(ctx, action):
         expect(int(attr(g, "fatal_signal")) == signo, "fatal_signal counter")
         n = len(allreduces(f, 2))
         expect(n == at, f"victim holds {n} allreduce events, it completed exactly {at}")
+        # It was between two calls (the fault is raised outside MPI): nothing in flight.
+        expect(len(allreduces(f, 2, incomplete=True)) == 0, "victim has an INCOMPLETE allreduce")
+        expect(int(attr(g, "calls_in_flight_at_exit", 0)) == 0, "victim calls_in_flight_at_exit")
         check_counts_add_up(g, 2)
         # The others were torn down by mpirun: whatever they shipped is whole and exact.
         for rank in (0, 1, 3):
@@ -86,6 +97,13 @@ def case_signal(ctx, action):
             if attr(g, "status") == "complete":
                 expect(n == at, f"rank {rank} ({attr(g, 'end_reason')}): {n} allreduces, completed {at}")
                 check_counts_add_up(g, rank)
+                if attr(g, "fatal_signal") is not None:
+                    # Torn down inside allreduce AT: it is stored, INCOMPLETE, right after the others.
+                    stuck = allreduces(f, rank, incomplete=True)
+                    done = allreduces(f, rank)
+                    expect(len(stuck) == 1 and int(stuck["seq"][0]) == int(done["seq"].max()) + 1,
+                           f"rank {rank}: in-flight allreduce {stuck['seq'].tolist()} after {done['seq'].max()}")
+                    expect(int(attr(g, "calls_in_flight_at_exit")) == 1, f"rank {rank}: calls_in_flight_at_exit")
             else:
                 expect(n <= at, f"rank {rank}: {n} allreduces, more than the {at} it completed")
     print(f"signal {name}: victim shipped {at}/{at} allreduces; reason {reason!r}")
@@ -334,6 +352,84 @@ def case_foreign_spool(ctx):
             expect(attr(f["ranks"][str(rank)], "status") == "complete", f"rank {rank}")
             expect(len(allreduces(f, rank)) == 40, f"rank {rank}: {len(allreduces(f, rank))} allreduces")
     print("foreign spool left alone; 4 own ranks complete")
+
+
+def case_term_inflight(ctx):
+    """A job ended by SIGTERM while every rank is stuck in a different call (inflight_program.c):
+    each rank's file part holds the call it was inside as an INCOMPLETE event with its kind, op,
+    communicator, sequence number, peer and tag, ending at the signal's flush (not before its start),
+    its completed allreduces unflagged, and the counter calls_in_flight_at_exit."""
+    port = free_port()
+    out = ctx.path("inflight.h5")
+    agg = Aggregate(ctx, out, port)
+    cmd = mpirun(4)
+    env = job_env(ctx, port)
+    for k in list(env) + ["LD_PRELOAD"]:
+        cmd += ["-x", k]
+    full = dict(os.environ)
+    full.update(env)
+    full["LD_PRELOAD"] = ctx.library
+    job = subprocess.Popen(cmd + [ctx.test_program("inflight_program")], env=full, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    seen = set()
+    deadline = time.time() + 120
+    try:
+        while len(seen) < 4 and time.time() < deadline:
+            line = job.stdout.readline()
+            if not line:
+                break
+            if line.startswith("rank ") and line.strip().endswith("blocking"):
+                seen.add(int(line.split()[1]))
+        expect(len(seen) == 4, f"only ranks {sorted(seen)} reached their last call")
+        time.sleep(1.0)  # every rank is inside its call by now (it printed just before entering it)
+        job.send_signal(signal.SIGTERM)
+        rest, _ = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    rc = agg.wait(120)
+    expect(rc == 0, f"aggregate exit code {rc}:\n{open(out + '.log').read()[-3000:]}\njob:\n{rest}")
+    want = {  # rank: [(kind, subtype, comm is world, seq or None, peer, tag, bytes, extra flags)]
+        0: [(3, 4, False, 0, -1, 0, 16, 0)],
+        1: [(5, 48, None, None, -1, 0, 1, 0), (4, 33, True, None, 3, 6, 16, 1)],
+        2: [(4, 33, True, None, 3, 5, 4, 0)],
+        3: [(3, 1, True, 3, -1, 0, 0, 0)],
+    }
+    with h5py.File(out, "r") as f:
+        for rank in range(4):
+            g = f["ranks"][str(rank)]
+            expect(attr(g, "status") == "complete", f"rank {rank}: status {attr(g, 'status')}")
+            expect(attr(g, "end_reason") == "killed by signal 15 (SIGTERM)", f"rank {rank}: {attr(g, 'end_reason')!r}")
+            expect(int(attr(g, "calls_in_flight_at_exit", -1)) == len(want[rank]),
+                   f"rank {rank}: calls_in_flight_at_exit {attr(g, 'calls_in_flight_at_exit')}")
+            check_counts_add_up(g, rank)
+            done = allreduces(f, rank)
+            expect(sorted(done["seq"].tolist()) == [0, 1, 2] and all(done["comm_id"] == 1),
+                   f"rank {rank}: completed allreduces {done['seq'].tolist()}")
+            ev = g["events"][...]
+            stuck = ev[(ev["flags"] & INCOMPLETE) != 0]
+            got = sorted((int(e["kind"]), int(e["subtype"])) for e in stuck)
+            expect(got == sorted((w[0], w[1]) for w in want[rank]), f"rank {rank}: INCOMPLETE events {got}")
+            for kind, sub, world, seq, peer, tag, nbytes, nonblocking in want[rank]:
+                e = stuck[(stuck["kind"] == kind) & (stuck["subtype"] == sub)][0]
+                if world is not None:
+                    expect((int(e["comm_id"]) == 1) == world, f"rank {rank} kind {kind}: comm {e['comm_id']}")
+                if seq is not None:
+                    expect(int(e["seq"]) == seq, f"rank {rank} kind {kind}: seq {e['seq']} != {seq}")
+                expect(int(e["peer"]) == peer, f"rank {rank} kind {kind}: peer {e['peer']} != {peer}")
+                if kind == 4:
+                    expect(int(e["correlation"]) == tag, f"rank {rank}: tag {e['correlation']} != {tag}")
+                expect(int(e["bytes"]) == nbytes, f"rank {rank} kind {kind}: bytes {e['bytes']} != {nbytes}")
+                expect(bool(int(e["flags"]) & 1) == bool(nonblocking), f"rank {rank} kind {kind}: flags {e['flags']}")
+                expect(int(e["end_ns"]) >= int(e["start_ns"]) > 0, f"rank {rank} kind {kind}: span {e['start_ns']}..{e['end_ns']}")
+                expect(int(e["start_ns"]) >= int(done["end_ns"].max()), f"rank {rank}: stuck call starts before the last allreduce ended")
+        # Rank 0's allreduce is on the evens' communicator, which rank 0 created (rank 2 joined).
+        e0 = f["ranks"]["0"]["events"][...]
+        comm = e0[(e0["kind"] == 6)]["comm_id"]
+        stuck0 = e0[(e0["flags"] & INCOMPLETE) != 0][0]
+        expect(int(stuck0["comm_id"]) in set(int(c) for c in comm), f"rank 0's allreduce comm {stuck0['comm_id']}")
+    print("SIGTERM: every rank's in-flight call stored INCOMPLETE with its identity")
 
 
 def main():
