@@ -6,6 +6,7 @@
 #include <unwind.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/config.h"
@@ -278,6 +279,31 @@ FrameOrigin ResolveFrame(uintptr_t return_address) {
     out.symbol = info.dli_sname;
   }
   return out;
+}
+
+std::string CallSiteText(std::span<const uintptr_t> pcs, size_t max_len) {
+  std::string text;
+  for (uintptr_t pc : pcs) {
+    const FrameOrigin where = ResolveFrame(pc);
+    const size_t slash = where.module.rfind('/');
+    char offset[32];
+    std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(where.offset));
+    if (!text.empty()) {
+      text += " <- ";
+    }
+    text += where.symbol.empty() ? std::string("?") : where.symbol;
+    text += " (";
+    text += slash == std::string::npos ? where.module : where.module.substr(slash + 1);
+    text += offset;
+    text += ")";
+    if (text.size() >= max_len) {
+      break;
+    }
+  }
+  if (text.size() > max_len) {
+    text.resize(max_len);  // the innermost frames are kept
+  }
+  return text;
 }
 
 }  // namespace commprof

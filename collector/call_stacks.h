@@ -146,4 +146,9 @@ struct FrameOrigin {
 };
 FrameOrigin ResolveFrame(uintptr_t return_address);
 
+// One line for a stack of return addresses (call site first), for a hang-state's call sites:
+// "symbol (module+0xOFF) <- caller (module+0xOFF) <- ...", `?` for a frame without a symbol, the
+// module by its file name, the offset as in ResolveFrame; cut at `max_len` bytes.
+std::string CallSiteText(std::span<const uintptr_t> pcs, size_t max_len);
+
 }  // namespace commprof

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -317,22 +316,7 @@ std::vector<std::pair<uint32_t, std::string>> Runtime::CallSiteTexts(std::vector
     if (!std::binary_search(ids.begin(), ids.end(), id)) {
       return;
     }
-    std::string text;
-    for (uintptr_t pc : pcs) {
-      const FrameOrigin where = ResolveFrame(pc);
-      const size_t slash = where.module.rfind('/');
-      char offset[32];
-      std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(where.offset));
-      if (!text.empty()) {
-        text += " <- ";
-      }
-      text += (where.symbol.empty() ? std::string("?") : where.symbol) + " (" +
-              (slash == std::string::npos ? where.module : where.module.substr(slash + 1)) + offset + ")";
-    }
-    if (text.size() > wire::kMaxStringLen) {
-      text.resize(wire::kMaxStringLen);  // the wire's string limit; the innermost frames are kept
-    }
-    out.emplace_back(id, std::move(text));
+    out.emplace_back(id, CallSiteText(pcs, wire::kMaxStringLen));
   });
   return out;
 }

@@ -23,10 +23,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <string>
-#include <utility>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collector/transport.h"

@@ -231,11 +231,9 @@ class PluginContext {
       e.device = info.device;
       sink_->Record(e);
     }
-    sink_->AddInflightProvider(
-        [](void* ctx, RecordSink::InflightEmit emit, void* arg) {
-          InflightOps(static_cast<PluginContext*>(ctx), emit, arg);
-        },
-        this);
+    sink_->AddInflightProvider([](void* ctx, RecordSink::InflightEmit emit,
+                                  void* arg) { InflightOps(static_cast<PluginContext*>(ctx), emit, arg); },
+                               this);
   }
 
   void Start(void** handle, const EventDescr& d);

@@ -432,6 +432,83 @@ def case_term_inflight(ctx):
     print("SIGTERM: every rank's in-flight call stored INCOMPLETE with its identity")
 
 
+def case_nccl_inflight(ctx):
+    """The NCCL plugin's in-flight collectives take part (tests/nccl/nccl_profiler_driver, v5): rank 2's
+    ncclAllReduce of iteration 3 is enqueued but its kernel never runs; the others go on to the next
+    iteration's MPI_Barrier and wait there. The job is ended by SIGTERM: rank 2's file part holds that
+    allreduce as a kind 17 INCOMPLETE event with its seq, communicator and bytes (and its 3 finished
+    ones unflagged); the others hold the barrier they were in, INCOMPLETE, with the next seq."""
+    plugin = os.path.join(ctx.build, "nccl_hooks", "libnccl-profiler-commprof.so")
+    driver = os.path.join(ctx.build, "tests", "nccl", "nccl_profiler_driver")
+    if not os.path.exists(plugin) or not os.path.exists(driver):
+        print(f"nccl_inflight: SKIPPED: {plugin} or {driver} is not built")
+        return
+    hang_rank, hang_iter, count = 2, 3, 4096
+    port = free_port()
+    out = ctx.path("nccl_inflight.h5")
+    agg = Aggregate(ctx, out, port)
+    cmd = mpirun(4)
+    env = job_env(ctx, port)
+    for k in list(env) + ["LD_PRELOAD"]:
+        cmd += ["-x", k]
+    full = dict(os.environ)
+    full.update(env)
+    full["LD_PRELOAD"] = ctx.library
+    args = [driver, "--plugin", plugin, "--abi", "v5", "--iters", "10", "--count", str(count),
+            "--hang-rank", str(hang_rank), "--hang-iter", str(hang_iter)]
+    job = subprocess.Popen(cmd + args, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = job.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith(f"rank {hang_rank} hung"):
+                break
+        expect(any(l.startswith(f"rank {hang_rank} hung") for l in lines), "the driver never hung:\n" + "".join(lines))
+        time.sleep(1.5)  # the others reach the next barrier meanwhile
+        job.send_signal(signal.SIGTERM)
+        rest, _ = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    rc = agg.wait(120)
+    expect(rc == 0, f"aggregate exit code {rc}:\n{open(out + '.log').read()[-3000:]}\njob:\n{rest}")
+    with h5py.File(out, "r") as f:
+        for rank in range(4):
+            g = f["ranks"][str(rank)]
+            expect(attr(g, "end_reason") == "killed by signal 15 (SIGTERM)", f"rank {rank}: {attr(g, 'end_reason')!r}")
+            check_counts_add_up(g, rank)
+            ev = g["events"][...]
+            flagged = (ev["flags"] & INCOMPLETE) != 0
+            nccl_ar = ev[(ev["kind"] == 17) & (ev["subtype"] == 4)]  # COMMPROF_OP_ALLREDUCE
+            stuck = ev[flagged]
+            expect(int(attr(g, "calls_in_flight_at_exit", -1)) == 1, f"rank {rank}: calls_in_flight_at_exit "
+                   f"{attr(g, 'calls_in_flight_at_exit')}, INCOMPLETE {[(int(e['kind']), int(e['subtype'])) for e in stuck]}")
+            expect(len(stuck) == 1, f"rank {rank}: {len(stuck)} INCOMPLETE events")
+            e = stuck[0]
+            expect(int(e["end_ns"]) >= int(e["start_ns"]) > 0, f"rank {rank}: span {e['start_ns']}..{e['end_ns']}")
+            if rank == hang_rank:
+                done = nccl_ar[(nccl_ar["flags"] & INCOMPLETE) == 0]
+                expect(sorted(done["seq"].tolist()) == list(range(hang_iter)), f"finished allreduces {done['seq'].tolist()}")
+                expect(int(e["kind"]) == 17 and int(e["subtype"]) == 4 and int(e["seq"]) == hang_iter,
+                       f"rank {rank}: in flight kind {e['kind']} op {e['subtype']} seq {e['seq']}")
+                expect(int(e["comm_id"]) == int(done["comm_id"][0]), f"rank {rank}: comm {e['comm_id']}")
+                expect(int(e["bytes"]) == count * 4, f"rank {rank}: bytes {e['bytes']}")
+                expect(int(e["start_ns"]) >= int(done["end_ns"].max()), f"rank {rank}: started before the last one ended")
+            else:
+                world = ev[(ev["kind"] == 3) & (ev["comm_id"] == 1) & ~flagged]
+                expect(int(e["kind"]) == 3 and int(e["subtype"]) == 1 and int(e["comm_id"]) == 1,
+                       f"rank {rank}: in flight kind {e['kind']} op {e['subtype']} comm {e['comm_id']}")
+                expect(int(e["seq"]) == int(world["seq"].max()) + 1, f"rank {rank}: barrier seq {e['seq']}")
+                done = nccl_ar[(nccl_ar["flags"] & INCOMPLETE) == 0]
+                expect(len(done) == hang_iter + 1, f"rank {rank}: {len(done)} finished allreduces")
+    print("NCCL: the enqueued allreduce whose kernel never ran is stored INCOMPLETE on the hung rank")
+
+
 def main():
     a, ctx = case_arguments()
     if a.case.startswith("signal_"):

@@ -57,6 +57,8 @@ typedef struct {
   int have_offset;
   int bcast_root;
   const char* truth; /* --truth PATH: each rank writes PATH.<rank>, the times it realised */
+  int hang_rank;     /* --hang-rank R (-1: none): its allreduce of iteration --hang-iter never finishes */
+  int hang_iter;
 } Options;
 
 static void Usage(FILE* out) {
@@ -64,7 +66,9 @@ static void Usage(FILE* out) {
           "usage: nccl_profiler_driver [--plugin PATH] [--abi v5|v4|v2] [--iters N] [--slow-rank R]\n"
           "         [--slow-us U] [--slow-where gpu|host] [--slow-p2p] [--transfer-us T] [--launch-us L]\n"
           "         [--count N] [--channels C] [--comm-name S] [--bcast-root R] [--gpu-offset-ns O]\n"
-          "         [--gpu-drift-ppm D] [--truth PATH] [--selftest]\n"
+          "         [--gpu-drift-ppm D] [--truth PATH] [--hang-rank R --hang-iter N] [--selftest]\n"
+          "--hang-rank: that rank's ncclAllReduce of iteration N is enqueued (Coll start and stop) but its\n"
+          "kernel never runs; the rank prints 'rank R hung' and sleeps until it is killed.\n"
           "Without --plugin, NCCL_PROFILER_PLUGIN is resolved as NCCL 2.28 does (§1).\n");
 }
 
@@ -92,6 +96,7 @@ static Options ParseArgs(int argc, char** argv) {
   o.coll_channels = 2;
   o.comm_name = "driver_world";
   o.bcast_root = -1;
+  o.hang_rank = -1;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,6 +173,12 @@ static Options ParseArgs(int argc, char** argv) {
       NEEDV();
       o.drift_ppm = strtod(v, NULL);
       o.have_drift = 1;
+    } else if (!strcmp(a, "--hang-rank")) {
+      NEEDV();
+      o.hang_rank = (int)ParseLong(a, v);
+    } else if (!strcmp(a, "--hang-iter")) {
+      NEEDV();
+      o.hang_iter = (int)ParseLong(a, v);
     } else if (!strcmp(a, "--selftest"))
       o.selftest = 1;
     else if (!strcmp(a, "--help")) {
@@ -904,6 +915,36 @@ static void IssueCollective(Driver* dr, int64_t planned, int func, const char* d
   dr->counts[func]++;
 }
 
+/* --hang-rank: an allreduce enqueued whose kernel never runs (a GPU stuck on a peer that never
+ * joins): Coll start and stop only, then the rank waits for its end (SIGTERM from the test). */
+static void HangInAllReduce(Driver* dr, size_t count) {
+  int m = LoadMask();
+  if (GateColl(m)) {
+    drv_descr_v5_t d;
+    memset(&d, 0, sizeof d);
+    d.type = DRV_COLL;
+    d.rank = g_comm.rank;
+    d.coll.seqNumber = g_comm.seq[F_ALLREDUCE];
+    d.coll.func = kFunc[F_ALLREDUCE];
+    d.coll.sendBuff = g_sendbuf;
+    d.coll.recvBuff = g_recvbuf;
+    d.coll.count = count;
+    d.coll.root = 0;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.nChannels = (uint8_t)dr->o->coll_channels;
+    d.coll.nWarps = 16;
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    Stop(Start(&d, count * 4));
+  }
+  printf("rank %d hung in ncclAllReduce seq %llu\n", g_comm.rank, (unsigned long long)g_comm.seq[F_ALLREDUCE]);
+  fflush(stdout);
+  for (;;) {
+    struct timespec t = {1, 0};
+    nanosleep(&t, NULL);
+  }
+}
+
 /* A user group (ncclGroupStart; ncclSend/ncclRecv...; ncclGroupEnd) with the given peers. */
 static void IssueP2pGroup(Driver* dr, int64_t planned, const int* send_peers, int nsend, const int* recv_peers,
                           int nrecv, const char* dtype, size_t dsize, size_t count) {
@@ -1124,6 +1165,9 @@ int main(int argc, char** argv) {
       int64_t s0 = one_host ? anchor + it * iter_span : NowNs();
       int k = 0;
       if (size > 1) { /* 1-rank communicators emit no collective events (§2a) */
+        if (rank == o.hang_rank && it == o.hang_iter) {
+          HangInAllReduce(&dr, c);
+        }
         IssueCollective(&dr, s0 + period * k++, F_ALLREDUCE, "ncclFloat32", 4, c, 0);
         IssueCollective(&dr, s0 + period * k++, F_ALLGATHER, "ncclFloat32", 4, c / (size_t)size, 0);
         IssueCollective(&dr, s0 + period * k++, F_BROADCAST, "ncclFloat64", 8, c / 2, root);

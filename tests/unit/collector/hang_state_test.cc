@@ -3,21 +3,24 @@
 // blocked, and the end of a rank by hang-abort with its in-flight call flagged INCOMPLETE.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "collector/call_stacks.h"
 #include "collector/inflight.h"
 #include "collector/request_table.h"
 #include "collector/runtime.h"
@@ -274,7 +277,8 @@ TEST(HangState, ShipperAnswersAQueryWhileTheApplicationThreadIsBlockedInACall) {
   }
   before.push_back(ev::Collective(COMMPROF_OP_BCAST, 0, 2000, 2100, {.root = 0, .comm = kSub, .bytes = 16}));
   // An INCOMPLETE collective and a p2p operation are no history.
-  before.push_back(ev::Collective(COMMPROF_OP_BARRIER, 1, 2200, 2200, {.comm = kSub, .flags = COMMPROF_FLAG_INCOMPLETE}));
+  before.push_back(
+      ev::Collective(COMMPROF_OP_BARRIER, 1, 2200, 2200, {.comm = kSub, .flags = COMMPROF_FLAG_INCOMPLETE}));
   before.push_back(ev::Send(2300, 2400, 1, 7));
   before.push_back(ev::NcclCollective(COMMPROF_OP_ALLGATHER, 12, 2500, 2600, kNccl, 4096));
   // Blocked in allreduce number 5 of the world: 1 KiB of float32 sums, call site 42.
@@ -282,8 +286,8 @@ TEST(HangState, ShipperAnswersAQueryWhileTheApplicationThreadIsBlockedInACall) {
   blocked.datatype = COMMPROF_DT_FLOAT32;
   blocked.reduce_op = COMMPROF_RED_SUM;
   // And a non-blocking receive parked in the request table (from rank 3, tag 9, call site 43).
-  commprof_event irecv = ev::P2p(COMMPROF_OP_RECV, 2800, 2800, 3, 9, 256, COMMPROF_COMM_WORLD_ID,
-                                 COMMPROF_FLAG_NONBLOCKING, 0);
+  commprof_event irecv =
+      ev::P2p(COMMPROF_OP_RECV, 2800, 2800, 3, 9, 256, COMMPROF_COMM_WORLD_ID, COMMPROF_FLAG_NONBLOCKING, 0);
   ASSERT_TRUE(rt.requests().Insert(0x1234, irecv, 43));
 
   BlockedApp app(rt, blocked, 42, before);
@@ -415,6 +419,19 @@ TEST(HangState, AMalformedHangQueryBreaksTheStreamAndIsNeverAnswered) {
   auto frames = capture.FramesOf(0);
   ASSERT_FALSE(frames.empty());
   EXPECT_NE(frames.back().type, wire::FrameType::kBye) << "the stream went on after a malformed hang-query";
+}
+
+TEST(HangState, CallSiteTextNamesEachFrameWithItsModuleAndOffsetInnermostFirst) {
+  // Return addresses just past two libc entry points: their call instructions' symbols.
+  const uintptr_t pcs[] = {reinterpret_cast<uintptr_t>(&::getpid) + 1, reinterpret_cast<uintptr_t>(&::getppid) + 1};
+  const std::string text = CallSiteText(pcs, 4096);
+  EXPECT_TRUE(std::regex_match(
+      text, std::regex(R"(\S*getpid \(libc\.so\.6\+0x[0-9a-f]+\) <- \S*getppid \(libc\.so\.6\+0x[0-9a-f]+\))")))
+      << text;
+  const uintptr_t unknown[] = {1};  // no module holds it
+  EXPECT_EQ(CallSiteText(unknown, 4096), "? (??+0x0)");
+  EXPECT_EQ(CallSiteText(pcs, 10), text.substr(0, 10)) << "cut at the limit";
+  EXPECT_EQ(CallSiteText({}, 4096), "");
 }
 
 // --on-hang abort: the rank logs one line, records its in-flight call as INCOMPLETE, sends its bye

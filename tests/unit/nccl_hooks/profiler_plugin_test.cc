@@ -65,7 +65,8 @@ class CaptureSink final : public RecordSink {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [ctx, provider] : providers_) {
       provider(
-          ctx, [](void* arg, const commprof_event* e) { static_cast<std::vector<commprof_event>*>(arg)->push_back(*e); },
+          ctx,
+          [](void* arg, const commprof_event* e) { static_cast<std::vector<commprof_event>*>(arg)->push_back(*e); },
           &out);
     }
     return out;
