@@ -27,18 +27,19 @@ bool EndedFromOutside(const std::string& end_reason) {
 }
 
 RankCondition ConditionOf(const RankInfo& r, bool blocked) {
+  if (blocked) {
+    return RankCondition::kRunning;  // ended inside a communication call: it never got past it
+  }
   if (r.status == "complete") {
     if (r.end_reason.rfind("killed by signal", 0) == 0) {
-      return blocked || EndedFromOutside(r.end_reason) ? RankCondition::kRunning : RankCondition::kDied;
+      return EndedFromOutside(r.end_reason) ? RankCondition::kRunning : RankCondition::kDied;
     }
     return RankCondition::kFinished;
   }
   if (r.status == "connected") {
     return RankCondition::kRunning;  // the file was not finalized: it was still running
   }
-  // disconnected, corrupt, missing: it ended without a bye. Blocked at the end: it was ended
-  // while waiting (its in-flight calls say where), else it died.
-  return blocked ? RankCondition::kRunning : RankCondition::kDied;
+  return RankCondition::kDied;  // disconnected, corrupt, missing: it ended without a bye
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "analysis/report/report_model.h"
 
+#include "analysis/hang/hang_json.h"
+
 #include <cmath>
 
 #include "core/schema/enums.h"
@@ -303,6 +305,8 @@ ReportModel BuildReportModel(const JobReport& report) {
   }
   AddSteps(report.steps, m);
   AddCallSites(report.call_sites, m);
+  m.hang = report.hang ? Opt<nlohmann::ordered_json>(hang::HangReportToJson(report.hang->report))
+                       : Opt<nlohmann::ordered_json>();
   return m;
 }
 

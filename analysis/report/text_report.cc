@@ -1,6 +1,8 @@
 // The terminal report (text_report.h), rendered from the report model.
 #include "analysis/report/text_report.h"
 
+#include "analysis/hang/hang_json.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -402,10 +404,23 @@ void CallSites(const ReportModel& m, std::ostream& os) {
   }
 }
 
+void Hang(const ReportModel& m, std::ostream& os) {
+  if (!m.hang || !*m.hang) {
+    return;
+  }
+  auto h = hang::HangReportFromJson(**m.hang, "hang");
+  if (!h.ok()) {
+    os << "hang: unreadable (" << h.status().message() << ")\n\n";
+    return;
+  }
+  os << hang::RenderText(h.value()) << "\n";
+}
+
 }  // namespace
 
 void WriteTextReport(const ReportModel& model, std::ostream& os) {
   const int64_t run_start = V(V(model.lateness).start_ns);
+  Hang(model, os);  // first: when the job hung, nothing else matters as much
   Header(model, os);
   Collectives(model, os);
   Ranks(model, os);
