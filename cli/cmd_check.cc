@@ -276,13 +276,14 @@ int RunCheck(const Options& o) {
 
 Runner AddCheckCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("check",
-                                     "CI gate: exit 1 when a metric passes its threshold, 3 when the job hung "
-                                     "(docs/hangs.md), printing what failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
-                                     "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
-                                     "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
-                                     "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
-                                     "step_time_p99.");
+  CLI::App* sub =
+      app.add_subcommand("check",
+                         "CI gate: exit 1 when a metric passes its threshold, 3 when the job hung "
+                         "(docs/hangs.md), printing what failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
+                         "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
+                         "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
+                         "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
+                         "step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
   sub->add_option("--baseline", o->baseline,

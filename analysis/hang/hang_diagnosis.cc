@@ -44,7 +44,9 @@ struct StreamKey {
   uint64_t comm = 0;
   bool nccl = false;
   uint8_t op = 0;  // NCCL only: the collective type; 0 for MPI
-  auto operator<=>(const StreamKey&) const = default;
+  // Spelled out: clang-tidy misreads a defaulted <=> (modernize-use-nullptr on its 0 literal).
+  bool operator<(const StreamKey& o) const { return std::tie(comm, nccl, op) < std::tie(o.comm, o.nccl, o.op); }
+  bool operator==(const StreamKey& o) const { return std::tie(comm, nccl, op) == std::tie(o.comm, o.nccl, o.op); }
 };
 StreamKey KeyOf(const commprof_event& e) {
   const bool nccl = e.kind == COMMPROF_KIND_NCCL_COLLECTIVE;
@@ -417,9 +419,9 @@ class Diagnoser {
     // Per-rank counts differ by design in the v-forms and carry nothing in a barrier.
     const bool sized = op != COMMPROF_OP_BARRIER && op != COMMPROF_OP_GATHERV && op != COMMPROF_OP_SCATTERV &&
                        op != COMMPROF_OP_ALLTOALLV;
-    const bool reducing = !nccl && (op == COMMPROF_OP_REDUCE || op == COMMPROF_OP_ALLREDUCE ||
-                                    op == COMMPROF_OP_SCAN || op == COMMPROF_OP_EXSCAN ||
-                                    op == COMMPROF_OP_REDUCE_SCATTER || op == COMMPROF_OP_REDUCE_SCATTER_BLOCK);
+    const bool reducing = !nccl && (op == COMMPROF_OP_REDUCE || op == COMMPROF_OP_ALLREDUCE || op == COMMPROF_OP_SCAN ||
+                                    op == COMMPROF_OP_EXSCAN || op == COMMPROF_OP_REDUCE_SCATTER ||
+                                    op == COMMPROF_OP_REDUCE_SCATTER_BLOCK);
     if (rooted) {
       out.emplace_back("ROOT", "root " + std::to_string(e.peer));
     }
@@ -560,6 +562,7 @@ class Diagnoser {
     // The mismatches: the type first; the other fields only among ranks that agree on it.
     std::set<uint32_t> culprits;
     std::vector<std::pair<uint32_t, std::string>> types;
+    types.reserve(at_q.size());
     for (const auto& [m, e] : at_q) {
       types.emplace_back(m, schema::OpName(e->subtype));
     }
@@ -618,11 +621,11 @@ class Diagnoser {
     const bool never = !f.not_entered.empty();
     const bool mismatch = !f.mismatches.empty();
     f.kind = never && mismatch ? "never_entered+mismatch" : never ? "never_entered" : mismatch ? "mismatch" : "stuck";
-    f.verdict = Verdict(f, type_mismatch.has_value());
+    f.verdict = Verdict(f);
     return f;
   }
 
-  std::string Verdict(const CommFinding& f, bool type_mismatch) const {
+  std::string Verdict(const CommFinding& f) const {
     const std::string what = f.op + " #" + std::to_string(f.seq) + " on " + f.comm_name;
     std::vector<std::string> parts;
     if (!f.not_entered.empty()) {
@@ -630,7 +633,8 @@ class Diagnoser {
       std::string where;
       for (const Absent& a : f.not_entered) {
         ranks.push_back(a.rank);
-        where += (where.empty() ? "" : "; ") + (f.not_entered.size() > 1 ? "rank " + std::to_string(a.rank) + ": " : "") +
+        where += (where.empty() ? "" : "; ") +
+                 (f.not_entered.size() > 1 ? "rank " + std::to_string(a.rank) + ": " : "") +
                  (a.state == "in_other_op" || a.state == "in_finalize" ? "it is " : "") + a.where;
       }
       parts.push_back(RankList(ranks) + " never entered " + what + " (" + where + ")");
@@ -653,9 +657,10 @@ class Diagnoser {
       if (kind == "dtype") {
         kind = "datatype";
       }
-      parts.push_back(what + ": " + kind + " mismatch (" + sides + ")");
+      std::string line = what;
+      line.append(": ").append(kind).append(" mismatch (").append(sides).append(")");
+      parts.push_back(std::move(line));
     }
-    (void)type_mismatch;
     if (parts.empty()) {
       double longest = 0;
       for (const Waiter& w : f.waiting) {

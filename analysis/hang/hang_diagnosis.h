@@ -45,8 +45,8 @@ struct RankSnapshot {
 
 struct HangInput {
   uint32_t world_size = 0;
-  std::string source;          // "live" (the aggregator's query) or "file" (after the job ended)
-  double timeout_s = 0;        // live: the --hang-timeout that fired; 0 for "file"
+  std::string source;    // "live" (the aggregator's query) or "file" (after the job ended)
+  double timeout_s = 0;  // live: the --hang-timeout that fired; 0 for "file"
   uint64_t detected_utc_ns = 0;
   std::vector<RankSnapshot> ranks;  // one per rank known, any order
 };
@@ -59,16 +59,16 @@ struct MismatchSide {
 
 // Members of one communicator that disagree about one field of the same sequence number.
 struct Mismatch {
-  std::string kind;                // COLLECTIVE_TYPE, SIZE, DTYPE, REDUCE_OP or ROOT
+  std::string kind;                 // COLLECTIVE_TYPE, SIZE, DTYPE, REDUCE_OP or ROOT
   std::vector<MismatchSide> sides;  // largest group first (ties: the one with the lowest rank)
 };
 
 // A member waiting inside the stuck operation.
 struct Waiter {
   uint32_t rank = 0;
-  std::string op;          // what it called: "MPI_Allreduce", "MPI_Iallreduce (pending)"
-  double waiting_s = 0;    // its local now minus the call's entry
-  std::string call_site;   // with --stacks: "frame <- caller <- ..."; else empty
+  std::string op;         // what it called: "MPI_Allreduce", "MPI_Iallreduce (pending)"
+  double waiting_s = 0;   // its local now minus the call's entry
+  std::string call_site;  // with --stacks: "frame <- caller <- ..."; else empty
 };
 
 // A member that never entered the stuck operation, and where it is instead.
@@ -101,14 +101,14 @@ struct CommFinding {
 // A thread blocked in a point-to-point call (or Wait on p2p requests): one wait-for step.
 struct P2pWait {
   uint32_t rank = 0;
-  std::string op;           // "MPI_Recv", "MPI_Send", "MPI_Wait (pending MPI_Irecv)"
+  std::string op;  // "MPI_Recv", "MPI_Send", "MPI_Wait (pending MPI_Irecv)"
   uint64_t comm_id = 0;
   std::string comm_name;
   int32_t peer = -1;        // in the communicator
   int64_t peer_world = -1;  // world rank of the peer (-1: unknown, or any source)
   uint32_t tag = 0;
   double waiting_s = 0;
-  std::string peer_doing;   // what the peer does: "in MPI_Barrier #4 on MPI_COMM_WORLD for 3.0 s"
+  std::string peer_doing;  // what the peer does: "in MPI_Barrier #4 on MPI_COMM_WORLD for 3.0 s"
 };
 
 // Every rank's standing at the diagnosis.
@@ -116,9 +116,9 @@ struct RankPosition {
   uint32_t rank = 0;
   std::string condition;  // running | finished | died | no_answer
   std::string end_reason;
-  bool answered = false;    // a snapshot (live answer or file events) exists
-  double idle_s = -1;       // since its last completed communication call (-1: unknown)
-  std::string doing;        // one line: its in-flight calls, or "idle (computing)", "finished (bye)"
+  bool answered = false;  // a snapshot (live answer or file events) exists
+  double idle_s = -1;     // since its last completed communication call (-1: unknown)
+  std::string doing;      // one line: its in-flight calls, or "idle (computing)", "finished (bye)"
 };
 
 // The diagnosis's result: what is rendered (text, JSON `hang`, HTML) and stored (/hang).
@@ -130,8 +130,8 @@ struct HangReport {
   double timeout_s = 0;
   uint64_t detected_utc_ns = 0;
   uint32_t world_size = 0;
-  std::vector<CommFinding> comms;  // stuck operations, by communicator id then type
-  std::vector<P2pWait> p2p;        // blocked point-to-point calls, by rank
+  std::vector<CommFinding> comms;   // stuck operations, by communicator id then type
+  std::vector<P2pWait> p2p;         // blocked point-to-point calls, by rank
   std::vector<RankPosition> ranks;  // every rank of the world, by rank
 };
 

@@ -66,8 +66,8 @@ Result<std::optional<HangInput>> HangInputFromEvents(const ProfileReader& reader
       for (const commprof_event& e : chunk) {
         last_end = std::max(last_end, e.end_ns);
         if (e.kind == COMMPROF_KIND_MPI_COMM) {
-          st.comms.push_back({e.comm_id, static_cast<uint32_t>(e.bytes),
-                              static_cast<uint32_t>(std::max<int32_t>(e.peer, 0))});
+          st.comms.push_back(
+              {e.comm_id, static_cast<uint32_t>(e.bytes), static_cast<uint32_t>(std::max<int32_t>(e.peer, 0))});
           continue;
         }
         const bool incomplete = (e.flags & COMMPROF_FLAG_INCOMPLETE) != 0;
@@ -85,7 +85,8 @@ Result<std::optional<HangInput>> HangInputFromEvents(const ProfileReader& reader
         }
         st.last_completion_ns = std::max(st.last_completion_ns, e.end_ns);
         if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE ||
-            (e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV)) {
+            (e.kind == COMMPROF_KIND_NCCL_COLLECTIVE && e.subtype != COMMPROF_OP_SEND &&
+             e.subtype != COMMPROF_OP_RECV)) {
           auto& q = recent[{e.comm_id, e.kind, e.kind == COMMPROF_KIND_NCCL_COLLECTIVE ? e.subtype : uint8_t{0}}];
           q.push_back(e);
           if (q.size() > kRecentPerStream) {

@@ -157,7 +157,7 @@ struct Reader {
     return Status::Ok();
   }
   template <class I>
-    requires std::is_integral_v<I>
+  requires std::is_integral_v<I>
   static Status Get(const Json& v, const std::string& p, I& out) {
     if (!v.is_number_integer()) {
       return Type(p, "an integer", v);
@@ -182,7 +182,7 @@ struct Reader {
     return Status::Ok();
   }
   template <class T>
-    requires std::is_class_v<T>
+  requires std::is_class_v<T>
   static Status Get(const Json& v, const std::string& p, T& out) {
     if (!v.is_object()) {
       return Type(p, "an object", v);

@@ -19,50 +19,50 @@ using ReasonText = char[128];
 
 // The tables' columns, stated once (X-macro, as core/schema/analysis_tables.h): row struct and
 // HDF5 compound type come from the same list; docs/file-format.md lists the same columns.
-#define COMMPROF_HANG_INFLIGHT_COLUMNS(X, S)                                                  \
-  X(S, uint32_t, rank, "world rank")                                                          \
-  X(S, uint32_t, thread, "the rank's thread index")                                           \
-  X(S, uint8_t, kind, "event kind (3 collective, 4 p2p, 5 wait, 17 NCCL, 2 finalize)")        \
-  X(S, uint8_t, op, "`subtype`")                                                              \
-  X(S, uint8_t, datatype, "`datatype`")                                                       \
-  X(S, uint8_t, reduce_op, "`reduce_op`")                                                     \
-  X(S, uint16_t, flags, "`flags` (NONBLOCKING: a pending request)")                           \
-  X(S, uint64_t, comm_id, "communicator id")                                                  \
-  X(S, uint64_t, seq, "sequence number on it")                                                \
-  X(S, uint64_t, bytes, "bytes")                                                              \
-  X(S, int32_t, peer, "root or peer, in the communicator (-1: none)")                         \
-  X(S, uint32_t, tag, "p2p tag (`correlation`)")                                              \
-  X(S, uint64_t, start_ns, "entry, on the rank's clock")                                      \
-  X(S, uint64_t, age_ns, "the rank's now minus the entry")                                    \
-  X(S, uint32_t, stack, "call-site stack id (0: none)")                                       \
+#define COMMPROF_HANG_INFLIGHT_COLUMNS(X, S)                                           \
+  X(S, uint32_t, rank, "world rank")                                                   \
+  X(S, uint32_t, thread, "the rank's thread index")                                    \
+  X(S, uint8_t, kind, "event kind (3 collective, 4 p2p, 5 wait, 17 NCCL, 2 finalize)") \
+  X(S, uint8_t, op, "`subtype`")                                                       \
+  X(S, uint8_t, datatype, "`datatype`")                                                \
+  X(S, uint8_t, reduce_op, "`reduce_op`")                                              \
+  X(S, uint16_t, flags, "`flags` (NONBLOCKING: a pending request)")                    \
+  X(S, uint64_t, comm_id, "communicator id")                                           \
+  X(S, uint64_t, seq, "sequence number on it")                                         \
+  X(S, uint64_t, bytes, "bytes")                                                       \
+  X(S, int32_t, peer, "root or peer, in the communicator (-1: none)")                  \
+  X(S, uint32_t, tag, "p2p tag (`correlation`)")                                       \
+  X(S, uint64_t, start_ns, "entry, on the rank's clock")                               \
+  X(S, uint64_t, age_ns, "the rank's now minus the entry")                             \
+  X(S, uint32_t, stack, "call-site stack id (0: none)")                                \
   X(S, CallSiteText, call_site, "call-site text, `frame <- caller <- ...` (cut at 511 bytes)")
 
-#define COMMPROF_HANG_RECENT_COLUMNS(X, S)                  \
-  X(S, uint32_t, rank, "world rank")                        \
-  X(S, uint8_t, kind, "event kind (3 MPI, 17 NCCL)")        \
-  X(S, uint8_t, op, "`subtype`")                            \
-  X(S, uint8_t, datatype, "`datatype`")                     \
-  X(S, uint8_t, reduce_op, "`reduce_op`")                   \
-  X(S, uint16_t, flags, "`flags`")                          \
-  X(S, uint64_t, comm_id, "communicator id")                \
-  X(S, uint64_t, seq, "sequence number")                    \
-  X(S, uint64_t, bytes, "bytes")                            \
-  X(S, int32_t, peer, "root (-1: none)")                    \
-  X(S, uint64_t, start_ns, "start, on the rank's clock")    \
+#define COMMPROF_HANG_RECENT_COLUMNS(X, S)               \
+  X(S, uint32_t, rank, "world rank")                     \
+  X(S, uint8_t, kind, "event kind (3 MPI, 17 NCCL)")     \
+  X(S, uint8_t, op, "`subtype`")                         \
+  X(S, uint8_t, datatype, "`datatype`")                  \
+  X(S, uint8_t, reduce_op, "`reduce_op`")                \
+  X(S, uint16_t, flags, "`flags`")                       \
+  X(S, uint64_t, comm_id, "communicator id")             \
+  X(S, uint64_t, seq, "sequence number")                 \
+  X(S, uint64_t, bytes, "bytes")                         \
+  X(S, int32_t, peer, "root (-1: none)")                 \
+  X(S, uint64_t, start_ns, "start, on the rank's clock") \
   X(S, uint64_t, end_ns, "end, on the rank's clock")
 
-#define COMMPROF_HANG_RANK_COLUMNS(X, S)                                                           \
-  X(S, uint32_t, rank, "world rank")                                                               \
-  X(S, ShortText, condition, "running, finished, died or no_answer")                               \
-  X(S, ReasonText, end_reason, "how it ended, when it did")                                        \
-  X(S, uint8_t, answered, "1: its state is in the tables")                                         \
-  X(S, uint64_t, local_now_ns, "its clock when the state was taken")                               \
+#define COMMPROF_HANG_RANK_COLUMNS(X, S)                             \
+  X(S, uint32_t, rank, "world rank")                                 \
+  X(S, ShortText, condition, "running, finished, died or no_answer") \
+  X(S, ReasonText, end_reason, "how it ended, when it did")          \
+  X(S, uint8_t, answered, "1: its state is in the tables")           \
+  X(S, uint64_t, local_now_ns, "its clock when the state was taken") \
   X(S, int64_t, last_completion_age_ns, "since its last completed communication call (-1: none)")
 
-#define COMMPROF_HANG_COMM_COLUMNS(X, S)          \
-  X(S, uint32_t, rank, "world rank")              \
-  X(S, uint64_t, comm_id, "communicator id")      \
-  X(S, uint32_t, size, "its size")                \
+#define COMMPROF_HANG_COMM_COLUMNS(X, S)     \
+  X(S, uint32_t, rank, "world rank")         \
+  X(S, uint64_t, comm_id, "communicator id") \
+  X(S, uint32_t, size, "its size")           \
   X(S, uint32_t, rank_in_comm, "the rank in it")
 
 struct InflightRow {
@@ -195,9 +195,10 @@ Status WriteHangGroup(hid_t file, const HangInput& input, const HangReport& repo
     CopyText(rr.end_reason, s->end_reason);
     rr.answered = s->has_state ? 1 : 0;
     rr.local_now_ns = st.local_now_ns;
-    rr.last_completion_age_ns = s->has_state && st.last_completion_ns != 0
-                                    ? static_cast<int64_t>(st.local_now_ns - std::min(st.local_now_ns, st.last_completion_ns))
-                                    : int64_t{-1};
+    rr.last_completion_age_ns =
+        s->has_state && st.last_completion_ns != 0
+            ? static_cast<int64_t>(st.local_now_ns - std::min(st.local_now_ns, st.last_completion_ns))
+            : int64_t{-1};
     ranks.push_back(rr);
     if (!s->has_state) {
       continue;
@@ -247,7 +248,8 @@ Status WriteHangGroup(hid_t file, const HangInput& input, const HangReport& repo
             h5::WriteAttr(g.get(), "detected_utc_ns", input.detected_utc_ns) &&
             h5::WriteAttr(g.get(), "world_size", uint64_t{input.world_size}) &&
             h5::WriteAttr(g.get(), "hang", uint64_t{report.hang ? 1u : 0u}) &&
-            h5::WriteAttr(g.get(), "verdict", report.verdict) && WriteU32ArrayAttr(g.get(), "culprits", report.culprits);
+            h5::WriteAttr(g.get(), "verdict", report.verdict) &&
+            WriteU32ArrayAttr(g.get(), "culprits", report.culprits);
   if (!ok) {
     return IoError(where + ": cannot write its attributes");
   }

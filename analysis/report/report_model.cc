@@ -1,9 +1,8 @@
 #include "analysis/report/report_model.h"
 
-#include "analysis/hang/hang_json.h"
-
 #include <cmath>
 
+#include "analysis/hang/hang_json.h"
 #include "core/schema/enums.h"
 
 namespace commprof {

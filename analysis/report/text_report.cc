@@ -1,12 +1,11 @@
 // The terminal report (text_report.h), rendered from the report model.
 #include "analysis/report/text_report.h"
 
-#include "analysis/hang/hang_json.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
+#include "analysis/hang/hang_json.h"
 #include "analysis/report/job_report.h"
 #include "commprof/event.h"
 

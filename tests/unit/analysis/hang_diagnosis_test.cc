@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <string>
 #include <vector>
 
@@ -422,8 +421,7 @@ TEST(HangDiagnosis, PendingNonblockingRequestCountsAsEnteredAndItsWaitIsShown) {
   ASSERT_EQ(f.waiting.size(), 3u);
   EXPECT_EQ(f.waiting[0].op, "MPI_Iallreduce (pending)");
   EXPECT_DOUBLE_EQ(f.waiting[0].waiting_s, 6.0);
-  EXPECT_EQ(r.ranks[0].doing,
-            "in MPI_Wait for 5.0 s (pending: MPI_Iallreduce #2 on MPI_COMM_WORLD)");
+  EXPECT_EQ(r.ranks[0].doing, "in MPI_Wait for 5.0 s (pending: MPI_Iallreduce #2 on MPI_COMM_WORLD)");
   EXPECT_TRUE(r.p2p.empty());
 }
 
@@ -436,7 +434,8 @@ TEST(HangDiagnosis, IallreduceAndAllreduceOfOneNumberAreNoTypeMismatch) {
   EXPECT_TRUE(Only(r).mismatches.empty());
   EXPECT_EQ(Only(r).kind, "stuck");
   EXPECT_TRUE(r.culprits.empty());
-  EXPECT_EQ(r.verdict, "all 2 members are in MPI_Allreduce #0 on MPI_COMM_WORLD and none completed it (waiting up to 1.0 s)");
+  EXPECT_EQ(r.verdict,
+            "all 2 members are in MPI_Allreduce #0 on MPI_COMM_WORLD and none completed it (waiting up to 1.0 s)");
 }
 
 TEST(HangDiagnosis, P2pOnlyHangBlamesThePeerAndMutualWaitsBlameBoth) {
@@ -449,8 +448,7 @@ TEST(HangDiagnosis, P2pOnlyHangBlamesThePeerAndMutualWaitsBlameBoth) {
   ASSERT_TRUE(r.hang);
   EXPECT_TRUE(r.comms.empty());
   EXPECT_EQ(r.culprits, std::vector<uint32_t>{3});
-  EXPECT_EQ(r.verdict,
-            "rank 2 waits in MPI_Recv for 5.0 s on rank 3 (MPI_COMM_WORLD), which is finished (bye)");
+  EXPECT_EQ(r.verdict, "rank 2 waits in MPI_Recv for 5.0 s on rank 3 (MPI_COMM_WORLD), which is finished (bye)");
 
   Job k(2);
   k.In(0, P2p(COMMPROF_OP_RECV, kWorld, 1, 0), 5).In(1, P2p(COMMPROF_OP_RECV, kWorld, 0, 0), 5);

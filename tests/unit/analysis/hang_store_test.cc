@@ -57,14 +57,14 @@ std::vector<RankData> SkippedAllreduce() {
   const uint64_t flush = 10'000 * kMs;
   for (uint32_t r = 0; r < 4; ++r) {
     for (uint64_t s = 0; s < 3; ++s) {
-      ranks[r].events.push_back(ev::Collective(COMMPROF_OP_ALLREDUCE, s, (s + 1) * 100 * kMs,
-                                               (s + 1) * 100 * kMs + kMs, {.bytes = 1024}));
+      ranks[r].events.push_back(
+          ev::Collective(COMMPROF_OP_ALLREDUCE, s, (s + 1) * 100 * kMs, (s + 1) * 100 * kMs + kMs, {.bytes = 1024}));
     }
     const uint64_t entry = (1000 + 100 * r) * kMs;
-    ranks[r].events.push_back(
-        Incomplete(r == 3 ? ev::Collective(COMMPROF_OP_BARRIER, 3, entry, entry)
-                          : ev::Collective(COMMPROF_OP_ALLREDUCE, 3, entry, entry, {.bytes = 1024}),
-                   flush));
+    ranks[r].events.push_back(Incomplete(r == 3
+                                             ? ev::Collective(COMMPROF_OP_BARRIER, 3, entry, entry)
+                                             : ev::Collective(COMMPROF_OP_ALLREDUCE, 3, entry, entry, {.bytes = 1024}),
+                                         flush));
   }
   return ranks;
 }
@@ -73,8 +73,8 @@ std::vector<RankData> Clean() {
   std::vector<RankData> ranks(4);
   for (uint32_t r = 0; r < 4; ++r) {
     for (uint64_t s = 0; s < 3; ++s) {
-      ranks[r].events.push_back(ev::Collective(COMMPROF_OP_ALLREDUCE, s, (s + 1) * 100 * kMs,
-                                               (s + 1) * 100 * kMs + kMs, {.bytes = 1024}));
+      ranks[r].events.push_back(
+          ev::Collective(COMMPROF_OP_ALLREDUCE, s, (s + 1) * 100 * kMs, (s + 1) * 100 * kMs + kMs, {.bytes = 1024}));
     }
   }
   // A leaked (never waited) Isend is no hang.
