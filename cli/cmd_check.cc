@@ -31,6 +31,7 @@ struct Options {
   std::string baseline;                     // --baseline BASE.h5 (docs/metrics.md §13)
   std::vector<std::string> max_regression;  // its limits; 10% for every metric when none given
   std::string noise_floor = "100us";        // the guard's floor (docs/metrics.md §13.2)
+  bool allow_hang = false;                  // a hang is printed but does not fail the gate
 };
 
 // --baseline: FILE compared with BASE as `commprof diff BASE FILE` does; one FAIL line per
@@ -191,10 +192,6 @@ int RunCheck(const Options& o) {
     }
     limits.emplace_back(name, v);
   }
-  if (o.max.empty() && o.baseline.empty()) {
-    std::fprintf(stderr, "commprof check: nothing to check: give --max METRIC=VALUE or --baseline BASE.h5\n");
-    return 2;
-  }
   if (!o.max_regression.empty() && o.baseline.empty()) {
     std::fprintf(stderr, "commprof check: --max-regression needs --baseline BASE.h5 to compare with\n");
     return 2;
@@ -264,6 +261,14 @@ int RunCheck(const Options& o) {
   if (base) {
     failed += CheckBaseline(*base, report.value(), *reader.value(), o, gate, *floor);
   }
+  // A hang outranks any figure: the figures of a job that never finished say little.
+  const auto& hang = report.value().hang;
+  if (hang && hang->report.hang) {
+    std::printf("%s hang: %s\n", o.allow_hang ? "ok  " : "FAIL", hang->report.verdict.c_str());
+    if (!o.allow_hang) {
+      return 3;
+    }
+  }
   return failed == 0 ? 0 : 1;
 }
 
@@ -271,13 +276,14 @@ int RunCheck(const Options& o) {
 
 Runner AddCheckCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("check",
-                                     "CI gate: exit 1 when a metric passes its threshold, printing what "
-                                     "failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
-                                     "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
-                                     "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
-                                     "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
-                                     "step_time_p99.");
+  CLI::App* sub =
+      app.add_subcommand("check",
+                         "CI gate: exit 1 when a metric passes its threshold, 3 when the job hung "
+                         "(docs/hangs.md), printing what failed. Metrics: wait_share, wait_time_ns, skew_p99_ns, "
+                         "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
+                         "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
+                         "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
+                         "step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
   sub->add_option("--baseline", o->baseline,
@@ -290,6 +296,8 @@ Runner AddCheckCommand(CLI::App& app) {
       ->type_name("[METRIC=]P%");
   sub->add_option("--noise-floor", o->noise_floor, "with --baseline: the noise guard's floor, as for `commprof diff`")
       ->type_name("DURATION");
+  sub->add_flag("--allow-hang", o->allow_hang,
+                "do not fail on a hang or desync found in FILE (docs/hangs.md); it is still printed");
   AddWindowOption(sub, o->window);
   return [o] { return RunCheck(*o); };
 }

@@ -7,10 +7,12 @@
 #include "analysis/report/html_report.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "analysis/hang/hang_json.h"
 #include "analysis/report/html_format.h"
 #include "analysis/report/html_page.h"
 #include "analysis/report/report_assets.h"
@@ -255,6 +257,78 @@ void Verdict(Page& p) {
   }
 }
 
+// The hang diagnosis (docs/hangs.md), first on the page when the job hung.
+void HangSection(Page& p) {
+  if (!p.r.hang || !*p.r.hang) {
+    return;
+  }
+  auto parsed = hang::HangReportFromJson(**p.r.hang, "hang");
+  if (!parsed.ok()) {
+    p.out += "<section id=\"hang\" class=\"verdict bad\"><h2>Hang</h2><p>Unreadable: " +
+             HtmlEscape(parsed.status().message()) + "</p></section>\n";
+    return;
+  }
+  const hang::HangReport& h = parsed.value();
+  if (!h.hang) {
+    return;
+  }
+  auto ranks = [](const std::vector<uint32_t>& v) {
+    std::string s;
+    for (uint32_t r : v) {
+      s += (s.empty() ? "" : ", ") + std::to_string(r);
+    }
+    return s;
+  };
+  p.out += "<section id=\"hang\" class=\"verdict bad\"><h2>Hang";
+  if (!h.culprits.empty()) {
+    p.out += ": rank" + std::string(h.culprits.size() > 1 ? "s " : " ") + ranks(h.culprits);
+  }
+  p.out += "</h2>\n<p>" + HtmlEscape(h.verdict) + "</p>\n<p>Found " +
+           (h.source == "live" ? std::string("live, by the aggregator's hang timeout")
+                               : std::string("after the fact, from the calls the ranks were in when they ended")) +
+           ".</p>\n";
+  for (const hang::CommFinding& f : h.comms) {
+    p.out += "<h3>" + HtmlEscape(f.comm_name) + ": " + HtmlEscape(f.op) + " #" + std::to_string(f.seq) + " (" +
+             HtmlEscape(f.kind) + ")</h3>\n<ul>";
+    for (const hang::Waiter& w : f.waiting) {
+      char age[32];
+      std::snprintf(age, sizeof age, "%.1f s", w.waiting_s);
+      p.out += "<li>rank " + std::to_string(w.rank) + " waits in " + HtmlEscape(w.op) + " for " + age +
+               (w.call_site.empty() ? "" : " at <code>" + HtmlEscape(w.call_site) + "</code>") + "</li>";
+    }
+    for (const hang::Absent& a : f.not_entered) {
+      p.out += "<li><b>rank " + std::to_string(a.rank) + " never entered it</b>: " + HtmlEscape(a.where) + "</li>";
+    }
+    if (!f.completed.empty()) {
+      p.out += "<li>already completed it: ranks " + ranks(f.completed) + "</li>";
+    }
+    for (const hang::Mismatch& m : f.mismatches) {
+      std::string sides;
+      for (const hang::MismatchSide& s : m.sides) {
+        sides += (sides.empty() ? "" : "; ") + std::string("ranks ") + ranks(s.ranks) + ": " + HtmlEscape(s.value);
+      }
+      p.out += "<li><b>" + HtmlEscape(m.kind) + " mismatch</b>: " + sides + "</li>";
+    }
+    p.out += "</ul>\n";
+  }
+  if (!h.p2p.empty()) {
+    p.out += "<h3>Point-to-point waits</h3>\n<ul>";
+    for (const hang::P2pWait& w : h.p2p) {
+      p.out += "<li>rank " + std::to_string(w.rank) + ": " + HtmlEscape(w.op) + " on " + HtmlEscape(w.comm_name) +
+               (w.peer_world >= 0 ? ", peer rank " + std::to_string(w.peer_world) + " is " + HtmlEscape(w.peer_doing)
+                                  : std::string()) +
+               "</li>";
+    }
+    p.out += "</ul>\n";
+  }
+  p.out += "<table><thead><tr><th>rank</th><th>condition</th><th>doing</th></tr></thead><tbody>";
+  for (const hang::RankPosition& r : h.ranks) {
+    p.out += "<tr><td>" + std::to_string(r.rank) + "</td><td>" + HtmlEscape(r.condition) + "</td><td>" +
+             HtmlEscape(r.doing) + "</td></tr>";
+  }
+  p.out += "</tbody></table></section>\n";
+}
+
 void P2pSummary(Page& p) {
   if (!p.r.p2p) {
     return;
@@ -282,6 +356,7 @@ std::string Render(const ReportModel& model) {
   p.out += ReportCss();
   p.out += "</style>\n</head>\n<body>\n<main>\n";
   Header(p);
+  HangSection(p);
   p.out += "<div id=\"verdict\">\n";
   Verdict(p);
   p.out += "</div>\n";

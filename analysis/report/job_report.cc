@@ -106,6 +106,11 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
     rep.time.push_back(ComposeRankTime(time_parts[i], rep.overlap[i], rep.delay.ranks[i]));
   }
   COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
+  auto hang = hang::DiagnoseFile(reader);
+  if (!hang.ok()) {
+    return hang.status();
+  }
+  rep.hang = std::move(hang.value());
   return rep;
 }
 

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 
+#include "analysis/hang/hang_from_file.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/match/clock_violations.h"
 #include "analysis/match/collective_instances.h"
@@ -39,6 +40,9 @@ struct JobReport {
   std::vector<RankTime> time;         // per rank, parallel to info.ranks (§9.5)
   StepTable steps;                    // per training step (§10); empty when no rank marked one
   CallSiteReport call_sites;          // `--stacks` call sites (§11); empty without stacks
+  // The hang diagnosis (docs/hangs.md): the stored /hang group, else one made from ranks that
+  // ended inside a communication call; nullopt for a job that did not hang.
+  std::optional<hang::FileHang> hang;
 };
 
 // Computes every figure, reading the file three times: point-to-point matching, collective

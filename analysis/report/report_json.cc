@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include "analysis/hang/hang_json.h"
+
 namespace commprof {
 namespace {
 
@@ -24,6 +26,8 @@ Json ToJsonValue(double v) { return Json(v); }
 [[maybe_unused]] Json ToJsonValue(bool v) { return Json(v); }
 Json ToJsonValue(const std::string& v) { return Json(v); }
 Json ToJsonValue(const NamedCounts& v);
+// A JSON-valued key (hang): written as it is.
+[[maybe_unused]] Json ToJsonValue(const Json& v) { return v; }
 template <class T>
 Json ToJsonValue(const std::optional<T>& v);
 template <class T>
@@ -157,6 +161,15 @@ Status Read(const Json& v, const std::string& path, unsigned /*flags*/, std::opt
 }
 
 Status Read(const Json& v, const std::string& path, unsigned flags, std::optional<NamedCounts>& out);
+// The hang object: validated against the hang report's schema, kept as JSON.
+Status Read(const Json& v, const std::string& path, unsigned /*flags*/, std::optional<Json>& out) {
+  auto h = hang::HangReportFromJson(v, "report key " + path);
+  if (!h.ok()) {
+    return h.status();
+  }
+  out = v;
+  return Status::Ok();
+}
 template <class T>
 Status Read(const Json& v, const std::string& path, unsigned flags, std::optional<std::optional<T>>& out);
 template <class T>

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "analysis/hang/hang_json.h"
 #include "core/schema/enums.h"
 
 namespace commprof {
@@ -303,6 +304,8 @@ ReportModel BuildReportModel(const JobReport& report) {
   }
   AddSteps(report.steps, m);
   AddCallSites(report.call_sites, m);
+  m.hang = report.hang ? Opt<nlohmann::ordered_json>(hang::HangReportToJson(report.hang->report))
+                       : Opt<nlohmann::ordered_json>();
   return m;
 }
 

@@ -552,6 +552,9 @@ struct ReportModel {
   Opt<StepTime> step_time;
   Opt<std::vector<Step>> steps;
   Opt<std::vector<CallSite>> call_sites;
+  // The hang diagnosis (docs/hangs.md, schema in docs/report-json.md#hang): null when the job did
+  // not hang. Kept as the hang report's own JSON (analysis/hang/hang_json.h), which validates it.
+  Opt<Opt<nlohmann::ordered_json>> hang;
 
   template <class S, class V>
   static void Fields(S& s, V& v) {
@@ -575,6 +578,7 @@ struct ReportModel {
     v("step_time", s.step_time);
     v("steps", s.steps);
     v("call_sites", s.call_sites);
+    v("hang", s.hang);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "analysis/hang/hang_json.h"
 #include "analysis/report/job_report.h"
 #include "commprof/event.h"
 
@@ -402,10 +403,23 @@ void CallSites(const ReportModel& m, std::ostream& os) {
   }
 }
 
+void Hang(const ReportModel& m, std::ostream& os) {
+  if (!m.hang || !*m.hang) {
+    return;
+  }
+  auto h = hang::HangReportFromJson(**m.hang, "hang");
+  if (!h.ok()) {
+    os << "hang: unreadable (" << h.status().message() << ")\n\n";
+    return;
+  }
+  os << hang::RenderText(h.value()) << "\n";
+}
+
 }  // namespace
 
 void WriteTextReport(const ReportModel& model, std::ostream& os) {
   const int64_t run_start = V(V(model.lateness).start_ns);
+  Hang(model, os);  // first: when the job hung, nothing else matters as much
   Header(model, os);
   Collectives(model, os);
   Ranks(model, os);

@@ -2250,8 +2250,10 @@ def v_check_gate(ctx, h5_shift, h5_kill):
     m = re.match(r"ok   wait_time_ns = (\S+) \(max (\S+)\)", p.stdout)
     expect(m is not None and math.isclose(float(m.group(1)), worst_wait, rel_tol=1e-5),
            f"check prints the report's value {worst_wait}: {p.stdout}")
+    # Without --max or --baseline, check gates the hang only (docs/hangs.md): this job did not hang.
     p = run([ctx.commprof, "check", h5_shift])
-    expect(p.returncode == 2, f"check without --max: exit {p.returncode}, expected 2")
+    expect(p.returncode == 0 and p.stdout.strip() == "",
+           f"check without --max on a job that did not hang: exit {p.returncode}, expected 0\n{p.stdout}{p.stderr}")
 
 
 def case_verify_independent(ctx):

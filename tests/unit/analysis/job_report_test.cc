@@ -281,6 +281,19 @@ JobReport EveryListFilled() {
   step.ranks.push_back(StepRankFigures{});
   r.steps.steps.push_back(step);
   r.call_sites.sites.push_back(CallSite{});
+  // A hang with every list of the hang object non-empty.
+  hang::HangReport& h = r.hang.emplace().report;
+  h.hang = true;
+  h.culprits = {1};
+  hang::CommFinding f;
+  f.culprits = {1};
+  f.completed = {2};
+  f.waiting.push_back(hang::Waiter{});
+  f.not_entered.push_back(hang::Absent{});
+  f.mismatches.push_back({"ROOT", {{"root 0", {0}}}});
+  h.comms.push_back(f);
+  h.p2p.push_back(hang::P2pWait{});
+  h.ranks.push_back(hang::RankPosition{});
   return r;
 }
 
