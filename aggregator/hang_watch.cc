@@ -21,8 +21,7 @@ bool IsCompletedCommunication(const commprof_event& e) {
 }
 
 HangWatch::HangWatch(boost::asio::io_context& io, HangWatchOptions options, HangHandler handler)
-    : io_(io),
-      options_(options),
+    : options_(options),
       handler_(std::move(handler)),
       watch_timer_(io),
       answer_timer_(io),

@@ -125,7 +125,6 @@ class HangWatch : public std::enable_shared_from_this<HangWatch> {
   bool LooksHung() const;
   hang::HangInput BuildInput() const;
 
-  boost::asio::io_context& io_;
   HangWatchOptions options_;
   HangHandler handler_;
   boost::asio::steady_timer watch_timer_;

@@ -49,9 +49,8 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
     if (watch_ != nullptr && watch_->enabled()) {
       // The watchdog's progress: completed communication in the batches as they arrive.
-      stream_.ObserveEvents([w = watch_.get()](uint32_t rank, std::span<const commprof_event> events) {
-        w->Events(rank, events);
-      });
+      stream_.ObserveEvents(
+          [w = watch_.get()](uint32_t rank, std::span<const commprof_event> events) { w->Events(rank, events); });
     }
   }
 
@@ -479,8 +478,7 @@ void Server::Accept() {
     } else if (Admit(socket)) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);
-      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_)
-          ->Start();
+      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_)->Start();
     }
     Accept();
   });

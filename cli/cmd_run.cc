@@ -46,8 +46,8 @@ struct Options {
   bool analyze = true;  // --no-analysis turns it off
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
-  CaptureTexts capture;  // --schedule, --delay, --duration, --step-range, --step-every as given
-  int stacks = 0;        // --stacks[=DEPTH]: call-site frames per API call (0: off)
+  CaptureTexts capture;            // --schedule, --delay, --duration, --step-range, --step-every as given
+  int stacks = 0;                  // --stacks[=DEPTH]: call-site frames per API call (0: off)
   std::string hang_timeout = "0";  // --hang-timeout, checked by ParseHangOptions
   std::string on_hang = "report";
 };

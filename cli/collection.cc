@@ -5,9 +5,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <vector>
@@ -166,12 +166,11 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
     HangWatchOptions hw;
     hw.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(options.hang_timeout_s * 1000)));
     hw.on_hang = options.on_hang;
-    c->hang_watch_ = std::make_shared<HangWatch>(c->io_, hw, [p = c.get()](const hang::HangInput& in) {
-      return p->ReportHang(in);
-    });
+    c->hang_watch_ =
+        std::make_shared<HangWatch>(c->io_, hw, [p = c.get()](const hang::HangInput& in) { return p->ReportHang(in); });
   }
-  auto server = Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port, ServerLimits{},
-                               c->hang_watch_);
+  auto server =
+      Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port, ServerLimits{}, c->hang_watch_);
   if (!server.ok()) {
     // Possible only if the address was taken since the check: what was created goes again.
     (void)c->ingest_->Finish();

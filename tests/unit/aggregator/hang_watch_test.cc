@@ -270,7 +270,8 @@ TEST_F(HangWatchTest, QuietRanksWithOneBlockedPastTheTimeoutAreQueriedOnceAndHan
   Start();
   auto ranks = Ranks(4);
   // Ranks 0, 1, 3 wait in allreduce #5 for 1 s; rank 2 is in the barrier #6 after skipping it.
-  for (uint32_t r : {0u, 1u, 3u}) ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
+  for (uint32_t r : {0u, 1u, 3u})
+    ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
   ranks[2]->SetReply({true, Blocked(COMMPROF_OP_BARRIER, 6, 900'000'000, 900'000'000, 2)});
   ASSERT_TRUE(WaitFor([&] { return watch_->reports() == 1; }, 20000));
   // Reported once: without progress no second query goes out, however long the job stays stuck.
@@ -360,7 +361,8 @@ TEST_F(HangWatchTest, ARankThatNeverAnswersIsNoAnswerAfterTheWaitAndFinishedOrDe
   ranks[3]->SendBye({{"events_recorded", 1}});
   ranks[4]->SendBye({{"fatal_signal", 15}});
   ASSERT_TRUE(WaitFor([&] { return server_->stats().byes.load() == 2; }));
-  for (uint32_t r : {0u, 1u}) ranks[r]->SetReply({true, Blocked(COMMPROF_OP_BCAST, 3, 2'000'000'000, 2'000'000'000, r)});
+  for (uint32_t r : {0u, 1u})
+    ranks[r]->SetReply({true, Blocked(COMMPROF_OP_BCAST, 3, 2'000'000'000, 2'000'000'000, r)});
   ranks[2]->SetReply({false, {}});
   ASSERT_TRUE(WaitFor([&] { return watch_->reports() == 1; }, 20000));
   EXPECT_EQ(ranks[2]->queries(), 1);
@@ -403,7 +405,8 @@ TEST_F(HangWatchTest, AMalformedAnswerDropsOnlyItsConnectionAndAStaleOneIsIgnore
 TEST_F(HangWatchTest, ProgressAfterAReportArmsTheWatchAgain) {
   Start();
   auto ranks = Ranks(2);
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
+  for (uint32_t r = 0; r < 2; ++r)
+    ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
   ASSERT_TRUE(WaitFor([&] { return watch_->reports() == 1; }, 20000));
   std::this_thread::sleep_for(700ms);
   EXPECT_EQ(watch_->queries(), 1u);
@@ -420,7 +423,8 @@ TEST_F(HangWatchTest, OnHangAbortSendsTheVerdictToEveryConnectedRank) {
   auto ranks = Ranks(3);
   ranks[2]->SendBye();
   ASSERT_TRUE(WaitFor([&] { return server_->stats().byes.load() == 1; }));
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
+  for (uint32_t r = 0; r < 2; ++r)
+    ranks[r]->SetReply({true, Blocked(COMMPROF_OP_ALLREDUCE, 5, 1'000'000'000, 1'000'000'000, r)});
   ASSERT_TRUE(WaitFor([&] { return watch_->reports() == 1; }, 20000));
   for (uint32_t r = 0; r < 2; ++r) {
     ASSERT_TRUE(WaitFor([&] { return ranks[r]->aborts() == 1; })) << "rank " << r;
