@@ -159,6 +159,8 @@ void Ingest::Clock(uint32_t rank, uint64_t generation, wire::Clock c) {
                                       std::move(c.method), std::move(c.points), std::move(c.samples)}});
 }
 
+void Ingest::RunOnWriter(std::string what, WriterTask task) { Push(TaskCmd{std::move(what), std::move(task)}); }
+
 void Ingest::CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
                        std::vector<std::pair<std::string, uint64_t>> counters, uint64_t batches_lost,
                        std::string reason) {
@@ -201,6 +203,15 @@ void Ingest::Apply(Command& c) {
         }
         if constexpr (std::is_same_v<T, ClockCmd>) {
           return writer_->SetClock(cmd.rank, cmd.clock);
+        }
+        if constexpr (std::is_same_v<T, TaskCmd>) {
+          if (writer_->failed()) {
+            return Status::Ok();  // the failure is reported once, already
+          }
+          if (Status s = cmd.task(writer_->file_id()); !s.ok()) {
+            COMMPROF_LOG_ERROR("writer: %s: %s", cmd.what.c_str(), s.message().c_str());
+          }
+          return Status::Ok();
         }
         if constexpr (std::is_same_v<T, CloseCmd>) {
           Status s = writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);
@@ -245,7 +256,8 @@ void Ingest::Loop() {
     bool bye_applied = false;
     for (auto& c : batch) {
       Apply(c);
-      bye_applied = bye_applied || std::holds_alternative<CloseCmd>(c);
+      // A task's group (/hang) is wanted on disk at once too: the job may be killed right after.
+      bye_applied = bye_applied || std::holds_alternative<CloseCmd>(c) || std::holds_alternative<TaskCmd>(c);
     }
     if (bye_applied || std::chrono::steady_clock::now() >= next_flush) {
       if (!writer_->failed()) {

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,13 @@ class Ingest {
   void CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
                  std::vector<std::pair<std::string, uint64_t>> counters, uint64_t batches_lost, std::string reason);
 
+  // Runs `task` on the writer thread, after what is queued before it, with the writer's open file;
+  // the file is flushed right after, so what it wrote survives a job killed next (the /hang group,
+  // docs/hangs.md). A task's error is logged prefixed with `what`, and does not fail the file.
+  // Not run once the writer has failed.
+  using WriterTask = std::function<Status(hid_t file)>;
+  void RunOnWriter(std::string what, WriterTask task);
+
   // What of `rank` is written and flushed to disk, so the aggregator can acknowledge it: batches
   // with batch_seq below `batches`, and whether the bye (the rank's end) is too.
   struct Durable {
@@ -102,7 +110,11 @@ class Ingest {
     uint64_t batches_lost;
     std::string reason;
   };
-  using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd>;
+  struct TaskCmd {
+    std::string what;
+    WriterTask task;
+  };
+  using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd, TaskCmd>;
 
   // One rank's streams as seen by the network side (under mu_).
   struct RankProgress {

@@ -113,6 +113,9 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
         batches_lost_ += e->batch_seq - next_batch_;
       }
       next_batch_ = std::max(next_batch_, e->batch_seq + 1);
+      if (events_observer_) {
+        events_observer_(rank_, e->events);
+      }
       ingest_.Events(rank_, generation_, e->batch_seq, std::move(e->events));
       return Status::Ok();
     }
@@ -131,8 +134,15 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       }
       counters_ = std::move(b->counters);
       bye_ = true;
-      End(ByeReason(counters_));
+      end_reason_ = ByeReason(counters_);
+      End(end_reason_);
       return Status::Ok();
+    }
+    case wire::FrameType::kHangState: {
+      // Answers only a live query (the server takes those before this stream sees them); one in a
+      // spool file is checked and has nothing to answer.
+      auto h = wire::DecodeHangState(payload);
+      return h.ok() ? Status::Ok() : h.status();
     }
     default:
       return Corrupt(std::string("unexpected ") + wire::FrameTypeName(type) + " frame from a collector");

@@ -4,6 +4,7 @@
 // counted as lost batches. Any violation is a Status: the caller drops this stream only.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,8 +32,16 @@ class RankStream {
   // call more than once: the first call decides.
   void End(const std::string& reason, bool corrupt = false);
 
+  // Called with every events batch accepted (before the ingest takes it): the hang watchdog's view
+  // of progress. Unset: nothing is called.
+  void ObserveEvents(std::function<void(uint32_t rank, std::span<const commprof_event>)> observer) {
+    events_observer_ = std::move(observer);
+  }
+
   bool accepted() const { return accepted_; }
   bool said_bye() const { return bye_; }
+  // After the bye: how the rank ended by its counters ("bye", or "killed by signal N (SIGx)").
+  const std::string& end_reason() const { return end_reason_; }
   uint32_t rank() const { return rank_; }
   // Batches of this rank the stream has seen (acknowledgements may not run ahead of them).
   uint64_t next_batch() const { return next_batch_; }
@@ -58,6 +67,8 @@ class RankStream {
   uint64_t first_batch_ = 0;  // a fresh stream's first batch_seq, when above 0
   uint64_t batches_lost_ = 0;
   std::vector<std::pair<std::string, uint64_t>> counters_;
+  std::string end_reason_;
+  std::function<void(uint32_t, std::span<const commprof_event>)> events_observer_;
 };
 
 }  // namespace commprof

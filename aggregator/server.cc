@@ -30,10 +30,10 @@ RateLimitedLog& PeerLog() {
 constexpr auto kAckPeriod = std::chrono::milliseconds(100);
 constexpr auto kByeAckDeadline = std::chrono::seconds(20);
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public std::enable_shared_from_this<Session>, public HangPeer {
  public:
   Session(tcp::socket socket, Ingest& ingest, const StreamPolicy& policy, ServerStats& stats,
-          const ServerLimits& limits, std::shared_ptr<PendingBook> book)
+          const ServerLimits& limits, std::shared_ptr<PendingBook> book, std::shared_ptr<HangWatch> watch)
       : socket_(std::move(socket)),
         hello_timer_(socket_.get_executor()),
         ack_timer_(socket_.get_executor()),
@@ -42,10 +42,23 @@ class Session : public std::enable_shared_from_this<Session> {
         stats_(stats),
         limits_(limits),
         book_(std::move(book)),
+        watch_(std::move(watch)),
         started_(std::chrono::steady_clock::now()) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+    if (watch_ != nullptr && watch_->enabled()) {
+      // The watchdog's progress: completed communication in the batches as they arrive.
+      stream_.ObserveEvents(
+          [w = watch_.get()](uint32_t rank, std::span<const commprof_event> events) { w->Events(rank, events); });
+    }
+  }
+
+  // A hang-query or hang-abort from the watchdog (io thread). Nothing goes to a finished session.
+  void SendToRank(std::vector<uint8_t> frame) override {
+    if (!finished_) {
+      Write(std::move(frame));
+    }
   }
 
   void Start() {
@@ -146,6 +159,9 @@ class Session : public std::enable_shared_from_this<Session> {
     wire::AppendHelloAck(ack, wire::HelloAck{true, ""});
     Write(std::move(ack));
     ScheduleBatchAcks();
+    if (watch_ != nullptr) {
+      watch_->RankConnected(stream_.rank(), stream_.hello().world_size, shared_from_this());
+    }
     ReadHeader();
   }
 
@@ -189,12 +205,18 @@ class Session : public std::enable_shared_from_this<Session> {
     if (current_.type == wire::FrameType::kClockPing) {
       return AnswerPing();
     }
+    if (current_.type == wire::FrameType::kHangState) {
+      return TakeHangState();
+    }
     Status st = stream_.OnFrame(current_.type, payload_);
     if (!st.ok()) {
       return Drop(st.message());
     }
     if (stream_.said_bye()) {
       stats_.byes++;
+      if (watch_ != nullptr) {
+        watch_->RankEnded(stream_.rank(), this, /*bye=*/true, stream_.end_reason());
+      }
       // The rank waits for the acknowledgement that its whole stream is on disk: the session stays
       // open (reading nothing more) until the ingest has flushed the bye, or the deadline passes.
       bye_deadline_ = std::chrono::steady_clock::now() + kByeAckDeadline;
@@ -217,6 +239,22 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<uint8_t> pong;
     wire::AppendClockPong(pong, wire::ClockPong{ping.value(), now});
     Write(std::move(pong));
+    ReadHeader();
+  }
+
+  // A rank's answer to a hang-query (docs/wire-protocol.md): to the watchdog, which ignores one
+  // that answers no query in flight. A malformed one drops this connection only.
+  void TakeHangState() {
+    if (!stream_.accepted()) {
+      return Drop("hang-state before the hello");
+    }
+    auto state = wire::DecodeHangState(payload_);
+    if (!state.ok()) {
+      return Drop(state.status().message());
+    }
+    if (watch_ != nullptr) {
+      watch_->Answer(stream_.rank(), std::move(state.value()));
+    }
     ReadHeader();
   }
 
@@ -313,6 +351,9 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       stream_.End(reason, corrupt);
       stats_.ended++;
+      if (watch_ != nullptr && !stream_.said_bye()) {
+        watch_->RankEnded(stream_.rank(), this, /*bye=*/false, reason);
+      }
     }
     ack_timer_.cancel();
     // What is queued (a final batch-ack) still goes out; the socket closes after it.
@@ -347,6 +388,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ServerStats& stats_;
   const ServerLimits limits_;
   std::shared_ptr<PendingBook> book_;
+  std::shared_ptr<HangWatch> watch_;  // null without --hang-timeout
   std::list<std::weak_ptr<Session>>::iterator in_book_;
   bool pending_ = false;
   std::chrono::steady_clock::time_point started_;
@@ -363,12 +405,19 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 };
 
-Server::Server(asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits)
-    : ingest_(ingest), policy_(std::move(policy)), limits_(limits), acceptor_(io), accept_timer_(io) {}
+Server::Server(asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits,
+               std::shared_ptr<HangWatch> hang_watch)
+    : ingest_(ingest),
+      policy_(std::move(policy)),
+      limits_(limits),
+      acceptor_(io),
+      accept_timer_(io),
+      hang_watch_(std::move(hang_watch)) {}
 
 Result<std::unique_ptr<Server>> Server::Listen(asio::io_context& io, Ingest& ingest, StreamPolicy policy,
-                                               const std::string& host, uint16_t port, const ServerLimits& limits) {
-  std::unique_ptr<Server> s(new Server(io, ingest, std::move(policy), limits));
+                                               const std::string& host, uint16_t port, const ServerLimits& limits,
+                                               std::shared_ptr<HangWatch> hang_watch) {
+  std::unique_ptr<Server> s(new Server(io, ingest, std::move(policy), limits, std::move(hang_watch)));
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
   if (ec) {
@@ -402,6 +451,9 @@ void Server::Close() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   accept_timer_.cancel();
+  if (hang_watch_ != nullptr) {
+    hang_watch_->Stop();
+  }
   PeerLog().Flush();
 }
 
@@ -426,7 +478,7 @@ void Server::Accept() {
     } else if (Admit(socket)) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);
-      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_)->Start();
+      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_)->Start();
     }
     Accept();
   });

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "aggregator/hang_watch.h"
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"
 
@@ -69,13 +70,15 @@ class Server {
   // Listens on host:port (port 0: any free port).
   static Result<std::unique_ptr<Server>> Listen(boost::asio::io_context& io, Ingest& ingest, StreamPolicy policy,
                                                 const std::string& host, uint16_t port,
-                                                const ServerLimits& limits = ServerLimits{});
+                                                const ServerLimits& limits = ServerLimits{},
+                                                std::shared_ptr<HangWatch> hang_watch = nullptr);
   uint16_t port() const;
   const ServerStats& stats() const { return stats_; }
-  void Close();  // stop accepting (sessions continue until their peers close)
+  void Close();  // stop accepting (sessions continue until their peers close); stops the hang watchdog
 
  private:
-  Server(boost::asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits);
+  Server(boost::asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits,
+         std::shared_ptr<HangWatch> hang_watch);
   void Accept();
   // Before a session exists: the caps (true: admit `socket`) and the pause after a failed accept.
   bool Admit(boost::asio::ip::tcp::socket& socket);
@@ -90,6 +93,7 @@ class Server {
   uint64_t accept_failures_ = 0;  // failed accepts in the current run of failures
   std::shared_ptr<PendingBook> pending_ = std::make_shared<PendingBook>();
   ServerStats stats_;
+  std::shared_ptr<HangWatch> hang_watch_;  // null, or the --hang-timeout watchdog the sessions report to
 };
 
 }  // namespace commprof

@@ -42,7 +42,12 @@ struct Options {
   uint32_t flush_ms = 1000;
   bool analyze = true;
   bool quiet = false;
+  std::string hang_timeout = "0";  // --hang-timeout, checked by ParseHangOptions
+  std::string on_hang = "report";
 };
+
+// --on-hang abort ended the job after a hang was found (docs/cli.md), as `commprof run`.
+constexpr int kExitHangAborted = 5;
 
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
@@ -144,6 +149,10 @@ int Aggregate(Options o) {
   copts.port = port;
   copts.deflate = o.deflate;
   copts.flush_ms = o.flush_ms;
+  if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
+    std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
+    return 2;
+  }
   // The address and the output are checked before the secret file may be created.
   if (Status st = CheckCollectionTargets(copts, "commprof aggregate"); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
@@ -229,6 +238,9 @@ int Aggregate(Options o) {
   if (!sum.status.ok()) {
     return 1;
   }
+  if (c.hang_aborted()) {
+    return kExitHangAborted;
+  }
   return why == nullptr ? 0 : 3;
 }
 
@@ -243,7 +255,7 @@ Runner AddAggregateCommand(CLI::App& app) {
       "COMMPROF_AGGREGATOR=HOST:PORT and COMMPROF_SECRET. It ends when N ranks have said bye,\n"
       "when --timeout passes, or on SIGINT/SIGTERM, and then finalizes the file.\n"
       "Exit codes: 0 all N ranks done; 1 failure; 2 bad usage; 3 timed out or signalled (the file\n"
-      "holds what arrived).");
+      "holds what arrived); 5 --on-hang abort ended the job for a hang.");
   sub->add_option("--expect", o->expect, "number of ranks to wait for")->required();
   sub->add_option("--listen", o->listen, "IP address and port to listen on (port 0: any free one)")
       ->capture_default_str();
@@ -266,6 +278,8 @@ Runner AddAggregateCommand(CLI::App& app) {
       ->check(CLI::Range(0, 9));
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
+  sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
+  sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   return [o] { return Aggregate(*o); };
 }

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli/collection.h"
@@ -45,8 +46,10 @@ struct Options {
   bool analyze = true;  // --no-analysis turns it off
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
-  CaptureTexts capture;  // --schedule, --delay, --duration, --step-range, --step-every as given
-  int stacks = 0;        // --stacks[=DEPTH]: call-site frames per API call (0: off)
+  CaptureTexts capture;            // --schedule, --delay, --duration, --step-range, --step-every as given
+  int stacks = 0;                  // --stacks[=DEPTH]: call-site frames per API call (0: off)
+  std::string hang_timeout = "0";  // --hang-timeout, checked by ParseHangOptions
+  std::string on_hang = "report";
 };
 
 pid_t g_child = -1;
@@ -126,6 +129,12 @@ std::string FindNcclPlugin(const std::string& library) {
 // `commprof run`'s exit code when the job ended and no rank reached the aggregator or left a spool
 // (docs/cli.md, Exit codes): the file holds no rank, which must not pass for a profile.
 constexpr int kExitNothingRecorded = 4;
+// --on-hang abort ended the job after a hang was found (docs/cli.md, Exit codes): the job's own code
+// is then a signal's, which would hide why it ended.
+constexpr int kExitHangAborted = 5;
+// After a hang-abort the ranks end themselves; a job still there after this long is terminated.
+constexpr auto kHangAbortGrace = std::chrono::seconds(10);
+constexpr auto kHangKillGrace = std::chrono::seconds(5);
 // The command could not be started (not found, not executable): the shell's code for it.
 constexpr int kExitCannotStart = 127;
 
@@ -250,6 +259,39 @@ void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::s
   }
 }
 
+// Waits for the job while the hang watchdog runs: after a hang-abort the ranks end themselves
+// (their collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and
+// SIGKILL kHangKillGrace later. The launcher is signalled, not a process group: it stays in ours
+// so that it keeps the terminal (mpirun reads stdin for rank 0), and mpirun ends its ranks on
+// SIGTERM.
+void WaitWatchingForHangAbort(pid_t child, const Collection& collection, int& wstatus) {
+  std::optional<std::chrono::steady_clock::time_point> aborted_at;
+  int signalled = 0;
+  for (;;) {
+    pid_t r = ::waitpid(child, &wstatus, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) {
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!aborted_at.has_value() && collection.hang_aborted()) {
+      aborted_at = now;
+    }
+    if (aborted_at.has_value()) {
+      if (signalled == 0 && now - *aborted_at >= kHangAbortGrace) {
+        std::fprintf(stderr, "commprof run: the job is still running %lld s after the hang-abort; sending SIGTERM\n",
+                     static_cast<long long>(kHangAbortGrace.count()));
+        ::kill(child, SIGTERM);
+        signalled = SIGTERM;
+      } else if (signalled == SIGTERM && now - *aborted_at >= kHangAbortGrace + kHangKillGrace) {
+        std::fprintf(stderr, "commprof run: the job ignored SIGTERM; sending SIGKILL\n");
+        ::kill(child, SIGKILL);
+        signalled = SIGKILL;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 int RunJob(Options o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "commprof run: no command given (usage: commprof run [-o FILE.h5] -- mpirun -np 4 ./app)\n");
@@ -270,6 +312,10 @@ int RunJob(Options o) {
   copts.listen = o.listen;
   copts.deflate = o.deflate;
   copts.flush_ms = o.flush_ms;
+  if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
+    std::fprintf(stderr, "commprof run: %s\n", error.c_str());
+    return 2;
+  }
   // Everything that can be checked is, before anything is created or started.
   if (Status st = CheckCollectionTargets(copts, "commprof run"); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
@@ -402,7 +448,11 @@ int RunJob(Options o) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   int wstatus = 0;
-  while (::waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+  if (copts.hang_timeout_s > 0) {
+    WaitWatchingForHangAbort(child, *collection.value(), wstatus);
+  } else {
+    while (::waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
@@ -420,6 +470,11 @@ int RunJob(Options o) {
   }
   if (sum.ranks == 0 && sum.refused == 0) {
     ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc, sum.previous_kept);
+  }
+  if (collection.value()->hang_aborted()) {
+    std::fprintf(stderr, "commprof run: the job was ended for a hang (--on-hang abort; the diagnosis is in %s /hang)\n",
+                 o.output.c_str());
+    return kExitHangAborted;
   }
   // The job's own failure comes first, then a file that could not be written, then no rank at all.
   if (job_rc != 0) {
@@ -443,7 +498,7 @@ Runner AddRunCommand(CLI::App& app) {
                          "mpirun/mpiexec (e.g. -- mpirun -np 4 ./app) or the program itself.\n"
                          "Everything from the first argument that is not a run option belongs to the job.\n"
                          "Returns the job's exit code (128+signal if it was killed); 4 if it exited 0 but no rank\n"
-                         "recorded anything.");
+                         "recorded anything; 5 if --on-hang abort ended it for a hang.");
   sub->add_option("-o,--output", o->output, "output HDF5 file (default: commprof-<jobid>.h5)");
   sub->add_option("--listen", o->listen, "address the aggregator listens on")->capture_default_str();
   sub->add_option("--advertise", o->advertise,
@@ -474,6 +529,8 @@ Runner AddRunCommand(CLI::App& app) {
                 "record the calling stack of every MPI and NCCL API call, at most DEPTH frames (1-64) from the "
                 "user's call site (--stacks alone: 16; written --stacks=DEPTH); the report then ranks call sites")
       ->check(CLI::Range(1, static_cast<int>(kMaxStackDepth)));
+  sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
+  sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
   sub->add_flag("!--no-analysis", o->analyze,
                 "do not compute the cross-rank analysis into the file's /analysis group "

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "aggregator/spool_reader.h"
+#include "analysis/hang/hang_diagnosis.h"
+#include "analysis/hang/hang_store.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 
@@ -52,6 +55,40 @@ std::string DefaultJobId() {
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
   return std::string(buf) + "-" + std::to_string(::getpid());
+}
+
+const char* const kHangTimeoutHelp =
+    "when no rank has completed a communication call for SECONDS while some rank is blocked in one, ask "
+    "every rank what it is in, print the diagnosis and store it in the file's /hang group (docs/hangs.md); "
+    "0: off (the default); otherwise 1 to 604800";
+const char* const kOnHangHelp =
+    "what follows a reported hang: report (keep waiting) or abort (tell every rank to end, exit code 5)";
+
+bool ParseHangOptions(const std::string& timeout, const std::string& on_hang, CollectionOptions& options,
+                      std::string& error) {
+  char* end = nullptr;
+  errno = 0;
+  double v = timeout.empty() ? NAN : std::strtod(timeout.c_str(), &end);
+  if (timeout.empty() || end == nullptr || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+    error = "--hang-timeout " + timeout + ": not a number of seconds";
+    return false;
+  }
+  if (v < 0) {
+    error = "--hang-timeout " + timeout + ": must not be negative (0 turns the watchdog off)";
+    return false;
+  }
+  if (v != 0 && (v < kMinHangTimeoutS || v > kMaxHangTimeoutS)) {
+    error = "--hang-timeout " + timeout + ": out of range (0 for off, or 1 to 604800 seconds: a shorter timeout " +
+            "would take ordinary waits for hangs)";
+    return false;
+  }
+  if (on_hang != "report" && on_hang != "abort") {
+    error = "--on-hang " + on_hang + ": expected report or abort";
+    return false;
+  }
+  options.hang_timeout_s = v;
+  options.on_hang = on_hang == "abort" ? OnHang::kAbort : OnHang::kReport;
+  return true;
 }
 
 Status CheckCollectionTargets(const CollectionOptions& options, const char* command) {
@@ -125,7 +162,15 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   }
   c->ingest_ = std::move(ingest.value());
   StreamPolicy policy{options.secret, options.meta.job_id};
-  auto server = Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port);
+  if (options.hang_timeout_s > 0) {
+    HangWatchOptions hw;
+    hw.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(options.hang_timeout_s * 1000)));
+    hw.on_hang = options.on_hang;
+    c->hang_watch_ =
+        std::make_shared<HangWatch>(c->io_, hw, [p = c.get()](const hang::HangInput& in) { return p->ReportHang(in); });
+  }
+  auto server =
+      Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port, ServerLimits{}, c->hang_watch_);
   if (!server.ok()) {
     // Possible only if the address was taken since the check: what was created goes again.
     (void)c->ingest_->Finish();
@@ -139,6 +184,31 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
       boost::asio::make_work_guard(c->io_));
   c->io_thread_ = std::thread([io = &c->io_] { io->run(); });
   return c;
+}
+
+// On the io thread: the diagnosis, printed at once (the user may be watching the job hang), then
+// stored through the writer thread, which flushes it, so that a job killed next still leaves it.
+std::string Collection::ReportHang(const hang::HangInput& input) {
+  hang::HangReport report = hang::Diagnose(input);
+  std::string text = hang::RenderText(report);
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    out += "commprof: hang: " + line + "\n";
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  if (options_.on_hang == OnHang::kAbort) {
+    out += "commprof: hang: --on-hang abort: telling every rank to end\n";
+  } else {
+    out += "commprof: hang: --on-hang report: still waiting for the job\n";
+  }
+  std::fputs(out.c_str(), stderr);
+  std::fflush(stderr);
+  ingest_->RunOnWriter("storing the hang diagnosis (/hang)",
+                       [input, report](hid_t file) { return hang::WriteHangGroup(file, input, report); });
+  return report.verdict;
 }
 
 uint32_t Collection::RanksDone(const std::string& spool_dir) {

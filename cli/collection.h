@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "aggregator/hang_watch.h"
 #include "aggregator/hdf5/hdf5_writer.h"
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"
@@ -31,7 +32,21 @@ struct CollectionOptions {
   uint16_t port = 0;   // 0: any free port
   int deflate = 0;
   uint32_t flush_ms = 1000;
+  // --hang-timeout (0: off) and --on-hang (docs/hangs.md): the aggregator's hang watchdog.
+  double hang_timeout_s = 0;
+  OnHang on_hang = OnHang::kReport;
 };
+
+// --hang-timeout SECONDS and --on-hang report|abort as given, checked into `options`: SECONDS is a
+// number, 0 (off) or from kMinHangTimeoutS to kMaxHangTimeoutS. On a bad value, `error` is the
+// usage error naming the option and the value.
+inline constexpr double kMinHangTimeoutS = 1;
+inline constexpr double kMaxHangTimeoutS = 7 * 24 * 3600;
+bool ParseHangOptions(const std::string& timeout, const std::string& on_hang, CollectionOptions& options,
+                      std::string& error);
+// The --help text of the two options, shared by run and aggregate.
+extern const char* const kHangTimeoutHelp;
+extern const char* const kOnHangHelp;
 
 struct CollectionSummary {
   Status status;  // the file's final write status
@@ -65,6 +80,11 @@ class Collection {
 
   uint16_t port() const { return server_->port(); }
   const ServerStats& stats() const { return server_->stats(); }
+  // --hang-timeout: a hang was found and reported (printed, stored in /hang); with --on-hang abort,
+  // the ranks were told to end (hang_aborted).
+  bool hang_reported() const { return hang_watch_ != nullptr && hang_watch_->reports() > 0; }
+  bool hang_aborted() const { return hang_watch_ != nullptr && hang_watch_->aborted(); }
+
   // Ranks done: their bye arrived over TCP, or their spool in `spool_dir` ends with one.
   uint32_t RanksDone(const std::string& spool_dir);
 
@@ -76,11 +96,14 @@ class Collection {
 
  private:
   Collection() = default;
+  // The hang watchdog's handler (io thread): diagnose, print, store /hang; returns the verdict.
+  std::string ReportHang(const hang::HangInput& input);
   CollectionOptions options_;
   std::string command_;
   std::string write_path_;  // options_.output, or the temporary name beside an existing output
   std::unique_ptr<Ingest> ingest_;
   boost::asio::io_context io_;
+  std::shared_ptr<HangWatch> hang_watch_;  // null without --hang-timeout
   std::unique_ptr<Server> server_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::thread io_thread_;

@@ -45,6 +45,10 @@ static int g_enabled = 0;
 static char g_activities[256] = "all";
 static char g_out_override[PATH_MAX];
 static int g_nccl_proxy = 0;
+/* hang_timeout=S, on_hang=report|abort: the aggregator's hang watchdog (commprof aggregate
+ * --hang-timeout/--on-hang, docs/hangs.md); "0" is off. */
+static char g_hang_timeout[32] = "0";
+static char g_on_hang[16] = "report";
 
 /* The aggregator this srun started, if any. */
 static pid_t g_aggregator = -1;
@@ -55,12 +59,24 @@ static struct spank_option g_option = {
     "commprof",
     "[OPTIONS]",
     "Profile this step with commprof. OPTIONS (comma-separated): activities=cpu+mpi+nccl+cuda+memory+nvtx "
-    "(default all), output=DIR (where commprof-<jobid>.h5 goes), nccl=proxy (NCCL proxy op/step records).",
+    "(default all), output=DIR (where commprof-<jobid>.h5 goes), nccl=proxy (NCCL proxy op/step records), "
+    "hang_timeout=SECONDS (report a hang after SECONDS without a completed communication call; 0: off), "
+    "on_hang=report|abort (after a hang: keep waiting, or end the step).",
     2,
     0,
     OptionCallback};
 
 static void Copy(char* dst, size_t n, const char* src) { snprintf(dst, n, "%s", src != NULL ? src : ""); }
+
+/* The range commprof aggregate accepts for --hang-timeout: 0 (off), or 1 to 604800 seconds. Checked
+ * here too, so a typo fails srun at once rather than the aggregator after the step started. */
+static int ValidHangTimeout(const char* text) {
+  char* end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (*text == '\0' || end == NULL || *end != '\0' || errno != 0 || v != v) return 0;
+  return v == 0 || (v >= 1 && v <= 604800);
+}
 
 /* OPTIONS: key=value items separated by commas; activities use '+' between names. */
 static int ParseOptions(const char* text) {
@@ -71,7 +87,10 @@ static int ParseOptions(const char* text) {
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
     char* eq = strchr(item, '=');
     if (eq == NULL) {
-      slurm_error("commprof: --commprof option '%s' is not KEY=VALUE (keys: activities, output, nccl)", item);
+      slurm_error(
+          "commprof: --commprof option '%s' is not KEY=VALUE (keys: activities, output, nccl, hang_timeout, "
+          "on_hang)",
+          item);
       return -1;
     }
     *eq = '\0';
@@ -84,8 +103,23 @@ static int ParseOptions(const char* text) {
       Copy(g_out_override, sizeof g_out_override, value);
     } else if (strcmp(item, "nccl") == 0 && strcmp(value, "proxy") == 0) {
       g_nccl_proxy = 1;
+    } else if (strcmp(item, "hang_timeout") == 0) {
+      if (!ValidHangTimeout(value) || strlen(value) >= sizeof g_hang_timeout) {
+        slurm_error("commprof: --commprof hang_timeout=%s: expected seconds, 0 (off) or 1 to 604800", value);
+        return -1;
+      }
+      Copy(g_hang_timeout, sizeof g_hang_timeout, value);
+    } else if (strcmp(item, "on_hang") == 0) {
+      if (strcmp(value, "report") != 0 && strcmp(value, "abort") != 0) {
+        slurm_error("commprof: --commprof on_hang=%s: expected report or abort", value);
+        return -1;
+      }
+      Copy(g_on_hang, sizeof g_on_hang, value);
     } else {
-      slurm_error("commprof: unknown --commprof option '%s=%s' (keys: activities, output, nccl=proxy)", item, value);
+      slurm_error(
+          "commprof: unknown --commprof option '%s=%s' (keys: activities, output, nccl=proxy, hang_timeout, "
+          "on_hang)",
+          item, value);
       return -1;
     }
   }
@@ -222,7 +256,8 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char** av) {
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
     execl(g_commprof, g_commprof, "aggregate", "-q", "--expect", expect, "--listen", "0.0.0.0:0", "--job-id", job_id,
-          "-o", out, "--spool-dir", spool, "--address-file", addr_file, "--timeout", timeout, (char*)NULL);
+          "-o", out, "--spool-dir", spool, "--address-file", addr_file, "--timeout", timeout, "--hang-timeout",
+          g_hang_timeout, "--on-hang", g_on_hang, (char*)NULL);
     fprintf(stderr, "commprof: cannot run %s: %s\n", g_commprof, strerror(errno));
     _exit(127);
   }

@@ -81,6 +81,9 @@ class Hdf5Writer {
   // hello as "missing", and closes the file.
   Status Finalize();
   const std::string& path() const { return path_; }
+  // The open file, for a group written beside the writer's own (/hang, Ingest::RunOnWriter); only on
+  // the writer's thread, and only while failed() is false.
+  hid_t file_id() const { return file_.get(); }
 
   // The failed state. The first write that fails (a full disk, EIO, a file size limit) stops the
   // writer: every later call returns the same error and stores nothing, events are counted as not

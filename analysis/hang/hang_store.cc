@@ -171,8 +171,10 @@ RankCondition ConditionFrom(const std::string& s) {
 Status WriteHangGroup(hid_t file, const HangInput& input, const HangReport& report, const std::string& path) {
   h5::QuietErrors();
   const std::string where = path + ":/" + kHangGroup;
-  if (H5Lexists(file, kHangGroup, H5P_DEFAULT) > 0) {
-    return InvalidArgument(where + ": exists already (one hang diagnosis per file)");
+  // A second hang in one job (progress resumed after the first, then stopped again) replaces the
+  // first: the file keeps the latest diagnosis; the earlier one was printed when it was found.
+  if (H5Lexists(file, kHangGroup, H5P_DEFAULT) > 0 && H5Ldelete(file, kHangGroup, H5P_DEFAULT) < 0) {
+    return IoError(where + ": cannot replace the earlier diagnosis");
   }
   Handle g(H5Gcreate2(file, kHangGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!g.valid()) {

@@ -22,8 +22,8 @@ struct StoredHang {
   HangReport report;  // from `report_json`
 };
 
-// Creates /hang in `file` (open read-write); fails, naming the object, if it exists already or a
-// write fails. `path` only names the file in errors.
+// Creates /hang in `file` (open read-write), replacing an earlier one (a later hang of the same
+// job); fails, naming the object, if a write fails. `path` only names the file in errors.
 Status WriteHangGroup(hid_t file, const HangInput& input, const HangReport& report, const std::string& path = "");
 // Opens `path` read-write and writes the group (for tools that hold no open handle).
 Status WriteHangGroup(const std::string& path, const HangInput& input, const HangReport& report);

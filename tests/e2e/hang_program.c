@@ -1,0 +1,115 @@
+/* Planted hangs for the hang watchdog's end-to-end tests (hang_e2e.py, docs/hangs.md). The mode
+ * and the planted rank come from argv; every other rank behaves. Each hang is one the Flight
+ * Recorder's categories name, so the test knows the truth: which rank, which call, which kind.
+ *
+ *   hang_program MODE [R [K]]      (R: the planted rank, default 2; K: the call number, default 3)
+ *   skip-allreduce R K   rank R skips the K-th allreduce (#K from 0) and goes on to the barrier
+ *   bcast-root R K       rank R's K-th bcast names root 1, the others root 0 (a mismatch)
+ *   allreduce-bytes R K  rank R's K-th allreduce has 2x the count (a size mismatch)
+ *   recv-forever R       rank R waits in MPI_Recv from rank 0 for a tag never sent; the others
+ *                        go on into a barrier
+ *   exit-early R K       rank R finalizes and exits after K allreduces; the others go on
+ *   subcomm R K          world split in halves; rank R skips the K-th allreduce of its half; the
+ *                        other half finishes its own allreduces, then all meet in a world barrier
+ *   nonblocking R K      rank R never posts its K-th Iallreduce; the others wait for theirs
+ *   sendrecv R           rank R's Sendrecv partner (R+1) calls a barrier instead
+ *   none S               healthy: allreduces, S seconds of computation (no MPI), allreduces
+ *
+ * A planted rank that has nothing left to do sleeps (not in MPI) until it is killed: the hang
+ * must come from the others' calls, and the aggregator's abort ends the job. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void Allreduces(int n, MPI_Comm comm) {
+  for (int i = 0; i < n; ++i) {
+    double x = 1, y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comm);
+  }
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* mode = argc > 1 ? argv[1] : "none";
+  int r = argc > 2 ? atoi(argv[2]) : 2;
+  int k = argc > 3 ? atoi(argv[3]) : 3;
+  double buf[64] = {0}, out[64] = {0};
+
+  if (strcmp(mode, "skip-allreduce") == 0) {
+    for (int i = 0; i <= k; ++i) {
+      if (rank == r && i == k) continue;
+      MPI_Allreduce(buf, out, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "bcast-root") == 0) {
+    for (int i = 0; i <= k; ++i) {
+      int root = (rank == r && i == k) ? 1 : 0;
+      MPI_Bcast(buf, 8, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "allreduce-bytes") == 0) {
+    for (int i = 0; i <= k; ++i) {
+      int count = (rank == r && i == k) ? 32 : 16;
+      MPI_Allreduce(buf, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "recv-forever") == 0) {
+    Allreduces(k, MPI_COMM_WORLD);
+    if (rank == r) {
+      MPI_Recv(buf, 1, MPI_DOUBLE, 0, 4242, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "exit-early") == 0) {
+    if (rank == r) {
+      Allreduces(k, MPI_COMM_WORLD);
+      MPI_Finalize();
+      return 0;
+    }
+    Allreduces(k + 5, MPI_COMM_WORLD);
+  } else if (strcmp(mode, "subcomm") == 0) {
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2 ? 0 : 1, rank, &half);
+    /* The other half completes all its allreduces and waits in the world barrier. */
+    for (int i = 0; i <= k; ++i) {
+      if (rank == r && i == k) continue;
+      MPI_Allreduce(buf, out, 4, MPI_DOUBLE, MPI_SUM, half);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm_free(&half);
+  } else if (strcmp(mode, "nonblocking") == 0) {
+    for (int i = 0; i <= k; ++i) {
+      if (rank == r && i == k) continue;
+      MPI_Request req;
+      MPI_Iallreduce(buf, out, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (rank == r) {
+      for (;;) sleep(1); /* not in MPI: the others wait for it */
+    }
+  } else if (strcmp(mode, "sendrecv") == 0) {
+    Allreduces(k, MPI_COMM_WORLD);
+    if (rank == r) {
+      MPI_Sendrecv(buf, 4, MPI_DOUBLE, (r + 1) % size, 7, out, 4, MPI_DOUBLE, (r + 1) % size, 7, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "none") == 0) {
+    int quiet_s = argc > 2 ? atoi(argv[2]) : 4;
+    Allreduces(20, MPI_COMM_WORLD);
+    /* Computation longer than the hang timeout, in MPI on no rank: a quiet phase, not a hang. */
+    double until = MPI_Wtime() + quiet_s;
+    volatile double acc = 0;
+    while (MPI_Wtime() < until) acc += 1e-9;
+    Allreduces(20, MPI_COMM_WORLD);
+  } else {
+    if (rank == 0) fprintf(stderr, "hang_program: unknown mode '%s'\n", mode);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Finalize();
+  return 0;
+}
