@@ -146,15 +146,18 @@ int MPI_Finalize(void) {
     return PMPI_Finalize();
   }
   MpiSource* mpi = rt->mpi();
+  // In flight from the entry: the last clock alignment below exchanges messages with rank 0 and
+  // PMPI_Finalize waits for the other ranks, so a hang diagnosis must see this rank finalizing
+  // (not idle) while either blocks.
+  const uint64_t entry = rt->Now();
+  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, entry, entry);
+  e.name_id = mpi != nullptr ? mpi->NameId(kNameFinalize) : 0;
+  InflightSlot& inflight = rt->Thread()->inflight;
+  const bool published = inflight.Publish(e, 0);
   if (mpi != nullptr) {
     mpi->FinishClockSync();  // needs MPI: before PMPI_Finalize
   }
-  uint64_t t0 = rt->Now();
-  commprof_event e = BlankEvent(COMMPROF_KIND_MPI_FINALIZE, t0, t0);
-  e.name_id = mpi != nullptr ? mpi->NameId(kNameFinalize) : 0;
-  // In flight while PMPI_Finalize waits for the other ranks: a hang diagnosis sees this rank done.
-  InflightSlot& inflight = rt->Thread()->inflight;
-  const bool published = inflight.Publish(e, 0);
+  e.start_ns = rt->Now();  // the stored event is PMPI_Finalize's own time, as before
   int rc = PMPI_Finalize();
   e.end_ns = rt->Now();
   if (published) {

@@ -4,8 +4,8 @@
  *
  *   hang_program MODE [R [K]]      (R: the planted rank, default 2; K: the call number, default 3)
  *   skip-allreduce R K   rank R skips the K-th allreduce (#K from 0) and goes on to the barrier
- *   bcast-root R K       rank R's K-th bcast names root 1, the others root 0 (a mismatch)
- *   allreduce-bytes R K  rank R's K-th allreduce has 2x the count (a size mismatch)
+ *   bcast-root R K       rank R's K-th bcast (8 MiB) names root 1 (2 if R is 1), the others root 0
+ *   allreduce-bytes R K  rank R's K-th allreduce (8 MiB) has 2x the count (a size mismatch)
  *   recv-forever R       rank R waits in MPI_Recv from rank 0 for a tag never sent; the others
  *                        go on into a barrier
  *   exit-early R K       rank R finalizes and exits after K allreduces; the others go on
@@ -47,16 +47,28 @@ int main(int argc, char** argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "bcast-root") == 0) {
+    /* 8 MiB: past every eager limit, so a send waits for its receive and the wrong tree blocks
+     * (a small bcast with a wrong root can complete, silently wrong). */
+    const int n = 1 << 20;
+    double* big = calloc(n, sizeof(double));
     for (int i = 0; i <= k; ++i) {
-      int root = (rank == r && i == k) ? 1 : 0;
-      MPI_Bcast(buf, 8, MPI_DOUBLE, root, MPI_COMM_WORLD);
+      int root = (rank == r && i == k) ? (r == 1 ? 2 : 1) : 0;
+      MPI_Bcast(big, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
     }
+    free(big);
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "allreduce-bytes") == 0) {
+    /* Large enough for the segmented algorithms: the planted rank expects more pieces than the
+     * others send. */
+    const int n = 1 << 20;
+    double* in = calloc(2 * (size_t)n, sizeof(double));
+    double* res = calloc(2 * (size_t)n, sizeof(double));
     for (int i = 0; i <= k; ++i) {
-      int count = (rank == r && i == k) ? 32 : 16;
-      MPI_Allreduce(buf, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      int count = (rank == r && i == k) ? 2 * n : n;
+      MPI_Allreduce(in, res, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
+    free(in);
+    free(res);
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "recv-forever") == 0) {
     Allreduces(k, MPI_COMM_WORLD);
