@@ -87,14 +87,16 @@ std::string RankList(const std::vector<uint32_t>& ranks) {
   return out;
 }
 
-// "COMMPROF_DT_FLOAT64" -> "float64".
-std::string ShortEnumName(std::span<const schema::EnumEntry> entries, uint32_t value, const char* prefix) {
+// The C identifier without its family prefix, lower case: COMMPROF_DT_FLOAT64 -> "float64",
+// COMMPROF_RED_SUM -> "sum" (the prefix is the identifier up to its second underscore).
+std::string ShortEnumName(std::span<const schema::EnumEntry> entries, uint32_t value) {
   for (const auto& e : entries) {
     if (e.value == value && e.c_name != nullptr) {
       std::string s = e.c_name;
-      const std::string p = prefix;
-      if (s.rfind(p, 0) == 0) {
-        s = s.substr(p.size());
+      const size_t first = s.find('_');
+      const size_t second = first == std::string::npos ? first : s.find('_', first + 1);
+      if (second != std::string::npos) {
+        s = s.substr(second + 1);
       }
       std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
       return s;
@@ -431,10 +433,10 @@ class Diagnoser {
     // A derived or unknown datatype may legitimately differ from a basic one of the same signature.
     if (sized && e.datatype != COMMPROF_DT_NONE && e.datatype != COMMPROF_DT_DERIVED &&
         e.datatype != COMMPROF_DT_OTHER) {
-      out.emplace_back("DTYPE", ShortEnumName(schema::Datatypes(), e.datatype, "COMMPROF_DT_"));
+      out.emplace_back("DTYPE", ShortEnumName(schema::Datatypes(), e.datatype));
     }
     if (reducing) {
-      out.emplace_back("REDUCE_OP", ShortEnumName(schema::ReduceOps(), e.reduce_op, "COMMPROF_RED_"));
+      out.emplace_back("REDUCE_OP", ShortEnumName(schema::ReduceOps(), e.reduce_op));
     }
     return out;
   }

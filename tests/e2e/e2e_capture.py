@@ -2204,7 +2204,7 @@ def v_check_values(ctx, h5):
         "lost_batches": sum(r["batches_lost"] for r in info["ranks"]),
         "step_time_p99": rep["step_time"]["p99_ns"],  # 0: these programs mark no steps
     }
-    cmd = [ctx.commprof, "check", h5]
+    cmd = [ctx.commprof, "check", h5, "--allow-hang"]  # the killed run hangs: its metrics are judged here
     for k in want:
         cmd += ["--max", f"{k}=1e18"]
     p = run(cmd, check_rc=0)
@@ -2225,8 +2225,9 @@ def v_check_gate(ctx, h5_shift, h5_kill):
         (h5_shift, [f"wait_time_ns={worst_wait}"], 0),       # equal is not past the threshold
         (h5_shift, [f"wait_time_ns={worst_wait - 1}"], 1),
         (h5_shift, ["wait_share=1.0", "skew_p99_ns=1"], 1),  # one failing metric of two
-        (h5_kill, ["incomplete=0"], 1),
-        (h5_kill, ["incomplete=7"], 0),
+        (h5_kill, ["incomplete=0"], 3),  # rank 3 died before the bcasts: the hang (3) outranks the metric (1)
+        (h5_kill, ["incomplete=0", "--allow-hang"], 1),
+        (h5_kill, ["incomplete=7", "--allow-hang"], 0),
         (h5_shift, ["no_such_metric=1"], 2),
         (h5_shift, ["wait_share"], 2),
         (h5_shift, ["wait_share=abc"], 2),
@@ -2235,13 +2236,20 @@ def v_check_gate(ctx, h5_shift, h5_kill):
     for h5, maxes, want in cases:
         cmd = [ctx.commprof, "check", h5]
         for m in maxes:
-            cmd += ["--max", m]
+            cmd += [m] if m.startswith("--") else ["--max", m]
         p = run(cmd)
         expect(p.returncode == want, f"{' '.join(cmd[1:])}: exit {p.returncode}, expected {want}\n{p.stdout}{p.stderr}")
+        if want == 3:
+            # The planted truth: rank 3 killed itself before the bcasts the others completed.
+            expect("FAIL hang: rank 3 never entered MPI_Bcast" in p.stdout, f"check's hang verdict:\n{p.stdout}")
         if want in (0, 1):
-            lines = [line for line in p.stdout.splitlines() if line.strip()]
-            expect(len(lines) == len(maxes), f"check prints one line per threshold:\n{p.stdout}")
-            for line, m in zip(lines, maxes):
+            # One line per threshold, then (with --allow-hang on a hung job) the hang line, kept as ok.
+            lines = [line for line in p.stdout.splitlines() if line.strip() and not line.startswith("ok   hang: ")]
+            limits = [m for m in maxes if not m.startswith("--")]
+            expect(len(lines) == len(limits), f"check prints one line per threshold:\n{p.stdout}")
+            if "--allow-hang" in maxes:
+                expect("ok   hang: rank 3 never entered MPI_Bcast" in p.stdout, f"--allow-hang's line:\n{p.stdout}")
+            for line, m in zip(lines, limits):
                 name = m.split("=")[0]
                 expect(re.match(rf"(ok  |FAIL) {name} = ", line) is not None, f"check line {line!r}")
     # The printed value is the report's figure (printed with 6 significant digits: a FAIL line at
