@@ -52,13 +52,17 @@ struct Options {
   std::string on_hang = "report";
 };
 
-pid_t g_child = -1;
 std::vector<std::string> g_after_dash_dash;
 
-void ForwardSignal(int sig) {
-  if (g_child > 0) {
-    ::kill(g_child, sig);
-  }
+// SIGINT/SIGTERM sent to `commprof run` are passed on to the job by the waiting loop
+// (WaitForJob), not here: a terminal's Ctrl-C, `timeout`, or Slurm signal the whole process group,
+// so the launcher got the signal itself, and a second copy from us makes Open MPI's mpirun kill its
+// ranks at once, before their collectors store what they were blocked in (docs/hangs.md).
+volatile sig_atomic_t g_signal = 0;        // the last one received
+volatile sig_atomic_t g_signal_count = 0;  // how many
+void NoteSignal(int sig) {
+  g_signal = sig;
+  g_signal_count = g_signal_count + 1;
 }
 
 std::string FindLibrary(const Options& o) {
@@ -135,6 +139,7 @@ constexpr int kExitHangAborted = 5;
 // After a hang-abort the ranks end themselves; a job still there after this long is terminated.
 constexpr auto kHangAbortGrace = std::chrono::seconds(10);
 constexpr auto kHangKillGrace = std::chrono::seconds(5);
+constexpr auto kSignalForwardDelay = std::chrono::seconds(5);
 // The command could not be started (not found, not executable): the shell's code for it.
 constexpr int kExitCannotStart = 127;
 
@@ -259,20 +264,38 @@ void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::s
   }
 }
 
-// Waits for the job while the hang watchdog runs: after a hang-abort the ranks end themselves
-// (their collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and
-// SIGKILL kHangKillGrace later. The launcher is signalled, not a process group: it stays in ours
-// so that it keeps the terminal (mpirun reads stdin for rank 0), and mpirun ends its ranks on
-// SIGTERM.
-void WaitWatchingForHangAbort(pid_t child, const Collection& collection, int& wstatus) {
-  std::optional<std::chrono::steady_clock::time_point> aborted_at;
+// Waits for the job. A SIGINT or SIGTERM received by `commprof run` is forwarded to the launcher
+// only if the job has not ended kSignalForwardDelay later (the launcher usually got the same signal
+// from the terminal or the process group, and is already ending the ranks); one more, a second or
+// more after the first, is forwarded at once. With the hang watchdog, after a hang-abort the ranks end themselves (their
+// collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and SIGKILL
+// kHangKillGrace later. The launcher is signalled, not a process group: it stays in ours so that it
+// keeps the terminal (mpirun reads stdin for rank 0), and mpirun ends its ranks on SIGTERM.
+void WaitForJob(pid_t child, const Collection& collection, int& wstatus) {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> aborted_at;
+  std::optional<Clock::time_point> signal_at;
+  sig_atomic_t forwarded_count = 0;
+  sig_atomic_t first_count = 0;
   int signalled = 0;
   for (;;) {
     pid_t r = ::waitpid(child, &wstatus, WNOHANG);
     if (r == child || (r < 0 && errno != EINTR)) {
       return;
     }
-    auto now = std::chrono::steady_clock::now();
+    auto now = Clock::now();
+    if (const sig_atomic_t count = g_signal_count; count != forwarded_count) {
+      if (!signal_at.has_value()) {
+        signal_at = now;
+        first_count = count;  // `timeout` sends one to us and one to the group: they come as one
+      }
+      const bool insisted = count > first_count && now - *signal_at >= std::chrono::seconds(1);  // a second Ctrl-C
+      if (insisted || now - *signal_at >= kSignalForwardDelay) {
+        ::kill(child, g_signal);
+        forwarded_count = count;
+        signal_at.reset();
+      }
+    }
     if (!aborted_at.has_value() && collection.hang_aborted()) {
       aborted_at = now;
     }
@@ -389,6 +412,11 @@ int RunJob(Options o) {
       vars.emplace_back(name, ours);
     }
   };
+  // Open MPI's mpirun gives its ranks 1 s between SIGTERM and SIGKILL when the job is ended; a loaded
+  // rank needs more to store what it was blocked in (the after-the-fact hang diagnosis reads it).
+  if (std::getenv("OMPI_MCA_odls_base_sigkill_timeout") == nullptr) {
+    vars.emplace_back("OMPI_MCA_odls_base_sigkill_timeout", "5");
+  }
   injection("NCCL_PROFILER_PLUGIN", kActivityNccl, FindNcclPlugin(library));
   injection("NVTX_INJECTION64_PATH", kActivityNvtx, library);
   injection("CUDA_INJECTION64_PATH", kActivityCuda | kActivityMemory, library);
@@ -442,18 +470,12 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: fork failed: %s\n", std::strerror(errno));
     return 1;
   }
-  g_child = child;
   struct sigaction sa {};
-  sa.sa_handler = ForwardSignal;
+  sa.sa_handler = NoteSignal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   int wstatus = 0;
-  if (copts.hang_timeout_s > 0) {
-    WaitWatchingForHangAbort(child, *collection.value(), wstatus);
-  } else {
-    while (::waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-  }
+  WaitForJob(child, *collection.value(), wstatus);
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
   // The job is gone: the ranks' last frames, their spools, the file and its analysis.
