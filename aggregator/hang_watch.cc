@@ -202,6 +202,9 @@ void HangWatch::Decide() {
   hang::HangInput input = BuildInput();
   std::string verdict = handler_ ? handler_(input) : std::string("a hang was detected");
   if (options_.on_hang == OnHang::kAbort) {
+    // Set before the frames go out: the ranks end themselves on it, and whoever sees the job end
+    // (commprof run's wait) must already read the abort, or it reports the job's own exit code.
+    aborted_.store(true);
     std::vector<uint8_t> frame;
     wire::AppendHangAbort(frame, wire::HangAbort{verdict.empty() ? "a hang was detected" : verdict});
     for (auto& [rank, r] : ranks_) {
@@ -209,7 +212,6 @@ void HangWatch::Decide() {
         peer->SendToRank(frame);
       }
     }
-    aborted_.store(true);
   }
 }
 

@@ -267,10 +267,10 @@ void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::s
 // Waits for the job. A SIGINT or SIGTERM received by `commprof run` is forwarded to the launcher
 // only if the job has not ended kSignalForwardDelay later (the launcher usually got the same signal
 // from the terminal or the process group, and is already ending the ranks); one more, a second or
-// more after the first, is forwarded at once. With the hang watchdog, after a hang-abort the ranks end themselves (their
-// collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and SIGKILL
-// kHangKillGrace later. The launcher is signalled, not a process group: it stays in ours so that it
-// keeps the terminal (mpirun reads stdin for rank 0), and mpirun ends its ranks on SIGTERM.
+// more after the first, is forwarded at once. With the hang watchdog, after a hang-abort the ranks end themselves
+// (their collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and SIGKILL kHangKillGrace
+// later. The launcher is signalled, not a process group: it stays in ours so that it keeps the terminal (mpirun reads
+// stdin for rank 0), and mpirun ends its ranks on SIGTERM.
 void WaitForJob(pid_t child, const Collection& collection, int& wstatus) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> aborted_at;

@@ -244,8 +244,16 @@ void Runtime::RemoveInflightProvider(void* ctx) {
 std::vector<wire::InflightOp> Runtime::Inflight(uint64_t& last_completion_ns, bool from_signal) {
   std::vector<wire::InflightOp> out;
   last_completion_ns = 0;
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
+  // From a signal the thread it stopped may hold either lock (registering a thread, making a
+  // communicator) and waits for us: try them, and leave out what they guard rather than deadlock.
+  auto take = [from_signal](std::unique_lock<std::mutex>& lock) {
+    if (from_signal) {
+      return lock.try_lock();
+    }
+    lock.lock();
+    return true;
+  };
+  if (std::unique_lock<std::mutex> lock(threads_mu_, std::defer_lock); take(lock)) {
     for (const auto& t : threads_) {
       last_completion_ns = std::max(last_completion_ns, t->inflight.last_completion_ns());
       wire::InflightOp op;
@@ -262,10 +270,8 @@ std::vector<wire::InflightOp> Runtime::Inflight(uint64_t& last_completion_ns, bo
     out.push_back(op);
   });
   std::unique_lock<std::mutex> lock(providers_mu_, std::defer_lock);
-  if (!from_signal) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return out;  // a communicator is being made or freed on the thread the signal stopped
+  if (!take(lock)) {
+    return out;
   }
   auto emit = [](void* arg, const commprof_event* e) {
     if (e != nullptr) {

@@ -722,8 +722,8 @@ namespace {
 // An event carried by a hang-state frame: a kind this build defines and no end before its start.
 Status CheckStateEvent(const commprof_event& ev, const char* list, size_t i) {
   if (ev.kind == COMMPROF_KIND_NONE || ev.kind >= COMMPROF_KIND_COUNT_) {
-    return Corrupt(std::string("hang-state frame, ") + list + " " + std::to_string(i) + ", field 'kind': unknown kind " +
-                   std::to_string(ev.kind));
+    return Corrupt(std::string("hang-state frame, ") + list + " " + std::to_string(i) +
+                   ", field 'kind': unknown kind " + std::to_string(ev.kind));
   }
   if (ev.end_ns < ev.start_ns) {
     return Corrupt(std::string("hang-state frame, ") + list + " " + std::to_string(i) +

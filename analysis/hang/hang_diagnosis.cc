@@ -214,16 +214,25 @@ class Diagnoser {
       }
     }
     P2p(r);
-    std::set<uint32_t> culprits;
+    std::set<uint32_t> blamed;
     std::vector<std::string> verdicts;
     for (const CommFinding& f : r.comms) {
-      culprits.insert(f.culprits.begin(), f.culprits.end());
-      verdicts.push_back(f.verdict);
+      blamed.insert(f.culprits.begin(), f.culprits.end());
     }
     if (r.comms.empty()) {
-      P2pVerdict(r, culprits, verdicts);
+      P2pVerdict(r, blamed, verdicts);
     }
-    r.culprits.assign(culprits.begin(), culprits.end());
+    const std::set<uint32_t> roots = FollowWaitChains(r, blamed);
+    r.culprits.assign(roots.begin(), roots.end());
+    std::set_difference(blamed.begin(), blamed.end(), roots.begin(), roots.end(), std::back_inserter(r.consequences));
+    // The findings that blame a root cause first: they are where to look.
+    std::vector<std::string> held_up;
+    for (const CommFinding& f : r.comms) {
+      const bool names_root =
+          std::any_of(f.culprits.begin(), f.culprits.end(), [&](uint32_t c) { return roots.contains(c); });
+      (names_root ? verdicts : held_up).push_back(f.verdict);
+    }
+    verdicts.insert(verdicts.end(), held_up.begin(), held_up.end());
     r.hang = !r.comms.empty() || !r.p2p.empty();
     if (r.hang) {
       std::string v;
@@ -668,8 +677,19 @@ class Diagnoser {
       for (const Waiter& w : f.waiting) {
         longest = std::max(longest, w.waiting_s);
       }
-      return "all " + std::to_string(f.waiting.size()) + " members are in " + what +
-             " and none completed it (waiting up to " + Seconds(longest) + ")";
+      if (f.completed.empty()) {
+        return "all " + std::to_string(f.waiting.size()) + " members are in " + what +
+               " and none completed it (waiting up to " + Seconds(longest) + ")";
+      }
+      // Others completed it (a rooted MPI collective, or an NCCL kernel that never ended on one
+      // GPU): say so, the waiters are not "all".
+      std::vector<uint32_t> in_it;
+      for (const Waiter& w : f.waiting) {
+        in_it.push_back(w.rank);
+      }
+      return RankList(in_it) + (in_it.size() == 1 ? " is" : " are") + " still in " + what + " (up to " +
+             Seconds(longest) + "), which " + RankList(f.completed) +
+             " completed: no member is missing and nothing differs";
     }
     std::string out;
     for (const std::string& p : parts) {
@@ -712,6 +732,101 @@ class Diagnoser {
         r.p2p.push_back(std::move(w));
       }
     }
+  }
+
+  // A rank blamed by one finding may itself be waiting in another stuck operation (a tensor-parallel
+  // allreduce that cannot finish because one member waits in its data-parallel allreduce): it is
+  // held up, not the cause. Wait-for edges: every rank waiting in a stuck collective waits for that
+  // finding's culprits (unless it is one of them); a blocked point-to-point call waits for its peer. The root causes
+  // are the ends of the chains from the blamed ranks: the strongly connected components nothing leads out of. A
+  // component that holds blamed ranks (a deadlock the blamed rank is part of, like a receive whose sender waits in the
+  // barrier the receiver never entered) keeps only those; one that holds none (the chain ends at a rank no finding
+  // blamed, e.g. the idle sender of a receive) is blamed whole.
+  std::set<uint32_t> FollowWaitChains(const HangReport& r, const std::set<uint32_t>& blamed) const {
+    std::map<uint32_t, std::set<uint32_t>> next;
+    for (const CommFinding& f : r.comms) {
+      for (const Waiter& w : f.waiting) {
+        // A culprit of this very finding (the minority side of a mismatch) waits for nobody in it.
+        if (std::find(f.culprits.begin(), f.culprits.end(), w.rank) != f.culprits.end()) {
+          continue;
+        }
+        next[w.rank].insert(f.culprits.begin(), f.culprits.end());
+      }
+    }
+    for (const P2pWait& w : r.p2p) {
+      if (w.peer_world >= 0 && static_cast<uint32_t>(w.peer_world) != w.rank) {
+        next[w.rank].insert(static_cast<uint32_t>(w.peer_world));
+      }
+    }
+    // Tarjan's strongly connected components over the ranks reachable from the blamed ones,
+    // iterative (a chain may be as long as the job is wide).
+    std::map<uint32_t, uint32_t> index, low, component;
+    std::vector<uint32_t> stack;
+    std::set<uint32_t> on_stack;
+    uint32_t counter = 0, components = 0;
+    auto successors = [&](uint32_t v) -> const std::set<uint32_t>& {
+      static const std::set<uint32_t> kNone;
+      auto it = next.find(v);
+      return it == next.end() ? kNone : it->second;
+    };
+    for (uint32_t start : blamed) {
+      if (index.contains(start)) {
+        continue;
+      }
+      std::vector<std::pair<uint32_t, std::set<uint32_t>::const_iterator>> work{{start, successors(start).begin()}};
+      index[start] = low[start] = counter++;
+      stack.push_back(start);
+      on_stack.insert(start);
+      while (!work.empty()) {
+        auto& [v, it] = work.back();
+        if (it != successors(v).end()) {
+          const uint32_t w = *it++;
+          if (!index.contains(w)) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w);
+            on_stack.insert(w);
+            work.emplace_back(w, successors(w).begin());
+          } else if (on_stack.contains(w)) {
+            low[v] = std::min(low[v], index[w]);
+          }
+          continue;
+        }
+        const uint32_t done = v;
+        work.pop_back();
+        if (!work.empty()) {
+          low[work.back().first] = std::min(low[work.back().first], low[done]);
+        }
+        if (low[done] == index[done]) {
+          uint32_t x = 0;
+          do {
+            x = stack.back();
+            stack.pop_back();
+            on_stack.erase(x);
+            component[x] = components;
+          } while (x != done);
+          ++components;
+        }
+      }
+    }
+    std::vector<bool> terminal(components, true);
+    std::vector<std::set<uint32_t>> members(components), members_blamed(components);
+    for (const auto& [v, c] : component) {
+      members[c].insert(v);
+      if (blamed.contains(v)) {
+        members_blamed[c].insert(v);
+      }
+      for (uint32_t w : successors(v)) {
+        terminal[c] = terminal[c] && component.at(w) == c;
+      }
+    }
+    std::set<uint32_t> roots;
+    for (uint32_t c = 0; c < components; ++c) {
+      if (terminal[c]) {
+        const auto& pick = members_blamed[c].empty() ? members[c] : members_blamed[c];
+        roots.insert(pick.begin(), pick.end());
+      }
+    }
+    return roots;
   }
 
   // Without a stuck collective: a blocked p2p call blames the peer it waits for; two ranks
@@ -797,6 +912,10 @@ std::string RenderText(const HangReport& report) {
   os << ", " << report.world_size << " ranks)\n";
   os << "  verdict: " << report.verdict << "\n";
   os << "  culprits: " << (report.culprits.empty() ? "none named" : Ranks(report.culprits)) << "\n";
+  if (!report.consequences.empty()) {
+    os << "  held up behind them: " << Ranks(report.consequences)
+       << " (blamed by a finding, but waiting in another stuck call)\n";
+  }
   for (const CommFinding& f : report.comms) {
     os << "  " << f.comm_name << ": " << (f.op.empty() ? "operation" : f.op) << " #" << f.seq;
     if (f.size > 0) {

@@ -125,8 +125,11 @@ struct RankPosition {
 struct HangReport {
   bool hang = false;               // some rank is blocked in communication that cannot complete
   std::string verdict;             // one line: "rank 2 never entered MPI_Allreduce #41 on MPI_COMM_WORLD; ..."
-  std::vector<uint32_t> culprits;  // the ranks the verdict blames, ascending
-  std::string source;              // the input's: live | file
+  std::vector<uint32_t> culprits;  // the root causes: the ends of the wait chains, ascending
+  // Ranks some finding blames that are themselves waiting in another stuck call whose chain leads
+  // to the culprits (held up, not the cause), ascending.
+  std::vector<uint32_t> consequences;
+  std::string source;  // the input's: live | file
   double timeout_s = 0;
   uint64_t detected_utc_ns = 0;
   uint32_t world_size = 0;

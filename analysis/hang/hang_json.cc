@@ -76,6 +76,7 @@ void Walk(HangReport& s, V& v) {
   v("hang", s.hang);
   v("verdict", s.verdict);
   v("culprits", s.culprits);
+  v("consequences", s.consequences);
   v("source", s.source);
   v("timeout_s", s.timeout_s);
   v("detected_utc_ns", s.detected_utc_ns);

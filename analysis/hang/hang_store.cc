@@ -251,7 +251,8 @@ Status WriteHangGroup(hid_t file, const HangInput& input, const HangReport& repo
             h5::WriteAttr(g.get(), "world_size", uint64_t{input.world_size}) &&
             h5::WriteAttr(g.get(), "hang", uint64_t{report.hang ? 1u : 0u}) &&
             h5::WriteAttr(g.get(), "verdict", report.verdict) &&
-            WriteU32ArrayAttr(g.get(), "culprits", report.culprits);
+            WriteU32ArrayAttr(g.get(), "culprits", report.culprits) &&
+            WriteU32ArrayAttr(g.get(), "consequences", report.consequences);
   if (!ok) {
     return IoError(where + ": cannot write its attributes");
   }

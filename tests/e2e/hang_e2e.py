@@ -79,6 +79,15 @@ PLANTS = {
                   dict(comm="sub", size=2, seq=2, op="MPI_Allreduce", kind="never_entered",
                        waiting={"MPI_Allreduce": [2]},
                        not_entered={3: ("in_other_op", "in MPI_Barrier #0 on MPI_COMM_WORLD for ")})]),
+    "tp_dp_chain": dict(  # rank 3 stops; rank 2 waits for it in TP {2,3} and so never enters DP {0,2}
+        args=["tp-dp", "3", "2"], ranks=4, culprits=[3], consequences=[2],
+        findings=[dict(comm="sub", members=[2, 3], size=2, seq=2, op="MPI_Allreduce", kind="never_entered",
+                       waiting={"MPI_Allreduce": [2]}, not_entered={3: ("idle", "idle (in no communication call")}),
+                  dict(comm="sub", members=[0, 2], size=2, seq=2, op="MPI_Allreduce", kind="never_entered",
+                       waiting={"MPI_Allreduce": [0]},
+                       not_entered={2: ("in_other_op", "in MPI_Allreduce #2 on comm 0x")}),
+                  dict(comm="sub", members=[1, 3], size=2, seq=2, op="MPI_Allreduce", kind="never_entered",
+                       waiting={"MPI_Allreduce": [1]}, not_entered={3: ("idle", "idle (in no communication call")})]),
     "nonblocking": dict(
         args=["nonblocking", "0", "2"], ranks=4, culprits=[0],
         findings=[dict(comm="world", seq=2, op="MPI_Allreduce", kind="never_entered",
@@ -101,9 +110,9 @@ PLANTS = {
                        waiting={"MPI_Allreduce": [0, 2, 3, 5], "MPI_Barrier": [1, 4]}, not_entered={},
                        mismatch=("COLLECTIVE_TYPE", [("MPI_Allreduce", [0, 2, 3, 5]), ("MPI_Barrier", [1, 4])]))]),
 }
-FILE_CASES = ["skip_allreduce", "bcast_root", "recv_forever", "exit_early", "nonblocking"]
+FILE_CASES = ["skip_allreduce", "bcast_root", "recv_forever", "exit_early", "nonblocking", "tp_dp_chain"]
 CASES = (sorted(PLANTS) + ["file_" + c for c in FILE_CASES] +
-         ["allreduce_bytes", "file_allreduce_bytes", "nccl", "healthy_quiet_phase", "healthy_fast",
+         ["file_group_term", "allreduce_bytes", "file_allreduce_bytes", "nccl", "healthy_quiet_phase", "healthy_fast",
           "report_keeps_waiting", "bad_options"])
 
 READER = r"""
@@ -115,7 +124,8 @@ if g is None:
 def rows(name):
     t = g[name][...]
     return [{k: (v.decode() if isinstance(v, bytes) else v.item()) for k, v in zip(t.dtype.names, r)} for r in t]
-attrs = {k: (v.tolist() if hasattr(v, 'tolist') else v) for k, v in g.attrs.items()}
+attrs = {k: ([] if isinstance(v, h5py.Empty) else v.tolist() if hasattr(v, 'tolist') else v)
+         for k, v in g.attrs.items()}  # an empty rank list is a null dataspace
 attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
 rj = g['report_json'][()]
 print(json.dumps({'attrs': attrs, 'report': json.loads(rj.decode() if isinstance(rj, bytes) else rj),
@@ -178,11 +188,13 @@ def run_to_end(ctx, cmd):
     return p.returncode, so, se
 
 
-def run_then_term(ctx, cmd, planted_ranks, settle_s=3.0):
+def run_then_term(ctx, cmd, planted_ranks, settle_s=3.0, group=False):
     """Runs `cmd` until every rank in `planted_ranks` printed that its plant is in place, waits
     `settle_s` for the others to block, then sends `commprof run` (only it) one SIGTERM, which it
-    forwards to mpirun. Returns (exit code, stdout, stderr)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    forwards to mpirun. With `group`, as `timeout` does: one SIGTERM to `commprof run`, then one to
+    its whole process group (mpirun and the ranks included: a Slurm time limit and a terminal's
+    Ctrl-C also signal every process). Returns (exit code, stdout, stderr)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=group)
     lines = []
     try:
         deadline = time.time() + 60
@@ -196,6 +208,8 @@ def run_then_term(ctx, cmd, planted_ranks, settle_s=3.0):
         es.expect(not need, f"the plant never happened ({need} missing); stdout:\n{''.join(lines)}")
         time.sleep(settle_s)
         p.send_signal(signal.SIGTERM)
+        if group:
+            os.killpg(p.pid, signal.SIGTERM)
         so, se = p.communicate(timeout=OUTER_TIMEOUT)
     finally:
         kill_all(descendants(p.pid))
@@ -227,7 +241,9 @@ def check_diagnosis(name, rep, plant, world_size, live, detail):
         if want["comm"] == "world":
             got = [c for c in comms if c["comm_id"] == WORLD]
         else:
-            got = [c for c in comms if c["comm_id"] != WORLD and not c["nccl"]]
+            got = [c for c in comms if c["comm_id"] != WORLD and not c["nccl"] and (
+                "members" not in want or want["members"] == sorted(
+                    c["completed"] + [w["rank"] for w in c["waiting"]] + [a["rank"] for a in c["not_entered"]]))]
         es.expect(len(got) == 1, f"no single finding on the {want['comm']} communicator: {d}")
         c = got[0]
         where = f"{name} {c['comm_name']}"
@@ -267,7 +283,10 @@ def check_diagnosis(name, rep, plant, world_size, live, detail):
             f"{where}: finding culprits {c['culprits']}: {d}")
         es.expect(c["verdict"] in rep["verdict"], f"{where}: its verdict is not in the job's: {d}")
         union.update(c["culprits"])
-    es.expect(sorted(union) == rep["culprits"], f"the findings' culprits do not add up: {d}")
+    es.expect(rep["consequences"] == plant.get("consequences", []),
+              f"held up: {rep['consequences']}, planted {plant.get('consequences', [])}: {d}")
+    es.expect(sorted(union) == sorted(rep["culprits"] + rep["consequences"]),
+              f"the findings' culprits do not add up to the culprits and those held up: {d}")
     p2p = [{k: e[k] for k in ("rank", "op", "comm_id", "peer", "peer_world", "tag")} for e in rep["p2p"]]
     es.expect(p2p == plant.get("p2p", []), f"p2p {p2p}, expected {plant.get('p2p', [])}: {d}")
     es.expect([r["rank"] for r in rep["ranks"]] == list(range(world_size)), f"ranks list: {d}")
@@ -321,7 +340,8 @@ def live_case(ctx, name):
     check_diagnosis(name, rep, plant, plant["ranks"], True, detail)
     es.expect(attrs["source"] == "live" and attrs["hang"] == 1 and attrs["timeout_s"] == TIMEOUT_S and
               attrs["world_size"] == plant["ranks"] and attrs["verdict"] == rep["verdict"] and
-              list(attrs["culprits"]) == plant["culprits"], f"{name}: /hang attributes {attrs}")
+              list(attrs["culprits"]) == plant["culprits"] and
+              list(attrs["consequences"]) == plant.get("consequences", []), f"{name}: /hang attributes {attrs}")
     verdicts = [line.strip()[len("verdict: "):] for line in hang_lines(se) if line.strip().startswith("verdict: ")]
     es.expect(verdicts == [rep["verdict"]], f"{name}: stderr's verdict {verdicts} is not the file's{detail}")
     culprit_lines = [line.strip() for line in hang_lines(se) if line.strip().startswith("culprits: ")]
@@ -338,12 +358,13 @@ def file_report(ctx, out):
     return chk, json.loads(js.stdout)["hang"], txt.stdout
 
 
-def file_case(ctx, name):
+def file_case(ctx, name, group=False):
     """After the fact: no --hang-timeout, the job ended by SIGTERM; the diagnosis from the file."""
     plant = PLANTS[name]
     out = ctx.path("term.h5")
     planted = [int(plant["args"][1])]
-    rc, _, se = run_then_term(ctx, job_cmd(ctx, out, plant["args"], plant["ranks"], hang_timeout=None), planted)
+    rc, _, se = run_then_term(ctx, job_cmd(ctx, out, plant["args"], plant["ranks"], hang_timeout=None), planted,
+                              group=group)
     detail = f"\nstderr of run:\n{se}"
     es.expect(rc not in (0, 5), f"{name}: exit code {rc}: the job was signalled, not finished or aborted{detail}")
     es.expect(not hang_lines(se), f"{name}: a live hang report without --hang-timeout{detail}")
@@ -364,14 +385,20 @@ def allreduce_bytes(ctx, live):
     exits at once, flushing nothing (`disconnected`: it reads as died), and mpirun kills the rest,
     most often by a SIGTERM they survive long enough to store their in-flight allreduce #2
     INCOMPLETE, but not always (a rank killed in the middle of its flush is `disconnected` too).
-    Live, this is a crash before the timeout: no report, no /hang, the job's own exit code. From the
-    file, the diagnosis must match what the file holds, whichever way the race went: the flushed
-    ranks wait in allreduce #2, the dead ones never entered it, and when rank 3 and another flushed,
-    the SIZE mismatch names rank 3 alone on its side; culprits are exactly the dead plus rank 3."""
+    Live, this is most often a crash before the timeout: no report, no /hang, the job's own exit
+    code. On a loaded machine mpirun may take longer than the timeout to end the others: then the
+    survivors are stuck, the watchdog fires, and its diagnosis must name the dead rank(s) (and rank
+    3 by its SIZE when another survivor waits beside it). From the file, the diagnosis must match
+    what the file holds, whichever way the race went: the flushed ranks wait in allreduce #2, the
+    dead ones never entered it, and when rank 3 and another flushed, the SIZE mismatch names rank 3
+    alone on its side; culprits are exactly the dead plus rank 3."""
     out = ctx.path("bytes.h5")
     args = ["allreduce-bytes", "3", "2"]
     rc, _, se = run_to_end(ctx, job_cmd(ctx, out, args, 4, hang_timeout=TIMEOUT_S if live else None))
     detail = f"\nstderr of run:\n{se}"
+    if live and rc == 5:
+        live_crash_seen_as_hang(out, se, detail)
+        return
     es.expect(rc not in (0, 5, 124, 137), f"exit code {rc}: expected the crashed job's own{detail}")
     es.expect(not hang_lines(se) and read_hang(out) is None, f"a crash was reported as a live hang{detail}")
     chk, rep, _ = file_report(ctx, out)
@@ -412,6 +439,28 @@ def allreduce_bytes(ctx, live):
     else:
         es.expect(c["mismatches"] == [] and c["kind"] == "never_entered", f"a mismatch with one side only: {d}")
     es.expect(rep["culprits"] == sorted(set(died) | ({3} if 3 in flushed and rest else set())), f"culprits: {d}")
+
+
+def live_crash_seen_as_hang(out, se, detail):
+    """allreduce_bytes, live, when the watchdog fired before mpirun ended the survivors."""
+    es.expect(se.count("commprof: hang: HANG (live,") == 1, f"not exactly one live report{detail}")
+    h = read_hang(out)
+    es.expect(h is not None, f"exit code 5 without a /hang group{detail}")
+    rep = h["report"]
+    d = f"{json.dumps(rep)}{detail}"
+    died = [r["rank"] for r in rep["ranks"] if r["condition"] == "died"]
+    alive = [r for r in range(4) if r not in died]
+    es.expect(rep["source"] == "live" and died and len(rep["comms"]) == 1, f"live diagnosis: {d}")
+    c = rep["comms"][0]
+    es.expect(c["comm_id"] == WORLD and c["seq"] == 2 and c["op"] == "MPI_Allreduce", f"finding: {d}")
+    es.expect(sorted(w["rank"] for w in c["waiting"]) == alive, f"the survivors wait in #2: {d}")
+    es.expect([(a["rank"], a["state"]) for a in c["not_entered"]] == [(r, "died") for r in died], f"dead: {d}")
+    size_side = 3 in alive and len(alive) > 1
+    es.expect([(m["kind"], [s["ranks"] for s in m["sides"]]) for m in c["mismatches"]] ==
+              ([("SIZE", [[r for r in alive if r != 3], [3]])] if size_side else []), f"mismatch: {d}")
+    es.expect(rep["culprits"] == sorted(died + ([3] if size_side else [])) and rep["consequences"] == [],
+              f"culprits: {d}")
+    print(f"allreduce_bytes: mpirun was slower than the timeout; the live diagnosis names {rep['culprits']}")
 
 
 def nccl_case(ctx):
@@ -524,6 +573,8 @@ def main():
         live_case(ctx, c)
     elif c.startswith("file_") and c[len("file_"):] in FILE_CASES:
         file_case(ctx, c[len("file_"):])
+    elif c == "file_group_term":
+        file_case(ctx, "skip_allreduce", group=True)
     elif c in ("allreduce_bytes", "file_allreduce_bytes"):
         allreduce_bytes(ctx, live=c == "allreduce_bytes")
     elif c == "nccl":

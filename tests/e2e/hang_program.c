@@ -17,6 +17,10 @@
  *                        partner, still in the half's allreduce, never enters it. Two waits that
  *                        close a cycle: from the state alone "R skipped one" and "its partner
  *                        called one too many" look the same, so both are named
+ *   tp-dp R K            a 2-D grid (even size): tensor-parallel pairs {2i, 2i+1}, data-parallel
+ *                        groups of equal rank parity; each step one TP then one DP allreduce. At
+ *                        step K rank R stops computing (in no call): its TP partner waits for it,
+ *                        and so the partner never enters its DP allreduce (held up, not the cause)
  *   nonblocking R K      rank R never posts its K-th Iallreduce; the others wait for theirs
  *   sendrecv R           rank R's Sendrecv partner (R+1) calls a barrier instead
  *   none S               healthy: allreduces, S seconds of computation (no MPI), allreduces
@@ -121,6 +125,20 @@ int main(int argc, char** argv) {
     }
     if (cycle) MPI_Barrier(MPI_COMM_WORLD);
     MPI_Comm_free(&half);
+  } else if (strcmp(mode, "tp-dp") == 0) {
+    MPI_Comm tp, dp;
+    MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &tp);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &dp);
+    for (int i = 0; i <= k; ++i) {
+      if (rank == r && i == k) {
+        Planted(rank);
+        for (;;) sleep(1);
+      }
+      MPI_Allreduce(buf, out, 4, MPI_DOUBLE, MPI_SUM, tp);
+      MPI_Allreduce(buf, out, 4, MPI_DOUBLE, MPI_SUM, dp);
+    }
+    MPI_Comm_free(&tp);
+    MPI_Comm_free(&dp);
   } else if (strcmp(mode, "nonblocking") == 0) {
     for (int i = 0; i <= k; ++i) {
       if (rank == r && i == k) {

@@ -263,6 +263,22 @@ TEST(HangDiagnosis, DeadRankIsTheCulprit) {
       << r.verdict;
 }
 
+// The count-mismatch crash as the file shows it: rank 2 died, rank 3 waits with twice the bytes.
+// Both are culprits of the one finding; rank 3 waiting in it is not "held up" behind rank 2.
+TEST(HangDiagnosis, MismatchCulpritWaitingBesideADeadRankIsNotHeldUpByIt) {
+  Job j(4);
+  j.History(j.All(), kWorld, 1);
+  j.In(0, Coll(COMMPROF_OP_ALLREDUCE, kWorld, 2, 1024), 4).In(1, Coll(COMMPROF_OP_ALLREDUCE, kWorld, 2, 1024), 4);
+  j.In(3, Coll(COMMPROF_OP_ALLREDUCE, kWorld, 2, 2048), 4);
+  j.R(2).condition = RankCondition::kDied;
+  j.R(2).end_reason = "connection closed";
+  j.R(2).has_state = false;
+  HangReport r = Diagnose(j.in_);
+  EXPECT_EQ(Only(r).kind, "never_entered+mismatch");
+  EXPECT_EQ(r.culprits, (std::vector<uint32_t>{2, 3}));
+  EXPECT_TRUE(r.consequences.empty());
+}
+
 TEST(HangDiagnosis, NoAnswerRankIsBlamedOnlyWhenNothingElseExplains) {
   Job j(4);
   j.History(j.All(), kWorld, 2);
@@ -455,6 +471,102 @@ TEST(HangDiagnosis, P2pOnlyHangBlamesThePeerAndMutualWaitsBlameBoth) {
   HangReport r2 = Diagnose(k.in_);
   EXPECT_EQ(r2.culprits, (std::vector<uint32_t>{0, 1}));
   EXPECT_NE(r2.verdict.find("they wait for each other"), std::string::npos);
+}
+
+// Tensor-parallel pairs {0,1},{2,3}, data-parallel pairs {0,2},{1,3}. Rank 3 stops computing
+// (in no call). Rank 2 waits for it in TP allreduce #7; rank 0 waits in DP allreduce #7 for rank
+// 2; rank 1 waits in DP #7 for rank 3. Truth: rank 3 alone; rank 2 is held up.
+TEST(HangDiagnosis, WaitChainAcrossSubCommunicatorsBlamesTheEndOfTheChainNotTheRankHeldUp) {
+  const uint64_t kTp01 = (uint64_t{1} << 32) | 1, kTp23 = (uint64_t{1} << 32) | 2;
+  const uint64_t kDp02 = (uint64_t{2} << 32) | 1, kDp13 = (uint64_t{2} << 32) | 2;
+  Job j(4);
+  j.History(j.All(), kWorld, 0);
+  j.Member(0, kTp01, 2, 0).Member(1, kTp01, 2, 1).Member(2, kTp23, 2, 0).Member(3, kTp23, 2, 1);
+  j.Member(0, kDp02, 2, 0).Member(2, kDp02, 2, 1).Member(1, kDp13, 2, 0).Member(3, kDp13, 2, 1);
+  for (uint32_t r = 0; r < 4; ++r) {
+    const uint64_t tp = r < 2 ? kTp01 : kTp23, dp = r % 2 == 0 ? kDp02 : kDp13;
+    for (uint64_t s = 0; s <= 6; ++s) {
+      j.Done(r, Coll(COMMPROF_OP_ALLREDUCE, tp, s)).Done(r, Coll(COMMPROF_OP_ALLREDUCE, dp, s));
+    }
+  }
+  j.Done(0, Coll(COMMPROF_OP_ALLREDUCE, kTp01, 7)).Done(1, Coll(COMMPROF_OP_ALLREDUCE, kTp01, 7));
+  j.In(2, Coll(COMMPROF_OP_ALLREDUCE, kTp23, 7), 8);
+  j.In(0, Coll(COMMPROF_OP_ALLREDUCE, kDp02, 7), 7.5);
+  j.In(1, Coll(COMMPROF_OP_ALLREDUCE, kDp13, 7), 7.6);
+  HangReport r = Diagnose(j.in_);
+  ASSERT_TRUE(r.hang);
+  ASSERT_EQ(r.comms.size(), 3u) << RenderText(r);
+  EXPECT_EQ(r.culprits, std::vector<uint32_t>{3}) << RenderText(r);
+  EXPECT_EQ(r.consequences, std::vector<uint32_t>{2});
+  for (const CommFinding& f : r.comms) {  // each finding still names whom it misses
+    EXPECT_EQ(f.culprits, std::vector<uint32_t>{f.comm_id == kDp02 ? 2u : 3u}) << f.verdict;
+  }
+  EXPECT_EQ(r.verdict.rfind("rank 3 never entered", 0), 0u) << "the root cause's finding first: " << r.verdict;
+  EXPECT_NE(RenderText(r).find("held up behind them: rank 2"), std::string::npos) << RenderText(r);
+}
+
+// A chain of receives: 0 waits for 1, 1 waits for 2, 2 computes. Only 2 is the cause.
+TEST(HangDiagnosis, P2pChainEndsAtTheIdleSender) {
+  Job j(4);
+  j.In(0, P2p(COMMPROF_OP_RECV, kWorld, 1, 5), 9).In(1, P2p(COMMPROF_OP_RECV, kWorld, 2, 5), 8);
+  HangReport r = Diagnose(j.in_);
+  ASSERT_TRUE(r.hang);
+  EXPECT_EQ(r.culprits, std::vector<uint32_t>{2});
+  EXPECT_EQ(r.consequences, std::vector<uint32_t>{1});
+}
+
+// The culprit of a barrier waits in a receive from a rank that is idle: the idle sender is the
+// cause, the receiver held up. (Contrast RankInRecvFromAPeerInTheBarrier...: there the sender
+// waits in the barrier, a deadlock the receiver is part of, and the receiver stays the culprit.)
+TEST(HangDiagnosis, CulpritWaitingOnAnIdleSenderPassesTheBlameOn) {
+  Job j(4);
+  j.History(j.All(), kWorld, 3);
+  for (uint32_t r : {1u, 2u}) {
+    j.In(r, Coll(COMMPROF_OP_BARRIER, kWorld, 4), 9);
+  }
+  j.In(0, P2p(COMMPROF_OP_RECV, kWorld, 3, 7), 12.3);
+  HangReport r = Diagnose(j.in_);
+  ASSERT_TRUE(r.hang);
+  EXPECT_EQ(Only(r).culprits, (std::vector<uint32_t>{0, 3}));  // neither entered the barrier
+  EXPECT_EQ(r.culprits, std::vector<uint32_t>{3});
+  EXPECT_EQ(r.consequences, std::vector<uint32_t>{0});
+}
+
+// Two ranks that each skipped into the other's collective (a cycle across communicators): both
+// stay named, none is "held up".
+TEST(HangDiagnosis, CycleOfBlamedRanksKeepsBoth) {
+  const uint64_t kA = (uint64_t{1} << 32) | 1;
+  Job j(4);
+  j.Member(2, kA, 2, 0).Member(3, kA, 2, 1);
+  for (uint32_t r : {0u, 1u, 3u}) {
+    j.In(r, Coll(COMMPROF_OP_BARRIER, kWorld, 0), 5);
+  }
+  j.In(2, Coll(COMMPROF_OP_ALLREDUCE, kA, 2), 6);
+  j.Done(2, Coll(COMMPROF_OP_ALLREDUCE, kA, 1)).Done(3, Coll(COMMPROF_OP_ALLREDUCE, kA, 1));
+  HangReport r = Diagnose(j.in_);
+  EXPECT_EQ(r.culprits, (std::vector<uint32_t>{2, 3})) << RenderText(r);
+  EXPECT_TRUE(r.consequences.empty());
+}
+
+// One GPU's allreduce never finished while the others completed theirs: "stuck", and the verdict
+// says who completed it (not "all members are in it").
+TEST(HangDiagnosis, StuckWhileOthersCompletedSaysWhoCompleted) {
+  const uint64_t kNcclComm = 0x77ull;
+  Job j(4);
+  for (uint32_t r = 0; r < 4; ++r) {
+    j.Member(r, kNcclComm, 4, r);
+    for (uint64_t s = 0; s <= (r == 2 ? 2u : 3u); ++s) {
+      j.Done(r, Nccl(COMMPROF_OP_ALLREDUCE, kNcclComm, s));
+    }
+  }
+  j.In(2, Nccl(COMMPROF_OP_ALLREDUCE, kNcclComm, 3), 6);
+  HangReport r = Diagnose(j.in_);
+  const CommFinding& f = Only(r);
+  EXPECT_EQ(f.kind, "stuck");
+  EXPECT_EQ(f.completed, (std::vector<uint32_t>{0, 1, 3}));
+  EXPECT_EQ(f.verdict,
+            "rank 2 is still in ncclAllReduce #3 on nccl comm 0x77 (up to 6.0 s), which ranks 0,1,3 "
+            "completed: no member is missing and nothing differs");
 }
 
 TEST(HangDiagnosis, P2pPeerOnASubCommunicatorIsMappedToItsWorldRank) {
