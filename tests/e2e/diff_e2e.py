@@ -19,7 +19,7 @@ certain is asserted):
   every row unchanged (change exactly 0);
 - errors: a missing file, a file that is not a commprof file, a bad --max-regression, an unknown
   metric, a bad --format or --noise-floor, a window the files do not have: each one line naming the file or option,
-  with its exit code (diff: 1 unreadable, 2 usage; check keeps its own: 2 for both);
+  with its exit code (2 for both, in diff and in check);
 - kineto: a shipped torch.profiler trace imported twice diffs with no regression (skipped, exit 77,
   naming the path, without <repo>/../shared/data/kineto).
 """

@@ -8,7 +8,11 @@
 #      script, report and trace written next to the job's output);
 #   3. two virtual nodes: srun --commprof -N 2 -n 4: ranks on both nodes, one file;
 #   4. commprof run -- srun ...: like mpirun;
-#   5. without --commprof the plugin changes nothing in a task's environment.
+#   5. without --commprof the plugin changes nothing in a task's environment (run last: it
+#      rewrites plugstack.conf);
+#   6. srun --commprof=hang_timeout=3,on_hang=abort with a planted hang (tests/e2e/hang_program):
+#      the step is ended and its file's /hang group names the planted rank;
+#   7. the same through sbatch with COMMPROF_HANG_TIMEOUT and COMMPROF_ON_HANG.
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -189,6 +193,57 @@ rep = json.loads(subprocess.run([sys.argv[2], "report", sys.argv[1], "--format",
 assert [s["rank"] for s in rep["stragglers"]] == [3], rep["stragglers"]
 print("  commprof run -- srun: 4 ranks, straggler 3")
 PY
+fi
+
+# check_hang FILE: the step's file holds a /hang group that names rank 2 (hang_program skip-allreduce 2 3)
+HANG_APP=$BUILD/tests/e2e/hang_program
+check_hang() {
+  cp "$1" "$WORK/" 2>/dev/null
+  "$PY" - "$1" <<'PY' || { "$COMMPROF" report "$1" | head -n 30; fail "hang check of $1"; }
+import json, sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g = f.get("hang")
+    assert g is not None, "no /hang group"
+    rep = json.loads(g["report_json"][()])
+    assert g.attrs["source"] in ("live", b"live"), g.attrs["source"]
+    assert list(g.attrs["culprits"]) == [2], list(g.attrs["culprits"])
+    c = rep["comms"]
+    assert len(c) == 1 and c[0]["seq"] == 3 and c[0]["op"] == "MPI_Allreduce", c
+    assert sorted(w["rank"] for w in c[0]["waiting"] if w["op"] == "MPI_Allreduce") == [0, 1, 3], c
+print(f"  {sys.argv[1]}: /hang names rank 2 ({rep['verdict']})")
+PY
+}
+
+# 6. srun --commprof=hang_timeout=3,on_hang=abort: a planted hang ends the step, the file names it
+if want 6; then
+echo "slurm_test: 6. srun --commprof=hang_timeout=3,on_hang=abort with a planted hang"
+[ -x "$HANG_APP" ] || fail "$HANG_APP is not built"
+rm -f "$T"/out/commprof-*.h5
+(cd "$T/out" && timeout 120 srun --commprof=hang_timeout=3,on_hang=abort -N 1 -n 4 --overcommit --mpi=pmix \
+  "$HANG_APP" skip-allreduce 2 3 >/dev/null 2>"$WORK/srun6.err")
+RC=$?
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "srun of a hung step exited $RC (0: not ended; 124: not ended by the watchdog): $(cat "$WORK/srun6.err")"
+F=$(newest)
+[ -n "$F" ] || fail "no commprof-<job>.h5 in $T/out: $(cat "$WORK/srun6.err")"
+check_hang "$F"
+fi
+
+# 7. sbatch with COMMPROF_HANG_TIMEOUT/COMMPROF_ON_HANG: the batch script's aggregator watches too
+if want 7; then
+echo "slurm_test: 7. sbatch slurm/commprof.sbatch with COMMPROF_HANG_TIMEOUT=3 COMMPROF_ON_HANG=abort"
+mkdir -p "$T/batch7"
+sed '/--gpus-per-task/d' "$SRC/slurm/commprof.sbatch" >"$T/batch7/commprof.sbatch"
+JOB=$(cd "$T/batch7" && COMMPROF="$COMMPROF" COMMPROF_HANG_TIMEOUT=3 COMMPROF_ON_HANG=abort timeout 180 sbatch --parsable \
+  --wait -N 1 -n 4 --overcommit -o "$T/batch7/job-%j.out" "$T/batch7/commprof.sbatch" "$HANG_APP" skip-allreduce 2 3 \
+  2>"$WORK/sbatch7.err")
+RC=$?
+JOB=$(echo "$JOB" | tail -n 1 | cut -d';' -f1)
+cp "$T"/batch7/job-*.out "$WORK/" 2>/dev/null
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "sbatch --wait of a hung job exited $RC: $(cat "$WORK/sbatch7.err"; cat "$T"/batch7/job-*.out)"
+[ -f "$T/batch7/commprof-$JOB.h5" ] || fail "the batch job left no commprof-$JOB.h5: $(ls "$T/batch7"); $(cat "$T"/batch7/job-*.out)"
+check_hang "$T/batch7/commprof-$JOB.h5"
+grep -q "culprits: rank 2" "$T/batch7/commprof-$JOB.report.txt" || fail "the batch job's report does not name rank 2"
 fi
 
 # 5. without the option nothing changes: the same variable names with the plugin as without it
