@@ -888,7 +888,44 @@ class Diagnoser {
 
 }  // namespace
 
-HangReport Diagnose(const HangInput& input) { return Diagnoser(input).Run(); }
+namespace {
+
+// Making a communicator (MPI_Comm_split, _dup, _create, ...) is collective over its parent, and a
+// rank that skipped it is as stuck as one that skipped a collective: the members in it are placed
+// at the parent's next sequence number as an operation of that type, so a rank calling a barrier
+// there instead is a COLLECTIVE_TYPE mismatch rather than "everyone else never entered the barrier".
+// (The collector does not number these calls: each rank's next number is one past the last
+// collective it completed on the parent.)
+void PlaceCommCreationsOnTheirParent(HangInput& in) {
+  for (RankSnapshot& s : in.ranks) {
+    for (wire::InflightOp& op : s.state.inflight) {
+      commprof_event& e = op.event;
+      if (e.kind != COMMPROF_KIND_MPI_COMM) {
+        continue;
+      }
+      uint64_t next = 0;
+      for (const commprof_event& r : s.state.recent) {
+        if (r.kind == COMMPROF_KIND_MPI_COLLECTIVE && r.comm_id == e.comm_id &&
+            (r.flags & COMMPROF_FLAG_INCOMPLETE) == 0) {
+          next = std::max(next, r.seq + 1);
+        }
+      }
+      e.kind = COMMPROF_KIND_MPI_COLLECTIVE;
+      e.seq = next;
+      e.bytes = 0;
+      e.datatype = COMMPROF_DT_NONE;
+      e.peer = COMMPROF_NO_PEER;
+    }
+  }
+}
+
+}  // namespace
+
+HangReport Diagnose(const HangInput& input) {
+  HangInput placed = input;
+  PlaceCommCreationsOnTheirParent(placed);
+  return Diagnoser(placed).Run();
+}
 
 }  // namespace commprof::hang
 

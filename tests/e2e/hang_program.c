@@ -9,6 +9,8 @@
  *   allreduce-bytes R K  rank R's K-th allreduce (8 MiB) has 2x the count (a size mismatch)
  *   recv-forever R       rank R waits in MPI_Recv from rank 0 for a tag never sent; the others
  *                        go on into a barrier
+ *   skip-split R K       after K allreduces rank R skips an MPI_Comm_split (collective over the
+ *                        world) and calls the barrier after it; the others are in the split
  *   exit-early R K       rank R finalizes and exits after K allreduces; the others go on
  *   subcomm R K          world split in halves; rank R skips the K-th allreduce of its half and
  *                        sleeps; its partner waits in that allreduce; the other half finishes its
@@ -99,6 +101,16 @@ int main(int argc, char** argv) {
     if (rank == r) {
       Planted(rank);
       MPI_Recv(buf, 1, MPI_DOUBLE, 0, 4242, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "skip-split") == 0) {
+    Allreduces(k, MPI_COMM_WORLD);
+    if (rank == r) {
+      Planted(rank);
+    } else {
+      MPI_Comm half;
+      MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+      MPI_Comm_free(&half);
     }
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "exit-early") == 0) {

@@ -279,6 +279,34 @@ TEST(HangDiagnosis, MismatchCulpritWaitingBesideADeadRankIsNotHeldUpByIt) {
   EXPECT_TRUE(r.consequences.empty());
 }
 
+// Rank 3 skipped an MPI_Comm_split (collective over the world) and waits in the barrier after it;
+// the others are in the split. The split takes the world's next number: a type mismatch naming
+// rank 3, not "ranks 0,1,2 never entered the barrier".
+TEST(HangDiagnosis, RankSkippingACommSplitIsATypeMismatchAgainstTheSplit) {
+  Job j(4);
+  j.History(j.All(), kWorld, 4);
+  for (uint32_t r : {0u, 1u, 2u}) {
+    commprof_event e{};
+    e.kind = COMMPROF_KIND_MPI_COMM;
+    e.subtype = COMMPROF_OP_COMM_SPLIT;
+    e.comm_id = kWorld;  // the parent, as the collector publishes it
+    e.peer = COMMPROF_NO_PEER;
+    j.In(r, e, 5);
+  }
+  j.In(3, Coll(COMMPROF_OP_BARRIER, kWorld, 5), 5);
+  HangReport r = Diagnose(j.in_);
+  ASSERT_TRUE(r.hang);
+  const CommFinding& f = Only(r);
+  EXPECT_EQ(f.seq, 5u);
+  EXPECT_EQ(f.op, "MPI_Comm_split");
+  EXPECT_EQ(f.kind, "mismatch");
+  ASSERT_EQ(f.mismatches.size(), 1u);
+  EXPECT_EQ(f.mismatches[0].kind, "COLLECTIVE_TYPE");
+  EXPECT_EQ(f.mismatches[0].sides[1].value, "MPI_Barrier");
+  EXPECT_EQ(r.culprits, std::vector<uint32_t>{3});
+  EXPECT_NE(r.ranks[0].doing.find("MPI_Comm_split #5 on MPI_COMM_WORLD"), std::string::npos) << r.ranks[0].doing;
+}
+
 TEST(HangDiagnosis, NoAnswerRankIsBlamedOnlyWhenNothingElseExplains) {
   Job j(4);
   j.History(j.All(), kWorld, 2);
