@@ -220,9 +220,12 @@ class Diagnoser {
       blamed.insert(f.culprits.begin(), f.culprits.end());
     }
     if (r.comms.empty()) {
-      P2pVerdict(r, blamed, verdicts);
+      P2pBlame(r, blamed);
     }
     const std::set<uint32_t> roots = FollowWaitChains(r, blamed);
+    if (r.comms.empty()) {
+      verdicts = P2pVerdict(r, roots);
+    }
     r.culprits.assign(roots.begin(), roots.end());
     std::set_difference(blamed.begin(), blamed.end(), roots.begin(), roots.end(), std::back_inserter(r.consequences));
     // The findings that blame a root cause first: they are where to look.
@@ -830,28 +833,54 @@ class Diagnoser {
   }
 
   // Without a stuck collective: a blocked p2p call blames the peer it waits for; two ranks
-  // waiting for each other are both blamed.
-  void P2pVerdict(const HangReport& r, std::set<uint32_t>& culprits, std::vector<std::string>& verdicts) const {
+  // waiting for each other are both blamed (the wait chains then keep the ends).
+  static void P2pBlame(const HangReport& r, std::set<uint32_t>& blamed) {
     for (const P2pWait& w : r.p2p) {
-      std::string v = "rank " + std::to_string(w.rank) + " waits in " + w.op + " for " + Seconds(w.waiting_s);
       if (w.peer_world < 0) {
-        v += " (peer unknown)";
-        verdicts.push_back(v);
         continue;
       }
       const auto peer = static_cast<uint32_t>(w.peer_world);
-      bool mutual = false;
       for (const P2pWait& o : r.p2p) {
-        mutual = mutual || (o.rank == peer && o.peer_world == static_cast<int64_t>(w.rank));
+        if (o.rank == peer && o.peer_world == static_cast<int64_t>(w.rank)) {
+          blamed.insert(w.rank);
+        }
       }
-      v += " on rank " + std::to_string(peer) + " (" + w.comm_name + "), which is " + w.peer_doing;
-      if (mutual) {
-        v += ": they wait for each other";
-        culprits.insert(w.rank);
-      }
-      culprits.insert(peer);
-      verdicts.push_back(v);
+      blamed.insert(peer);
     }
+  }
+
+  // One part per culprit: where it is, and who waits for it directly (deduplicated: a halo
+  // exchange has several requests per neighbour). Without a culprit (every wait is on any
+  // source), one part per wait.
+  std::vector<std::string> P2pVerdict(const HangReport& r, const std::set<uint32_t>& roots) const {
+    std::vector<std::string> out;
+    for (uint32_t c : roots) {
+      std::set<uint32_t> waiters;
+      std::set<std::string> ops;
+      for (const P2pWait& w : r.p2p) {
+        if (w.peer_world == static_cast<int64_t>(c) && w.rank != c) {
+          waiters.insert(w.rank);
+          ops.insert(w.op);
+        }
+      }
+      std::string v = "rank " + std::to_string(c) + ": " + Doing(c);
+      if (!waiters.empty()) {
+        std::string how;
+        for (const std::string& op : ops) {
+          how += (how.empty() ? "" : ", ") + op;
+        }
+        const std::vector<uint32_t> list(waiters.begin(), waiters.end());
+        v += "; " + RankList(list) + (list.size() == 1 ? " waits" : " wait") + " for it in " + how;
+      }
+      out.push_back(std::move(v));
+    }
+    if (out.empty()) {
+      for (const P2pWait& w : r.p2p) {
+        out.push_back("rank " + std::to_string(w.rank) + " waits in " + w.op + " for " + Seconds(w.waiting_s) +
+                      (w.peer_world < 0 ? " (peer unknown)" : " on rank " + std::to_string(w.peer_world)));
+      }
+    }
+    return out;
   }
 
   void Positions(HangReport& r) const {

@@ -117,7 +117,7 @@ PLANTS = {
 }
 FILE_CASES = ["skip_allreduce", "bcast_root", "recv_forever", "exit_early", "nonblocking", "tp_dp_chain"]
 CASES = (sorted(PLANTS) + ["file_" + c for c in FILE_CASES] +
-         ["file_group_term", "allreduce_bytes", "file_allreduce_bytes", "nccl", "healthy_quiet_phase", "healthy_fast",
+         ["halo", "file_group_term", "allreduce_bytes", "file_allreduce_bytes", "nccl", "healthy_quiet_phase", "healthy_fast",
           "report_keeps_waiting", "bad_options"])
 
 READER = r"""
@@ -470,6 +470,31 @@ def live_crash_seen_as_hang(out, se, detail):
     print(f"allreduce_bytes: mpirun was slower than the timeout; the live diagnosis names {rep['culprits']}")
 
 
+def halo_case(ctx):
+    """A periodic halo exchange on 5 ranks (point-to-point only); rank 2 stops computing at step 3.
+    Its neighbours 1 and 3 wait on requests to and from it, ranks 0 and 4 on them (which of their
+    requests are still pending is the MPI library's business: not asserted). Truth: rank 2 alone
+    is the culprit, every other rank is held up, the verdict has rank 2's part first and only."""
+    out = ctx.path("halo.h5")
+    rc, _, se = run_to_end(ctx, job_cmd(ctx, out, ["halo", "2", "3"], 5))
+    detail = f"\nstderr:\n{se}"
+    es.expect(rc == 5 and se.count("commprof: hang: HANG (live,") == 1, f"exit code {rc}, one report?{detail}")
+    h = read_hang(out)
+    es.expect(h is not None, f"no /hang{detail}")
+    rep = h["report"]
+    d = f"{json.dumps(rep)[:3000]}{detail}"
+    es.expect(rep["comms"] == [] and rep["culprits"] == [2] and rep["consequences"] == [0, 1, 3, 4], f"blame: {d}")
+    es.expect(list(h["attrs"]["culprits"]) == [2] and list(h["attrs"]["consequences"]) == [0, 1, 3, 4], f"attrs: {d}")
+    es.expect(rep["verdict"].startswith("rank 2: idle (in no communication call") and
+              "rank 0" not in rep["verdict"] and "; ranks 1,3 wait for it in MPI_Waitall (pending MPI_" in rep["verdict"],
+              f"verdict: {d}")
+    waits = {(w["rank"], w["peer_world"]) for w in rep["p2p"]}
+    es.expect({(1, 2), (3, 2)} <= waits and all(r != 2 for r, _ in waits) and all(p >= 0 for _, p in waits),
+              f"p2p waits {sorted(waits)}: {d}")
+    es.expect(rep["ranks"][2]["doing"].startswith("idle") and
+              all(rep["ranks"][r]["doing"].startswith("in MPI_Waitall") for r in (0, 1, 3, 4)), f"positions: {d}")
+
+
 def nccl_case(ctx):
     """Rank 2's ncclAllReduce #3 (NCCL's seqNumber: per collective type) is enqueued but its kernel
     never runs; the others finish theirs and wait in the next MPI_Barrier."""
@@ -586,6 +611,8 @@ def main():
         allreduce_bytes(ctx, live=c == "allreduce_bytes")
     elif c == "nccl":
         nccl_case(ctx)
+    elif c == "halo":
+        halo_case(ctx)
     elif c == "healthy_quiet_phase":
         # 5 s of computation with a 2 s timeout: queries go out, but no rank is blocked in a call.
         healthy(ctx, ["none", "5"], "quiet phase")

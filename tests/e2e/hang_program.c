@@ -23,6 +23,9 @@
  *                        groups of equal rank parity; each step one TP then one DP allreduce. At
  *                        step K rank R stops computing (in no call): its TP partner waits for it,
  *                        and so the partner never enters its DP allreduce (held up, not the cause)
+ *   halo R K             a periodic 1-D halo exchange (Irecv/Isend both neighbours, Waitall);
+ *                        at step K rank R stops computing: its neighbours wait for it, the
+ *                        others for them (point-to-point only, no collective)
  *   nonblocking R K      rank R never posts its K-th Iallreduce; the others wait for theirs
  *   sendrecv R           rank R's Sendrecv partner (R+1) calls a barrier instead
  *   none S               healthy: allreduces, S seconds of computation (no MPI), allreduces
@@ -151,6 +154,20 @@ int main(int argc, char** argv) {
     }
     MPI_Comm_free(&tp);
     MPI_Comm_free(&dp);
+  } else if (strcmp(mode, "halo") == 0) {
+    const int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    for (int i = 0; i <= k + 1000; ++i) {
+      if (rank == r && i == k) {
+        Planted(rank);
+        for (;;) sleep(1);
+      }
+      MPI_Request q[4];
+      MPI_Irecv(out, 1, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &q[0]);
+      MPI_Irecv(out + 1, 1, MPI_DOUBLE, right, 2, MPI_COMM_WORLD, &q[1]);
+      MPI_Isend(buf, 1, MPI_DOUBLE, left, 2, MPI_COMM_WORLD, &q[2]);
+      MPI_Isend(buf + 1, 1, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &q[3]);
+      MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+    }
   } else if (strcmp(mode, "nonblocking") == 0) {
     for (int i = 0; i <= k; ++i) {
       if (rank == r && i == k) {
