@@ -287,6 +287,10 @@ void HangSection(Page& p) {
            (h.source == "live" ? std::string("live, by the aggregator's hang timeout")
                                : std::string("after the fact, from the calls the ranks were in when they ended")) +
            ".</p>\n";
+  if (!h.consequences.empty()) {
+    p.out += "<p>Held up behind them (blamed by a finding, but waiting in another stuck call): rank" +
+             std::string(h.consequences.size() > 1 ? "s " : " ") + ranks(h.consequences) + ".</p>\n";
+  }
   for (const hang::CommFinding& f : h.comms) {
     p.out += "<h3>" + HtmlEscape(f.comm_name) + ": " + HtmlEscape(f.op) + " #" + std::to_string(f.seq) + " (" +
              HtmlEscape(f.kind) + ")</h3>\n<ul>";

@@ -493,6 +493,11 @@ def halo_case(ctx):
               f"p2p waits {sorted(waits)}: {d}")
     es.expect(rep["ranks"][2]["doing"].startswith("idle") and
               all(rep["ranks"][r]["doing"].startswith("in MPI_Waitall") for r in (0, 1, 3, 4)), f"positions: {d}")
+    txt = es.run([ctx.commprof, "report", out], timeout=120, check_rc=0).stdout
+    es.expect("  culprits: rank 2\n" in txt and "  held up behind them: ranks 0,1,3,4 " in txt, f"text report:\n{txt}")
+    page = es.run([ctx.commprof, "report", "--format", "html", out], timeout=120, check_rc=0).stdout
+    es.expect("<h2>Hang: rank 2</h2>" in page and
+              "waiting in another stuck call): ranks 0, 1, 3, 4.</p>" in page, "the HTML hang section lacks culprit/held up")
 
 
 def nccl_case(ctx):
