@@ -89,6 +89,38 @@ TEST_F(ClockViolationsTest, BarrierAllgatherAlltoallAndReduceScatterFollowTheAll
   }
 }
 
+TEST_F(ClockViolationsTest, ZeroByteCollectivesAreNotCheckedButZeroByteBarriersAre) {
+  // Rank 1 leaves every call (550) before rank 0 enters it (600). With count 0 on every rank
+  // (Open MPI returns at once) that is no violation and the instance is not checked; one rank with
+  // data, or a barrier (0 bytes by definition, but it synchronises), is checked as usual.
+  const uint8_t ops[] = {COMMPROF_OP_ALLREDUCE, COMMPROF_OP_BCAST, COMMPROF_OP_REDUCE, COMMPROF_OP_ALLTOALLV,
+                         COMMPROF_OP_SCAN};
+  for (uint8_t op : ops) {
+    SCOPED_TRACE(static_cast<int>(op));
+    // Bcast from rank 0: rank 1 ends before the root starts; Reduce to rank 1: the root ends
+    // before rank 0 starts.
+    const int32_t root = op == COMMPROF_OP_REDUCE ? 1 : 0;
+    std::vector<RankData> r(2);
+    r[0].events = {Collective(op, 0, 600, 700, {.root = root}),
+                   Collective(op, 1, 1600, 1700, {.root = root, .bytes = 8})};
+    r[1].events = {Collective(op, 0, 500, 550, {.root = root}),
+                   Collective(op, 1, 1500, 1550, {.root = root, .bytes = 8})};
+    ClockViolations v = CountUnaligned(r);
+    EXPECT_EQ(v.instances_checked, 1u) << "only the call with data";
+    EXPECT_EQ(v.violations, 1u);
+    // data on one rank only (an Alltoallv where rank 1 sends nothing) is still a real exchange
+    r[0].events[0].bytes = 4;
+    v = CountUnaligned(r);
+    EXPECT_EQ(v.instances_checked, 2u);
+  }
+  std::vector<RankData> b(2);
+  b[0].events = {Collective(COMMPROF_OP_BARRIER, 0, 600, 700)};
+  b[1].events = {Collective(COMMPROF_OP_BARRIER, 0, 500, 550)};
+  ClockViolations v = CountUnaligned(b);
+  EXPECT_EQ(v.instances_checked, 1u);
+  EXPECT_EQ(v.violations, 1u);
+}
+
 TEST_F(ClockViolationsTest, BcastViolatesOnlyWhenANonRootEndsBeforeTheRootStarts) {
   // root is rank 1 (peer = 1 on every rank)
   // seq 0: rank 0 ends at 4990, root starts at 5000: violation
