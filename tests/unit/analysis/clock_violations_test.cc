@@ -23,8 +23,21 @@ namespace fs = std::filesystem;
 
 using test_support::RankData;
 using test_support::TempDir;
-using test_support::events::Collective;
+using test_support::events::CollectiveFields;
 using test_support::events::CommCreated;
+
+// A collective that moves 8 bytes unless the test gives its size (a barrier moves none): calls of
+// count 0 are never checked (ZeroByteCollectivesAreNotCheckedButZeroByteBarriersAre).
+commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, CollectiveFields f = {}) {
+  if (f.bytes == 0 && op != COMMPROF_OP_BARRIER) {
+    f.bytes = 8;
+  }
+  return test_support::events::Collective(op, seq, start, end, f);
+}
+// One of count 0.
+commprof_event ZeroByte(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, int32_t root) {
+  return test_support::events::Collective(op, seq, start, end, {.root = root});
+}
 
 struct Counts {
   uint64_t checked_aligned, violations_aligned, checked_raw, violations_raw;
@@ -101,10 +114,8 @@ TEST_F(ClockViolationsTest, ZeroByteCollectivesAreNotCheckedButZeroByteBarriersA
     // before rank 0 starts.
     const int32_t root = op == COMMPROF_OP_REDUCE ? 1 : 0;
     std::vector<RankData> r(2);
-    r[0].events = {Collective(op, 0, 600, 700, {.root = root}),
-                   Collective(op, 1, 1600, 1700, {.root = root, .bytes = 8})};
-    r[1].events = {Collective(op, 0, 500, 550, {.root = root}),
-                   Collective(op, 1, 1500, 1550, {.root = root, .bytes = 8})};
+    r[0].events = {ZeroByte(op, 0, 600, 700, root), Collective(op, 1, 1600, 1700, {.root = root})};
+    r[1].events = {ZeroByte(op, 0, 500, 550, root), Collective(op, 1, 1500, 1550, {.root = root})};
     ClockViolations v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 1u) << "only the call with data";
     EXPECT_EQ(v.violations, 1u);

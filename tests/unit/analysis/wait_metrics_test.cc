@@ -414,12 +414,14 @@ TEST(WaitMetrics, ZeroByteCollectivesChargeNoWaitNoSkewAndNoStragglerButZeroByte
   EXPECT_EQ(m.delay_caused_ns, 0);
   for (WaitDeps d : m.deps) EXPECT_EQ(d, WaitDeps::kNone);
   EXPECT_EQ(m.transfers, (std::vector<int64_t>{100, 100, 100})) << "the time in the call is still the rank's";
-  // the same times with data: waits 9000, 4000, 0, rank 2 the straggler
+  // the same times with data: ranks 0 and 1 wait until their exits (100 each), rank 2 the straggler
   CollectiveInstance data = zero;
   data.bytes = 8;
   for (auto& a : data.arrivals) a.bytes = 8;
   EXPECT_FALSE(data.zero_byte());
-  EXPECT_EQ(MeasureInstance(data, 1000).total_wait_ns, 13000);
+  EXPECT_EQ(MeasureInstance(data, 1000).total_wait_ns, 200);
+  EXPECT_EQ(MeasureInstance(data, 1000).skew_ns, 9000);
+  EXPECT_EQ(MeasureInstance(data, 1000).straggler_index, 2);
   // a rank that sent something (Alltoallv counts per rank) makes it a real exchange
   CollectiveInstance some = zero;
   some.arrivals[1].bytes = 4;
@@ -428,7 +430,8 @@ TEST(WaitMetrics, ZeroByteCollectivesChargeNoWaitNoSkewAndNoStragglerButZeroByte
   CollectiveInstance barrier = zero;
   barrier.op = COMMPROF_OP_BARRIER;
   EXPECT_FALSE(barrier.zero_byte());
-  EXPECT_EQ(MeasureInstance(barrier, 1000).total_wait_ns, 9000 - 100 + 9000 - 5100);
+  EXPECT_EQ(MeasureInstance(barrier, 1000).total_wait_ns, 200);
+  EXPECT_EQ(MeasureInstance(barrier, 1000).skew_ns, 9000);
   // the job's figures: no wait, no delay, no straggler verdict, no lateness from the zero-byte calls
   std::vector<CollectiveInstance> all;
   for (uint64_t k = 0; k < 10; ++k) {
