@@ -15,6 +15,11 @@ Cases and their truth:
              identity model; ranks 2, 3 get one model between them (rank 2 measured it against rank 0,
              rank 3 took it), whose offset at its first point is the injected one within the stated
              bound, and whose drift is -30 ppm within the bound over the span.
+  four_hosts COMMPROF_FAKE_HOST=0,1,2,3 with host offsets 0, +5, -3, +12 ms: four leaders, so the tree
+             has depth 2 (leader 3 measures against leader 1, leaders 1 and 2 against rank 0).
+             Every rank's offset at every point is the injected one within that point's half round
+             trip, and at every epoch rank 3's half round trip exceeds rank 1's, since its parent's
+             bound is part of it (composition up the tree).
   zero_byte  MPI_Allreduce with count 0 after a planted 2r ms spread, then MPI_Barrier
              (zero_byte_program.c): the allreduces return at once (on the raw clocks ranks leave
              before the last one came), yet they are not checked for clock-condition violations and
@@ -122,6 +127,31 @@ def case_two_hosts(ctx):
     expect(c["violations"] < c["violations_unaligned"], f"alignment removes the injected offset: {c}")
 
 
+def case_four_hosts(ctx):
+    out = ctx.path("four_hosts.h5")
+    offsets = [0, 5_000_000, -3_000_000, 12_000_000]
+    env = {"COMMPROF_FAKE_HOST": "0,1,2,3", "COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS": ",".join(map(str, offsets)),
+           "COMMPROF_CLOCK_SYNC_INTERVAL_MS": "100"}
+    run_straggler(ctx, out, ["--iters", "300", "--bytes", "65536", "--compute-us", "1000"], env)
+    info = info_json(ctx, out)
+    ranks = ranks_by_number(info)
+    with h5py.File(out, "r") as f:
+        pts = {i: f["ranks"][str(i)]["clock_points"][...] for i in ranks}
+    expect([ranks[i]["clock_method"] for i in range(4)] == ["mpi-reference"] + ["mpi-pingpong"] * 3,
+           f"methods {[ranks[i]['clock_method'] for i in range(4)]}")
+    n = len(pts[0])
+    expect(n >= 3 and all(len(pts[i]) == n for i in range(4)), f"points per rank {[len(pts[i]) for i in range(4)]}")
+    for i in range(1, 4):
+        bound = ranks[i]["clock_error_bound_ns"]
+        expect(abs(ranks[i]["clock_offset_ns"] + offsets[i]) <= bound,
+               f"rank {i}: offset {ranks[i]['clock_offset_ns']}, injected {-offsets[i]}, bound {bound}")
+        for local, off, half in pts[i]:
+            expect(abs(int(off) + offsets[i]) <= int(half), f"rank {i}: point at {local}: offset {off}, half {half}")
+    for k in range(n):
+        expect(pts[3][k][2] > pts[1][k][2],
+               f"epoch {k}: rank 3's half round trip {pts[3][k][2]} must include its parent rank 1's {pts[1][k][2]}")
+
+
 def case_zero_byte(ctx):
     out = ctx.path("zero_byte.h5")
     iters = 20
@@ -157,7 +187,8 @@ def case_zero_byte(ctx):
     expect(all(w["type"] != "allreduce" for w in rep["worst_instances"]), f"worst {rep['worst_instances']}")
 
 
-CASES = {"one_host": case_one_host, "two_hosts": case_two_hosts, "zero_byte": case_zero_byte}
+CASES = {"one_host": case_one_host, "two_hosts": case_two_hosts, "four_hosts": case_four_hosts,
+         "zero_byte": case_zero_byte}
 
 
 def main():
