@@ -74,9 +74,10 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
       host_shifted = true;
     }
     domain = Mix(Fnv1a("commprof fake host " + std::to_string(h)));
-    COMMPROF_LOG_WARN("testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
-                      "drifts %.3f ppm",
-                      h, static_cast<long long>(host_shift.offset_ns), host_shift.drift_ppm);
+    COMMPROF_LOG_WARN(
+        "testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
+        "drifts %.3f ppm",
+        h, static_cast<long long>(host_shift.offset_ns), host_shift.drift_ppm);
   } else {
     domain = SystemClockDomain();
   }

@@ -21,9 +21,7 @@ std::vector<int> ClockTreeChildren(int j, int count) {
   return out;
 }
 
-int ClockTreeRounds(int count) {
-  return count <= 1 ? 0 : std::bit_width(static_cast<unsigned>(count - 1));
-}
+int ClockTreeRounds(int count) { return count <= 1 ? 0 : std::bit_width(static_cast<unsigned>(count - 1)); }
 
 ClockHosts GroupByClockDomain(std::span<const uint64_t> keys) {
   ClockHosts h;
