@@ -5,7 +5,7 @@
 
 namespace commprof {
 
-int ClockTreeRound(int j) { return j <= 0 ? -1 : std::bit_width(static_cast<unsigned>(j)) - 1; }
+int ClockTreeRound(int j) { return j <= 0 ? -1 : static_cast<int>(std::bit_width(static_cast<unsigned>(j))) - 1; }
 
 int ClockTreeParent(int j) { return j <= 0 ? -1 : j - (1 << ClockTreeRound(j)); }
 
@@ -21,7 +21,9 @@ std::vector<int> ClockTreeChildren(int j, int count) {
   return out;
 }
 
-int ClockTreeRounds(int count) { return count <= 1 ? 0 : std::bit_width(static_cast<unsigned>(count - 1)); }
+int ClockTreeRounds(int count) {
+  return count <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<unsigned>(count - 1)));
+}
 
 ClockHosts GroupByClockDomain(std::span<const uint64_t> keys) {
   ClockHosts h;
