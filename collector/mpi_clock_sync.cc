@@ -84,12 +84,15 @@ void MpiClockSync::MeasureAgainstParent(uint32_t rounds) {
   epoch_samples_ = std::move(epoch);
 }
 
-void MpiClockSync::ServeChildren(uint32_t rounds) {
+void MpiClockSync::ServeChildren(uint32_t rounds, bool measured) {
   // One child after another, in the tree's round order: each sees an idle parent, so its minimum
   // round trip is a clean one, and the children of one round measure at the same time as the
   // other pairs of that round.
+  // Readings are mapped by the model through this epoch's point, and are as good as that point:
+  // without one (no usable sample, or a parent without one), an older point's bound would not
+  // cover the extrapolation since then, so the children get no point either.
   const ClockModel model(points_);
-  const int64_t error = points_.empty() ? kParentUnaligned : points_.back().half_rtt_ns;
+  const int64_t error = measured ? points_.back().half_rtt_ns : kParentUnaligned;
   for (int child : children_) {
     for (uint32_t k = 0; k < rounds; ++k) {
       uint64_t ping = 0;
@@ -124,7 +127,7 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
     } else {
       MeasureAgainstParent(rounds);
     }
-    ServeChildren(rounds);
+    ServeChildren(rounds, points_.size() > points_before);
   }
   if (leader_ && points_.size() == points_before) {
     // No point this epoch (no usable sample, or a parent without one): the members get none either.

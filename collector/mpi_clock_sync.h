@@ -48,8 +48,8 @@ class MpiClockSync {
  private:
   void Epoch(uint32_t rounds, uint64_t world_seq_now);
   void MeasureAgainstParent(uint32_t rounds);
-  void ServeChildren(uint32_t rounds);
-  void ShareWithHost(bool measured);  // measured: the leader got a point this epoch
+  void ServeChildren(uint32_t rounds, bool measured);  // measured: this leader got a point this epoch
+  void ShareWithHost(bool measured);                   // measured: the leader got a point this epoch
   void Publish();
 
   Runtime& rt_;
