@@ -78,15 +78,16 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
         "testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
         "drifts %.3f ppm",
         h, static_cast<long long>(host_shift.offset_ns), host_shift.drift_ppm);
-  } else {
-    domain = SystemClockDomain();
   }
   double offset = 0;
   double drift = 0;
   bool has_offset = PerRankValue(config.fake_clock_offset_ns, rank, offset);
   bool has_drift = PerRankValue(config.fake_clock_drift_ppm, rank, drift);
   if (!has_offset && !has_drift && !host_shifted) {
-    return std::make_unique<SteadyHostClock>(domain);
+    return simulated ? std::make_unique<SteadyHostClock>(domain) : std::make_unique<SteadyHostClock>();
+  }
+  if (!simulated) {
+    domain = SystemClockDomain();
   }
   ClockShift rank_shift;
   if (has_offset || has_drift) {

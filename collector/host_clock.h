@@ -39,16 +39,19 @@ class HostClock {
 };
 
 // CLOCK_MONOTONIC as it is (core/clock.h).
+// Its domain is the machine's (read when asked: only MPI jobs ask, once, in MPI_Init), or a
+// simulated host's.
 class SteadyHostClock final : public HostClock {
  public:
-  SteadyHostClock() : domain_(SystemClockDomain()) {}
-  explicit SteadyHostClock(uint64_t domain) : domain_(domain) {}
+  SteadyHostClock() = default;
+  explicit SteadyHostClock(uint64_t domain) : domain_(domain), simulated_(true) {}
   uint64_t Now() const override { return SteadyNowNs(); }
   uint64_t FromSteady(uint64_t steady_ns) const override { return steady_ns; }
-  uint64_t Domain() const override { return domain_; }
+  uint64_t Domain() const override { return simulated_ ? domain_ : SystemClockDomain(); }
 
  private:
-  const uint64_t domain_;
+  const uint64_t domain_ = 0;
+  const bool simulated_ = false;
 };
 
 // The testing aid: local = steady + offset + trunc((steady - base) * drift * 1e-6), once for the
