@@ -10,7 +10,7 @@ namespace {
 constexpr int kTagPing = 0x5C01;
 constexpr int kTagPong = 0x5C02;
 constexpr uint64_t kFirstResyncAfter = 64;  // world collectives before the rate is known
-// A pong's error field when the parent has no point yet: its readings are not on the reference.
+// A pong's error field when the parent got no point this epoch: its readings are not on the reference.
 constexpr int64_t kParentUnaligned = -1;
 }  // namespace
 
