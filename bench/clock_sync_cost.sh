@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Cost of the clock-alignment epoch at MPI_Init, by number of ranks: rank 0 serves every other
-# rank in turn, so its epoch time is the whole job's start-up sync. Prints the median of RUNS runs
+# Cost of the clock alignment at MPI_Init, by number of ranks: set-up and first epoch, which ends
+# with a broadcast from rank 0, so rank 0's figure is the whole job's start-up sync (set
+# COMMPROF_FAKE_HOST to simulate hosts, docs/clock-alignment.md). Prints the median of RUNS runs
 # per size, read from the rank's `clock_sync_init_ns` counter in the output file.
 # Usage: bench/clock_sync_cost.sh [BUILD_DIR] [RUNS] [SIZES...]   (defaults: build/release 5 2 4 8)
 set -euo pipefail

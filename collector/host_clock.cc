@@ -1,8 +1,53 @@
 #include "collector/host_clock.h"
 
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "core/log.h"
 
 namespace commprof {
+namespace {
+
+std::string ReadSmallFile(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// FNV-1a, then a final mix: stable across processes and builds (std::hash need not be).
+uint64_t Fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) {
+    h = (h ^ c) * 0x100000001b3ull;
+  }
+  return h;
+}
+uint64_t Mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+}  // namespace
+
+uint64_t SystemClockDomain() {
+  // The boot id changes at every boot of every machine; CLOCK_MONOTONIC counts from that boot, and
+  // the clock source is what it is read from. A time namespace may offset CLOCK_MONOTONIC.
+  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
+  std::string source = ReadSmallFile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string timens = ReadSmallFile("/proc/self/timens_offsets");
+  if (id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    id = std::string("host:") + host;
+  }
+  return Mix(Fnv1a(id + "\n" + source + "\n" + timens));
+}
 
 ClockAnchor HostClock::Anchor() const {
   ClockAnchor a = TakeClockAnchor();
@@ -11,17 +56,47 @@ ClockAnchor HostClock::Anchor() const {
 }
 
 std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
+  // The simulated host: its number, and that host's shift (items h of the per-host lists).
+  double host = 0;
+  bool simulated = PerRankValue(config.fake_host, rank, host) && host >= 0 && std::floor(host) == host;
+  ClockShift host_shift;
+  bool host_shifted = false;
+  uint64_t domain = 0;
+  if (simulated) {
+    auto h = static_cast<uint32_t>(host);
+    double v = 0;
+    if (PerRankValue(config.fake_host_clock_offset_ns, h, v)) {
+      host_shift.offset_ns = static_cast<int64_t>(v);
+      host_shifted = true;
+    }
+    if (PerRankValue(config.fake_host_clock_drift_ppm, h, v)) {
+      host_shift.drift_ppm = v;
+      host_shifted = true;
+    }
+    domain = Mix(Fnv1a("commprof fake host " + std::to_string(h)));
+    COMMPROF_LOG_WARN(
+        "testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
+        "drifts %.3f ppm",
+        h, static_cast<long long>(host_shift.offset_ns), host_shift.drift_ppm);
+  }
   double offset = 0;
   double drift = 0;
   bool has_offset = PerRankValue(config.fake_clock_offset_ns, rank, offset);
   bool has_drift = PerRankValue(config.fake_clock_drift_ppm, rank, drift);
-  if (!has_offset && !has_drift) {
-    return std::make_unique<SteadyHostClock>();
+  if (!has_offset && !has_drift && !host_shifted) {
+    return simulated ? std::make_unique<SteadyHostClock>(domain) : std::make_unique<SteadyHostClock>();
   }
-  auto offset_ns = static_cast<int64_t>(offset);
-  COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
-                    static_cast<long long>(offset_ns), drift);
-  return std::make_unique<ShiftedHostClock>(offset_ns, drift);
+  if (!simulated) {
+    domain = SystemClockDomain();
+  }
+  ClockShift rank_shift;
+  if (has_offset || has_drift) {
+    rank_shift = ClockShift{static_cast<int64_t>(offset), drift, SteadyNowNs()};
+    domain = Mix(domain ^ Fnv1a("commprof fake clock rank " + std::to_string(rank)));
+    COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
+                      static_cast<long long>(rank_shift.offset_ns), drift);
+  }
+  return std::make_unique<ShiftedHostClock>(host_shift, rank_shift, domain);
 }
 
 }  // namespace commprof

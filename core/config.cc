@@ -96,6 +96,15 @@ constexpr OptionSpec kEnvironment[] = {
     {"COMMPROF_FAKE_CLOCK_OFFSET_NS", "",
      "TESTING AID: comma-separated offsets in ns, item i for rank i, added to the clock.", kCollector},
     {"COMMPROF_FAKE_CLOCK_DRIFT_PPM", "", "TESTING AID: comma-separated drifts in ppm, item i for rank i.", kCollector},
+    {"COMMPROF_FAKE_HOST", "",
+     "TESTING AID: comma-separated host numbers, item i for rank i: ranks with equal numbers are one simulated "
+     "host (one clock), the others different ones.",
+     kCollector},
+    {"COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS", "",
+     "TESTING AID: comma-separated offsets in ns, item h for simulated host h, added to its ranks' clock.", kCollector},
+    {"COMMPROF_FAKE_HOST_CLOCK_DRIFT_PPM", "",
+     "TESTING AID: comma-separated drifts in ppm, item h for simulated host h, applied to the steady clock's reading.",
+     kCollector},
 
     // The NCCL profiler plugin.
     {"COMMPROF_NCCL_DETAIL", "",
@@ -343,6 +352,9 @@ Config ConfigFromEnv() {
   c.clock_sync_rounds = EnvU32("COMMPROF_CLOCK_SYNC_ROUNDS", 1);
   c.fake_clock_offset_ns = EnvOr("COMMPROF_FAKE_CLOCK_OFFSET_NS");
   c.fake_clock_drift_ppm = EnvOr("COMMPROF_FAKE_CLOCK_DRIFT_PPM");
+  c.fake_host = EnvOr("COMMPROF_FAKE_HOST");
+  c.fake_host_clock_offset_ns = EnvOr("COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS");
+  c.fake_host_clock_drift_ppm = EnvOr("COMMPROF_FAKE_HOST_CLOCK_DRIFT_PPM");
   std::string error;
   if (std::string acts = EnvOr("COMMPROF_ACTIVITIES"); !ParseActivities(acts, c.activities, error)) {
     COMMPROF_LOG_WARN("COMMPROF_ACTIVITIES=%s: %s; recording all", acts.c_str(), error.c_str());

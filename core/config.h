@@ -78,6 +78,9 @@ struct Config {
   uint32_t clock_sync_rounds = 0;
   std::string fake_clock_offset_ns;  // testing aid: per-rank lists, see kOptions
   std::string fake_clock_drift_ppm;
+  std::string fake_host;                  // testing aid: per-rank host numbers (simulated hosts)
+  std::string fake_host_clock_offset_ns;  // testing aid: per-host lists, item h for host h
+  std::string fake_host_clock_drift_ppm;
   uint32_t activities = kActivityAll;  // enum Activity bits
   std::string cuda_api;                // CUDA API calls recorded by CUPTI: launch, all, none
   uint32_t cupti_buffer_kb = 0;        // size of one CUPTI activity buffer

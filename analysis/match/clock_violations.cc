@@ -68,8 +68,10 @@ bool Violates(const CollectiveInstance& in) {
 ClockViolations CountClockViolations(const std::vector<CollectiveInstance>& instances) {
   ClockViolations out;
   for (const auto& in : instances) {
-    if (in.arrivals.size() < 2 || in.nonblocking) {
-      continue;  // non-blocking: completion is not an exit from a blocking call
+    if (in.arrivals.size() < 2 || in.nonblocking || in.zero_byte()) {
+      // Non-blocking: completion is not an exit from a blocking call. Zero bytes: the call
+      // returns without waiting for anyone, so an early exit is no violation.
+      continue;
     }
     ++out.instances_checked;
     if (Violates(in)) {

@@ -5,6 +5,7 @@
 // Dependencies by operation: Barrier, Allreduce, Allgather(v), Alltoall(v), Reduce_scatter(_block):
 // every rank waits for every rank. Bcast, Scatter(v): the non-roots wait for the root.
 // Reduce, Gather(v): the root waits for everyone. Scan: rank i waits for ranks 0..i.
+// Zero-byte calls (every rank passed count 0; not barriers) wait for nobody and are not checked.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 namespace commprof {
 
 struct ClockViolations {
-  uint64_t instances_checked = 0;  // blocking collective instances seen on two or more ranks
+  uint64_t instances_checked = 0;  // blocking collective instances seen on two or more ranks, not zero-byte
   uint64_t violations = 0;         // instances with at least one violating rank
 };
 

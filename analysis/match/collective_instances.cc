@@ -36,6 +36,13 @@ bool IsNvtxNcclCollective(const commprof_event& e) {
   return e.subtype != COMMPROF_OP_NONE && e.subtype != COMMPROF_OP_SEND && e.subtype != COMMPROF_OP_RECV;
 }
 
+bool CollectiveInstance::zero_byte() const {
+  if (op == COMMPROF_OP_BARRIER || bytes != 0) {
+    return false;
+  }
+  return std::all_of(arrivals.begin(), arrivals.end(), [](const Arrival& a) { return a.bytes == 0; });
+}
+
 namespace {
 
 // A rank's Wait*/Test* call, found by (thread, exit): a non-blocking operation ends exactly when the

@@ -70,6 +70,10 @@ struct CollectiveInstance {
   bool nccl = false;              // an NCCL collective (kind NCCL_COLLECTIVE)
   bool nonblocking = false;       // an MPI non-blocking collective (MPI_Iallreduce, ...)
   bool complete() const { return comm_size != 0 && arrivals.size() == comm_size; }
+  // A call that moves no data (count 0 on every rank; not a barrier, which never moves data and
+  // does synchronise): MPI libraries return from it at once, without waiting for the other ranks,
+  // so it has no dependencies, no wait and no clock condition (docs/metrics.md §2).
+  bool zero_byte() const;
   CollectiveKey key() const { return {comm_id, seq, nccl ? 0x100u + op : 0u}; }
 };
 

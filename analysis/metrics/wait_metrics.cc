@@ -95,6 +95,15 @@ InstanceMetrics MeasureInstance(const CollectiveInstance& in, int64_t skew_thres
   m.second_arrival = second;
   m.skew_ns = last - first;
   m.last_end = last_end;
+  if (in.zero_byte()) {
+    // §2: a call that moves no data returns at once on every rank; its arrivals are not a
+    // synchronisation point, so nobody waited and nobody was late to it.
+    m.skew_ns = 0;
+    for (size_t i = 0; i < n; ++i) {
+      m.transfers[i] = std::max<int64_t>(0, a[i].end - BlockStart(in, a[i]));
+    }
+    return m;
+  }
   const bool exclusive_scan = in.op == COMMPROF_OP_EXSCAN;
   // §2 wait_r: from the rank's blocked start b until the last arrival D of the ranks it depends
   // on (never past its exit); the rest of its blocked time is transfer.
@@ -283,7 +292,7 @@ WaitReport ComputeWaitMetrics(const ProfileInfo& info, const std::vector<Collect
       last_end[x.world_rank] = x.end;
       t.duration += static_cast<double>(x.end - BlockStart(in, x));
       ++t.arrivals;
-      if (lm.bins) {
+      if (lm.bins && !in.zero_byte()) {  // §2: no one is late to a call that waits for no one
         lateness_sum[ri][bin] += static_cast<double>(x.start - im.first_arrival);
         ++lateness_n[ri][bin];
       }

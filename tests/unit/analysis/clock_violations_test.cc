@@ -23,8 +23,21 @@ namespace fs = std::filesystem;
 
 using test_support::RankData;
 using test_support::TempDir;
-using test_support::events::Collective;
+using test_support::events::CollectiveFields;
 using test_support::events::CommCreated;
+
+// A collective that moves 8 bytes unless the test gives its size (a barrier moves none): calls of
+// count 0 are never checked (ZeroByteCollectivesAreNotCheckedButZeroByteBarriersAre).
+commprof_event Collective(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, CollectiveFields f = {}) {
+  if (f.bytes == 0 && op != COMMPROF_OP_BARRIER) {
+    f.bytes = 8;
+  }
+  return test_support::events::Collective(op, seq, start, end, f);
+}
+// One of count 0.
+commprof_event ZeroByte(uint8_t op, uint64_t seq, uint64_t start, uint64_t end, int32_t root) {
+  return test_support::events::Collective(op, seq, start, end, {.root = root});
+}
 
 struct Counts {
   uint64_t checked_aligned, violations_aligned, checked_raw, violations_raw;
@@ -87,6 +100,36 @@ TEST_F(ClockViolationsTest, BarrierAllgatherAlltoallAndReduceScatterFollowTheAll
     EXPECT_EQ(v.instances_checked, 2u);
     EXPECT_EQ(v.violations, 1u);
   }
+}
+
+TEST_F(ClockViolationsTest, ZeroByteCollectivesAreNotCheckedButZeroByteBarriersAre) {
+  // Rank 1 leaves every call (550) before rank 0 enters it (600). With count 0 on every rank
+  // (Open MPI returns at once) that is no violation and the instance is not checked; one rank with
+  // data, or a barrier (0 bytes by definition, but it synchronises), is checked as usual.
+  const uint8_t ops[] = {COMMPROF_OP_ALLREDUCE, COMMPROF_OP_BCAST, COMMPROF_OP_REDUCE, COMMPROF_OP_ALLTOALLV,
+                         COMMPROF_OP_SCAN};
+  for (uint8_t op : ops) {
+    SCOPED_TRACE(static_cast<int>(op));
+    // Bcast from rank 0: rank 1 ends before the root starts; Reduce to rank 1: the root ends
+    // before rank 0 starts.
+    const int32_t root = op == COMMPROF_OP_REDUCE ? 1 : 0;
+    std::vector<RankData> r(2);
+    r[0].events = {ZeroByte(op, 0, 600, 700, root), Collective(op, 1, 1600, 1700, {.root = root})};
+    r[1].events = {ZeroByte(op, 0, 500, 550, root), Collective(op, 1, 1500, 1550, {.root = root})};
+    ClockViolations v = CountUnaligned(r);
+    EXPECT_EQ(v.instances_checked, 1u) << "only the call with data";
+    EXPECT_EQ(v.violations, 1u);
+    // data on one rank only (an Alltoallv where rank 1 sends nothing) is still a real exchange
+    r[0].events[0].bytes = 4;
+    v = CountUnaligned(r);
+    EXPECT_EQ(v.instances_checked, 2u);
+  }
+  std::vector<RankData> b(2);
+  b[0].events = {Collective(COMMPROF_OP_BARRIER, 0, 600, 700)};
+  b[1].events = {Collective(COMMPROF_OP_BARRIER, 0, 500, 550)};
+  ClockViolations v = CountUnaligned(b);
+  EXPECT_EQ(v.instances_checked, 1u);
+  EXPECT_EQ(v.violations, 1u);
 }
 
 TEST_F(ClockViolationsTest, BcastViolatesOnlyWhenANonRootEndsBeforeTheRootStarts) {

@@ -277,15 +277,15 @@ std::vector<RankData> WindowedJob() {
     auto& ev = ranks[r].events;
     ev.push_back(Window(0, 1'000'000, 5'000'000, 2, 2));
     ev.push_back(Step(2, 1'000'000));
-    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 0, 1'500'000 + r * 100'000, 1'700'000));
+    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 0, 1'500'000 + r * 100'000, 1'700'000, {.bytes = 8}));
     ev.push_back(Step(3, 3'000'000));
-    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 1, 3'500'000, 3'700'000));
+    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 1, 3'500'000, 3'700'000, {.bytes = 8}));
     ev.push_back(Window(1, 20'000'000, 30'000'000, 6, 2));
     ev.push_back(Step(6, 20'000'000));
-    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 2, 21'000'000, 21'200'000));
+    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 2, 21'000'000, 21'200'000, {.bytes = 8}));
     ev.push_back(Collective(COMMPROF_OP_BARRIER, 3, 22'000'000, 22'100'000));
     ev.push_back(Step(7, 25'000'000, 27'000'000));  // a range: ends at 27 ms, not at the window's end
-    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 4, 26'000'000, 26'100'000));
+    ev.push_back(Collective(COMMPROF_OP_ALLREDUCE, 4, 26'000'000, 26'100'000, {.bytes = 8}));
     ev.push_back(test_support::events::CommCreated(77, static_cast<int32_t>(r), 2));  // at 10 ms: a definition
   }
   return ranks;

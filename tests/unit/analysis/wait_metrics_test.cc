@@ -400,5 +400,54 @@ TEST(WaitMetrics, BinomialTailMatchesHandComputedValues) {
   EXPECT_NEAR(BinomialTail(100, 60, 0.5), 0.02844396682049039, 1e-12);
 }
 
+TEST(WaitMetrics, ZeroByteCollectivesChargeNoWaitNoSkewAndNoStragglerButZeroByteBarriersDo) {
+  // count 0 on every rank: Open MPI returns at once, so the spread of the arrivals is no wait.
+  ProfileInfo info = ThreeRanks();
+  CollectiveInstance zero = Make(0, COMMPROF_OP_ALLREDUCE, COMMPROF_NO_PEER, {{0, 100}, {5000, 5100}, {9000, 9100}});
+  zero.bytes = 0;
+  ASSERT_TRUE(zero.zero_byte());
+  InstanceMetrics m = MeasureInstance(zero, 1000);
+  EXPECT_EQ(m.waits, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(m.total_wait_ns, 0);
+  EXPECT_EQ(m.skew_ns, 0);
+  EXPECT_EQ(m.straggler_index, -1);
+  EXPECT_EQ(m.delay_caused_ns, 0);
+  for (WaitDeps d : m.deps) EXPECT_EQ(d, WaitDeps::kNone);
+  EXPECT_EQ(m.transfers, (std::vector<int64_t>{100, 100, 100})) << "the time in the call is still the rank's";
+  // the same times with data: ranks 0 and 1 wait until their exits (100 each), rank 2 the straggler
+  CollectiveInstance data = zero;
+  data.bytes = 8;
+  for (auto& a : data.arrivals) a.bytes = 8;
+  EXPECT_FALSE(data.zero_byte());
+  EXPECT_EQ(MeasureInstance(data, 1000).total_wait_ns, 200);
+  EXPECT_EQ(MeasureInstance(data, 1000).skew_ns, 9000);
+  EXPECT_EQ(MeasureInstance(data, 1000).straggler_index, 2);
+  // a rank that sent something (Alltoallv counts per rank) makes it a real exchange
+  CollectiveInstance some = zero;
+  some.arrivals[1].bytes = 4;
+  EXPECT_FALSE(some.zero_byte());
+  // a barrier never moves data and does synchronise
+  CollectiveInstance barrier = zero;
+  barrier.op = COMMPROF_OP_BARRIER;
+  EXPECT_FALSE(barrier.zero_byte());
+  EXPECT_EQ(MeasureInstance(barrier, 1000).total_wait_ns, 200);
+  EXPECT_EQ(MeasureInstance(barrier, 1000).skew_ns, 9000);
+  // the job's figures: no wait, no delay, no straggler verdict, no lateness from the zero-byte calls
+  std::vector<CollectiveInstance> all;
+  for (uint64_t k = 0; k < 10; ++k) {
+    CollectiveInstance c = zero;
+    c.seq = k;
+    all.push_back(c);
+  }
+  WaitReport rep = ComputeWaitMetrics(info, all);
+  EXPECT_EQ(rep.matched, 10u);
+  for (const auto& r : rep.ranks) {
+    EXPECT_EQ(r.wait_time_ns, 0) << r.rank;
+    EXPECT_EQ(r.times_last, 0u) << r.rank;
+    EXPECT_EQ(r.delay_caused_ns, 0) << r.rank;
+  }
+  EXPECT_TRUE(Verdict(info, all).empty());
+}
+
 }  // namespace
 }  // namespace commprof

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Clock alignment by host (docs/clock-alignment.md, "Hosts and the tree") and zero-byte
+collectives (docs/metrics.md §2), on real 4-rank Open MPI jobs read back with h5py.
+
+Usage: clock_hosts_e2e.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases and their truth:
+  one_host   All 4 ranks read one CLOCK_MONOTONIC, so their true offsets and drifts are 0: every
+             rank's stored model is exactly that (offset 0, drift 0, bound 0), the ranks other than 0
+             hold rank 0's very points (method mpi-same-host), periodic epochs still run, and
+             alignment changes no clock-condition verdict: violations after alignment == on the raw
+             clocks.
+  two_hosts  COMMPROF_FAKE_HOST=0,0,1,1 simulates two hosts of two ranks; host 1's clock reads
+             steady + 5 ms + 30 ppm of steady (COMMPROF_FAKE_HOST_CLOCK_*): ranks 0, 1 get the exact
+             identity model; ranks 2, 3 get one model between them (rank 2 measured it against rank 0,
+             rank 3 took it), whose offset at its first point is the injected one within the stated
+             bound, and whose drift is -30 ppm within the bound over the span.
+  four_hosts COMMPROF_FAKE_HOST=0,1,2,3 with host offsets 0, +5, -3, +12 ms: four leaders, so the tree
+             has depth 2 (leader 3 measures against leader 1, leaders 1 and 2 against rank 0).
+             Every rank's offset at every point is the injected one within that point's half round
+             trip, and at every epoch rank 3's half round trip exceeds rank 1's, since its parent's
+             bound is part of it (composition up the tree).
+  zero_byte  MPI_Allreduce with count 0 after a planted 2r ms spread, then MPI_Barrier
+             (zero_byte_program.c): the allreduces return at once (on the raw clocks ranks leave
+             before the last one came), yet they are not checked for clock-condition violations and
+             charge no wait and no skew; the barriers do.
+No timing is asserted: only exact models, the bound's honesty and counts.
+"""
+import json
+import sys
+
+import h5py
+import numpy as np
+
+from e2e_support import case_arguments, expect, mpirun, run
+
+KIND_MPI_COLLECTIVE = 3
+OP_ALLREDUCE = 4
+
+
+def info_json(ctx, out):
+    return json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)
+
+
+def run_straggler(ctx, out, args, env):
+    cmd = [ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.example] + args
+    run(cmd, env=env, check_rc=0, timeout=300)
+
+
+def ranks_by_number(info):
+    return {r["rank"]: r for r in info["ranks"]}
+
+
+def case_one_host(ctx):
+    out = ctx.path("one_host.h5")
+    # 400 small allreduces (the Intel MPI Benchmarks' kind of load: short calls, little margin), with
+    # an epoch every 20 ms after the first 64 world collectives
+    run_straggler(ctx, out, ["--iters", "400", "--bytes", "8", "--compute-us", "200"],
+                  {"COMMPROF_CLOCK_SYNC_INTERVAL_MS": "20"})
+    info = info_json(ctx, out)
+    ranks = ranks_by_number(info)
+    expect(sorted(ranks) == [0, 1, 2, 3], f"ranks {sorted(ranks)}")
+    with h5py.File(out, "r") as f:
+        ref = f["ranks"]["0"]["clock_points"][...]
+        expect(len(ref) >= 3, f"{len(ref)} epochs: expected MPI_Init, periodic and MPI_Finalize ones")
+        for i, r in ranks.items():
+            expect(r["clock_offset_ns"] == 0 and r["clock_drift_ppm"] == 0 and r["clock_error_bound_ns"] == 0,
+                   f"rank {i}: offset {r['clock_offset_ns']}, drift {r['clock_drift_ppm']}, "
+                   f"bound {r['clock_error_bound_ns']}; one host's ranks are aligned exactly")
+            expect(r["clock_method"] == ("mpi-reference" if i == 0 else "mpi-same-host"), f"rank {i}: {r['clock_method']}")
+            pts = f["ranks"][str(i)]["clock_points"][...]
+            expect(np.array_equal(pts, ref), f"rank {i}: its points are rank 0's\n{pts}\n{ref}")
+            expect(not pts[:, 1:].any(), f"rank {i}: offsets and half round trips all 0: {pts}")
+            expect(r["counters"]["clock_sync_epochs"] == len(ref), f"rank {i}: epochs {r['counters']}")
+    c = info["clock"]
+    expect(c["instances_checked"] == 400 + 1 + 2, f"instances checked {c}")
+    expect(c["violations"] <= c["violations_unaligned"], f"alignment added violations: {c}")
+    expect(c["violations"] == c["violations_unaligned"], f"exact alignment changes no verdict: {c}")
+
+
+def case_two_hosts(ctx):
+    out = ctx.path("two_hosts.h5")
+    offset_ns, drift_ppm = 5_000_000, 30.0
+    env = {"COMMPROF_FAKE_HOST": "0,0,1,1", "COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS": f"0,{offset_ns}",
+           "COMMPROF_FAKE_HOST_CLOCK_DRIFT_PPM": f"0,{drift_ppm}", "COMMPROF_CLOCK_SYNC_INTERVAL_MS": "100"}
+    run_straggler(ctx, out, ["--iters", "400", "--bytes", "65536", "--compute-us", "1000"], env)
+    info = info_json(ctx, out)
+    ranks = ranks_by_number(info)
+    with h5py.File(out, "r") as f:
+        pts = {i: f["ranks"][str(i)]["clock_points"][...] for i in ranks}
+        samples = {i: f["ranks"][str(i)]["clock_samples"].shape[0] if "clock_samples" in f["ranks"][str(i)] else 0
+                   for i in ranks}
+    for i in (0, 1):
+        r = ranks[i]
+        expect(r["clock_offset_ns"] == 0 and r["clock_drift_ppm"] == 0 and r["clock_error_bound_ns"] == 0,
+               f"rank {i} on rank 0's host: {r}")
+    expect(np.array_equal(pts[0], pts[1]), "rank 1 holds rank 0's points")
+    expect(ranks[1]["clock_method"] == "mpi-same-host" and ranks[3]["clock_method"] == "mpi-same-host",
+           f"methods {[ranks[i]['clock_method'] for i in range(4)]}")
+    expect(ranks[2]["clock_method"] == "mpi-pingpong", f"host 1's leader measured: {ranks[2]['clock_method']}")
+    expect(samples[2] > 0 and samples[3] == 0 and samples[1] == 0, f"only the leaders measure: samples {samples}")
+    expect(np.array_equal(pts[2], pts[3]), f"ranks 2 and 3 share one model\n{pts[2]}\n{pts[3]}")
+    expect(len(pts[2]) >= 3, f"{len(pts[2])} epochs: periodic re-synchronisation runs")
+    for i in (2, 3):
+        r = ranks[i]
+        bound = r["clock_error_bound_ns"]
+        expect(0 < bound < 1_000_000, f"rank {i}: bound {bound} ns")
+        expect(bound == ranks[2]["clock_error_bound_ns"], "one bound per host")
+        # host 1 reads local = s + 5 ms + s * 30e-6 at steady time s, the reference (rank 0, host 0
+        # unshifted) reads s: the offset at the first point's local time L is s - L.
+        first_local = int(pts[i][0][0])
+        s = (first_local - offset_ns) / (1 + drift_ppm * 1e-6)
+        want_offset = s - first_local
+        expect(abs(r["clock_offset_ns"] - want_offset) <= bound,
+               f"rank {i}: offset {r['clock_offset_ns']} ns, truth {want_offset:.0f} ns, bound {bound} ns")
+        # every point, not only the first, holds the truth within its own half round trip
+        for local, off, half in pts[i]:
+            s = (int(local) - offset_ns) / (1 + drift_ppm * 1e-6)
+            expect(abs(int(off) - (s - int(local))) <= int(half),
+                   f"rank {i}: point at {local}: offset {off}, truth {s - int(local):.0f}, half rtt {half}")
+        span = int(pts[i][-1][0] - pts[i][0][0])
+        want_drift = -drift_ppm / (1 + drift_ppm * 1e-6)
+        expect(abs(r["clock_drift_ppm"] - want_drift) <= 2 * bound / span * 1e6,
+               f"rank {i}: drift {r['clock_drift_ppm']} ppm, truth {want_drift:.3f}, span {span} ns, bound {bound}")
+    c = info["clock"]
+    expect(c["violations_unaligned"] > 0, f"the raw clocks, 5 ms apart, must violate: {c}")
+    expect(c["violations"] < c["violations_unaligned"], f"alignment removes the injected offset: {c}")
+
+
+def case_four_hosts(ctx):
+    out = ctx.path("four_hosts.h5")
+    offsets = [0, 5_000_000, -3_000_000, 12_000_000]
+    env = {"COMMPROF_FAKE_HOST": "0,1,2,3", "COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS": ",".join(map(str, offsets)),
+           "COMMPROF_CLOCK_SYNC_INTERVAL_MS": "100"}
+    run_straggler(ctx, out, ["--iters", "300", "--bytes", "65536", "--compute-us", "1000"], env)
+    info = info_json(ctx, out)
+    ranks = ranks_by_number(info)
+    with h5py.File(out, "r") as f:
+        pts = {i: f["ranks"][str(i)]["clock_points"][...] for i in ranks}
+    expect([ranks[i]["clock_method"] for i in range(4)] == ["mpi-reference"] + ["mpi-pingpong"] * 3,
+           f"methods {[ranks[i]['clock_method'] for i in range(4)]}")
+    n = len(pts[0])
+    expect(n >= 3 and all(len(pts[i]) == n for i in range(4)), f"points per rank {[len(pts[i]) for i in range(4)]}")
+    for i in range(1, 4):
+        bound = ranks[i]["clock_error_bound_ns"]
+        expect(abs(ranks[i]["clock_offset_ns"] + offsets[i]) <= bound,
+               f"rank {i}: offset {ranks[i]['clock_offset_ns']}, injected {-offsets[i]}, bound {bound}")
+        for local, off, half in pts[i]:
+            expect(abs(int(off) + offsets[i]) <= int(half), f"rank {i}: point at {local}: offset {off}, half {half}")
+    for k in range(n):
+        expect(pts[3][k][2] > pts[1][k][2],
+               f"epoch {k}: rank 3's half round trip {pts[3][k][2]} must include its parent rank 1's {pts[1][k][2]}")
+
+
+def case_zero_byte(ctx):
+    out = ctx.path("zero_byte.h5")
+    iters = 20
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.test_program("zero_byte_program"), "--iters",
+                                                              str(iters)], check_rc=0, timeout=300)
+    # The premise, from the raw events: the count-0 allreduces really did not wait (some rank left
+    # before the last one arrived in most of them), so the old rule would have counted them.
+    early = 0
+    with h5py.File(out, "r") as f:
+        per_rank = []
+        for i in range(4):
+            ev = f["ranks"][str(i)]["events"][...]
+            ar = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLREDUCE)]
+            expect(len(ar) == iters and not ar["bytes"].any(), f"rank {i}: {len(ar)} zero-byte allreduces {ar['bytes']}")
+            per_rank.append({int(e["seq"]): (int(e["start_ns"]), int(e["end_ns"])) for e in ar})
+        for seq in per_rank[0]:
+            last_start = max(r[seq][0] for r in per_rank)
+            early += any(r[seq][1] < last_start for r in per_rank)
+    expect(early >= iters // 2, f"only {early} of {iters} zero-byte allreduces returned early: not the premise")
+    info = info_json(ctx, out)
+    c = info["clock"]
+    # the barriers only, one per iteration
+    expect(c["instances_checked"] == iters, f"zero-byte allreduces are not checked: {c}")
+    expect(c["violations"] == 0 and c["violations_unaligned"] == 0, f"no violations: {c}")
+    rep = json.loads(run([ctx.commprof, "report", "--format", "json", out], check_rc=0).stdout)
+    types = {t["type"]: t for t in rep["collectives"]}
+    a = types["allreduce"]
+    expect(a["count"] == iters and a["bytes"] == 0, f"allreduce row {a}")
+    expect(a["mean_wait_ns"] == 0 and a["skew_p50_ns"] == 0 and a["skew_p99_ns"] == 0,
+           f"zero-byte allreduces charge no wait and no skew: {a}")
+    b = types["barrier"]
+    expect(b["mean_wait_ns"] > 0, f"the barriers wait for the spread: {b}")
+    expect(all(w["type"] != "allreduce" for w in rep["worst_instances"]), f"worst {rep['worst_instances']}")
+
+
+CASES = {"one_host": case_one_host, "two_hosts": case_two_hosts, "four_hosts": case_four_hosts,
+         "zero_byte": case_zero_byte}
+
+
+def main():
+    a, ctx = case_arguments(CASES)
+    CASES[a.case](ctx)
+    print(f"{a.case}: ok")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

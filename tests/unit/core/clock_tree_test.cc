@@ -1,0 +1,146 @@
+// The hierarchical clock alignment's pure parts (core/clock_tree.h): the binomial tree over host
+// leaders, the grouping of ranks by clock domain, and offsets composed along the tree against a
+// simulated truth (known offsets, random asymmetric delays).
+#include "core/clock_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace commprof {
+namespace {
+
+TEST(ClockTree, ParentsChildrenAndRoundsFormABinomialTreeOfLogarithmicDepth) {
+  EXPECT_EQ(ClockTreeParent(0), -1);
+  EXPECT_EQ(ClockTreeChildren(0, 6), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(ClockTreeChildren(1, 6), (std::vector<int>{3, 5}));
+  EXPECT_EQ(ClockTreeChildren(2, 6), (std::vector<int>{}));
+  EXPECT_EQ(ClockTreeChildren(0, 1), (std::vector<int>{}));
+  EXPECT_EQ(ClockTreeParent(5), 1);
+  EXPECT_EQ(ClockTreeParent(6), 2);
+  EXPECT_EQ(ClockTreeRounds(1), 0);
+  EXPECT_EQ(ClockTreeRounds(2), 1);
+  EXPECT_EQ(ClockTreeRounds(5), 3);
+  EXPECT_EQ(ClockTreeRounds(8), 3);
+  EXPECT_EQ(ClockTreeRounds(9), 4);
+  for (int count = 1; count <= 300; ++count) {
+    SCOPED_TRACE(count);
+    std::vector<int> served(static_cast<size_t>(count), 0);
+    for (int j = 0; j < count; ++j) {
+      int prev_round = ClockTreeRound(j);
+      for (int c : ClockTreeChildren(j, count)) {
+        ASSERT_LT(c, count);
+        EXPECT_EQ(ClockTreeParent(c), j);
+        // served after j got its own point, one child per round, in round order
+        EXPECT_GT(ClockTreeRound(c), prev_round);
+        prev_round = ClockTreeRound(c);
+        ++served[static_cast<size_t>(c)];
+      }
+      if (j > 0) {
+        EXPECT_EQ(served[static_cast<size_t>(j)], 1) << "leader " << j << " has exactly one parent";
+        EXPECT_LT(ClockTreeRound(j), ClockTreeRounds(count)) << "every leader is done within ceil(log2 H) rounds";
+        // the path to the root is at most the number of rounds long
+        int depth = 0;
+        for (int k = j; k != 0; k = ClockTreeParent(k)) ++depth;
+        EXPECT_LE(depth, ClockTreeRounds(count));
+      }
+    }
+  }
+}
+
+TEST(ClockTree, RanksWithEqualKeysShareTheirLowestRankAsLeaderAndRankZerosHostIsLeaderZero) {
+  // ranks 0,2,5 on host A; 1,3 on B; 4 alone on C
+  const std::vector<uint64_t> keys = {0xA, 0xB, 0xA, 0xB, 0xC, 0xA};
+  ClockHosts h = GroupByClockDomain(keys);
+  EXPECT_EQ(h.leaders, (std::vector<int>{0, 1, 4}));
+  EXPECT_EQ(h.leader_of, (std::vector<int>{0, 1, 0, 1, 4, 0}));
+  EXPECT_EQ(h.leader_index, (std::vector<int>{0, 1, 0, 1, 2, 0}));
+  ClockHosts one = GroupByClockDomain(std::vector<uint64_t>(4, 7));
+  EXPECT_EQ(one.leaders, (std::vector<int>{0}));
+  EXPECT_EQ(one.leader_of, (std::vector<int>{0, 0, 0, 0}));
+}
+
+// Hosts with known clock offsets (host h reads reference time t as t + truth[h]), aligned over
+// the tree as MpiClockSync does it: each leader, in round order, ping-pongs with its parent, which
+// answers with its own clock mapped to the reference by its model and the bound of its point.
+// Delays are random and asymmetric (1-200 us each way).
+struct SimulatedTree {
+  explicit SimulatedTree(std::vector<int64_t> offsets, uint32_t seed) : truth(std::move(offsets)), rng(seed) {
+    const int count = static_cast<int>(truth.size());
+    points.resize(truth.size());
+    points[0] = {truth[0] + t, 0, 0};
+    // round order: leaders sorted by the round they are measured in
+    std::vector<int> order;
+    for (int r = 0; r < ClockTreeRounds(count); ++r) {
+      for (int j = 1; j < count; ++j) {
+        if (ClockTreeRound(j) == r) order.push_back(j);
+      }
+    }
+    for (int j : order) Measure(j);
+  }
+  void Measure(int j) {
+    const int p = ClockTreeParent(j);
+    const ClockModel parent_model({points[static_cast<size_t>(p)]});
+    std::uniform_int_distribution<int64_t> delay(1'000, 200'000);
+    std::vector<ClockSample> samples(16);
+    for (ClockSample& s : samples) {
+      t += 10'000;
+      s.local_send_ns = static_cast<uint64_t>(t + truth[static_cast<size_t>(j)]);
+      t += delay(rng);
+      const int64_t parent_local = t + truth[static_cast<size_t>(p)];
+      s.reference_ns = static_cast<uint64_t>(parent_model.ToReference(parent_local));
+      t += delay(rng);
+      s.local_recv_ns = static_cast<uint64_t>(t + truth[static_cast<size_t>(j)]);
+    }
+    ASSERT_TRUE(EstimateEpochThroughParent(samples, points[static_cast<size_t>(p)].half_rtt_ns,
+                                           points[static_cast<size_t>(j)]));
+  }
+  std::vector<int64_t> truth;
+  std::mt19937 rng;
+  int64_t t = 1'000'000'000'000;  // reference time now
+  std::vector<ClockPoint> points;
+};
+
+TEST(ClockTree, OffsetsComposeAlongTheTreeAndEveryHostsTruthIsWithinItsSummedBound) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937 pick(seed);
+    std::uniform_int_distribution<int64_t> offset(-50'000'000'000, 50'000'000'000);
+    std::vector<int64_t> truth(37);
+    truth[0] = offset(pick);
+    for (size_t h = 1; h < truth.size(); ++h) truth[h] = offset(pick);
+    SimulatedTree sim(truth, seed);
+    for (size_t h = 1; h < truth.size(); ++h) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " host " << h);
+      const ClockPoint& p = sim.points[h];
+      // reference - local, where the reference is host 0's clock
+      const int64_t want = truth[0] - static_cast<int64_t>(truth[h]);
+      EXPECT_LE(std::llabs(p.offset_ns - want), p.half_rtt_ns);
+      // the bound adds up the path: at least the parent's, never more than 200 us per hop
+      const ClockPoint& parent = sim.points[static_cast<size_t>(ClockTreeParent(static_cast<int>(h)))];
+      EXPECT_GT(p.half_rtt_ns, parent.half_rtt_ns);
+      int depth = 0;
+      for (int k = static_cast<int>(h); k != 0; k = ClockTreeParent(k)) ++depth;
+      EXPECT_LE(p.half_rtt_ns, depth * 200'000);
+    }
+  }
+}
+
+TEST(ClockTree, AParentsErrorIsAddedToTheChildsOwnHalfRoundTrip) {
+  // one sample, round trip 100 ns: own half 50, plus the parent's 700
+  const ClockSample s{1000, 5050, 1100};
+  ClockPoint alone, through;
+  ASSERT_TRUE(EstimateEpoch(std::span<const ClockSample>(&s, 1), alone));
+  ASSERT_TRUE(EstimateEpochThroughParent(std::span<const ClockSample>(&s, 1), 700, through));
+  EXPECT_EQ(alone.half_rtt_ns, 50);
+  EXPECT_EQ(through.half_rtt_ns, 750);
+  EXPECT_EQ(through.offset_ns, alone.offset_ns);
+  EXPECT_EQ(through.local_ns, alone.local_ns);
+  const ClockSample broken{1100, 5050, 1000};  // a negative round trip is unusable
+  EXPECT_FALSE(EstimateEpochThroughParent(std::span<const ClockSample>(&broken, 1), 700, through));
+}
+
+}  // namespace
+}  // namespace commprof
