@@ -79,7 +79,12 @@ void MpiClockSync::MeasureAgainstParent(uint32_t rounds) {
   }
   ClockPoint p;
   if (parent_aligned && EstimateEpochThroughParent(epoch, parent_error, p)) {
-    points_.push_back(p);
+    if (KeepEpochPoint(points_, p)) {
+      points_.push_back(p);
+    } else {
+      COMMPROF_LOG_DEBUG("clock sync: an epoch's half round trip of %lld ns is an outlier: no point",
+                         static_cast<long long>(p.half_rtt_ns));
+    }
   }
   epoch_samples_ = std::move(epoch);
 }
@@ -152,6 +157,8 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
   next_seq_ = next;
   ++epochs_;
   rt_.SetCounter("clock_sync_epochs", epochs_);
+  // Epochs that gave this rank no point: no usable sample, an outlier, or a leader without one.
+  rt_.SetCounter("clock_sync_epochs_without_point", epochs_ - std::min<uint64_t>(epochs_, points_.size()));
   COMMPROF_LOG_DEBUG("clock sync epoch %llu: %u rounds in %llu ns", static_cast<unsigned long long>(epochs_), rounds,
                      static_cast<unsigned long long>(rt_.Now() - t_begin));
   Publish();

@@ -1,5 +1,6 @@
 #include "core/clock_tree.h"
 
+#include <algorithm>
 #include <bit>
 #include <unordered_map>
 
@@ -47,6 +48,20 @@ bool EstimateEpochThroughParent(std::span<const ClockSample> samples, int64_t pa
   }
   out.half_rtt_ns += parent_error_ns;
   return true;
+}
+
+bool KeepEpochPoint(std::span<const ClockPoint> kept, const ClockPoint& p) {
+  if (kept.empty()) {
+    return true;
+  }
+  std::vector<int64_t> halves;
+  halves.reserve(kept.size());
+  for (const ClockPoint& k : kept) {
+    halves.push_back(k.half_rtt_ns);
+  }
+  auto mid = halves.begin() + static_cast<std::ptrdiff_t>(halves.size() / 2);
+  std::nth_element(halves.begin(), mid, halves.end());
+  return p.half_rtt_ns <= std::max(kEpochOutlierFactor * *mid, kEpochOutlierFloorNs);
 }
 
 }  // namespace commprof

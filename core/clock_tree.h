@@ -45,4 +45,14 @@ ClockHosts GroupByClockDomain(std::span<const uint64_t> keys);
 // latest point's half_rtt_ns) added to half_rtt_ns. False when no sample is usable.
 bool EstimateEpochThroughParent(std::span<const ClockSample> samples, int64_t parent_error_ns, ClockPoint& out);
 
+// Whether a leader keeps an epoch's point (`kept`: its points so far). An epoch in which every
+// sample was slow (the leader or its parent descheduled throughout: a loaded machine) has a large
+// half round trip and an offset off by as much; kept, it would widen the bound of the whole run.
+// So a point is kept when it is the first, or when its half round trip is at most
+// max(kEpochOutlierFactor x the median of the kept ones, kEpochOutlierFloorNs). A point not kept
+// is as if the epoch gave none: the leader's members and children get none from it either.
+inline constexpr int64_t kEpochOutlierFactor = 4;
+inline constexpr int64_t kEpochOutlierFloorNs = 20'000;
+bool KeepEpochPoint(std::span<const ClockPoint> kept, const ClockPoint& p);
+
 }  // namespace commprof

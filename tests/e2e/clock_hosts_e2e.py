@@ -78,6 +78,17 @@ def case_one_host(ctx):
     expect(c["violations"] == c["violations_unaligned"], f"exact alignment changes no verdict: {c}")
 
 
+def epoch_span(samples, local):
+    """The duration of the epoch whose samples (local_send, reference, local_recv; the MPI_Init and
+    MPI_Finalize epochs 64 each, the periodic ones 32, docs/clock-alignment.md) surround `local`."""
+    m = len(samples)
+    bounds = [0, 64] + list(range(64 + 32, m - 64 + 1, 32)) + [m]
+    for a, b in zip(bounds, bounds[1:]):
+        if b > a and samples[a][0] <= local <= samples[b - 1][2]:
+            return int(samples[b - 1][2] - samples[a][0])
+    return 0
+
+
 def case_two_hosts(ctx):
     out = ctx.path("two_hosts.h5")
     offset_ns, drift_ppm = 5_000_000, 30.0
@@ -90,6 +101,7 @@ def case_two_hosts(ctx):
         pts = {i: f["ranks"][str(i)]["clock_points"][...] for i in ranks}
         samples = {i: f["ranks"][str(i)]["clock_samples"].shape[0] if "clock_samples" in f["ranks"][str(i)] else 0
                    for i in ranks}
+        samples2 = f["ranks"]["2"]["clock_samples"][...].astype(np.int64) if samples.get(2) else None
     for i in (0, 1):
         r = ranks[i]
         expect(r["clock_offset_ns"] == 0 and r["clock_drift_ppm"] == 0 and r["clock_error_bound_ns"] == 0,
@@ -113,11 +125,15 @@ def case_two_hosts(ctx):
         want_offset = s - first_local
         expect(abs(r["clock_offset_ns"] - want_offset) <= bound,
                f"rank {i}: offset {r['clock_offset_ns']} ns, truth {want_offset:.0f} ns, bound {bound} ns")
-        # every point, not only the first, holds the truth within its own half round trip
+        # every point, not only the first, holds the truth within its own half round trip plus
+        # what the drift moves the offset while its epoch runs (not part of the bound, documented:
+        # the epoch's samples are taken as one offset; on a loaded machine an epoch lasts ms)
         for local, off, half in pts[i]:
             s = (int(local) - offset_ns) / (1 + drift_ppm * 1e-6)
-            expect(abs(int(off) - (s - int(local))) <= int(half),
-                   f"rank {i}: point at {local}: offset {off}, truth {s - int(local):.0f}, half rtt {half}")
+            within = int(half) + drift_ppm * 1e-6 * epoch_span(samples2, int(local))
+            expect(abs(int(off) - (s - int(local))) <= within,
+                   f"rank {i}: point at {local}: offset {off}, truth {s - int(local):.0f}, half rtt {half}, "
+                   f"with the drift over its epoch {within:.0f}")
         span = int(pts[i][-1][0] - pts[i][0][0])
         want_drift = -drift_ppm / (1 + drift_ppm * 1e-6)
         expect(abs(r["clock_drift_ppm"] - want_drift) <= 2 * bound / span * 1e6,
@@ -139,17 +155,30 @@ def case_four_hosts(ctx):
         pts = {i: f["ranks"][str(i)]["clock_points"][...] for i in ranks}
     expect([ranks[i]["clock_method"] for i in range(4)] == ["mpi-reference"] + ["mpi-pingpong"] * 3,
            f"methods {[ranks[i]['clock_method'] for i in range(4)]}")
+    # A leader may drop an epoch whose every sample was slow (docs/clock-alignment.md, outliers),
+    # and its children then get no point from that epoch either: counts may differ, never exceed.
     n = len(pts[0])
-    expect(n >= 3 and all(len(pts[i]) == n for i in range(4)), f"points per rank {[len(pts[i]) for i in range(4)]}")
+    expect(n >= 3 and all(2 <= len(pts[i]) <= n for i in range(4)) and len(pts[3]) <= len(pts[1]),
+           f"points per rank {[len(pts[i]) for i in range(4)]}")
+    for i in range(4):
+        c = ranks[i]["counters"]
+        expect(c["clock_sync_epochs"] == n and c["clock_sync_epochs_without_point"] == n - len(pts[i]), f"rank {i}: {c}")
     for i in range(1, 4):
         bound = ranks[i]["clock_error_bound_ns"]
         expect(abs(ranks[i]["clock_offset_ns"] + offsets[i]) <= bound,
                f"rank {i}: offset {ranks[i]['clock_offset_ns']}, injected {-offsets[i]}, bound {bound}")
         for local, off, half in pts[i]:
             expect(abs(int(off) + offsets[i]) <= int(half), f"rank {i}: point at {local}: offset {off}, half {half}")
-    for k in range(n):
-        expect(pts[3][k][2] > pts[1][k][2],
-               f"epoch {k}: rank 3's half round trip {pts[3][k][2]} must include its parent rank 1's {pts[1][k][2]}")
+    # Rank 3's points against its parent rank 1's of the same epoch: rank 1 measures, then serves
+    # rank 3, and the next epoch begins only after both, so it is rank 1's last point before rank
+    # 3's on the reference time (to within their bounds).
+    on_reference = lambda p: int(p[0]) + int(p[1])
+    for p3 in pts[3]:
+        before = [p1 for p1 in pts[1] if on_reference(p1) <= on_reference(p3) + int(p3[2]) + int(p1[2])]
+        expect(before, f"rank 3's point {p3} precedes every point of rank 1: {pts[1]}")
+        same = max(before, key=on_reference)
+        expect(p3[2] > same[2], f"rank 3's half round trip {p3[2]} must include its parent rank 1's {same[2]}: "
+                                f"{pts[3]} / {pts[1]}")
 
 
 def case_zero_byte(ctx):

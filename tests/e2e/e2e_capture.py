@@ -455,7 +455,9 @@ def injected_clock_env(sync=True):
 
 def case_clock_injected(ctx):
     """Injected offsets and drifts are recovered within the reported bound (< 100 us here; 2-20 us
-    on an idle machine, 50 us seen when other jobs compete for the 2 cores), and
+    on an idle machine; each rank's own fake clock makes it a host of its own, so the host leaders'
+    tree runs two ping-pong pairs at once on these 2 cores: with compilers busy next to them whole
+    epochs were descheduled, half round trips of 0.5 ms, which the outlier rule drops), and
     after alignment no blocking collective ends before its last rank entered it.
     64 KiB allreduces: a transfer this size keeps the true margin between the last entry and the
     first exit above a microsecond, the scale of the alignment error on this machine."""
@@ -485,7 +487,8 @@ def case_clock_injected(ctx):
             want_drift = -(DRIFTS[i] - DRIFTS[0])
             expect(abs(r["clock_drift_ppm"] - want_drift) <= drift_bound,
                    f"rank {i}: drift {r['clock_drift_ppm']:.3f} ppm, injected {want_drift} ppm, bound {drift_bound:.3f}")
-            expect(r["counters"]["clock_sync_epochs"] == len(pts), f"rank {i}: epochs counted {r['counters']}")
+            expect(r["counters"]["clock_sync_epochs"] == len(pts) + r["counters"]["clock_sync_epochs_without_point"],
+                   f"rank {i}: epochs counted {r['counters']}")
             expect(r["counters"]["clock_sync_init_ns"] > 0, f"rank {i}: init sync cost recorded")
     c = info["clock"]
     # 1500 allreduces, the world barrier, one barrier in each of the two split communicators

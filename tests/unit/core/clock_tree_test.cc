@@ -142,5 +142,23 @@ TEST(ClockTree, AParentsErrorIsAddedToTheChildsOwnHalfRoundTrip) {
   EXPECT_FALSE(EstimateEpochThroughParent(std::span<const ClockSample>(&broken, 1), 700, through));
 }
 
+TEST(ClockTree, AnEpochWhoseEverySampleWasSlowIsNotKept) {
+  std::vector<ClockPoint> kept;
+  auto point = [](int64_t half) { return ClockPoint{0, 0, half}; };
+  EXPECT_TRUE(KeepEpochPoint(kept, point(500'000)));  // the first is always kept
+  for (int64_t half : {1200, 1500, 900, 3000}) {
+    ASSERT_TRUE(KeepEpochPoint(kept, point(half)));
+    kept.push_back(point(half));
+  }
+  // median of {900, 1200, 1500, 3000} taken as 1500: the limit is max(4 x 1500, 20 us) = 20 us
+  EXPECT_TRUE(KeepEpochPoint(kept, point(kEpochOutlierFloorNs)));
+  EXPECT_FALSE(KeepEpochPoint(kept, point(kEpochOutlierFloorNs + 1)));
+  EXPECT_FALSE(KeepEpochPoint(kept, point(566'229)));  // a descheduled epoch seen on a loaded machine
+  // slow links: with a median of 50 us the limit is 200 us
+  std::vector<ClockPoint> slow{point(40'000), point(50'000), point(60'000)};
+  EXPECT_TRUE(KeepEpochPoint(slow, point(200'000)));
+  EXPECT_FALSE(KeepEpochPoint(slow, point(200'001)));
+}
+
 }  // namespace
 }  // namespace commprof
