@@ -2,13 +2,20 @@
 # GPU check of commprof's CUPTI source (docs/cupti.md), for a machine WITH a GPU and driver.
 # It cannot run on the development machine (no GPU there): the live CUPTI path is verified here.
 #
-#   bench/gpu_check.sh [--build DIR] [--work DIR] [--steps N] [--compute-ms MS]
+#   bench/gpu_check.sh [--build DIR] [--work DIR] [--steps N] [--compute-ms MS] [--prebuilt]
+#
+# --prebuilt: use the binaries already in --build (a bundle from bench/gpu_bundle.sh on a machine
+# without commprof's build dependencies). $PYTHON (default /usr/bin/python3) needs h5py and numpy.
 #
 # 1. builds the CUDA parts (libcommprof.so with the CUPTI source, the commprof CLI and
 #    examples/cuda_nccl_allreduce) with the release preset;
-# 2. runs `commprof run -- examples/cuda_nccl_allreduce` with 1 rank;
+# 2. runs `commprof run -- examples/cuda_nccl_allreduce` with 1 rank (NCCL needs one GPU per rank:
+#    on a one-GPU machine its profiler plugin sees the communicator, not a collective, since NCCL
+#    runs a one-rank allreduce locally);
 # 3. checks the .h5 with h5py: real kernel (compute and NCCL), memcpy, memset, allocation/free and
 #    launch-call records, every GPU time inside the run's steps, names right, nothing dropped;
+#    and the NCCL profiler plugin's records under the real libnccl (API calls and collectives
+#    with their sequence numbers and bytes);
 # 4. prints a summary. Exit 0 when every check holds, 1 otherwise.
 set -euo pipefail
 
@@ -17,12 +24,15 @@ build="$here/build/release"
 work="${TMPDIR:-/tmp}/commprof-gpu-check"
 steps=10
 compute_ms=2
+prebuilt=0
+py=${PYTHON:-/usr/bin/python3}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --compute-ms) compute_ms="$2"; shift 2 ;;
+    --prebuilt) prebuilt=1; shift ;;
     *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -30,10 +40,12 @@ done
 command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu_check.sh: nvidia-smi not found (continuing)"
 
 cd "$here"
-if [[ "$build" == "$here/build/release" ]]; then
-  cmake --preset release -DCOMMPROF_CUDA=ON >/dev/null
+if [[ $prebuilt -eq 0 ]]; then
+  if [[ "$build" == "$here/build/release" ]]; then
+    cmake --preset release -DCOMMPROF_CUDA=ON >/dev/null
+  fi
+  cmake --build "$build" -j"$(nproc)" --target commprof commprof_cli cuda_nccl_allreduce commprof_nccl_profiler
 fi
-cmake --build "$build" -j"$(nproc)" --target commprof commprof_cli cuda_nccl_allreduce
 
 rm -rf "$work" && mkdir -p "$work"
 out="$work/gpu.h5"
@@ -56,7 +68,8 @@ if grep -q "GPU tracing unavailable" "$work/run.err"; then
   exit 1
 fi
 
-/usr/bin/python3 - "$out" "$steps" "$compute_ms" <<'PY'
+# Python without the bundle's libraries (its own h5py brings its HDF5).
+env -u LD_LIBRARY_PATH "$py" - "$out" "$steps" "$compute_ms" <<'PY'
 import sys
 import h5py
 import numpy as np
@@ -103,13 +116,22 @@ if spin:
     check(all((int(e["peer"]) & 0x7FF) == 256 for e in spin), "block size 256 stored (peer bits 0-10)")
 
 c = of(COMM)
-nccl = [e for e in c if "nccl" in name(e).lower()]
-check(len(nccl) >= steps, f"{len(nccl)} NCCL kernel records (kind 11), at least {steps}")
-check(all(t0 <= int(e["start_ns"]) and int(e["end_ns"]) <= t1 for e in nccl[-steps:]),
-      "the last NCCL kernels lie inside the steps")
-if spin and nccl:
-    check(all(e["thread_id"] == spin[0]["thread_id"] for e in nccl[-steps:]),
-          "NCCL kernels on the compute kernel's stream (thread_id = stream id)")
+with h5py.File(path, "r") as f:
+    world = int(f.attrs["world_size"])
+if world == 1:
+    # One rank: NCCL runs no communication kernel (a local oneRankReduce kernel instead) and calls
+    # no profiler hook for the collective; the plugin's records need two ranks, so two GPUs.
+    one = [e for e in k if "oneRankReduce" in name(e)]
+    check(len(one) == steps, f"{len(one)} oneRankReduce kernels (NCCL's one-rank allreduce), expected {steps}")
+    check(all(t0 <= int(e["start_ns"]) and int(e["end_ns"]) <= t1 for e in one), "they lie inside the steps")
+else:
+    nccl = [e for e in c if "nccl" in name(e).lower()]
+    check(len(nccl) >= steps, f"{len(nccl)} NCCL kernel records (kind 11), at least {steps}")
+    check(all(t0 <= int(e["start_ns"]) and int(e["end_ns"]) <= t1 for e in nccl[-steps:]),
+          "the last NCCL kernels lie inside the steps")
+    if spin and nccl:
+        check(all(e["thread_id"] == spin[0]["thread_id"] for e in nccl[-steps:]),
+              "NCCL kernels on the compute kernel's stream (thread_id = stream id)")
 
 m = of(MEMCPY)
 h2d = [e for e in m if e["subtype"] == HTOD and e["bytes"] == count * 4]
@@ -138,6 +160,21 @@ launch_corr = {int(e["correlation"]) for e in api}
 check(sum(int(e["correlation"]) in launch_corr for e in spin) == len(spin),
       "every compute kernel's correlation id matches a launch call")
 check(all(e["device"] == 0xFFFF for e in api), "launch calls are host events")
+
+# The NCCL profiler plugin under the real libnccl (commprof run sets NCCL_PROFILER_PLUGIN).
+NCCL_API, NCCL_COLL, ALLREDUCE = 16, 17, 4
+api_names = {name(e) for e in of(NCCL_API)}
+check("ncclCommInitRank" in api_names and "ncclCommDestroy" in api_names,
+      f"the communicator's creation and destruction as NCCL API calls (kind 16): {sorted(api_names)}")
+if world > 1:
+    coll = [e for e in of(NCCL_COLL) if e["subtype"] == ALLREDUCE]
+    check(len(coll) >= steps, f"{len(coll)} NCCL AllReduce records from the profiler plugin (kind 17), at least {steps}")
+    if coll:
+        seqs = sorted(int(e["seq"]) for e in coll)
+        check(seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"their sequence numbers run without a gap: {seqs[:12]}")
+        check(all(int(e["bytes"]) == count * 4 for e in coll[-steps:]), f"the last {steps} move {count * 4} bytes each")
+        check(all(int(e["end_ns"]) >= int(e["start_ns"]) for e in coll), "each ends after it starts")
+    check(len(of(NCCL_API)) >= steps, f"{len(of(NCCL_API))} NCCL API calls (kind 16), at least {steps}")
 
 for counter in ("dropped_cupti_records", "cupti_buffers_refused", "dropped_ring_full"):
     check(int(attrs.get(counter, 0)) == 0, f"{counter} = {int(attrs.get(counter, 0))}")

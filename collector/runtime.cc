@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <string_view>
 #include <utility>
 
 #include "collector/event_builder.h"
@@ -524,6 +526,24 @@ Runtime* EnsureRuntime(int mpi_rank, int mpi_size) {
 }
 
 namespace {
+// The MPI launchers and daemons (mpirun, Open MPI's orted, PRRTE, Hydra) inherit the variables that
+// load us (a singleton MPI_Init forks orted from the profiled program; hwloc in mpirun or orted may
+// load the CUDA driver, which then loads us through CUDA_INJECTION64_PATH) but are not ranks: a
+// runtime there would claim rank 0's place at the aggregator.
+bool IsMpiLauncherProcess() {
+  static constexpr const char* kLaunchers[] = {"orted",   "orterun", "mpirun",          "mpiexec",       "prted",
+                                               "prterun", "prte",    "hydra_pmi_proxy", "mpiexec.hydra", "slurmstepd"};
+  const std::string_view self = program_invocation_short_name;
+  for (const char* l : kLaunchers) {
+    const std::string_view name = l;
+    // "mpirun.openmpi" and the like are the same launcher under Debian's alternatives.
+    if (self == name || (self.size() > name.size() && self.starts_with(name) && self[name.size()] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Runtime* CreateRuntime(int mpi_rank, int mpi_size) {
   if (Runtime* rt = ActiveRuntime()) {
     return rt;
@@ -539,8 +559,9 @@ Runtime* CreateRuntime(int mpi_rank, int mpi_size) {
     g_inert.store(true);
     return nullptr;
   }
-  if (std::getenv("COMMPROF_AGGREGATOR") == nullptr && std::getenv("COMMPROF_SPOOL_DIR") == nullptr) {
-    g_runtime_ended = true;  // not a profiled run: stay inert for the process's life
+  if ((std::getenv("COMMPROF_AGGREGATOR") == nullptr && std::getenv("COMMPROF_SPOOL_DIR") == nullptr) ||
+      IsMpiLauncherProcess()) {
+    g_runtime_ended = true;  // not a profiled run, or a launcher: stay inert for the process's life
     g_inert.store(true);
     return nullptr;
   }

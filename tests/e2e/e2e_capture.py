@@ -441,6 +441,22 @@ def case_c_api(ctx):
         expect(all(names[i] == "step" for i in steps["name_id"]), "step events are named 'step'")
 
 
+def case_launcher_inert(ctx):
+    """MPI launchers and daemons (a singleton MPI_Init forks Open MPI's orted from the profiled
+    program; hwloc there may load the CUDA driver, which loads the collector) inherit what loads the
+    collector but are not ranks: the same program that records under its own name records nothing
+    when it is called orted or mpirun.openmpi, so no phantom rank 0 takes the real one's place."""
+    exe = os.path.join(ctx.build, "tests", "e2e", "c_api_program")
+    for name in ("orted", "mpirun.openmpi"):
+        alias = ctx.path(name)
+        shutil.copy(exe, alias)
+        out = ctx.path(name + ".h5")
+        p = run([ctx.commprof, "run", "-o", out, "--", alias])
+        expect(p.returncode == 4, f"{name}: exit code {p.returncode}, expected 4 (no rank recorded)\n{p.stderr}")
+        with h5py.File(out, "r") as f:
+            expect(len(f["ranks"]) == 0, f"{name}: a launcher was stored as rank(s) {list(f['ranks'])}")
+
+
 OFFSETS = [0, 5_000_000, -3_000_000, 12_000_000]
 DRIFTS = [0, 40, -25, 10]
 
@@ -3093,6 +3109,7 @@ CASES = {
     "wrong_secret": case_wrong_secret,
     "info_json": case_info_json,
     "c_api": case_c_api,
+    "launcher_inert": case_launcher_inert,
     "nccl_plugin": case_nccl_plugin,
     "kineto_import": case_kineto_import,
     "nvtx": case_nvtx,
