@@ -198,9 +198,9 @@ void HangWatch::Decide() {
     return;
   }
   phase_ = Phase::kReported;
-  reports_++;
   hang::HangInput input = BuildInput();
   std::string verdict = handler_ ? handler_(input) : std::string("a hang was detected");
+  reports_++;  // after the handler: whoever sees the count also sees what the handler did
   if (options_.on_hang == OnHang::kAbort) {
     // Set before the frames go out: the ranks end themselves on it, and whoever sees the job end
     // (commprof run's wait) must already read the abort, or it reports the job's own exit code.
