@@ -90,6 +90,7 @@ with h5py.File(path, "r") as f:
     ev = g["events"][...]
     names = g["strings"].asstr()[...]
     attrs = {k: g.attrs[k] for k in g.attrs}
+    world = int(f.attrs["world_size"])
 
 def of(kind):
     return ev[ev["kind"] == kind]
@@ -116,8 +117,6 @@ if spin:
     check(all((int(e["peer"]) & 0x7FF) == 256 for e in spin), "block size 256 stored (peer bits 0-10)")
 
 c = of(COMM)
-with h5py.File(path, "r") as f:
-    world = int(f.attrs["world_size"])
 if world == 1:
     # One rank: NCCL runs no communication kernel (a local oneRankReduce kernel instead) and calls
     # no profiler hook for the collective; the plugin's records need two ranks, so two GPUs.

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/hash.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -19,13 +20,7 @@ std::string ReadSmallFile(const char* path) {
   return s.str();
 }
 
-// FNV-1a, then a final mix: stable across processes and builds (std::hash need not be).
-uint64_t Fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) {
-    h = (h ^ c) * 0x100000001b3ull;
-  }
-  return h;
-}
+// A final mix over Fnv1a64 (core/hash.h), which is stable across processes and builds.
 uint64_t Mix(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
@@ -46,7 +41,7 @@ uint64_t SystemClockDomain() {
     ::gethostname(host, sizeof(host) - 1);
     id = std::string("host:") + host;
   }
-  return Mix(Fnv1a(id + "\n" + source + "\n" + timens));
+  return Mix(Fnv1a64(id + "\n" + source + "\n" + timens));
 }
 
 ClockAnchor HostClock::Anchor() const {
@@ -73,7 +68,7 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
       host_shift.drift_ppm = v;
       host_shifted = true;
     }
-    domain = Mix(Fnv1a("commprof fake host " + std::to_string(h)));
+    domain = Mix(Fnv1a64("commprof fake host " + std::to_string(h)));
     COMMPROF_LOG_WARN(
         "testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
         "drifts %.3f ppm",
@@ -92,7 +87,7 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
   ClockShift rank_shift;
   if (has_offset || has_drift) {
     rank_shift = ClockShift{static_cast<int64_t>(offset), drift, SteadyNowNs()};
-    domain = Mix(domain ^ Fnv1a("commprof fake clock rank " + std::to_string(rank)));
+    domain = Mix(domain ^ Fnv1a64("commprof fake clock rank " + std::to_string(rank)));
     COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
                       static_cast<long long>(rank_shift.offset_ns), drift);
   }

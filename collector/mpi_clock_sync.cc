@@ -132,13 +132,17 @@ void MpiClockSync::Epoch(uint32_t rounds, uint64_t world_seq_now) {
     } else {
       MeasureAgainstParent(rounds);
     }
-    ServeChildren(rounds, points_.size() > points_before);
   }
-  if (leader_ && points_.size() == points_before) {
-    // No point this epoch (no usable sample, or a parent without one): the members get none either.
-    COMMPROF_LOG_DEBUG("clock sync epoch %llu: no point", static_cast<unsigned long long>(epochs_ + 1));
+  // Without a point this epoch (no usable sample, an outlier, or a parent without one) the
+  // leader's children and members get none either.
+  const bool measured = points_.size() > points_before;
+  if (leader_) {
+    if (!measured) {
+      COMMPROF_LOG_DEBUG("clock sync epoch %llu: no point", static_cast<unsigned long long>(epochs_ + 1));
+    }
+    ServeChildren(rounds, measured);
   }
-  ShareWithHost(points_.size() > points_before);
+  ShareWithHost(measured);
   // Rank 0 sizes the next interval in world collectives from the rate it has seen.
   uint64_t next = UINT64_MAX;
   if (rank_ == 0 && interval_ms_ > 0 && world_seq_now != UINT64_MAX) {

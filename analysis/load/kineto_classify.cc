@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "core/hash.h"
+
 namespace commprof::kineto {
 namespace {
 
@@ -198,11 +200,7 @@ Dtype DtypeFromName(std::string_view name) {
 }
 
 uint64_t ProcessGroupId(std::string_view pg_name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : pg_name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
+  uint64_t h = Fnv1a64(pg_name);
   h &= ~(1ull << 63);
   return h <= COMMPROF_COMM_WORLD_ID ? h + 2 : h;
 }

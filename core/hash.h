@@ -1,0 +1,21 @@
+// A string hash that is the same in every process, build and run (std::hash need not be): ids that
+// several processes compute independently and must agree on (a clock domain, an imported process
+// group's communicator id) are derived from it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace commprof {
+
+// 64-bit FNV-1a.
+constexpr uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace commprof
