@@ -38,7 +38,7 @@ struct Options {
   std::string spool_dir;
   double timeout_s = 0;
   double grace_s = 5;
-  int deflate = 0;
+  CompressionChoice compression;
   uint32_t flush_ms = 1000;
   bool analyze = true;
   bool quiet = false;
@@ -147,7 +147,7 @@ int Aggregate(Options o) {
   copts.meta.command_line = "commprof aggregate --expect " + std::to_string(o.expect);
   copts.listen = host;
   copts.port = port;
-  copts.deflate = o.deflate;
+  copts.writer = ResolveCompression(o.compression);
   copts.flush_ms = o.flush_ms;
   if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
     std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
@@ -274,8 +274,7 @@ Runner AddAggregateCommand(CLI::App& app) {
   sub->add_option("--timeout", o->timeout_s, "give up waiting after this many seconds (0: never)")
       ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds open connections get to finish at the end")->capture_default_str();
-  sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (0 = none)")
-      ->check(CLI::Range(0, 9));
+  AddCompressionOptions(sub, o->compression);
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();

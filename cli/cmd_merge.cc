@@ -15,6 +15,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   std::string secret;
+  CompressionChoice compression;
 };
 
 int RunMerge(const Options& o) {
@@ -60,7 +61,7 @@ int RunMerge(const Options& o) {
   if (meta.start_epoch_ns == UINT64_MAX) {
     meta.start_epoch_ns = UtcNowNs();
   }
-  auto ingest = Ingest::Start(o.output, meta, WriterOptions{});
+  auto ingest = Ingest::Start(o.output, meta, ResolveCompression(o.compression));
   if (!ingest.ok()) {
     std::fprintf(stderr, "commprof merge: %s\n", ingest.status().message().c_str());
     return 1;
@@ -104,6 +105,7 @@ Runner AddMergeCommand(CLI::App& app) {
       "merge", "Turn spool files (written by ranks that could not reach the aggregator) into a commprof HDF5 file.");
   sub->add_option("inputs", opts->inputs, "spool directories or .cpspool files")->required();
   sub->add_option("-o,--output", opts->output, "output HDF5 file")->required();
+  AddCompressionOptions(sub, opts->compression);
   sub->add_option("--secret", opts->secret,
                   "job secret: when given, spools whose hello proof does not match are refused");
   return [opts] { return RunMerge(*opts); };

@@ -39,7 +39,7 @@ struct Options {
   std::string advertise;
   std::string spool_dir;
   std::string library;
-  int deflate = 0;
+  CompressionChoice compression;
   double grace_s = 10.0;
   uint32_t flush_ms = 1000;
   bool quiet = false;
@@ -333,7 +333,7 @@ int RunJob(Options o) {
   copts.meta.job_id = job_id;
   copts.meta.command_line = JoinCommand(o.command);
   copts.listen = o.listen;
-  copts.deflate = o.deflate;
+  copts.writer = ResolveCompression(o.compression);
   copts.flush_ms = o.flush_ms;
   if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
@@ -528,8 +528,7 @@ Runner AddRunCommand(CLI::App& app) {
                   "the host name when listening on 0.0.0.0)");
   sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
   sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
-  sub->add_option("--deflate", o->deflate, "deflate level 1-9 for the events table (default 0 = none: fastest)")
-      ->check(CLI::Range(0, 9));
+  AddCompressionOptions(sub, o->compression);
   sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();

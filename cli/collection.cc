@@ -156,7 +156,7 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   std::error_code ec;
   c->write_path_ =
       fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid()) : options.output;
-  auto ingest = Ingest::Start(c->write_path_, options.meta, WriterOptions{options.deflate}, options.flush_ms);
+  auto ingest = Ingest::Start(c->write_path_, options.meta, options.writer, options.flush_ms);
   if (!ingest.ok()) {
     return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
   }

@@ -25,12 +25,12 @@
 namespace commprof::cli {
 
 struct CollectionOptions {
-  std::string output;  // the HDF5 file (replaced only if the collection records a rank)
-  JobMeta meta;        // job id, command line, start
-  std::string secret;  // the ranks' hello proof
-  std::string listen;  // IP literal
-  uint16_t port = 0;   // 0: any free port
-  int deflate = 0;
+  std::string output;    // the HDF5 file (replaced only if the collection records a rank)
+  JobMeta meta;          // job id, command line, start
+  std::string secret;    // the ranks' hello proof
+  std::string listen;    // IP literal
+  uint16_t port = 0;     // 0: any free port
+  WriterOptions writer;  // how the events tables are compressed
   uint32_t flush_ms = 1000;
   // --hang-timeout (0: off) and --on-hang (docs/hangs.md): the aggregator's hang watchdog.
   double hang_timeout_s = 0;

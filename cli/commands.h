@@ -10,7 +10,8 @@
 
 namespace commprof {
 class ProfileReader;
-}
+struct WriterOptions;
+}  // namespace commprof
 
 namespace commprof::cli {
 
@@ -45,6 +46,15 @@ void AddWindowOption(CLI::App* sub, int64_t& window);
 // Selects window K of `reader` when `window` >= 0 (ProfileReader::SelectWindow); on failure prints
 // "commprof COMMAND: <error naming the file>" and returns false.
 bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* command);
+
+// `--compression CODEC` (and the older `--deflate N`, which excludes it) of the commands that write
+// a file (docs/cli.md); both are validated while parsing, so resolving them cannot fail.
+struct CompressionChoice {
+  std::string codec = "lz4";
+  int deflate = -1;  // -1: not given; 0: none; 1-9: deflate at that level
+};
+void AddCompressionOptions(CLI::App* sub, CompressionChoice& choice);
+WriterOptions ResolveCompression(const CompressionChoice& choice);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aggregator/hdf5/hdf5_writer.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/load/stack_table.h"
 #include "analysis/report/analysis_group.h"
@@ -57,6 +58,34 @@ std::string FormatUtc(uint64_t epoch_ns) {
   size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   std::snprintf(buf + n, sizeof buf - n, ".%09lluZ", static_cast<unsigned long long>(epoch_ns % 1000000000ull));
   return buf;
+}
+
+void AddCompressionOptions(CLI::App* sub, CompressionChoice& choice) {
+  auto* codec = sub->add_option("--compression", choice.codec,
+                                "events tables: lz4 (shuffle + LZ4, the default), deflate, deflate:N (N = 1-9) "
+                                "or none (docs/file-format.md#compression)")
+                    ->check(CLI::Validator(
+                        [](const std::string& value) -> std::string {
+                          return ParseCompression(value) ? std::string()
+                                                         : "'" + value + "' is not lz4, deflate, deflate:N or none";
+                        },
+                        "CODEC", "compression"))
+                    ->type_name("CODEC")
+                    ->capture_default_str();
+  sub->add_option("--deflate", choice.deflate, "the older spelling: --deflate N = --compression deflate:N, 0 = none")
+      ->check(CLI::Range(0, 9))
+      ->excludes(codec);
+}
+
+WriterOptions ResolveCompression(const CompressionChoice& choice) {
+  if (choice.deflate == 0) {
+    return *ParseCompression("none");
+  }
+  if (choice.deflate > 0) {
+    return *ParseCompression("deflate:" + std::to_string(choice.deflate));
+  }
+  auto parsed = ParseCompression(choice.codec);
+  return parsed ? *parsed : WriterOptions{};
 }
 
 void AddWindowOption(CLI::App* sub, int64_t& window) {

@@ -9,6 +9,8 @@ PACKAGES=(
   gfortran                      # the Fortran MPI binding tests (tests/e2e/fortran_*.f90)
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools python3-h5py python3-numpy
+  liblz4-dev                    # the events tables' LZ4 compression (HDF5 filter 32004)
+  hdf5-filter-plugin python3-hdf5plugin   # h5dump and h5py read those tables (tests; docs/file-format.md)
   libboost-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev

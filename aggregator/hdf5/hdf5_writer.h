@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,9 +28,23 @@ struct JobMeta {
   uint64_t start_epoch_ns = 0;  // UTC ns of the job's start
 };
 
-struct WriterOptions {
-  int deflate_level = 0;  // 0 = no compression (deflate caps the writer near 2 M events/s)
+// How the events tables are compressed (docs/file-format.md#compression). Every codec is
+// preceded by HDF5's shuffle filter, which groups the records' bytes by position.
+enum class Compression {
+  kNone,     // plain chunks
+  kLz4,      // HDF5 filter 32004 (core/h5/lz4_filter.h): the default, fast enough to keep up
+  kDeflate,  // HDF5's built-in deflate, readable without any plugin, but about 2 M events/s
 };
+
+struct WriterOptions {
+  Compression compression = Compression::kLz4;
+  int deflate_level = 1;  // 1-9, with kDeflate
+};
+
+// "lz4", "deflate" (level 1), "deflate:N" (N = 1-9) or "none"; nullopt for anything else.
+std::optional<WriterOptions> ParseCompression(const std::string& text);
+
+class ChunkEncoder;
 
 // How a rank's stream ended: kComplete, kDisconnected or kCorrupt (stored by schema name).
 using RankEnd = schema::RankStatus;
@@ -102,6 +117,11 @@ class Hdf5Writer {
     h5::Handle group;
     h5::Handle events;
     h5::Handle strings;
+    // The records of the events chunk not yet full (the table's last n_events % chunk records),
+    // kept here until it fills; `pending_stored` while the file holds them as they are.
+    std::vector<commprof_event> pending;
+    bool pending_stored = true;
+    uint64_t extent = 0;  // the events table's current size in the file
     uint64_t n_events = 0;
     uint64_t n_strings = 0;
     bool closed = false;
@@ -112,10 +132,16 @@ class Hdf5Writer {
   // Enters the failed state when the driver saw a write fail since the last check.
   bool DeviceFailed();
   Status WriteStatus(const std::string& text);
+  // Stores the chunk that ends with the table's last record, `records` (padded with zeros while
+  // not full), after growing the table to n_events; false on a failed write.
+  bool WriteEventChunk(RankOut& r, std::span<const commprof_event> records);
+  // Stores every rank's partly filled chunk that changed since it was last stored.
+  bool StorePendingChunks();
 
   std::string path_;
   JobMeta meta_;
   WriterOptions options_;
+  std::unique_ptr<ChunkEncoder> encoder_;
   h5::Handle file_;
   h5::Handle ranks_group_;
   h5::Handle write_status_;           // the root `write_status` dataset

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commprof/event.h"
+#include "core/h5/lz4_filter.h"
 
 namespace commprof::h5 {
 
@@ -85,6 +86,9 @@ Handle BuildCompound(size_t size, std::span<const schema::Column> columns) {
 
 hid_t EventType() {
   static_assert(sizeof(commprof_event) == 64, "the events compound type has no padding");
+  // Every reader and writer of an events table comes here first, so the table's codec is known
+  // to HDF5 before its first chunk is read or written.
+  RegisterLz4Filter();
   // Released on purpose: process-lifetime, handed out to every reader and writer.
   static hid_t type = BuildCompound(sizeof(commprof_event), schema::kEventColumns).Release();
   return type;

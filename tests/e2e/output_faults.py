@@ -144,12 +144,13 @@ def case_disk_full(ctx):
         os.remove(out)
         print(f"disk_full: 4 ranks x 105 events fit, {size} bytes")
 
-        # 2 ranks x 40002 events = 5.1 MB of records: the disk fills. The job's code is kept.
+        # 2 ranks x 40002 events = 5.1 MB of records, stored uncompressed (compressed they would
+        # fit: 6-8 bytes each): the disk fills. The job's code is kept.
         for job_rc, want_rc in ((0, 1), (5, 5)):
             out = os.path.join(d, f"full{job_rc}.h5")
             # Flushes every 20 ms and pauses of 50 ms every 2000 iterations: part of the job is
             # flushed before the disk fills, and must be found exactly as recorded.
-            p = run([ctx.commprof, "run", "--flush-ms", "20", "-o", out, "--", *mpirun(2), ctx.test_program("output_faults_program"), "40000",
+            p = run([ctx.commprof, "run", "--compression", "none", "--flush-ms", "20", "-o", out, "--", *mpirun(2), ctx.test_program("output_faults_program"), "40000",
                      str(job_rc), "50"], timeout=300)
             expect(p.returncode not in (139, -11), f"commprof crashed (exit code {p.returncode})\n{p.stderr}")
             expect_rc(p, want_rc, f"disk full, job exit code {job_rc}")

@@ -3,7 +3,7 @@
 //
 //   profile_seed_gen OUTDIR
 //
-// Files (deflate on, so the writer's per-rank chunks stay small on disk):
+// Files (the writer's default compression, shuffle + LZ4, so the fuzzer mutates LZ4 chunks too):
 //   one_rank.h5     one rank, three events, a string table, complete;
 //   two_ranks.h5    two ranks with clock points and counters, one of them disconnected;
 //   empty_rank.h5   one rank that recorded nothing.
@@ -51,9 +51,7 @@ bool Write(const std::filesystem::path& path, const std::vector<SeedRank>& ranks
   meta.command_line = "mpirun -np " + std::to_string(ranks.size()) + " ./app";
   meta.world_size = static_cast<uint32_t>(ranks.size());
   meta.start_epoch_ns = 1756135989000000000ull;
-  WriterOptions options;
-  options.deflate_level = 9;
-  auto w = Hdf5Writer::Create(path.string(), meta, options);
+  auto w = Hdf5Writer::Create(path.string(), meta, WriterOptions{});
   if (!w.ok()) {
     std::fprintf(stderr, "profile_seed_gen: %s\n", w.status().message().c_str());
     return false;
