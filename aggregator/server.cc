@@ -28,6 +28,9 @@ RateLimitedLog& PeerLog() {
 // How often a session tells its rank what is on disk (the ingest flushes every --flush-ms, and at
 // once after a bye), and how long a rank's bye may wait for the file to take it.
 constexpr auto kAckPeriod = std::chrono::milliseconds(100);
+// After a bye the rank blocks in MPI_Finalize (or exit) until its ack: look every ms whether the
+// ingest has flushed it (waiting out kAckPeriod added up to 100 ms to every job's end).
+constexpr auto kByeAckPoll = std::chrono::milliseconds(1);
 constexpr auto kByeAckDeadline = std::chrono::seconds(20);
 
 class Session : public std::enable_shared_from_this<Session>, public HangPeer {
@@ -220,6 +223,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       // The rank waits for the acknowledgement that its whole stream is on disk: the session stays
       // open (reading nothing more) until the ingest has flushed the bye, or the deadline passes.
       bye_deadline_ = std::chrono::steady_clock::now() + kByeAckDeadline;
+      ScheduleBatchAcks();  // replaces the pending wait with one of kByeAckPoll
       return;
     }
     ReadHeader();
@@ -287,7 +291,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   // The delivery guarantee (docs/wire-protocol.md, batch-ack): tell the collector which batches
   // are on disk, so it can forget them; it resends the rest after a reconnect.
   void ScheduleBatchAcks() {
-    ack_timer_.expires_after(kAckPeriod);
+    ack_timer_.expires_after(stream_.said_bye() ? kByeAckPoll : kAckPeriod);
     ack_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->finished_) {
         return;

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstring>
 
-#include "aggregator/hdf5/chunk_encoder.h"
+#include "core/h5/chunk_encoder.h"
 #include "core/h5/lz4_filter.h"
 
 namespace commprof {
@@ -18,6 +18,18 @@ namespace {
 
 std::string StatusName(schema::RankStatus s) { return schema::RankStatusName(s); }
 
+h5::Codec CodecOf(const WriterOptions& o) {
+  switch (o.compression) {
+    case Compression::kNone:
+      return h5::Codec::kNone;
+    case Compression::kLz4:
+      return h5::Codec::kShuffleLz4;
+    case Compression::kDeflate:
+      return h5::Codec::kShuffleDeflate;
+  }
+  return h5::Codec::kNone;
+}
+
 // An empty, extendable, chunked 1-D dataset, compressed as `options` say (nullptr: plain).
 Handle CreateTable(hid_t parent, const char* name, hid_t type, hsize_t chunk, const WriterOptions* options) {
   hsize_t dims[1] = {0};
@@ -25,16 +37,8 @@ Handle CreateTable(hid_t parent, const char* name, hid_t type, hsize_t chunk, co
   Handle space(H5Screate_simple(1, dims, maxdims));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_chunk(dcpl.get(), 1, &chunk);
-  if (options != nullptr && options->compression != Compression::kNone) {
-    H5Pset_shuffle(dcpl.get());
-    if (options->compression == Compression::kDeflate) {
-      H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options->deflate_level));
-    } else {
-      // Block size 0: the whole chunk is one LZ4 block. Mandatory: a chunk is never stored
-      // uncompressed behind the reader's back (the codec keeps incompressible blocks as they are).
-      const unsigned block_size = 0;
-      H5Pset_filter(dcpl.get(), h5::kLz4FilterId, H5Z_FLAG_MANDATORY, 1, &block_size);
-    }
+  if (options != nullptr) {
+    h5::SetCodecFilters(dcpl.get(), CodecOf(*options), options->deflate_level);
   }
   return Handle(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
 }
@@ -109,7 +113,8 @@ Hdf5Writer::Hdf5Writer(std::string path, JobMeta meta, WriterOptions options)
     : path_(std::move(path)),
       meta_(std::move(meta)),
       options_(options),
-      encoder_(std::make_unique<ChunkEncoder>(options, sizeof(commprof_event), schema::kEventChunk)) {}
+      encoder_(std::make_unique<h5::ChunkEncoder>(CodecOf(options), options.deflate_level, sizeof(commprof_event),
+                                                  schema::kEventChunk)) {}
 
 Hdf5Writer::~Hdf5Writer() {
   if (!finalized_) {
@@ -302,10 +307,9 @@ bool Hdf5Writer::WriteEventChunk(RankOut& r, std::span<const commprof_event> rec
     }
     r.extent = r.n_events;
   }
-  auto bytes = encoder_->Encode(
+  return encoder_->WriteRows(
+      r.events.get(), r.n_events - records.size(),
       std::span(reinterpret_cast<const uint8_t*>(records.data()), records.size() * sizeof(commprof_event)));
-  hsize_t offset[1] = {r.n_events - records.size()};
-  return !bytes.empty() && H5Dwrite_chunk(r.events.get(), H5P_DEFAULT, 0, offset, bytes.size(), bytes.data()) >= 0;
 }
 
 bool Hdf5Writer::StorePendingChunks() {

@@ -44,7 +44,9 @@ struct WriterOptions {
 // "lz4", "deflate" (level 1), "deflate:N" (N = 1-9) or "none"; nullopt for anything else.
 std::optional<WriterOptions> ParseCompression(const std::string& text);
 
+namespace h5 {
 class ChunkEncoder;
+}
 
 // How a rank's stream ended: kComplete, kDisconnected or kCorrupt (stored by schema name).
 using RankEnd = schema::RankStatus;
@@ -141,7 +143,7 @@ class Hdf5Writer {
   std::string path_;
   JobMeta meta_;
   WriterOptions options_;
-  std::unique_ptr<ChunkEncoder> encoder_;
+  std::unique_ptr<h5::ChunkEncoder> encoder_;
   h5::Handle file_;
   h5::Handle ranks_group_;
   h5::Handle write_status_;           // the root `write_status` dataset

@@ -1,6 +1,7 @@
 #include "analysis/metrics/interval_set.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 namespace commprof {
@@ -120,36 +121,48 @@ int64_t DifferenceLength(const IntervalSet& a, const IntervalSet& b) { return a.
 
 void Sweep(std::span<const IntervalSet* const> sets, const std::function<void(Interval, uint32_t)>& fn) {
   assert(sets.size() <= 32);
-  struct Edge {
-    int64_t at;
-    uint32_t bit;
-    bool opens;
+  // Each set is sorted and disjoint, so its edges (begin, end, begin, end, ...) already ascend:
+  // merging the sets' edge sequences replaces sorting all edges (which was a seventh of a
+  // report's time on an MPI-heavy file).
+  struct Cursor {
+    const Interval* at;
+    const Interval* end;
+    bool closing;  // the next edge is *at's end, else its begin
+    int64_t Next() const { return closing ? at->end : at->begin; }
   };
-  std::vector<Edge> edges;
-  size_t n = 0;
-  for (const IntervalSet* s : sets) {
-    n += s->intervals().size();
+  std::array<Cursor, 32> cursors{};
+  const size_t k = sets.size();
+  for (size_t i = 0; i < k; ++i) {
+    const auto& iv = sets[i]->intervals();
+    cursors[i] = Cursor{iv.data(), iv.data() + iv.size(), false};
   }
-  edges.reserve(2 * n);
-  for (size_t i = 0; i < sets.size(); ++i) {
-    for (const Interval& iv : sets[i]->intervals()) {
-      edges.push_back({iv.begin, 1u << i, true});
-      edges.push_back({iv.end, 1u << i, false});
-    }
-  }
-  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.at < y.at; });
   uint32_t mask = 0;
   Interval piece{};
   uint32_t piece_mask = 0;  // 0: no piece open
-  for (size_t e = 0; e < edges.size();) {
-    int64_t at = edges[e].at;
+  for (;;) {
+    bool any = false;
+    int64_t at = 0;
+    for (size_t i = 0; i < k; ++i) {
+      if (cursors[i].at != cursors[i].end && (!any || cursors[i].Next() < at)) {
+        at = cursors[i].Next();
+        any = true;
+      }
+    }
+    if (!any) {
+      break;
+    }
     // Every edge at this instant first: a normalized set never closes and opens at one point, so
     // the order among them does not matter.
-    for (; e < edges.size() && edges[e].at == at; ++e) {
-      if (edges[e].opens) {
-        mask |= edges[e].bit;
-      } else {
-        mask &= ~edges[e].bit;
+    for (size_t i = 0; i < k; ++i) {
+      Cursor& c = cursors[i];
+      while (c.at != c.end && c.Next() == at) {
+        if (c.closing) {
+          mask &= ~(1u << i);
+          ++c.at;
+        } else {
+          mask |= 1u << i;
+        }
+        c.closing = !c.closing;
       }
     }
     if (mask == piece_mask) {

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/h5/chunk_encoder.h"
 #include "core/h5/h5_util.h"
+#include "core/h5/lz4_filter.h"
 #include "core/schema/analysis_tables.h"
 #include "core/schema/enums.h"
 
@@ -38,17 +40,27 @@ bool WriteRows(hid_t group, const std::vector<Row>& rows) {
   hsize_t dims[1] = {n};
   Handle space(H5Screate_simple(1, dims, nullptr));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
-  if (n > kContiguousRows) {
-    hsize_t chunk = std::min(kChunkRows, n);
+  const bool compressed = n > kContiguousRows;
+  const hsize_t chunk = std::min(kChunkRows, n);
+  if (compressed) {
     H5Pset_chunk(dcpl.get(), 1, &chunk);
-    H5Pset_shuffle(dcpl.get());
-    H5Pset_deflate(dcpl.get(), 1);
+    h5::SetCodecFilters(dcpl.get(), h5::Codec::kShuffleLz4, 0);
   }
   Handle d(H5Dcreate2(group, Table::kName, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!d.valid()) {
     return false;
   }
-  return rows.empty() || H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0;
+  if (rows.empty()) {
+    return true;
+  }
+  if (compressed) {
+    // The rows' bytes are the file's records (the type is built from the row's own layout), so
+    // the chunks are encoded here and stored whole: a third of the time of HDF5's pipeline.
+    h5::ChunkEncoder encoder(h5::Codec::kShuffleLz4, 0, sizeof(Row), static_cast<size_t>(chunk));
+    return encoder.WriteRows(d.get(), 0,
+                             std::span(reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(Row)));
+  }
+  return H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0;
 }
 
 bool WriteStringDataset(hid_t group, const char* name, const std::string& value) {
@@ -62,6 +74,7 @@ bool WriteStringDataset(hid_t group, const char* name, const std::string& value)
 
 Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   h5::QuietErrors();
+  h5::RegisterLz4Filter();  // the tables of more than kContiguousRows rows are LZ4-compressed
   const WaitReport& w = report.wait;
   std::vector<RankRow> ranks;
   ranks.reserve(w.ranks.size());
@@ -223,6 +236,7 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
 template <typename Row>
 Result<std::vector<Row>> ReadAnalysisTable(const std::string& path) {
   h5::QuietErrors();
+  h5::RegisterLz4Filter();  // the tables of more than kContiguousRows rows are LZ4-compressed
   using Table = schema::TableOf<Row>;
   const std::string where = path + ": /" + schema::kAnalysisGroup + "/" + Table::kName;
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));

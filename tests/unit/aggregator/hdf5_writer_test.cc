@@ -6,12 +6,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "aggregator/hdf5/chunk_encoder.h"
 #include "analysis/load/profile_reader.h"
+#include "core/h5/byte_shuffle.h"
 #include "core/h5/h5_util.h"
 #include "core/h5/lz4_filter.h"
 #include "support/test_support.h"
@@ -198,7 +199,7 @@ TEST(Hdf5Writer, TheShuffleIsHdf5sForAnyRecordCountAndSize) {
         in[k] = static_cast<uint8_t>(k * 131 + k / 7);
       }
       std::vector<uint8_t> out(in.size(), 0xEE);
-      ShuffleRecords(in, size, out.data());
+      h5::ShuffleRecords(in, size, out.data());
       size_t wrong = 0;
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < size; ++j) {
@@ -206,8 +207,54 @@ TEST(Hdf5Writer, TheShuffleIsHdf5sForAnyRecordCountAndSize) {
         }
       }
       EXPECT_EQ(wrong, 0u) << n << " records of " << size << " bytes";
+      std::vector<uint8_t> back(in.size(), 0xEE);
+      h5::UnshuffleRecords(out, size, back.data());
+      EXPECT_EQ(back, in) << "unshuffled " << n << " records of " << size << " bytes";
     }
   }
+}
+
+TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStillRead) {
+  TempDir dir("commprof-w");
+  ASSERT_FALSE(dir.path().empty());
+  const fs::path path = dir / "c.h5";
+  auto ev = Events(3 * schema::kEventChunk, 0);
+  {
+    auto w = Hdf5Writer::Create(path, JobMeta{}, WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(0, 2)).ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(1, 2)).ok());
+    ASSERT_TRUE(w.value()->AppendEvents(0, ev).ok());
+    ASSERT_TRUE(w.value()->AppendEvents(1, ev).ok());
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  // Where rank 0's second chunk lies in the file.
+  haddr_t addr = HADDR_UNDEF;
+  {
+    h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    h5::Handle d(H5Dopen2(f.get(), "/ranks/0/events", H5P_DEFAULT));
+    hsize_t offset[1] = {schema::kEventChunk};
+    unsigned mask = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
+    ASSERT_GT(size, 16u);
+  }
+  // Its first block claims more bytes than the chunk holds: neither our decoder nor HDF5's
+  // pipeline (which runs the same codec) can take it.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(addr + 12));
+    const char huge[4] = {0x7F, 0x00, 0x00, 0x00};
+    f.write(huge, 4);
+  }
+  auto r = ProfileReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Status bad = r.value()->ForEachEventChunk(0, [](std::span<const commprof_event>) {});
+  EXPECT_EQ(bad.code(), StatusCode::kCorrupt);
+  EXPECT_NE(bad.message().find("/ranks/0/events"), std::string::npos) << bad.message();
+  auto other = ReadEvents(*r.value(), 1);
+  ASSERT_EQ(other.size(), ev.size());
+  EXPECT_EQ(std::memcmp(other.data(), ev.data(), ev.size() * sizeof(commprof_event)), 0);
 }
 
 TEST(Hdf5Writer, CompressionNamesParseOrAreRefused) {

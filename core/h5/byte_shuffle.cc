@@ -1,17 +1,12 @@
-#include "aggregator/hdf5/chunk_encoder.h"
+#include "core/h5/byte_shuffle.h"
 
-#include <zlib.h>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include <algorithm>
-#include <cstring>
-
-#include "core/h5/lz4_filter.h"
-
-namespace commprof {
+namespace commprof::h5 {
 
 namespace {
 
@@ -58,6 +53,9 @@ inline void Transpose16x16(__m128i x[16]) {
 }  // namespace
 
 void ShuffleRecords(std::span<const uint8_t> in, size_t record_size, uint8_t* out) {
+  if (record_size == 0 || in.empty()) {
+    return;
+  }
   const size_t n = in.size() / record_size;
   // Eight records and eight byte positions at a time, as one 8x8 transpose of whole words: the
   // byte-by-byte loop below was half the writer's time.
@@ -101,47 +99,4 @@ void ShuffleRecords(std::span<const uint8_t> in, size_t record_size, uint8_t* ou
   }
 }
 
-ChunkEncoder::ChunkEncoder(const WriterOptions& options, size_t record_size, size_t chunk_records)
-    : options_(options), record_size_(record_size), chunk_bytes_(record_size * chunk_records) {
-  shuffled_.resize(chunk_bytes_);
-  switch (options_.compression) {
-    case Compression::kNone:
-      out_.resize(chunk_bytes_);
-      break;
-    case Compression::kLz4:
-      out_.resize(h5::Lz4EncodedBound(chunk_bytes_, 0));
-      break;
-    case Compression::kDeflate:
-      out_.resize(compressBound(static_cast<uLong>(chunk_bytes_)));
-      break;
-  }
-}
-
-std::span<const uint8_t> ChunkEncoder::Encode(std::span<const uint8_t> records) {
-  records = records.first(std::min(records.size(), chunk_bytes_));
-  if (options_.compression == Compression::kNone) {
-    std::memcpy(out_.data(), records.data(), records.size());
-    std::memset(out_.data() + records.size(), 0, chunk_bytes_ - records.size());
-    return {out_.data(), chunk_bytes_};
-  }
-  // The zero tail of a partly filled chunk is shuffled too: HDF5 compresses whole chunks.
-  std::span<const uint8_t> whole = records;
-  if (records.size() < chunk_bytes_) {
-    padded_.resize(chunk_bytes_);
-    std::memcpy(padded_.data(), records.data(), records.size());
-    std::memset(padded_.data() + records.size(), 0, chunk_bytes_ - records.size());
-    whole = padded_;
-  }
-  ShuffleRecords(whole, record_size_, shuffled_.data());
-  if (options_.compression == Compression::kLz4) {
-    size_t n = h5::Lz4EncodeInto(shuffled_, 0, h5::kLz4WriterAcceleration, out_.data());
-    return {out_.data(), n};
-  }
-  uLongf n = static_cast<uLongf>(out_.size());
-  if (compress2(out_.data(), &n, shuffled_.data(), static_cast<uLong>(chunk_bytes_), options_.deflate_level) != Z_OK) {
-    return {};
-  }
-  return {out_.data(), static_cast<size_t>(n)};
-}
-
-}  // namespace commprof
+}  // namespace commprof::h5

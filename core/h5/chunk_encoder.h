@@ -1,0 +1,50 @@
+// Encodes chunks of a table as HDF5's filter pipeline would (shuffle, then the codec), so that a
+// writer can hand finished chunks to H5Dwrite_chunk: HDF5's per-write selection, type conversion,
+// chunk cache and its slow byte shuffle are skipped. Readers decode the chunks with the filters
+// the dataset declares (docs/file-format.md#compression). Used by the events writer
+// (aggregator/hdf5/hdf5_writer.cc) and the /analysis tables (analysis/report/analysis_group.cc).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace commprof::h5 {
+
+enum class Codec {
+  kNone,            // no filter
+  kShuffleLz4,      // shuffle (2) + LZ4 (32004, one block per chunk)
+  kShuffleDeflate,  // shuffle (2) + deflate (1)
+};
+
+// Adds the codec's filters to a dataset creation property list (chunking set by the caller).
+void SetCodecFilters(hid_t dcpl, Codec codec, int deflate_level);
+
+class ChunkEncoder {
+ public:
+  // Chunks of `chunk_records` records of `record_size` bytes.
+  ChunkEncoder(Codec codec, int deflate_level, size_t record_size, size_t chunk_records);
+
+  // The stored bytes of a chunk whose first records are `records` (at most a chunk's worth; the
+  // rest of the chunk is zeros). Valid until the next call; empty when the codec failed.
+  std::span<const uint8_t> Encode(std::span<const uint8_t> records);
+
+  // Stores `rows` (whole records) from record `first` on (a multiple of the chunk) into `dset`,
+  // whose extent already covers them, chunk by chunk; false when a write failed.
+  bool WriteRows(hid_t dset, uint64_t first, std::span<const uint8_t> rows);
+
+ private:
+  Codec codec_;
+  int deflate_level_;
+  size_t record_size_;
+  size_t chunk_records_;
+  size_t chunk_bytes_;
+  std::vector<uint8_t> shuffled_;  // reused: no allocation per chunk
+  std::vector<uint8_t> out_;
+  std::vector<uint8_t> padded_;  // a partly filled chunk with its zero tail
+};
+
+}  // namespace commprof::h5
