@@ -1,6 +1,7 @@
 #include "aggregator/ingest.h"
 
 #include <chrono>
+#include <thread>
 
 #include "core/h5/h5_util.h"
 #include "core/log.h"
@@ -147,6 +148,11 @@ void Ingest::Events(uint32_t rank, uint64_t generation, uint64_t batch_seq, std:
     return;  // resent after a reconnect, and already stored
   }
   p.next_batch = batch_seq + 1;
+  const uint64_t bytes = e.size() * sizeof(commprof_event);
+  const uint64_t now = queued_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (now > queue_peak_.load(std::memory_order_relaxed)) {
+    queue_peak_.store(now, std::memory_order_relaxed);  // under mu_: no other writer of the peak
+  }
   PushLocked(EventsCmd{rank, batch_seq, std::move(e)});
 }
 
@@ -193,7 +199,11 @@ void Ingest::Apply(Command& c) {
           return writer_->AppendStrings(cmd.rank, cmd.strings);
         }
         if constexpr (std::is_same_v<T, EventsCmd>) {
+          if (const int64_t us = writer_delay_us_.load(std::memory_order_relaxed); us > 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(us));
+          }
           Status s = writer_->AppendEvents(cmd.rank, cmd.events);
+          queued_bytes_.fetch_sub(cmd.events.size() * sizeof(commprof_event), std::memory_order_relaxed);
           if (s.ok()) {
             std::lock_guard<std::mutex> lock(mu_);
             events_written_ += cmd.events.size();

@@ -4,6 +4,8 @@
 // file.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -72,6 +74,17 @@ class Ingest {
   };
   Durable DurableOf(uint32_t rank) const;
 
+  // Back-pressure (docs/scale.md#back-pressure): the events queued for the writer and not yet
+  // written, in bytes, are kept under `limit` by the sessions, which stop reading while
+  // Congested(). 0: no bound. A session may still queue the frame it was reading, so the queue's
+  // peak stays below limit + (open connections x largest frame).
+  void SetQueueLimit(uint64_t limit_bytes) { queue_limit_ = limit_bytes; }
+  bool Congested() const { return queue_limit_ != 0 && queued_bytes_.load(std::memory_order_relaxed) > queue_limit_; }
+  uint64_t queue_peak_bytes() const { return queue_peak_.load(std::memory_order_relaxed); }
+  // Test aid (COMMPROF_TEST_WRITER_DELAY_US): the writer sleeps this long per events frame, to
+  // stand for a slow disk.
+  void SetWriterDelayForTests(std::chrono::microseconds d) { writer_delay_us_ = d.count(); }
+
   // Drains the queue, finalizes and closes the file; returns the first write error, if any.
   Status Finish();
   // Events in the file: appended so far; after Finish, those the file holds (after a write
@@ -115,6 +128,11 @@ class Ingest {
     WriterTask task;
   };
   using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd, TaskCmd>;
+
+  std::atomic<uint64_t> queued_bytes_{0};  // events bytes queued and not yet written
+  std::atomic<uint64_t> queue_peak_{0};
+  std::atomic<uint64_t> queue_limit_{0};
+  std::atomic<int64_t> writer_delay_us_{0};
 
   // One rank's streams as seen by the network side (under mu_).
   struct RankProgress {

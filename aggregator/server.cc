@@ -40,6 +40,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       : socket_(std::move(socket)),
         hello_timer_(socket_.get_executor()),
         ack_timer_(socket_.get_executor()),
+        pause_timer_(socket_.get_executor()),
         ingest_(ingest),
         stream_(ingest, policy),
         stats_(stats),
@@ -154,6 +155,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     LeaveBook();
     stats_.accepted++;
     stats_.open++;
+    stats_.streaming++;
     COMMPROF_LOG_INFO("rank %u %s from %s (pid %u, host %s)", stream_.rank(),
                       stream_.resumed() ? "resumed its stream" : "connected", peer_.c_str(), stream_.hello().pid,
                       stream_.hello().host.c_str());
@@ -179,6 +181,23 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   // ---- after authentication: the frame loop ----
 
   void ReadHeader() {
+    // Back-pressure: while the writer is behind (its queue over its bound), read nothing more. The
+    // socket's buffers fill, and the collector's sends wait: the aggregator's memory stays bounded
+    // (docs/scale.md#back-pressure) and nothing is lost. Looked at again every ms.
+    if (ingest_.Congested()) {
+      if (!paused_) {
+        paused_ = true;
+        stats_.read_pauses++;
+      }
+      pause_timer_.expires_after(std::chrono::milliseconds(1));
+      pause_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec && !self->finished_) {
+          self->ReadHeader();
+        }
+      });
+      return;
+    }
+    paused_ = false;
     asio::async_read(socket_, asio::buffer(header_),
                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                        if (ec) {
@@ -217,6 +236,9 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     }
     if (stream_.said_bye()) {
       stats_.byes++;
+      stats_.streaming--;
+      bye_at_ = std::chrono::steady_clock::now();
+      signal_bye_ = stream_.end_reason().starts_with("killed by signal");
       if (watch_ != nullptr) {
         watch_->RankEnded(stream_.rank(), this, /*bye=*/true, stream_.end_reason());
       }
@@ -306,6 +328,12 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     // include batches the collector has not resent yet, which it still holds and will send.
     uint64_t batches = std::min(d.batches, stream_.next_batch());
     bool bye = stream_.said_bye() && d.bye;
+    // A rank that sent its bye from a fatal-signal handler dies once acknowledged, and the launcher
+    // then kills the other ranks at once (mpirun does): hold its ack until every open rank has
+    // said bye, or kAckPeriod at most, so that they can deliver their own ends first.
+    if (bye && signal_bye_ && stats_.streaming.load() > 0 && std::chrono::steady_clock::now() - bye_at_ < kAckPeriod) {
+      bye = false;
+    }
     if (batches > acked_ || bye) {
       acked_ = batches;
       std::vector<uint8_t> frame;
@@ -380,6 +408,9 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       stats_.connections--;
       if (stream_.accepted()) {
         stats_.open--;
+        if (!stream_.said_bye()) {
+          stats_.streaming--;
+        }
       }
     }
   }
@@ -387,6 +418,8 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   tcp::socket socket_;
   asio::steady_timer hello_timer_;
   asio::steady_timer ack_timer_;
+  asio::steady_timer pause_timer_;  // back-pressure: the next look at the writer's queue
+  bool paused_ = false;
   Ingest& ingest_;
   RankStream stream_;
   ServerStats& stats_;
@@ -405,6 +438,8 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   bool close_after_writes_ = false;
   uint64_t acked_ = 0;
   std::chrono::steady_clock::time_point bye_deadline_{};
+  std::chrono::steady_clock::time_point bye_at_{};
+  bool signal_bye_ = false;  // the bye came from the rank's fatal-signal handler
   bool finished_ = false;
   bool closed_ = false;
 };

@@ -38,6 +38,8 @@ struct ServerStats {
   std::atomic<uint32_t> capped{0};         // connections closed at once: a cap was reached
   std::atomic<uint32_t> evicted{0};        // pending sessions dropped to make room at the cap
   std::atomic<uint32_t> accept_pauses{0};  // accept failed for lack of resources (EMFILE, ...)
+  std::atomic<uint32_t> read_pauses{0};    // times a session stopped reading: the writer was behind
+  std::atomic<uint32_t> streaming{0};      // authenticated sessions open that have not said bye
 };
 
 // The pre-authentication limits (docs/wire-protocol.md, "Before authentication").

@@ -39,6 +39,7 @@ struct Options {
   double timeout_s = 0;
   double grace_s = 5;
   CompressionChoice compression;
+  uint64_t queue_mb = 256;
   uint32_t flush_ms = 1000;
   bool analyze = true;
   bool quiet = false;
@@ -148,6 +149,7 @@ int Aggregate(Options o) {
   copts.listen = host;
   copts.port = port;
   copts.writer = ResolveCompression(o.compression);
+  copts.queue_mb = o.queue_mb;
   copts.flush_ms = o.flush_ms;
   if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
     std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
@@ -275,6 +277,11 @@ Runner AddAggregateCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds open connections get to finish at the end")->capture_default_str();
   AddCompressionOptions(sub, o->compression);
+  sub->add_option("--queue-mb", o->queue_mb,
+                  "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
+                  "until the writer catches up (docs/scale.md#back-pressure)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();

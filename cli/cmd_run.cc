@@ -5,7 +5,6 @@
 // mpirun/mpiexec, the environment otherwise), waits for the job, lets the ranks' last frames
 // arrive, ingests any spool files the ranks left, finalizes the file and returns the job's code.
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -41,6 +40,7 @@ struct Options {
   std::string spool_dir;
   std::string library;
   CompressionChoice compression;
+  uint64_t queue_mb = 256;
   double grace_s = 10.0;
   uint32_t flush_ms = 1000;
   bool quiet = false;
@@ -272,12 +272,11 @@ void AddCaptureVariables(const CaptureTexts& given, std::vector<std::pair<std::s
 // (their collectors flush and exit); a job still there after kHangAbortGrace gets SIGTERM, and SIGKILL kHangKillGrace
 // later. The launcher is signalled, not a process group: it stays in ours so that it keeps the terminal (mpirun reads
 // stdin for rank 0), and mpirun ends its ranks on SIGTERM.
-// The job's end is seen at once through a pidfd (Linux 5.3+), which poll() reports readable when
-// the child exits; the 50 ms timeout only paces the signal and hang-abort checks. Without a pidfd
-// the loop sleeps 50 ms between checks, which cost a short job up to 50 ms (25 on average).
+// Checked every 50 ms. (Waking at once on the job's end through a pidfd saved a short job 25 ms on
+// average, but broke the SIGTERM-to-the-whole-group case, Hang.SigtermToTheWholeProcessGroup...:
+// the ranks' last frames were lost in 2 runs of 3; not understood yet, so not done.)
 void WaitForJob(pid_t child, const Collection& collection, int& wstatus) {
   using Clock = std::chrono::steady_clock;
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
   std::optional<Clock::time_point> aborted_at;
   std::optional<Clock::time_point> signal_at;
   sig_atomic_t forwarded_count = 0;
@@ -286,9 +285,6 @@ void WaitForJob(pid_t child, const Collection& collection, int& wstatus) {
   for (;;) {
     pid_t r = ::waitpid(child, &wstatus, WNOHANG);
     if (r == child || (r < 0 && errno != EINTR)) {
-      if (pidfd >= 0) {
-        ::close(pidfd);
-      }
       return;
     }
     auto now = Clock::now();
@@ -319,12 +315,7 @@ void WaitForJob(pid_t child, const Collection& collection, int& wstatus) {
         signalled = SIGKILL;
       }
     }
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      (void)::poll(&p, 1, 50);  // a signal ends it early (EINTR), as it should
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
@@ -347,6 +338,7 @@ int RunJob(Options o) {
   copts.meta.command_line = JoinCommand(o.command);
   copts.listen = o.listen;
   copts.writer = ResolveCompression(o.compression);
+  copts.queue_mb = o.queue_mb;
   copts.flush_ms = o.flush_ms;
   if (std::string error; !ParseHangOptions(o.hang_timeout, o.on_hang, copts, error)) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
@@ -542,6 +534,11 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
   sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
   AddCompressionOptions(sub, o->compression);
+  sub->add_option("--queue-mb", o->queue_mb,
+                  "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
+                  "until the writer catches up (docs/scale.md#back-pressure)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -17,6 +18,8 @@
 #include "analysis/hang/hang_store.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/h5/h5_util.h"
+#include "core/schema/file_schema.h"
 
 namespace commprof::cli {
 
@@ -161,6 +164,11 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
     return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
   }
   c->ingest_ = std::move(ingest.value());
+  c->ingest_->SetQueueLimit(options.queue_mb << 20);
+  // Test aid: a slow disk, so that the back-pressure can be seen working (tests/e2e).
+  if (const char* delay = std::getenv("COMMPROF_TEST_WRITER_DELAY_US"); delay != nullptr && *delay != '\0') {
+    c->ingest_->SetWriterDelayForTests(std::chrono::microseconds(std::strtoll(delay, nullptr, 10)));
+  }
   StreamPolicy policy{options.secret, options.meta.job_id};
   if (options.hang_timeout_s > 0) {
     HangWatchOptions hw;
@@ -250,7 +258,14 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   io_thread_.join();
   sum.accepted = live.accepted.load();
   sum.refused = live.refused.load();
+  const uint64_t read_pauses = live.read_pauses.load();
   server_.reset();  // closes the sessions: ranks without a bye are marked disconnected
+  // What the back-pressure did, for whoever sizes --queue-mb (docs/file-format.md root attributes).
+  ingest_->RunOnWriter("back-pressure figures", [peak = ingest_->queue_peak_bytes(), read_pauses](hid_t f) {
+    bool ok = h5::Write(f, schema::root_attr::kIngestQueuePeakBytes, peak) &&
+              h5::Write(f, schema::root_attr::kIngestReadPauses, uint64_t{read_pauses});
+    return ok ? Status::Ok() : IoError("cannot write the ingest queue's attributes");
+  });
 
   // Ranks that could not reach the aggregator spooled: fold their spools into the same file.
   std::error_code ec;

@@ -32,6 +32,8 @@ struct CollectionOptions {
   uint16_t port = 0;     // 0: any free port
   WriterOptions writer;  // how the events tables are compressed
   uint32_t flush_ms = 1000;
+  // --queue-mb: the bound on events received and not yet written (docs/scale.md#back-pressure).
+  uint64_t queue_mb = 256;
   // --hang-timeout (0: off) and --on-hang (docs/hangs.md): the aggregator's hang watchdog.
   double hang_timeout_s = 0;
   OnHang on_hang = OnHang::kReport;

@@ -117,6 +117,10 @@ constexpr OptionSpec kEnvironment[] = {
 
     // The commprof command.
     {"COMMPROF_LIBRARY", "", "the libcommprof.so `commprof run` preloads when --library is not given.", kCommand},
+    {"COMMPROF_TEST_WRITER_DELAY_US", "",
+     "TESTING AID: `commprof run` and `commprof aggregate` make their writer sleep this many microseconds per "
+     "events frame, standing for a slow disk (the back-pressure test).",
+     kCommand},
 
     // Set by the launcher or Slurm.
     {"PMIX_RANK", "",

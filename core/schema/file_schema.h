@@ -55,15 +55,17 @@ struct AttrInfo {
 #define COMMPROF_SCHEMA_ATTR_INFO(id, name, type, doc) AttrInfo{name, AttrTypeOf<type>(), doc},
 
 // The root group's attributes (the job).
-#define COMMPROF_ROOT_ATTRS(X)                           \
-  X(kFormat, "format", std::string, nullptr)             \
-  X(kFormatVersion, "format_version", uint64_t, nullptr) \
-  X(kJobId, "job_id", std::string, nullptr)              \
-  X(kCommandLine, "command_line", std::string, nullptr)  \
-  X(kWorldSize, "world_size", uint64_t, nullptr)         \
-  X(kStartEpochNs, "start_epoch_ns", uint64_t, nullptr)  \
-  X(kFinalized, "finalized", uint64_t, nullptr)          \
-  X(kRanksMissing, "ranks_missing", std::string, nullptr)
+#define COMMPROF_ROOT_ATTRS(X)                                           \
+  X(kFormat, "format", std::string, nullptr)                             \
+  X(kFormatVersion, "format_version", uint64_t, nullptr)                 \
+  X(kJobId, "job_id", std::string, nullptr)                              \
+  X(kCommandLine, "command_line", std::string, nullptr)                  \
+  X(kWorldSize, "world_size", uint64_t, nullptr)                         \
+  X(kStartEpochNs, "start_epoch_ns", uint64_t, nullptr)                  \
+  X(kFinalized, "finalized", uint64_t, nullptr)                          \
+  X(kRanksMissing, "ranks_missing", std::string, nullptr)                \
+  X(kIngestQueuePeakBytes, "ingest_queue_peak_bytes", uint64_t, nullptr) \
+  X(kIngestReadPauses, "ingest_read_pauses", uint64_t, nullptr)
 
 // The attributes the writer itself gives /ranks/<rank>; the collector's counters (stored under
 // the names its bye sent) come on top and are not part of the schema.
