@@ -277,11 +277,7 @@ Runner AddAggregateCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds open connections get to finish at the end")->capture_default_str();
   AddCompressionOptions(sub, o->compression);
-  sub->add_option("--queue-mb", o->queue_mb,
-                  "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
-                  "until the writer catches up (docs/scale.md#back-pressure)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
-      ->capture_default_str();
+  AddQueueOption(sub, o->queue_mb);
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
   sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();

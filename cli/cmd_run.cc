@@ -534,11 +534,7 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
   sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
   AddCompressionOptions(sub, o->compression);
-  sub->add_option("--queue-mb", o->queue_mb,
-                  "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
-                  "until the writer catches up (docs/scale.md#back-pressure)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
-      ->capture_default_str();
+  AddQueueOption(sub, o->queue_mb);
   sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();

@@ -55,6 +55,8 @@ struct CompressionChoice {
 };
 void AddCompressionOptions(CLI::App* sub, CompressionChoice& choice);
 WriterOptions ResolveCompression(const CompressionChoice& choice);
+// `--queue-mb N` of run and aggregate: the aggregator's back-pressure bound (docs/scale.md).
+void AddQueueOption(CLI::App* sub, uint64_t& queue_mb);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);

@@ -88,6 +88,14 @@ WriterOptions ResolveCompression(const CompressionChoice& choice) {
   return parsed ? *parsed : WriterOptions{};
 }
 
+void AddQueueOption(CLI::App* sub, uint64_t& queue_mb) {
+  sub->add_option("--queue-mb", queue_mb,
+                  "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
+                  "until the writer catches up (docs/scale.md#back-pressure)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
+}
+
 void AddWindowOption(CLI::App* sub, int64_t& window) {
   sub->add_option("--window", window,
                   "only capture window K of each rank (run --schedule/--delay/--duration; docs/cli.md)")

@@ -23,7 +23,7 @@ import time
 
 import h5py
 
-from e2e_support import case_arguments, expect
+from e2e_support import expect, run_cases
 
 RANKS, EVENTS, BATCH = 64, 20000, 1000
 FRAME_BYTES = 16 + 12 + BATCH * 64  # header, batch fields, records
@@ -84,11 +84,5 @@ def case_bounded_queue(ctx):
 CASES = {"bounded_queue": case_bounded_queue}
 
 
-def main():
-    a, ctx = case_arguments(CASES)
-    CASES[a.case](ctx)
-    print(f"{a.case}: ok")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(CASES))

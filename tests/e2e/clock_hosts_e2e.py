@@ -32,7 +32,7 @@ import sys
 import h5py
 import numpy as np
 
-from e2e_support import case_arguments, expect, mpirun, run
+from e2e_support import expect, mpirun, run, run_cases
 
 KIND_MPI_COLLECTIVE = 3
 OP_ALLREDUCE = 4
@@ -220,11 +220,5 @@ CASES = {"one_host": case_one_host, "two_hosts": case_two_hosts, "four_hosts": c
          "zero_byte": case_zero_byte}
 
 
-def main():
-    a, ctx = case_arguments(CASES)
-    CASES[a.case](ctx)
-    print(f"{a.case}: ok")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(CASES))

@@ -27,7 +27,7 @@ import sys
 import h5py
 import numpy as np
 
-from e2e_support import case_arguments, expect, mpirun, run
+from e2e_support import expect, mpirun, run, run_cases
 
 KIND_MPI_COLLECTIVE = 3
 FILTER_DEFLATE = 1
@@ -159,11 +159,5 @@ def case_codecs(ctx):
 CASES = {"default_lz4": case_default_lz4, "codecs": case_codecs}
 
 
-def main():
-    a, ctx = case_arguments(CASES)
-    CASES[a.case](ctx)
-    print(f"{a.case}: ok")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(CASES))

@@ -65,3 +65,11 @@ def case_arguments(choices=None, extra=None):
         extra(ap)
     a = ap.parse_args()
     return a, Ctx(a.build, a.work)
+
+
+def run_cases(cases):
+    """main() of a script whose cases are `cases` (name -> function of the Ctx): runs the one named
+    on the command line and prints "<case>: ok" when it returns."""
+    a, ctx = case_arguments(cases)
+    cases[a.case](ctx)
+    print(f"{a.case}: ok")
