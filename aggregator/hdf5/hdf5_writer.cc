@@ -336,23 +336,24 @@ Status Hdf5Writer::AppendEvents(uint32_t rank, std::span<const commprof_event> e
   // Records gather per rank until they fill a chunk, which is then encoded and stored whole
   // (docs/file-format.md#compression); Flush stores the partly filled ones.
   for (size_t at = 0; at < events.size();) {
+    std::span<const commprof_event> full;  // a chunk to store now
+    size_t take = 0;
     if (r.pending.empty() && events.size() - at >= schema::kEventChunk) {
-      // A whole chunk in the frame: encoded from there, without the copy.
-      r.n_events += schema::kEventChunk;
-      if (!WriteEventChunk(r, events.subspan(at, schema::kEventChunk)) || DeviceFailed()) {
-        return Err("cannot append to /ranks/" + std::to_string(rank) + "/events");
+      take = schema::kEventChunk;
+      full = events.subspan(at, take);  // a whole chunk in the frame: encoded from there, no copy
+    } else {
+      take = std::min<size_t>(schema::kEventChunk - r.pending.size(), events.size() - at);
+      r.pending.insert(r.pending.end(), events.begin() + static_cast<ptrdiff_t>(at),
+                       events.begin() + static_cast<ptrdiff_t>(at + take));
+      r.pending_stored = false;
+      if (r.pending.size() == schema::kEventChunk) {
+        full = r.pending;
       }
-      at += schema::kEventChunk;
-      continue;
     }
-    size_t take = std::min<size_t>(schema::kEventChunk - r.pending.size(), events.size() - at);
-    r.pending.insert(r.pending.end(), events.begin() + static_cast<ptrdiff_t>(at),
-                     events.begin() + static_cast<ptrdiff_t>(at + take));
     at += take;
     r.n_events += take;
-    r.pending_stored = false;
-    if (r.pending.size() == schema::kEventChunk) {
-      if (!WriteEventChunk(r, r.pending) || DeviceFailed()) {
+    if (!full.empty()) {
+      if (!WriteEventChunk(r, full) || DeviceFailed()) {
         return Err("cannot append to /ranks/" + std::to_string(rank) + "/events");
       }
       r.pending.clear();

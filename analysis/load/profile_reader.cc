@@ -10,8 +10,7 @@
 #include <iterator>
 #include <set>
 
-#include "core/h5/byte_shuffle.h"
-#include "core/h5/lz4_filter.h"
+#include "core/h5/chunk_encoder.h"
 #include "core/schema/enums.h"
 
 namespace commprof {
@@ -546,60 +545,6 @@ Status ProfileReader::SelectWindow(uint64_t k) {
   return Status::Ok();
 }
 
-namespace {
-
-// Whether the events table is chunked with exactly shuffle + LZ4 (the writer's default), so its
-// chunks can be read raw and decoded here (DecodeLz4Chunks); the chunk's records when so, else 0.
-hsize_t Lz4ChunkRecords(hid_t dset) {
-  Handle dcpl(H5Dget_create_plist(dset));
-  hsize_t chunk = 0;
-  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_chunk(dcpl.get(), 1, &chunk) != 1 ||
-      H5Pget_nfilters(dcpl.get()) != 2) {
-    return 0;
-  }
-  const H5Z_filter_t want[2] = {H5Z_FILTER_SHUFFLE, h5::kLz4FilterId};
-  for (unsigned i = 0; i < 2; ++i) {
-    unsigned flags = 0;
-    size_t n = 0;
-    if (H5Pget_filter2(dcpl.get(), i, &flags, &n, nullptr, 0, nullptr, nullptr) != want[i]) {
-      return 0;
-    }
-  }
-  return chunk;
-}
-
-// Decodes the chunks of records [start, start + count) into `out` (start a multiple of `chunk`):
-// each chunk read raw (H5Dread_chunk), LZ4-decoded and unshuffled here, which costs a fifth of
-// what HDF5's pipeline does. False at anything unexpected (a chunk not stored, a filter skipped,
-// a chunk that does not decode): the caller then reads the range through HDF5, which reports it.
-bool DecodeLz4Chunks(hid_t dset, hsize_t chunk, hsize_t start, hsize_t count, commprof_event* out,
-                     std::vector<uint8_t>& raw, std::vector<uint8_t>& plain) {
-  const size_t chunk_bytes = static_cast<size_t>(chunk) * sizeof(commprof_event);
-  for (hsize_t at = start; at < start + count; at += chunk) {
-    hsize_t offset[1] = {at};
-    hsize_t stored = 0;
-    if (H5Dget_chunk_storage_size(dset, offset, &stored) < 0 || stored == 0) {
-      return false;
-    }
-    raw.resize(static_cast<size_t>(stored));
-    uint32_t mask = 0;
-    if (H5Dread_chunk(dset, H5P_DEFAULT, offset, &mask, raw.data()) < 0 || mask != 0) {
-      return false;
-    }
-    auto decoded = h5::Lz4DecodeChunk(raw);
-    if (!decoded || decoded->size() != chunk_bytes) {
-      return false;
-    }
-    plain.resize(chunk_bytes);
-    h5::UnshuffleRecords(*decoded, sizeof(commprof_event), plain.data());
-    const hsize_t n = std::min(chunk, start + count - at);
-    std::memcpy(out + (at - start), plain.data(), static_cast<size_t>(n) * sizeof(commprof_event));
-  }
-  return true;
-}
-
-}  // namespace
-
 Status ProfileReader::ForEachStoredChunk(uint32_t rank,
                                          const std::function<void(std::span<const commprof_event>)>& fn) const {
   std::string p = RankPath(rank) + "/" + schema::kEventsDataset;
@@ -611,15 +556,14 @@ Status ProfileReader::ForEachStoredChunk(uint32_t rank,
   Handle fspace(H5Dget_space(d.get()));
   hsize_t n = 0;
   H5Sget_simple_extent_dims(fspace.get(), &n, nullptr);
-  const hsize_t lz4_chunk = Lz4ChunkRecords(d.get());
+  const hsize_t lz4_chunk = h5::ChunkDecoder::ShuffleLz4ChunkRecords(d.get());
+  h5::ChunkDecoder decoder(sizeof(commprof_event), static_cast<size_t>(lz4_chunk));
   // A multiple of the LZ4 chunk, so the fast path reads whole chunks.
   const hsize_t kChunk = lz4_chunk > 0 ? std::max<hsize_t>(1, 65536 / lz4_chunk) * lz4_chunk : 65536;
   std::vector<commprof_event> buf(static_cast<size_t>(std::min<hsize_t>(n, kChunk)));
-  std::vector<uint8_t> raw;
-  std::vector<uint8_t> plain;
   for (hsize_t start = 0; start < n; start += kChunk) {
     hsize_t count = std::min(kChunk, n - start);
-    if (lz4_chunk == 0 || !DecodeLz4Chunks(d.get(), lz4_chunk, start, count, buf.data(), raw, plain)) {
+    if (lz4_chunk == 0 || !decoder.ReadRows(d.get(), start, count, reinterpret_cast<uint8_t*>(buf.data()))) {
       H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
       Handle mspace(H5Screate_simple(1, &count, nullptr));
       if (H5Dread(d.get(), h5::EventType(), mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) < 0) {

@@ -1,6 +1,6 @@
 // HDF5's shuffle filter (filter 2) done fast for whole chunks: the writer shuffles the chunks it
 // encodes itself (core/h5/chunk_encoder.h), the reader unshuffles the chunks it decodes
-// itself (analysis/load/profile_reader.cc), both skipping HDF5's byte-by-byte loop, which was half
+// itself (ChunkDecoder in core/h5/chunk_encoder.h), both skipping HDF5's byte-by-byte loop, which was half
 // of the writer's time and a fifth of a report's.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/h5/byte_shuffle.h"
+#include "core/h5/h5_util.h"
 #include "core/h5/lz4_filter.h"
 
 namespace commprof::h5 {
@@ -81,6 +82,50 @@ std::span<const uint8_t> ChunkEncoder::Encode(std::span<const uint8_t> records) 
     return {};
   }
   return {out_.data(), static_cast<size_t>(n)};
+}
+
+size_t ChunkDecoder::ShuffleLz4ChunkRecords(hid_t dset) {
+  Handle dcpl(H5Dget_create_plist(dset));
+  hsize_t chunk = 0;
+  bool ok = dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED && H5Pget_chunk(dcpl.get(), 1, &chunk) == 1 &&
+            H5Pget_nfilters(dcpl.get()) == 2;
+  const H5Z_filter_t want[2] = {H5Z_FILTER_SHUFFLE, kLz4FilterId};
+  for (unsigned i = 0; ok && i < 2; ++i) {
+    unsigned flags = 0;
+    size_t n = 0;
+    ok = H5Pget_filter2(dcpl.get(), i, &flags, &n, nullptr, 0, nullptr, nullptr) == want[i];
+  }
+  return ok ? static_cast<size_t>(chunk) : 0;
+}
+
+ChunkDecoder::ChunkDecoder(size_t record_size, size_t chunk_records)
+    : record_size_(record_size), chunk_records_(chunk_records) {}
+
+bool ChunkDecoder::ReadRows(hid_t dset, uint64_t first, uint64_t count, uint8_t* out) {
+  const size_t chunk_bytes = chunk_records_ * record_size_;
+  for (uint64_t at = first; at < first + count; at += chunk_records_) {
+    hsize_t offset[1] = {at};
+    hsize_t stored = 0;
+    if (H5Dget_chunk_storage_size(dset, offset, &stored) < 0 || stored == 0) {
+      return false;
+    }
+    raw_.resize(static_cast<size_t>(stored));
+    uint32_t mask = 0;
+    if (H5Dread_chunk(dset, H5P_DEFAULT, offset, &mask, raw_.data()) < 0 || mask != 0 ||
+        !Lz4DecodeChunkInto(raw_, decoded_) || decoded_.size() != chunk_bytes) {
+      return false;
+    }
+    const uint64_t n = std::min<uint64_t>(chunk_records_, first + count - at);
+    uint8_t* dst = out + (at - first) * record_size_;
+    if (n == chunk_records_) {
+      UnshuffleRecords(decoded_, record_size_, dst);  // straight into place
+    } else {
+      plain_.resize(chunk_bytes);
+      UnshuffleRecords(decoded_, record_size_, plain_.data());
+      std::memcpy(dst, plain_.data(), static_cast<size_t>(n) * record_size_);
+    }
+  }
+  return true;
 }
 
 }  // namespace commprof::h5

@@ -173,13 +173,18 @@ std::vector<uint8_t> Lz4EncodeChunk(std::span<const uint8_t> in, uint32_t block_
   return out;
 }
 
-std::optional<std::vector<uint8_t>> Lz4DecodeChunk(std::span<const uint8_t> in) {
+bool Lz4DecodeChunkInto(std::span<const uint8_t> in, std::vector<uint8_t>& out) {
   auto size = DeclaredSize(in);
   if (!size) {
-    return std::nullopt;
+    return false;
   }
-  std::vector<uint8_t> out(*size);
-  if (!DecodeInto(in, out.data(), *size)) {
+  out.resize(*size);
+  return DecodeInto(in, out.data(), *size);
+}
+
+std::optional<std::vector<uint8_t>> Lz4DecodeChunk(std::span<const uint8_t> in) {
+  std::vector<uint8_t> out;
+  if (!Lz4DecodeChunkInto(in, out)) {
     return std::nullopt;
   }
   return out;

@@ -36,5 +36,7 @@ inline constexpr int kLz4WriterAcceleration = 1;
 // Decodes a chunk; nullopt when it is malformed (sizes that do not add up, a block that does not
 // decode to its size, trailing or missing bytes). Never reads or writes out of bounds.
 std::optional<std::vector<uint8_t>> Lz4DecodeChunk(std::span<const uint8_t> in);
+// The same into `out` (resized; its capacity is reused), for a reader decoding chunk after chunk.
+bool Lz4DecodeChunkInto(std::span<const uint8_t> in, std::vector<uint8_t>& out);
 
 }  // namespace commprof::h5
