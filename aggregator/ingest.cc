@@ -91,7 +91,7 @@ std::vector<uint32_t> Ingest::ranks_claimed() const {
 
 uint64_t Ingest::events_written() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return events_written_;
+  return events_written_ + linked_events_;
 }
 
 uint64_t Ingest::events_not_stored() const {
@@ -112,6 +112,19 @@ void Ingest::Push(Command c) {
 void Ingest::PushLocked(Command c) {
   queue_.push_back(std::move(c));
   cv_.notify_one();
+}
+
+bool Ingest::LinkShardRank(uint32_t rank, uint32_t world_size, const std::string& shard_file, uint64_t events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = progress_.try_emplace(rank);
+  if (!fresh) {
+    return false;
+  }
+  it->second.said_bye = true;  // the relay stored its whole stream
+  it->second.bye_written = true;
+  it->second.bye_durable = true;
+  PushLocked(LinkCmd{rank, world_size, shard_file, events});
+  return true;
 }
 
 void Ingest::OpenRank(const wire::Hello& hello) {
@@ -222,6 +235,14 @@ void Ingest::Apply(Command& c) {
             COMMPROF_LOG_ERROR("writer: %s: %s", cmd.what.c_str(), s.message().c_str());
           }
           return Status::Ok();
+        }
+        if constexpr (std::is_same_v<T, LinkCmd>) {
+          Status s = writer_->LinkRank(cmd.rank, cmd.world_size, cmd.shard_file);
+          if (s.ok()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            linked_events_ += cmd.events;
+          }
+          return s;
         }
         if constexpr (std::is_same_v<T, CloseCmd>) {
           Status s = writer_->CloseRank(cmd.rank, cmd.end, cmd.counters, cmd.batches_lost, cmd.reason);

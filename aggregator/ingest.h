@@ -59,6 +59,11 @@ class Ingest {
   void CloseRank(uint32_t rank, uint64_t generation, RankEnd end,
                  std::vector<std::pair<std::string, uint64_t>> counters, uint64_t batches_lost, std::string reason);
 
+  // A rank a relay stored in its shard (docs/scale.md#relays): claimed here as done, so that no
+  // hello or spool can claim it again, and linked into the file (Hdf5Writer::LinkRank). False,
+  // and nothing done, when the rank is already claimed. `events` counts in events_written().
+  bool LinkShardRank(uint32_t rank, uint32_t world_size, const std::string& shard_file, uint64_t events);
+
   // Runs `task` on the writer thread, after what is queued before it, with the writer's open file;
   // the file is flushed right after, so what it wrote survives a job killed next (the /hang group,
   // docs/hangs.md). A task's error is logged prefixed with `what`, and does not fail the file.
@@ -127,7 +132,13 @@ class Ingest {
     std::string what;
     WriterTask task;
   };
-  using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd, TaskCmd>;
+  struct LinkCmd {
+    uint32_t rank;
+    uint32_t world_size;
+    std::string shard_file;
+    uint64_t events;
+  };
+  using Command = std::variant<OpenCmd, StringsCmd, EventsCmd, ClockCmd, CloseCmd, TaskCmd, LinkCmd>;
 
   std::atomic<uint64_t> queued_bytes_{0};  // events bytes queued and not yet written
   std::atomic<uint64_t> queue_peak_{0};
@@ -168,6 +179,7 @@ class Ingest {
   bool stop_ = false;
   Status first_error_;
   uint64_t events_written_ = 0;
+  uint64_t linked_events_ = 0;  // in the shards of relays, linked into the file
   uint64_t events_not_stored_ = 0;
   std::thread thread_;
   bool finished_ = false;

@@ -36,17 +36,20 @@ constexpr auto kByeAckDeadline = std::chrono::seconds(20);
 class Session : public std::enable_shared_from_this<Session>, public HangPeer {
  public:
   Session(tcp::socket socket, Ingest& ingest, const StreamPolicy& policy, ServerStats& stats,
-          const ServerLimits& limits, std::shared_ptr<PendingBook> book, std::shared_ptr<HangWatch> watch)
+          const ServerLimits& limits, std::shared_ptr<PendingBook> book, std::shared_ptr<HangWatch> watch,
+          std::shared_ptr<RelayBook> relays)
       : socket_(std::move(socket)),
         hello_timer_(socket_.get_executor()),
         ack_timer_(socket_.get_executor()),
         pause_timer_(socket_.get_executor()),
         ingest_(ingest),
         stream_(ingest, policy),
+        policy_(policy),
         stats_(stats),
         limits_(limits),
         book_(std::move(book)),
         watch_(std::move(watch)),
+        relays_(std::move(relays)),
         started_(std::chrono::steady_clock::now()) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
@@ -103,6 +106,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       return Drop(nonce.status().message());
     }
     stream_.RequireChallenge(nonce.value());
+    nonce_ = nonce.value();
     out_.clear();
     wire::AppendChallenge(out_, nonce.value());
     asio::async_write(socket_, asio::buffer(out_),
@@ -126,13 +130,15 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
           if (!h.ok()) {
             return self->Drop(h.status().message());
           }
-          if (h->type != wire::FrameType::kHello) {
+          const bool relay = h->type == wire::FrameType::kRelayHello;
+          if (h->type != wire::FrameType::kHello && !relay) {
             return self->Drop(std::string("a ") + wire::FrameTypeName(h->type) +
                               " frame before the hello (only a hello may come first)");
           }
-          if (h->payload_len > wire::kMaxHelloPayload) {
-            return self->Drop("hello of " + std::to_string(h->payload_len) + " bytes is longer than any valid hello (" +
-                              std::to_string(wire::kMaxHelloPayload) + " bytes)");
+          const size_t longest = relay ? wire::kMaxRelayHelloPayload : wire::kMaxHelloPayload;
+          if (h->payload_len > longest) {
+            return self->Drop(std::string(wire::FrameTypeName(h->type)) + " of " + std::to_string(h->payload_len) +
+                              " bytes is longer than any valid one (" + std::to_string(longest) + " bytes)");
           }
           self->current_ = h.value();
           self->payload_.resize(h->payload_len);
@@ -140,6 +146,9 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
                            [self](const boost::system::error_code& ec2, size_t) {
                              if (ec2) {
                                return self->Finish("truncated hello: " + ec2.message());
+                             }
+                             if (self->current_.type == wire::FrameType::kRelayHello) {
+                               return self->HandleRelayHello();
                              }
                              self->HandleHello();
                            });
@@ -168,6 +177,34 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       watch_->RankConnected(stream_.rank(), stream_.hello().world_size, shared_from_this());
     }
     ReadHeader();
+  }
+
+  // A relay's control connection (docs/scale.md#relays): proven like a rank's hello, then handed
+  // to a RelayLink, which owns the socket from here on.
+  void HandleRelayHello() {
+    auto hello = wire::DecodeRelayHello(payload_);
+    if (!hello.ok()) {
+      return Refuse(hello.status().message());
+    }
+    if (!policy_.job_id.empty() && hello->job_id != policy_.job_id) {
+      return Refuse("relay of job '" + hello->job_id + "', not of this job ('" + policy_.job_id + "')");
+    }
+    if (policy_.secret.has_value() && !wire::VerifyHelloProof(payload_, *policy_.secret, nonce_)) {
+      return Refuse("relay-hello proof does not match the job secret");
+    }
+    if (relays_ == nullptr) {
+      return Refuse("this aggregator takes no relays");
+    }
+    hello_timer_.cancel();
+    LeaveBook();
+    stats_.relays++;
+    auto link = std::make_shared<RelayLink>(std::move(socket_), std::move(hello.value()), peer_);
+    relays_->Add(link);
+    link->Start();
+    // The socket is the link's now: this session ends without touching it.
+    finished_ = true;
+    closed_ = true;
+    stats_.connections--;
   }
 
   void LeaveBook() {
@@ -422,10 +459,13 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   bool paused_ = false;
   Ingest& ingest_;
   RankStream stream_;
+  StreamPolicy policy_;
   ServerStats& stats_;
   const ServerLimits limits_;
   std::shared_ptr<PendingBook> book_;
   std::shared_ptr<HangWatch> watch_;  // null without --hang-timeout
+  std::shared_ptr<RelayBook> relays_;
+  wire::Nonce nonce_{};  // this connection's challenge
   std::list<std::weak_ptr<Session>>::iterator in_book_;
   bool pending_ = false;
   std::chrono::steady_clock::time_point started_;
@@ -517,7 +557,8 @@ void Server::Accept() {
     } else if (Admit(socket)) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);
-      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_)->Start();
+      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_, relays_)
+          ->Start();
     }
     Accept();
   });

@@ -23,6 +23,7 @@
 #include "aggregator/hang_watch.h"
 #include "aggregator/ingest.h"
 #include "aggregator/rank_stream.h"
+#include "aggregator/relay_link.h"
 
 namespace commprof {
 
@@ -40,6 +41,7 @@ struct ServerStats {
   std::atomic<uint32_t> accept_pauses{0};  // accept failed for lack of resources (EMFILE, ...)
   std::atomic<uint32_t> read_pauses{0};    // times a session stopped reading: the writer was behind
   std::atomic<uint32_t> streaming{0};      // authenticated sessions open that have not said bye
+  std::atomic<uint32_t> relays{0};         // relays accepted (their control connections)
 };
 
 // The pre-authentication limits (docs/wire-protocol.md, "Before authentication").
@@ -77,6 +79,8 @@ class Server {
   uint16_t port() const;
   const ServerStats& stats() const { return stats_; }
   void Close();  // stop accepting (sessions continue until their peers close); stops the hang watchdog
+  // The relays that connected (docs/scale.md#relays).
+  const std::shared_ptr<RelayBook>& relays() const { return relays_; }
 
  private:
   Server(boost::asio::io_context& io, Ingest& ingest, StreamPolicy policy, const ServerLimits& limits,
@@ -96,6 +100,7 @@ class Server {
   std::shared_ptr<PendingBook> pending_ = std::make_shared<PendingBook>();
   ServerStats stats_;
   std::shared_ptr<HangWatch> hang_watch_;  // null, or the --hang-timeout watchdog the sessions report to
+  std::shared_ptr<RelayBook> relays_ = std::make_shared<RelayBook>();
 };
 
 }  // namespace commprof

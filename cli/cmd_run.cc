@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -52,7 +53,38 @@ struct Options {
   int stacks = 0;                  // --stacks[=DEPTH]: call-site frames per API call (0: off)
   std::string hang_timeout = "0";  // --hang-timeout, checked by ParseHangOptions
   std::string on_hang = "report";
+  std::string relay = "off";  // --relay off|node|N (docs/scale.md#relays)
 };
+
+// --relay as COMMPROF_RELAY's value: "" for off, "node", or N >= 1; false for anything else.
+bool ParseRelay(const std::string& text, std::string& env_value) {
+  if (text == "off" || text == "0") {
+    env_value.clear();
+    return true;
+  }
+  if (text == "node") {
+    env_value = text;
+    return true;
+  }
+  char* end = nullptr;
+  unsigned long n = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || end == nullptr || *end != '\0' || n == 0 || n > 0xffffffffUL) {
+    return false;
+  }
+  env_value = std::to_string(n);
+  return true;
+}
+
+// The --compression a relay gets: the same as this run's.
+std::string CompressionArgument(const CompressionChoice& c) {
+  if (c.deflate == 0) {
+    return "none";
+  }
+  if (c.deflate > 0) {
+    return "deflate:" + std::to_string(c.deflate);
+  }
+  return c.codec;
+}
 
 std::vector<std::string> g_after_dash_dash;
 
@@ -359,6 +391,18 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
     return 2;
   }
+  std::string relay_env;
+  if (!ParseRelay(o.relay, relay_env)) {
+    std::fprintf(stderr, "commprof run: --relay %s: expected off, node, or a number of ranks per relay (1 or more)\n",
+                 o.relay.c_str());
+    return 2;
+  }
+  if (!relay_env.empty() && copts.hang_timeout_s > 0) {
+    std::fprintf(stderr,
+                 "commprof run: --hang-timeout does not reach ranks behind relays; use one or the other "
+                 "(docs/scale.md#relays)\n");
+    return 2;
+  }
   // Everything that can be checked is, before anything is created or started.
   if (Status st = CheckCollectionTargets(copts, "commprof run"); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
@@ -378,6 +422,19 @@ int RunJob(Options o) {
     o.spool_dir = o.output + ".spool";
   }
   o.spool_dir = fs::absolute(o.spool_dir).string();
+  std::string shard_dir;
+  std::string self_exe;
+  if (!relay_env.empty()) {
+    std::error_code ec;
+    shard_dir = fs::absolute(o.output + ".shards").string();
+    fs::create_directories(shard_dir, ec);
+    self_exe = fs::canonical("/proc/self/exe", ec).string();
+    if (!fs::is_directory(shard_dir) || ::access(shard_dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "commprof run: cannot create the relays' shard directory %s: %s\n", shard_dir.c_str(),
+                   ec ? ec.message().c_str() : std::strerror(errno));
+      return 1;
+    }
+  }
   std::string secret = RandomHex(32);
   copts.meta.start_epoch_ns = UtcNowNs();
   copts.secret = secret;
@@ -402,6 +459,13 @@ int RunJob(Options o) {
   AddCaptureVariables(o.capture, vars);
   if (o.stacks > 0) {
     vars.emplace_back("COMMPROF_STACKS", std::to_string(o.stacks));
+  }
+  if (!relay_env.empty()) {
+    vars.emplace_back("COMMPROF_RELAY", relay_env);
+    vars.emplace_back("COMMPROF_RELAY_COMMAND", self_exe);
+    vars.emplace_back("COMMPROF_SHARD_DIR", shard_dir);
+    vars.emplace_back("COMMPROF_RELAY_OPTIONS", "--queue-mb " + std::to_string(o.queue_mb) + " --compression " +
+                                                    CompressionArgument(o.compression));
   }
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -503,7 +567,13 @@ int RunJob(Options o) {
   const Status& st = sum.status;
   // After a write error the error line (Collection::Finish) stands in for "wrote", which the
   // file would belie.
-  if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
+  if (!o.quiet && !sum.write_failed && !sum.previous_kept && sum.relays > 0) {
+    std::fprintf(stderr,
+                 "commprof: wrote %s: %u rank(s), through %u relay(s) (shards in %s) and %u directly, %u refused, "
+                 "%llu events; job exit code %d\n",
+                 o.output.c_str(), sum.ranks, sum.relays, shard_dir.c_str(), sum.accepted, sum.refused,
+                 static_cast<unsigned long long>(sum.events), job_rc);
+  } else if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
     std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
   } else if (!o.quiet) {
@@ -550,6 +620,12 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);
+  sub->add_option("--relay", o->relay,
+                  "relay aggregators (docs/scale.md#relays): off; node (one per node, started by its first rank, "
+                  "writing a shard under OUTPUT.shards/ that the output file links); or N (one per N ranks of a "
+                  "node)")
+      ->type_name("MODE")
+      ->capture_default_str();
   sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
       ->capture_default_str();
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();

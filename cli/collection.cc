@@ -11,9 +11,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <algorithm>
 #include <vector>
 
 #include "aggregator/spool_reader.h"
+#include "analysis/load/profile_reader.h"
 #include "analysis/hang/hang_diagnosis.h"
 #include "analysis/hang/hang_store.h"
 #include "cli/commands.h"
@@ -225,7 +227,115 @@ uint32_t Collection::RanksDone(const std::string& spool_dir) {
   if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
     done.merge(SpooledRanksDone(spool_dir, options_.meta.job_id, spool_scan_));
   }
-  return static_cast<uint32_t>(done.size());
+  // Ranks done at relays are counted by each relay: a rank is at one relay only (a rank that fell
+  // back to this aggregator after its relay failed may count twice until the end).
+  uint32_t at_relays = 0;
+  for (const auto& link : server_->relays()->links()) {
+    at_relays += link->ranks_done();
+  }
+  return static_cast<uint32_t>(done.size()) + at_relays;
+}
+
+namespace {
+
+// How long the relays may take, beyond the grace they give their own ranks, to finalize their
+// shards and answer (a shard's last flush and close; generous for a slow shared file system).
+constexpr auto kRelayFinishMargin = std::chrono::seconds(60);
+
+// The shard's name as the job file links it: relative to the job file's directory when the
+// shard lies under it (the job and its shards can then move together), else absolute.
+std::string LinkTarget(const std::string& output, const std::string& shard) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(output, ec).parent_path();
+  fs::path rel = fs::relative(shard, dir, ec);
+  if (!ec && !rel.empty() && *rel.begin() != "..") {
+    return rel.string();
+  }
+  return shard;
+}
+
+}  // namespace
+
+void Collection::FinishRelays(double grace_s) {
+  auto links = server_->relays()->links();
+  if (links.empty()) {
+    return;
+  }
+  const auto grace_ms = static_cast<uint32_t>(std::llround(std::max(0.0, grace_s) * 1000));
+  boost::asio::post(io_, [links, grace_ms] {
+    for (const auto& link : links) {
+      link->SendFinish(grace_ms);
+    }
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms) + kRelayFinishMargin;
+  auto all_finished = [&] {
+    return std::all_of(links.begin(), links.end(), [](const auto& l) { return l->finished(); });
+  };
+  while (!all_finished() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!all_finished()) {
+    boost::asio::post(io_, [links] {
+      for (const auto& link : links) {
+        link->Abandon("no relay-done within the grace and " + std::to_string(kRelayFinishMargin.count()) + " s");
+      }
+    });
+  }
+}
+
+// After the relays finished (or failed): their shards' ranks become links in this file. A relay
+// that ended without relay-done (killed, crashed) left a shard holding what its last flush stored:
+// its ranks are read from the shard itself and linked as they are.
+void Collection::LinkRelayShards(CollectionSummary& sum) {
+  for (const auto& link : server_relays_) {
+    RelayRecord rec = link->record();
+    const std::string& shard = rec.hello.shard;
+    std::vector<wire::ShardRank> ranks;
+    uint32_t world = rec.result.world_size;
+    std::error_code ec;
+    if (rec.done) {
+      ranks = rec.result.ranks;
+      if (!rec.result.status.empty()) {
+        std::fprintf(stderr, "%s: relay on %s (pid %u): %s\n", command_.c_str(), rec.hello.host.c_str(), rec.hello.pid,
+                     rec.result.status.c_str());
+      }
+    } else if (!fs::exists(shard, ec)) {
+      std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s) and left no shard %s: its ranks are missing\n",
+                   command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), shard.c_str());
+      continue;
+    } else {
+      auto reader = ProfileReader::Open(shard);
+      if (!reader.ok()) {
+        std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s); its shard %s cannot be read: %s\n",
+                     command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), shard.c_str(),
+                     reader.status().message().c_str());
+        continue;
+      }
+      world = reader.value()->info().world_size;
+      for (const RankInfo& ri : reader.value()->info().ranks) {
+        ranks.push_back(wire::ShardRank{ri.rank, ri.event_count});
+      }
+      std::fprintf(stderr,
+                   "%s: warning: relay on %s (pid %u) ended without finishing its shard (%s); linked the %zu "
+                   "rank(s) %s holds as its last flush left them\n",
+                   command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), ranks.size(),
+                   shard.c_str());
+    }
+    if (ranks.empty()) {
+      continue;
+    }
+    shards_.push_back(shard);
+    const std::string target = LinkTarget(options_.output, shard);
+    for (const wire::ShardRank& r : ranks) {
+      if (!ingest_->LinkShardRank(r.rank, world, target, r.events)) {
+        std::fprintf(stderr,
+                     "%s: warning: rank %u is in %s and also reached this aggregator directly (its relay failed "
+                     "mid-run); the part in the shard is not joined\n",
+                     command_.c_str(), r.rank, shard.c_str());
+      }
+    }
+    sum.relays++;
+  }
 }
 
 Collection::~Collection() {
@@ -252,6 +362,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     std::fprintf(stderr, "commprof: %u connection(s) still open after %.1f s; marking them disconnected\n",
                  live.open.load(), grace_s);
   }
+  // Relays (docs/scale.md#relays) finish their shards while the io thread still runs their links.
+  FinishRelays(grace_s);
+  server_relays_ = server_->relays()->links();
   boost::asio::post(io_, [this] { server_->Close(); });
   guard_.reset();
   io_.stop();
@@ -260,6 +373,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   sum.refused = live.refused.load();
   const uint64_t read_pauses = live.read_pauses.load();
   server_.reset();  // closes the sessions: ranks without a bye are marked disconnected
+  LinkRelayShards(sum);
   // What the back-pressure did, for whoever sizes --queue-mb (docs/file-format.md root attributes).
   ingest_->RunOnWriter("back-pressure figures", [peak = ingest_->queue_peak_bytes(), read_pauses](hid_t f) {
     bool ok = h5::Write(f, schema::root_attr::kIngestQueuePeakBytes, peak) &&

@@ -54,7 +54,8 @@ struct CollectionSummary {
   Status status;  // the file's final write status
   uint32_t accepted = 0;
   uint32_t refused = 0;
-  uint32_t ranks = 0;  // ranks in the file: connected or merged from a spool
+  uint32_t ranks = 0;  // ranks in the file: connected, merged from a spool, or linked from a shard
+  uint32_t relays = 0;  // relays whose shards are linked in
   uint64_t events = 0;
   // A write error (a full disk): events the file does not hold; `status` says why.
   uint64_t events_not_stored = 0;
@@ -98,6 +99,10 @@ class Collection {
 
  private:
   Collection() = default;
+  // Tells every relay the job is over and waits for their shards (grace_s plus a margin).
+  void FinishRelays(double grace_s);
+  // Links the relays' shards' ranks into the file.
+  void LinkRelayShards(CollectionSummary& sum);
   // The hang watchdog's handler (io thread): diagnose, print, store /hang; returns the verdict.
   std::string ReportHang(const hang::HangInput& input);
   CollectionOptions options_;
@@ -111,6 +116,8 @@ class Collection {
   std::thread io_thread_;
   bool finished_ = false;
   SpoolScanCache spool_scan_;
+  std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
+  std::vector<std::string> shards_;                        // shard files linked into the file
 };
 
 // 2 x `bytes` random hex digits from /dev/urandom (a time/pid fallback on a broken system).

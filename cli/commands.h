@@ -28,6 +28,7 @@ Runner AddCheckCommand(CLI::App& app);
 Runner AddExportCommand(CLI::App& app);
 Runner AddImportCommand(CLI::App& app);
 Runner AddAggregateCommand(CLI::App& app);
+Runner AddRelayCommand(CLI::App& app);  // commprof relay (docs/scale.md#relays)
 Runner AddHtaCommand(CLI::App& app);
 Runner AddStatsCommand(CLI::App& app);  // commprof stats (docs/cli.md)
 Runner AddDiffCommand(CLI::App& app);

@@ -33,6 +33,7 @@ int Main(int argc, char** argv) {
   add(&commprof::cli::AddExportCommand);
   add(&commprof::cli::AddImportCommand);
   add(&commprof::cli::AddAggregateCommand);
+  add(&commprof::cli::AddRelayCommand);
   add(&commprof::cli::AddHtaCommand);
   add(&commprof::cli::AddStatsCommand);
   add(&commprof::cli::AddDiffCommand);

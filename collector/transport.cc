@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/relay_rendezvous.h"
 
 namespace commprof {
 namespace {
@@ -186,76 +187,6 @@ Status MakeDirs(const std::string& dir) {
 
 }  // namespace
 
-bool SplitHostPort(const std::string& address, std::string& host, std::string& port) {
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return false;
-  }
-  host = address.substr(0, colon);
-  port = address.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return true;
-}
-
-namespace {
-
-// A connected, blocking TCP socket to host:port by `deadline` (steady ns).
-Result<int> ConnectSocket(const std::string& address, uint64_t deadline) {
-  std::string host, port;
-  if (!SplitHostPort(address, host, port)) {
-    return InvalidArgument("COMMPROF_AGGREGATOR='" + address + "' is not host:port");
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return Unavailable("cannot resolve aggregator " + address + ": " + gai_strerror(rc));
-  }
-  int fd = -1;
-  std::string last_error = "no address";
-  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
-    int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-    if (s < 0) {
-      continue;
-    }
-    int rc = ::connect(s, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd pfd{s, POLLOUT, 0};
-      uint64_t now = SteadyNowNs();
-      int wait_ms = now < deadline ? static_cast<int>((deadline - now) / 1000000 + 1) : 0;
-      if (::poll(&pfd, 1, wait_ms) == 1) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-        rc = err == 0 ? 0 : -1;
-        errno = err;
-      } else {
-        errno = ETIMEDOUT;
-      }
-    }
-    if (rc == 0) {
-      fd = s;
-    } else {
-      last_error = std::strerror(errno);
-      ::close(s);
-    }
-  }
-  ::freeaddrinfo(res);
-  if (fd < 0) {
-    return Unavailable("cannot connect to aggregator " + address + ": " + last_error);
-  }
-  int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
                                                        std::string_view secret, uint32_t timeout_ms) {
   const uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
@@ -265,7 +196,7 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
   // The aggregator speaks first: a challenge. A connection it closes before that hit its
   // connection caps (docs/wire-protocol.md): try again, backing off, while the timeout allows.
   for (uint32_t backoff_ms = 10;; backoff_ms = std::min(backoff_ms * 2, 500u)) {
-    auto fd = ConnectSocket(address, deadline);
+    auto fd = ConnectTcp(address, deadline, "aggregator");
     if (!fd.ok()) {
       return fd.status();
     }
@@ -343,10 +274,50 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
 
 namespace {
 
+// The node (or simulated node) and the place on it that pick a rank's relay.
+struct RelayPlace {
+  std::string host_key;
+  uint32_t local_index = 0;
+};
+
+// Under COMMPROF_FAKE_HOST (a testing aid) rank r is on simulated host h = item r, and its place
+// is how many ranks before it share h; otherwise the host name and the launcher's local rank.
+RelayPlace PlaceOf(const Config& config, const wire::Hello& hello) {
+  double h = 0;
+  if (PerRankValue(config.fake_host, hello.rank, h) && h >= 0) {
+    RelayPlace p{"simhost" + std::to_string(static_cast<uint64_t>(h)), 0};
+    for (uint32_t r = 0; r < hello.rank; ++r) {
+      double other = 0;
+      if (PerRankValue(config.fake_host, r, other) && other == h) {
+        ++p.local_index;
+      }
+    }
+    return p;
+  }
+  return RelayPlace{hello.host, LauncherLocalRank()};
+}
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) {
+      j = text.size();
+    }
+    if (j > i) {
+      out.push_back(text.substr(i, j - i));
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 class NetworkTransports final : public TransportFactory {
  public:
   explicit NetworkTransports(const Config& config)
-      : aggregator_(config.aggregator),
+      : config_(config),
+        aggregator_(config.aggregator),
         secret_(config.secret),
         spool_dir_(config.spool_dir),
         timeout_ms_(config.connect_timeout_ms) {}
@@ -354,6 +325,16 @@ class NetworkTransports final : public TransportFactory {
   Result<std::unique_ptr<Transport>> Connect(std::span<const uint8_t> hello_frame) override {
     if (aggregator_.empty()) {
       return Unavailable("no aggregator configured");
+    }
+    if (config_.relay_ranks != 0 && !relay_failed_) {
+      auto t = ConnectToRelay(hello_frame);
+      if (t.ok()) {
+        return t;
+      }
+      // Relays only spread the load: the aggregator itself takes the rank (docs/scale.md#relays).
+      COMMPROF_LOG_WARN("%s; connecting to the aggregator %s instead", t.status().message().c_str(),
+                        aggregator_.c_str());
+      relay_failed_ = true;
     }
     auto t = ConnectToAggregator(aggregator_, hello_frame, secret_, timeout_ms_);
     if (t.ok()) {
@@ -367,6 +348,40 @@ class NetworkTransports final : public TransportFactory {
   }
 
  private:
+  // The rank's node relay (started by the first rank of its group), then the usual handshake.
+  Result<std::unique_ptr<Transport>> ConnectToRelay(std::span<const uint8_t> hello_frame) {
+    if (hello_frame.size() < wire::kHeaderSize) {
+      return InvalidArgument("no hello to pick a relay by");
+    }
+    auto hello = wire::DecodeHello(hello_frame.subspan(wire::kHeaderSize));
+    if (!hello.ok()) {
+      return hello.status();
+    }
+    RelayPlace place = PlaceOf(config_, hello.value());
+    RelayRequest req;
+    req.command = config_.relay_command;
+    req.parent = aggregator_;
+    req.shard_dir = config_.shard_dir;
+    req.job_key = RelayJobKey(config_.job_id, secret_);
+    req.host_key = place.host_key;
+    req.group = RelayGroup(place.local_index, config_.relay_ranks);
+    req.options = SplitWords(config_.relay_options);
+    req.timeout_ms = timeout_ms_;
+    auto address = FindOrStartRelay(req);
+    if (!address.ok()) {
+      return Unavailable("no relay for this node: " + address.status().message());
+    }
+    auto t = ConnectToAggregator(address.value(), hello_frame, secret_, timeout_ms_);
+    if (t.ok()) {
+      COMMPROF_LOG_DEBUG("connected to relay %s (node %s, group %u)", address.value().c_str(),
+                         place.host_key.c_str(), req.group);
+      return t;
+    }
+    return Unavailable("cannot use the node's relay " + address.value() + ": " + t.status().message());
+  }
+
+  const Config config_;
+  bool relay_failed_ = false;  // after one failure, straight to the aggregator
   const std::string aggregator_;
   const std::string secret_;  // signs each connection's challenge (the hello frame's own proof is the spool one)
   const std::string spool_dir_;

@@ -14,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
+#include "core/tcp_connect.h"
 #include "core/wire.h"
 
 namespace commprof {
@@ -63,8 +64,5 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
 // mode 0600), starting with the hello frame.
 Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire::Hello& hello,
                                              std::span<const uint8_t> hello_frame, std::string* path_out);
-
-// Splits "host:port"; brackets allowed around IPv6 hosts.
-bool SplitHostPort(const std::string& address, std::string& host, std::string& port);
 
 }  // namespace commprof

@@ -25,6 +25,18 @@ constexpr OptionSpec kEnvironment[] = {
      kCollector},
     {"COMMPROF_JOB_ID", "", "job id stored in the file; set by `commprof run`.", kCollector},
     {"COMMPROF_SPOOL_DIR", "commprof-spool", "where frames go when the aggregator cannot be reached.", kCollector},
+    {"COMMPROF_RELAY", "",
+     "relays (docs/scale.md#relays): `node` for one per node, N for one per N ranks of a node; unset or 0: "
+     "every rank connects to COMMPROF_AGGREGATOR itself. Set by `commprof run --relay`.",
+     kCollector},
+    {"COMMPROF_RELAY_COMMAND", "", "the commprof executable a rank starts its node's relay with; set by `commprof run`.",
+     kCollector},
+    {"COMMPROF_SHARD_DIR", "",
+     "where relays write their shards (absolute, visible to the aggregator's node); set by `commprof run`.",
+     kCollector},
+    {"COMMPROF_RELAY_OPTIONS", "",
+     "more `commprof relay` options, space-separated (--queue-mb N --compression C); set by `commprof run`.",
+     kCollector},
     {"COMMPROF_BUFFER_EVENTS", "65536", "per-thread ring capacity in events (64 bytes each; at least 16).", kCollector},
     {"COMMPROF_MEMORY_MB", "256", "budget for all thread rings of a process; threads past it drop (counted).",
      kCollector},
@@ -139,7 +151,15 @@ constexpr OptionSpec kEnvironment[] = {
     {"SLURM_STEP_ID", "", "stored per rank as slurm_step_id (when a number); names the SPANK plugin's files.",
      kLauncher},
     {"SLURM_PROCID", "", "stored per rank as slurm_procid; the rank without MPI_Init, as PMIX_RANK.", kLauncher},
-    {"SLURM_LOCALID", "", "stored per rank as slurm_localid.", kLauncher},
+    {"SLURM_LOCALID", "", "stored per rank as slurm_localid; the rank's place on its node (relay groups).",
+     kLauncher},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", "",
+     "the rank's place on its node, which picks its relay with COMMPROF_RELAY=N: the first set of "
+     "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK, MPI_LOCALRANKID (none: 0).",
+     kLauncher},
+    {"LOCAL_RANK", "", "the rank's place on its node (torchrun), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
+    {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.",
+     kLauncher},
     {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
     {"SLURM_NTASKS", "",
      "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE; the ranks the SPANK plugin's aggregator expects.",
@@ -334,6 +354,14 @@ Config ConfigFromEnv() {
   c.secret = EnvOr("COMMPROF_SECRET");
   c.job_id = EnvOr("COMMPROF_JOB_ID");
   c.spool_dir = EnvOr("COMMPROF_SPOOL_DIR");
+  if (std::string relay = EnvOr("COMMPROF_RELAY"); relay == "node") {
+    c.relay_ranks = kRelayPerNode;
+  } else if (!relay.empty()) {
+    c.relay_ranks = EnvU32("COMMPROF_RELAY", 0);
+  }
+  c.relay_command = EnvOr("COMMPROF_RELAY_COMMAND");
+  c.shard_dir = EnvOr("COMMPROF_SHARD_DIR");
+  c.relay_options = EnvOr("COMMPROF_RELAY_OPTIONS");
   c.buffer_events = EnvU32("COMMPROF_BUFFER_EVENTS", 16);
   c.memory_mb = EnvU32("COMMPROF_MEMORY_MB", 1);
   c.flush_ms = EnvU32("COMMPROF_FLUSH_MS", 1);

@@ -57,11 +57,19 @@ std::string ActivitiesToString(uint32_t mask);
 
 inline constexpr uint32_t kMaxHangHistory = 1024;  // COMMPROF_HANG_HISTORY's ceiling
 
+inline constexpr uint32_t kRelayPerNode = 0xffffffffu;  // COMMPROF_RELAY=node
+
 struct Config {
   std::string aggregator;  // host:port; empty = spool only
   std::string secret;      // per-job secret for the hello HMAC
   std::string job_id;
   std::string spool_dir;
+  // Relays (docs/scale.md#relays): ranks per relay on a node, 0 for none, kRelayPerNode for one
+  // per node; the commprof executable that runs them, their shard directory and extra options.
+  uint32_t relay_ranks = 0;
+  std::string relay_command;
+  std::string shard_dir;
+  std::string relay_options;
   uint32_t buffer_events = 0;  // per-thread ring capacity (events)
   uint32_t memory_mb = 0;      // total budget for event buffers
   uint32_t flush_ms = 0;       // shipper period

@@ -455,6 +455,14 @@ const char* FrameTypeName(FrameType type) {
       return "hang-query";
     case FrameType::kHangState:
       return "hang-state";
+    case FrameType::kRelayHello:
+      return "relay-hello";
+    case FrameType::kRelayFinish:
+      return "relay-finish";
+    case FrameType::kRelayDone:
+      return "relay-done";
+    case FrameType::kRelayProgress:
+      return "relay-progress";
     case FrameType::kHangAbort:
       return "hang-abort";
   }
@@ -795,6 +803,92 @@ Result<HangAbort> DecodeHangAbort(std::span<const uint8_t> payload) {
   c.Str(a.reason, "reason");
   COMMPROF_RETURN_IF_ERROR(c.Finish());
   return a;
+}
+
+void AppendRelayHello(std::vector<uint8_t>& out, const RelayHello& hello, std::string_view secret, const Nonce& nonce) {
+  size_t start = BeginFrame(out, FrameType::kRelayHello);
+  PutStr(out, hello.job_id);
+  PutStr(out, hello.host);
+  PutU32(out, hello.pid);
+  PutStr(out, hello.shard);
+  auto proof = HmacSha256(secret, std::span<const uint8_t>(out.data() + start, out.size() - start), nonce);
+  PutRaw(out, proof.data(), proof.size());
+  EndFrame(out, start);
+}
+
+Result<RelayHello> DecodeRelayHello(std::span<const uint8_t> payload) {
+  Cursor c(payload, "relay-hello");
+  RelayHello h;
+  c.Str(h.job_id, "job_id");
+  c.Str(h.host, "host");
+  c.U32(h.pid, "pid");
+  c.Str(h.shard, "shard");
+  c.Raw(h.proof.data(), h.proof.size(), "proof");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return h;
+}
+
+void AppendRelayFinish(std::vector<uint8_t>& out, const RelayFinish& finish) {
+  size_t start = BeginFrame(out, FrameType::kRelayFinish);
+  PutU32(out, finish.grace_ms);
+  EndFrame(out, start);
+}
+
+Result<RelayFinish> DecodeRelayFinish(std::span<const uint8_t> payload) {
+  Cursor c(payload, "relay-finish");
+  RelayFinish f;
+  c.U32(f.grace_ms, "grace_ms");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return f;
+}
+
+void AppendRelayProgress(std::vector<uint8_t>& out, const RelayProgress& progress) {
+  size_t start = BeginFrame(out, FrameType::kRelayProgress);
+  PutU32(out, progress.ranks_open);
+  PutU32(out, progress.ranks_done);
+  EndFrame(out, start);
+}
+
+Result<RelayProgress> DecodeRelayProgress(std::span<const uint8_t> payload) {
+  Cursor c(payload, "relay-progress");
+  RelayProgress p;
+  c.U32(p.ranks_open, "ranks_open");
+  c.U32(p.ranks_done, "ranks_done");
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  return p;
+}
+
+void AppendRelayDone(std::vector<uint8_t>& out, const RelayDone& done) {
+  size_t start = BeginFrame(out, FrameType::kRelayDone);
+  PutStr(out, done.status);
+  PutU32(out, done.world_size);
+  PutU32(out, static_cast<uint32_t>(done.ranks.size()));
+  for (const ShardRank& r : done.ranks) {
+    PutU32(out, r.rank);
+    PutU64(out, r.events);
+  }
+  EndFrame(out, start);
+}
+
+Result<RelayDone> DecodeRelayDone(std::span<const uint8_t> payload) {
+  Cursor c(payload, "relay-done");
+  RelayDone d;
+  uint32_t n = 0;
+  c.Str(d.status, "status");
+  c.U32(d.world_size, "world_size");
+  if (c.U32(n, "rank count") && c.CheckCount(n, 12, "rank count")) {
+    d.ranks.resize(n);
+    for (ShardRank& r : d.ranks) {
+      c.U32(r.rank, "rank");
+      c.U64(r.events, "events");
+    }
+  }
+  COMMPROF_RETURN_IF_ERROR(c.Finish());
+  if (d.world_size > kMaxWorldSize) {
+    return Corrupt("relay-done: world_size " + std::to_string(d.world_size) + " is above " +
+                   std::to_string(kMaxWorldSize));
+  }
+  return d;
 }
 
 Result<bool> ReadFrame(std::FILE* file, FrameHeader& header, std::vector<uint8_t>& payload) {

@@ -7,6 +7,7 @@
 // has not checked against the bytes it holds, and a bad frame is a Status, never a crash.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,10 @@ inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // Before a connection is authenticated the aggregator reads no more than this.
 inline constexpr size_t kMaxHelloPayload = 3 * 4 + 2 * 8 + 2 * (4 + kMaxStringLen) + kProofSize;
 static_assert(kMaxHelloPayload == 68 + 2 * kMaxStringLen);
+// A relay hello: job_id, host and shard path (u32 length + at most kMaxStringLen bytes each), pid,
+// the proof. The first frame of a connection may be this long at most.
+inline constexpr size_t kMaxRelayHelloPayload = 3 * (4 + kMaxStringLen) + 4 + kProofSize;
+inline constexpr size_t kMaxFirstPayload = std::max(kMaxHelloPayload, kMaxRelayHelloPayload);
 
 using Nonce = std::array<uint8_t, kNonceSize>;
 
@@ -55,8 +60,12 @@ enum class FrameType : uint16_t {
   kHangQuery = 11,  // aggregator -> collector: report what you are blocked in (docs/hangs.md)
   kHangState = 12,  // collector -> aggregator: the answer, from the shipper thread
   kHangAbort = 13,  // aggregator -> collector: a hang was found and the job is to end (--on-hang abort)
+  kRelayHello = 14,   // relay -> parent, first on its control connection (docs/scale.md#relays)
+  kRelayFinish = 15,  // parent -> relay: the job is over; finish the shard
+  kRelayDone = 16,    // relay -> parent: the shard is finalized; what it holds
+  kRelayProgress = 17,  // relay -> parent: how many of its ranks have said bye
 };
-inline constexpr FrameType kLastFrameType = FrameType::kHangAbort;
+inline constexpr FrameType kLastFrameType = FrameType::kRelayProgress;
 
 struct FrameHeader {
   FrameType type{};
@@ -168,6 +177,39 @@ struct Bye {
   std::vector<std::pair<std::string, uint64_t>> counters;  // events_recorded, dropped_*, ...
 };
 
+// Relays (docs/scale.md#relays): an aggregator per node (or per N ranks of one) that takes its
+// ranks' streams and writes them into a shard file, joined to the parent's file at the end. It
+// introduces itself on a control connection with the same challenge as a rank, proving the job's
+// secret over the nonce.
+struct RelayHello {
+  std::string job_id;
+  std::string host;
+  uint32_t pid = 0;
+  std::string shard;  // the shard file's absolute path
+  std::array<uint8_t, kProofSize> proof{};
+};
+
+struct RelayProgress {
+  uint32_t ranks_open = 0;  // streams open now
+  uint32_t ranks_done = 0;  // ranks whose bye is stored
+};
+
+struct RelayFinish {
+  uint32_t grace_ms = 0;  // how long the relay waits for its ranks' last frames
+};
+
+// One rank the shard holds.
+struct ShardRank {
+  uint32_t rank = 0;
+  uint64_t events = 0;
+};
+
+struct RelayDone {
+  std::string status;  // "" when the shard was written whole, else why not
+  uint32_t world_size = 0;
+  std::vector<ShardRank> ranks;
+};
+
 // ---- encoding (appends whole frames to `out`) ----
 // A hello with the spool proof (no nonce).
 void AppendHello(std::vector<uint8_t>& out, const Hello& hello, std::string_view secret);
@@ -190,6 +232,11 @@ void AppendBatchAck(std::vector<uint8_t>& out, const BatchAck& ack);
 void AppendHangQuery(std::vector<uint8_t>& out, const HangQuery& query);
 void AppendHangState(std::vector<uint8_t>& out, const HangState& state);
 void AppendHangAbort(std::vector<uint8_t>& out, const HangAbort& abort);
+// The relay hello's proof is HMAC-SHA256(secret, nonce || payload before the proof), as a rank's.
+void AppendRelayHello(std::vector<uint8_t>& out, const RelayHello& hello, std::string_view secret, const Nonce& nonce);
+void AppendRelayFinish(std::vector<uint8_t>& out, const RelayFinish& finish);
+void AppendRelayProgress(std::vector<uint8_t>& out, const RelayProgress& progress);
+void AppendRelayDone(std::vector<uint8_t>& out, const RelayDone& done);
 
 // Size of an events frame holding `count` events.
 constexpr size_t EventsFrameSize(size_t count) { return kHeaderSize + 12 + count * sizeof(commprof_event); }
@@ -210,6 +257,10 @@ Result<Nonce> DecodeChallenge(std::span<const uint8_t> payload);
 Result<HangQuery> DecodeHangQuery(std::span<const uint8_t> payload);
 Result<HangState> DecodeHangState(std::span<const uint8_t> payload);
 Result<HangAbort> DecodeHangAbort(std::span<const uint8_t> payload);
+Result<RelayHello> DecodeRelayHello(std::span<const uint8_t> payload);
+Result<RelayFinish> DecodeRelayFinish(std::span<const uint8_t> payload);
+Result<RelayProgress> DecodeRelayProgress(std::span<const uint8_t> payload);
+Result<RelayDone> DecodeRelayDone(std::span<const uint8_t> payload);
 
 // True when hello.proof is the spool proof of this hello under `secret` (constant-time compare).
 bool VerifyHelloProof(std::span<const uint8_t> hello_payload, std::string_view secret);

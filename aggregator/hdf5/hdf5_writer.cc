@@ -274,6 +274,26 @@ Status Hdf5Writer::OpenRank(const RankDescription& d) {
   return DeviceFailed() ? write_error_ : Status::Ok();
 }
 
+Status Hdf5Writer::LinkRank(uint32_t rank, uint32_t world_size, const std::string& shard_file) {
+  if (failed()) {
+    return write_error_;
+  }
+  if (ranks_.count(rank) != 0) {
+    return InvalidArgument("rank " + std::to_string(rank) + " is already in " + path_);
+  }
+  std::string name = std::to_string(rank);
+  std::string target = std::string("/") + schema::kRanksGroup + "/" + name;
+  if (H5Lcreate_external(shard_file.c_str(), target.c_str(), ranks_group_.get(), name.c_str(), H5P_DEFAULT,
+                         H5P_DEFAULT) < 0) {
+    return Err("cannot link /ranks/" + name + " to " + shard_file);
+  }
+  RankOut r;
+  r.closed = true;
+  world_size_seen_ = std::max(world_size_seen_, world_size);
+  ranks_.emplace(rank, std::move(r));
+  return DeviceFailed() ? write_error_ : Status::Ok();
+}
+
 Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {
   if (failed()) {
     return write_error_;
@@ -459,7 +479,7 @@ Status Hdf5Writer::Finalize() {
     uint64_t next = 0;
     for (const auto& entry : ranks_) {
       uint32_t rank = entry.first;
-      if (rank >= world) {
+      if (rank >= world || options_.shard) {
         break;
       }
       if (rank > next) {
@@ -468,7 +488,7 @@ Status Hdf5Writer::Finalize() {
       }
       next = uint64_t{rank} + 1;
     }
-    if (next < world) {
+    if (next < world && !options_.shard) {
       gaps.emplace_back(static_cast<uint32_t>(next), world - 1);
       n_missing += world - next;
     }

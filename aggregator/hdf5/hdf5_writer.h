@@ -39,6 +39,9 @@ enum class Compression {
 struct WriterOptions {
   Compression compression = Compression::kLz4;
   int deflate_level = 1;  // 1-9, with kDeflate
+  // A relay's shard (docs/scale.md#relays): it holds some of the job's ranks, the others are in
+  // other shards, so Finalize marks none missing.
+  bool shard = false;
 };
 
 // "lz4", "deflate" (level 1), "deflate:N" (N = 1-9) or "none"; nullopt for anything else.
@@ -92,6 +95,10 @@ class Hdf5Writer {
   // Counters from the bye (empty when the rank vanished) and what the aggregator counted itself.
   Status CloseRank(uint32_t rank, RankEnd end, const std::vector<std::pair<std::string, uint64_t>>& counters,
                    uint64_t batches_lost, const std::string& reason);
+  // A rank a relay stored in its shard (docs/scale.md#relays): /ranks/RANK becomes an HDF5
+  // external link to `shard_file`:/ranks/RANK (a path relative to this file's directory, or
+  // absolute), so that readers see one job. The rank counts as present, and as closed.
+  Status LinkRank(uint32_t rank, uint32_t world_size, const std::string& shard_file);
   bool HasRank(uint32_t rank) const { return ranks_.count(rank) != 0; }
   Status Flush();
   // Writes the job-level attributes that are only known at the end, marks ranks that never said
@@ -126,7 +133,7 @@ class Hdf5Writer {
     uint64_t extent = 0;  // the events table's current size in the file
     uint64_t n_events = 0;
     uint64_t n_strings = 0;
-    bool closed = false;
+    bool closed = false;  // a linked rank is closed from the start: its shard holds it
   };
   Hdf5Writer(std::string path, JobMeta meta, WriterOptions options);
   // A failed HDF5 step: the driver's errno when a write failed, else `what`; enters the failed state.

@@ -1,0 +1,294 @@
+// `commprof relay --parent HOST:PORT --shard FILE.h5 [--rendezvous BASE]`: one node's aggregator
+// (docs/scale.md#relays), started by the first rank of its group when relays are on.
+//
+// It takes its node's ranks exactly as the job's aggregator would (the same Collection), writing
+// them into its shard, and keeps a control connection to its parent: relay-hello, proven with the
+// job's secret; relay-progress while ranks end; relay-done with the shard's ranks once the parent's
+// relay-finish says the job is over. The parent links the shard's ranks into the job's file. The
+// secret and the job id come from the environment the rank passed on (COMMPROF_SECRET,
+// COMMPROF_JOB_ID). A relay whose parent goes away finishes its shard all the same.
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "analysis/load/profile_reader.h"
+#include "cli/collection.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/tcp_connect.h"
+#include "core/wire.h"
+
+namespace commprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string parent;
+  std::string shard;
+  std::string rendezvous;
+  std::string listen = "127.0.0.1";
+  CompressionChoice compression;
+  uint64_t queue_mb = 256;
+  uint32_t flush_ms = 1000;
+  double grace_s = 10;  // when the parent is gone and cannot say how long
+};
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal.store(sig); }
+
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
+constexpr int kProgressPollMs = 20;
+
+// The control connection's blocking I/O.
+bool SendAll(int fd, const std::vector<uint8_t>& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool RecvAll(int fd, uint8_t* p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t got = ::recv(fd, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+Status ReadFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload) {
+  std::array<uint8_t, wire::kHeaderSize> h{};
+  if (!RecvAll(fd, h.data(), h.size())) {
+    return Unavailable("the parent closed the connection");
+  }
+  auto decoded = wire::DecodeHeader(h);
+  if (!decoded.ok()) {
+    return decoded.status();
+  }
+  header = decoded.value();
+  payload.resize(header.payload_len);
+  if (!RecvAll(fd, payload.data(), payload.size())) {
+    return Unavailable("the parent closed the connection inside a frame");
+  }
+  return Status::Ok();
+}
+
+// Connects to the parent and introduces this relay; the connected socket.
+Result<int> JoinParent(const Options& o, const std::string& secret, const std::string& job_id) {
+  auto deadline = SteadyNowNs() + static_cast<uint64_t>(
+                                      std::chrono::duration_cast<std::chrono::nanoseconds>(kConnectTimeout).count());
+  auto fd = ConnectTcp(o.parent, deadline, "parent aggregator");
+  if (!fd.ok()) {
+    return fd.status();
+  }
+  wire::FrameHeader h;
+  std::vector<uint8_t> payload;
+  Status st = ReadFrame(fd.value(), h, payload);
+  auto nonce = st.ok() && h.type == wire::FrameType::kChallenge ? wire::DecodeChallenge(payload)
+                                                                 : Result<wire::Nonce>(Corrupt("no challenge"));
+  if (!nonce.ok()) {
+    ::close(fd.value());
+    return Unavailable("parent aggregator " + o.parent + " sent no challenge: " +
+                       (st.ok() ? nonce.status().message() : st.message()));
+  }
+  wire::RelayHello hello;
+  hello.job_id = job_id;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  hello.host = host;
+  hello.pid = static_cast<uint32_t>(::getpid());
+  hello.shard = o.shard;
+  std::vector<uint8_t> frame;
+  wire::AppendRelayHello(frame, hello, secret, nonce.value());
+  if (!SendAll(fd.value(), frame) || !ReadFrame(fd.value(), h, payload).ok() ||
+      h.type != wire::FrameType::kHelloAck) {
+    ::close(fd.value());
+    return Unavailable("parent aggregator " + o.parent + " did not answer the relay-hello");
+  }
+  auto ack = wire::DecodeHelloAck(payload);
+  if (!ack.ok() || !ack->accepted) {
+    ::close(fd.value());
+    return Unauthenticated("parent aggregator " + o.parent +
+                           " refused this relay: " + (ack.ok() ? ack->reason : ack.status().message()));
+  }
+  return fd.value();
+}
+
+bool WriteRendezvous(const std::string& base, const std::string& content) {
+  const std::string path = base + ".addr";
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << content << "\n";
+    if (!out) {
+      return false;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  return !ec;
+}
+
+// Waits for relay-finish (its grace in s), reporting the ranks' progress; the parent gone, a
+// signal: this relay's own grace.
+double AwaitFinish(int fd, Collection& c, const Options& o) {
+  wire::RelayProgress last{~0u, ~0u};
+  for (;;) {
+    if (g_signal.load() != 0) {
+      std::fprintf(stderr, "commprof relay: signal %d; finishing the shard\n", g_signal.load());
+      return o.grace_s;
+    }
+    wire::RelayProgress now{c.stats().open.load(), c.RanksDone("")};
+    if (now.ranks_open != last.ranks_open || now.ranks_done != last.ranks_done) {
+      std::vector<uint8_t> frame;
+      wire::AppendRelayProgress(frame, now);
+      if (!SendAll(fd, frame)) {
+        std::fprintf(stderr, "commprof relay: the parent is gone; finishing the shard\n");
+        return o.grace_s;
+      }
+      last = now;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, kProgressPollMs);
+    if (r <= 0) {
+      continue;
+    }
+    wire::FrameHeader h;
+    std::vector<uint8_t> payload;
+    if (Status st = ReadFrame(fd, h, payload); !st.ok()) {
+      std::fprintf(stderr, "commprof relay: %s; finishing the shard\n", st.message().c_str());
+      return o.grace_s;
+    }
+    if (h.type == wire::FrameType::kRelayFinish) {
+      auto f = wire::DecodeRelayFinish(payload);
+      return f.ok() ? f->grace_ms / 1000.0 : o.grace_s;
+    }
+  }
+}
+
+int Relay(const Options& o) {
+  const char* secret = std::getenv("COMMPROF_SECRET");
+  const char* job_id = std::getenv("COMMPROF_JOB_ID");
+  if (secret == nullptr || *secret == '\0' || job_id == nullptr) {
+    std::fprintf(stderr, "commprof relay: COMMPROF_SECRET and COMMPROF_JOB_ID must be set (a rank passes them on)\n");
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  CollectionOptions copts;
+  copts.output = o.shard;
+  copts.meta.job_id = job_id;
+  copts.meta.command_line = "commprof relay (a shard of job " + std::string(job_id) + ")";
+  copts.meta.start_epoch_ns = UtcNowNs();
+  copts.secret = secret;
+  copts.listen = o.listen;
+  copts.writer = ResolveCompression(o.compression);
+  copts.writer.shard = true;
+  copts.queue_mb = o.queue_mb;
+  copts.flush_ms = o.flush_ms;
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "commprof relay: %s\n", why.c_str());
+    return 1;
+  };
+  auto collection = Collection::Start(copts, "commprof relay");
+  if (!collection.ok()) {
+    return fail(collection.status().message());
+  }
+  Collection& c = *collection.value();
+  auto fd = JoinParent(o, secret, job_id);
+  if (!fd.ok()) {
+    (void)c.Finish(0, "", false);
+    std::error_code ec;
+    fs::remove(o.shard, ec);
+    return fail(fd.status().message());
+  }
+  const std::string address = o.listen + ":" + std::to_string(c.port());
+  if (!o.rendezvous.empty() && !WriteRendezvous(o.rendezvous, address)) {
+    std::fprintf(stderr, "commprof relay: cannot write %s.addr; no rank will find this relay\n",
+                 o.rendezvous.c_str());
+  }
+  std::fprintf(stderr, "commprof relay: listening on %s, shard %s, parent %s\n", address.c_str(), o.shard.c_str(),
+               o.parent.c_str());
+  const double grace = AwaitFinish(fd.value(), c, o);
+  if (!o.rendezvous.empty()) {
+    std::error_code ec;
+    fs::remove(o.rendezvous + ".addr", ec);
+    fs::remove(o.rendezvous + ".lock", ec);
+  }
+  CollectionSummary sum = c.Finish(grace, "", /*analyze=*/false);
+  wire::RelayDone done;
+  if (!sum.status.ok()) {
+    done.status = "writing " + o.shard + ": " + sum.status.message();
+  }
+  std::error_code ec;
+  if (sum.ranks == 0) {
+    fs::remove(o.shard, ec);  // no rank came: nothing to link
+  } else if (auto reader = ProfileReader::Open(o.shard); reader.ok()) {
+    done.world_size = reader.value()->info().world_size;
+    for (const RankInfo& ri : reader.value()->info().ranks) {
+      done.ranks.push_back(wire::ShardRank{ri.rank, ri.event_count});
+    }
+  } else {
+    done.status = "its shard cannot be read back: " + reader.status().message();
+  }
+  std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(),
+               done.ranks.size(), static_cast<unsigned long long>(sum.events));
+  std::vector<uint8_t> frame;
+  wire::AppendRelayDone(frame, done);
+  if (!SendAll(fd.value(), frame)) {
+    std::fprintf(stderr, "commprof relay: could not tell the parent; it links what the shard holds by itself\n");
+  }
+  ::shutdown(fd.value(), SHUT_WR);
+  ::close(fd.value());
+  return sum.status.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+Runner AddRelayCommand(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "relay",
+      "One node's aggregator, writing its ranks into a shard of the job's file (docs/scale.md#relays). Started by\n"
+      "the first rank of a node when `commprof run --relay` is on; not usually run by hand. COMMPROF_SECRET and\n"
+      "COMMPROF_JOB_ID come from the environment. Exit codes: 0 shard written; 1 failure; 2 bad usage.");
+  sub->add_option("--parent", o->parent, "HOST:PORT of the job's aggregator")->required();
+  sub->add_option("--shard", o->shard, "the shard file to write (absolute path)")->required();
+  sub->add_option("--rendezvous", o->rendezvous,
+                  "BASE of the node's rendezvous files: the address goes to BASE.addr, BASE.lock is removed at the end");
+  sub->add_option("--listen", o->listen, "IP address the node's ranks connect to")->capture_default_str();
+  AddCompressionOptions(sub, o->compression);
+  AddQueueOption(sub, o->queue_mb);
+  sub->add_option("--flush-ms", o->flush_ms, "how often the shard is flushed")->capture_default_str();
+  return [o] { return Relay(*o); };
+}
+
+}  // namespace commprof::cli
