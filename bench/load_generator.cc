@@ -6,9 +6,15 @@
 //
 //   commprof_load_generator --port P --secret S --job J --ranks N --events E [--batch B]
 //                           [--threads T] [--world W] [--first-rank R]
+//                           [--hosts H [--relay-command COMMPROF --shard-dir DIR]]
+//
+// With --hosts the ranks are spread over H simulated hosts in contiguous blocks (else 8 a host);
+// with --relay-command each connects through its host's relay (docs/scale.md#relays), started and found exactly as a collector does
+// (core/relay_rendezvous.h); the relays write shards into DIR and report to the aggregator at P.
 //
 // Exit 0 when every rank's bye was acknowledged, 1 otherwise (naming the rank), 2 on bad usage.
-// Used by the back-pressure test (tests/e2e/backpressure_e2e.py) and bench/README.md#ingest.
+// Used by the back-pressure and relay tests (tests/e2e/backpressure_e2e.py, relay_e2e.py) and
+// bench/README.md#ingest.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,6 +32,9 @@
 #include <vector>
 
 #include "commprof/event.h"
+#include "core/clock.h"
+#include "core/relay_rendezvous.h"
+#include "core/tcp_connect.h"
 #include "core/wire.h"
 
 namespace {
@@ -42,6 +51,12 @@ struct Options {
   uint32_t threads = 8;
   uint32_t world = 0;  // 0: = ranks
   uint32_t first_rank = 0;
+  // The ranks are spread over `hosts` simulated hosts (0: 8 ranks a host). With a relay command,
+  // each rank connects through its host's relay (docs/scale.md#relays, started as a collector
+  // starts it), not to the port.
+  uint32_t hosts = 0;
+  std::string relay_command;  // the commprof executable
+  std::string shard_dir;
 };
 
 bool SendAll(int fd, const std::vector<uint8_t>& b) {
@@ -95,16 +110,27 @@ class SimRank {
 
   // Connects, answers the challenge and sends the hello and the strings; false on failure.
   bool Open() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(o_.port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      return Fail("cannot connect");
+    const std::string parent = "127.0.0.1:" + std::to_string(o_.port);
+    std::string address = parent;
+    if (!o_.relay_command.empty()) {
+      RelayRequest req;
+      req.command = o_.relay_command;
+      req.parent = parent;
+      req.shard_dir = o_.shard_dir;
+      req.job_key = RelayJobKey(o_.job, o_.secret);
+      req.host_key = HostName();
+      req.timeout_ms = 60000;
+      auto relay = FindOrStartRelay(req);
+      if (!relay.ok()) {
+        return Fail("no relay: " + relay.status().message());
+      }
+      address = relay.value();
     }
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto fd = ConnectTcp(address, SteadyNowNs() + 60'000'000'000ull, "aggregator");
+    if (!fd.ok()) {
+      return Fail(fd.status().message());
+    }
+    fd_ = fd.value();
     wire::FrameHeader h;
     std::vector<uint8_t> payload;
     if (!ReadFrame(fd_, h, payload) || h.type != wire::FrameType::kChallenge) {
@@ -118,7 +144,7 @@ class SimRank {
     hello.rank = rank_;
     hello.world_size = o_.world != 0 ? o_.world : o_.ranks;
     hello.pid = 100000 + rank_;
-    hello.host = "loadgen-" + std::to_string(rank_ / 8);  // 8 simulated ranks a host
+    hello.host = HostName();
     hello.job_id = o_.job;
     hello.start_steady_ns = 1;
     hello.start_utc_ns = 2;
@@ -200,6 +226,13 @@ class SimRank {
   }
 
   uint64_t sent() const { return sent_; }
+
+  // Its simulated host: with --hosts H the ranks are split into H contiguous blocks, else 8 a host.
+  std::string HostName() const {
+    const uint32_t world = o_.world != 0 ? o_.world : o_.ranks;
+    const uint32_t per_host = o_.hosts > 0 ? (world + o_.hosts - 1) / o_.hosts : 8;
+    return "loadgen-" + std::to_string(rank_ / per_host);
+  }
   bool failed() const { return failed_; }
 
  private:
@@ -243,12 +276,18 @@ bool ParseArgs(int argc, char** argv, Options& o) {
       o.world = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
     } else if (k == "--first-rank") {
       o.first_rank = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    } else if (k == "--hosts") {
+      o.hosts = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    } else if (k == "--relay-command") {
+      o.relay_command = v;
+    } else if (k == "--shard-dir") {
+      o.shard_dir = v;
     } else {
       return false;
     }
   }
   return argc % 2 == 1 && o.port != 0 && !o.secret.empty() && !o.job.empty() && o.ranks > 0 && o.batch > 0 &&
-         o.threads > 0;
+         o.threads > 0 && (o.relay_command.empty() || (o.hosts > 0 && !o.shard_dir.empty()));
 }
 
 }  // namespace
@@ -258,9 +297,14 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: %s --port P --secret S --job J --ranks N --events E [--batch B] [--threads T] [--world W] "
-                 "[--first-rank R]\n",
+                 "[--first-rank R] [--hosts H [--relay-command COMMPROF --shard-dir DIR]]\n",
                  argv[0]);
     return 2;
+  }
+  if (!o.relay_command.empty()) {
+    // What a rank's environment gives the relay it starts.
+    ::setenv("COMMPROF_SECRET", o.secret.c_str(), 1);
+    ::setenv("COMMPROF_JOB_ID", o.job.c_str(), 1);
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<uint32_t> failed{0};

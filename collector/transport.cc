@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -281,7 +282,8 @@ struct RelayPlace {
 };
 
 // Under COMMPROF_FAKE_HOST (a testing aid) rank r is on simulated host h = item r, and its place
-// is how many ranks before it share h; otherwise the host name and the launcher's local rank.
+// is how many ranks before it share h; otherwise the node (Slurm's node name, else the host name)
+// and the launcher's local rank.
 RelayPlace PlaceOf(const Config& config, const wire::Hello& hello) {
   double h = 0;
   if (PerRankValue(config.fake_host, hello.rank, h) && h >= 0) {
@@ -294,7 +296,9 @@ RelayPlace PlaceOf(const Config& config, const wire::Hello& hello) {
     }
     return p;
   }
-  return RelayPlace{hello.host, LauncherLocalRank()};
+  // Slurm's node name tells its nodes apart even where they share a host name (virtual nodes).
+  const char* node = std::getenv("SLURMD_NODENAME");
+  return RelayPlace{node != nullptr && *node != '\0' ? node : hello.host, LauncherLocalRank()};
 }
 
 std::vector<std::string> SplitWords(const std::string& text) {

@@ -161,6 +161,7 @@ constexpr OptionSpec kEnvironment[] = {
     {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.",
      kLauncher},
     {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
+    {"SLURMD_NODENAME", "", "the node a rank's relay serves (COMMPROF_RELAY), before the host name.", kLauncher},
     {"SLURM_NTASKS", "",
      "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE; the ranks the SPANK plugin's aggregator expects.",
      kLauncher},

@@ -48,6 +48,8 @@ static int g_nccl_proxy = 0;
 /* hang_timeout=S, on_hang=report|abort: the aggregator's hang watchdog (commprof aggregate
  * --hang-timeout/--on-hang, docs/hangs.md); "0" is off. */
 static char g_hang_timeout[32] = "0";
+/* relay=node|N: COMMPROF_RELAY for the tasks (docs/scale.md#relays); "" for none. */
+static char g_relay[16] = "";
 static char g_on_hang[16] = "report";
 
 /* The aggregator this srun started, if any. */
@@ -61,7 +63,8 @@ static struct spank_option g_option = {
     "Profile this step with commprof. OPTIONS (comma-separated): activities=cpu+mpi+nccl+cuda+memory+nvtx "
     "(default all), output=DIR (where commprof-<jobid>.h5 goes), nccl=proxy (NCCL proxy op/step records), "
     "hang_timeout=SECONDS (report a hang after SECONDS without a completed communication call; 0: off), "
-    "on_hang=report|abort (after a hang: keep waiting, or end the step).",
+    "on_hang=report|abort (after a hang: keep waiting, or end the step), relay=node|N (a relay aggregator per node, "
+    "or per N tasks of a node, writing shards the step's file links).",
     2,
     0,
     OptionCallback};
@@ -89,7 +92,7 @@ static int ParseOptions(const char* text) {
     if (eq == NULL) {
       slurm_error(
           "commprof: --commprof option '%s' is not KEY=VALUE (keys: activities, output, nccl, hang_timeout, "
-          "on_hang)",
+          "on_hang, relay)",
           item);
       return -1;
     }
@@ -109,6 +112,15 @@ static int ParseOptions(const char* text) {
         return -1;
       }
       Copy(g_hang_timeout, sizeof g_hang_timeout, value);
+    } else if (strcmp(item, "relay") == 0) {
+      char* end = NULL;
+      unsigned long n = strtoul(value, &end, 10);
+      int number = *value >= '1' && *value <= '9' && end != NULL && *end == '\0' && n <= 0xffffffffUL;
+      if ((strcmp(value, "node") != 0 && !number) || strlen(value) >= sizeof g_relay) {
+        slurm_error("commprof: --commprof relay=%s: expected node or a number of tasks per relay (1 or more)", value);
+        return -1;
+      }
+      Copy(g_relay, sizeof g_relay, value);
     } else if (strcmp(item, "on_hang") == 0) {
       if (strcmp(value, "report") != 0 && strcmp(value, "abort") != 0) {
         slurm_error("commprof: --commprof on_hang=%s: expected report or abort", value);
@@ -118,10 +130,15 @@ static int ParseOptions(const char* text) {
     } else {
       slurm_error(
           "commprof: unknown --commprof option '%s=%s' (keys: activities, output, nccl=proxy, hang_timeout, "
-          "on_hang)",
+          "on_hang, relay)",
           item, value);
       return -1;
     }
+  }
+  if (g_relay[0] != '\0' && strcmp(g_hang_timeout, "0") != 0) {
+    slurm_error("commprof: --commprof relay and hang_timeout together: the hang watchdog does not reach tasks behind "
+                "relays; use one or the other");
+    return -1;
   }
   return 0;
 }
@@ -289,6 +306,19 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char** av) {
   setenv("COMMPROF_SECRET", secret, 1);
   setenv("COMMPROF_JOB_ID", job_id, 1);
   setenv("COMMPROF_SPOOL_DIR", spool, 1);
+  if (g_relay[0] != '\0') {
+    /* The first task of each node starts its relay (commprof relay), which writes a shard here. */
+    char shards[PATH_MAX + 128];
+    snprintf(shards, sizeof shards, "%s.shards", out);
+    if (mkdir(shards, 0755) != 0 && errno != EEXIST) {
+      slurm_error("commprof: cannot create %s (%s): relays off, every task connects to the aggregator", shards,
+                  strerror(errno));
+    } else {
+      setenv("COMMPROF_RELAY", g_relay, 1);
+      setenv("COMMPROF_RELAY_COMMAND", g_commprof, 1);
+      setenv("COMMPROF_SHARD_DIR", shards, 1);
+    }
+  }
   slurm_info("commprof: profiling job %u step %u (%u tasks) into %s", job, step, tasks, out);
   return 0;
 }

@@ -211,6 +211,11 @@ uint64_t ProfileInfo::missing_events() const {
   return n;
 }
 
+namespace {
+// Enough for a shard per node of a few hundred nodes; beyond it the least recently used closes.
+constexpr unsigned kShardFilesKeptOpen = 256;
+}  // namespace
+
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());
@@ -218,7 +223,11 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     H5Eclear2(H5E_DEFAULT);
     return OpenFailure(path);
   }
-  r->file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  // A job recorded through relays links its ranks to shard files (docs/scale.md#relays): keep the
+  // shards open once reached, instead of opening one again for every object read through a link.
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  H5Pset_elink_file_cache_size(fapl.get(), kShardFilesKeptOpen);
+  r->file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
   if (!r->file_.valid()) {
     const h5::ErrorStackSummary why = h5::SummarizeErrorStack();
     if (why.locked) {

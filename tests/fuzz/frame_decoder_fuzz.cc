@@ -189,6 +189,40 @@ void DecodeTyped(wire::FrameType type, std::span<const uint8_t> payload, std::sp
       }
       break;
     }
+    case wire::FrameType::kRelayHello: {
+      // Re-encoding signs afresh: only a frame whose proof verifies under the seeds' secret and
+      // nonce must come back byte for byte.
+      auto h = wire::DecodeRelayHello(payload);
+      if (count(h) && !frame.empty() && wire::VerifyHelloProof(payload, kSeedSecret, kSeedNonce)) {
+        wire::AppendRelayHello(out, h.value(), kSeedSecret, kSeedNonce);
+        CheckSame("relay-hello", frame, out);
+      }
+      break;
+    }
+    case wire::FrameType::kRelayFinish: {
+      auto f = wire::DecodeRelayFinish(payload);
+      if (count(f) && !frame.empty()) {
+        wire::AppendRelayFinish(out, f.value());
+        CheckSame("relay-finish", frame, out);
+      }
+      break;
+    }
+    case wire::FrameType::kRelayProgress: {
+      auto p = wire::DecodeRelayProgress(payload);
+      if (count(p) && !frame.empty()) {
+        wire::AppendRelayProgress(out, p.value());
+        CheckSame("relay-progress", frame, out);
+      }
+      break;
+    }
+    case wire::FrameType::kRelayDone: {
+      auto d = wire::DecodeRelayDone(payload);
+      if (count(d) && !frame.empty()) {
+        wire::AppendRelayDone(out, d.value());
+        CheckSame("relay-done", frame, out);
+      }
+      break;
+    }
   }
 }
 

@@ -112,6 +112,21 @@ bool DecodesCleanly(const std::vector<uint8_t>& bytes, std::string& why) {
       case wire::FrameType::kHangAbort:
         st = wire::DecodeHangAbort(p).status();
         break;
+      case wire::FrameType::kRelayHello:
+        st = wire::DecodeRelayHello(p).status();
+        if (st.ok() && !wire::VerifyHelloProof(p, kSeedSecret, kSeedNonce)) {
+          st = commprof::Corrupt("relay-hello proof does not verify");
+        }
+        break;
+      case wire::FrameType::kRelayFinish:
+        st = wire::DecodeRelayFinish(p).status();
+        break;
+      case wire::FrameType::kRelayDone:
+        st = wire::DecodeRelayDone(p).status();
+        break;
+      case wire::FrameType::kRelayProgress:
+        st = wire::DecodeRelayProgress(p).status();
+        break;
     }
     if (!st.ok()) {
       why = st.message();
@@ -211,6 +226,18 @@ int main(int argc, char** argv) {
   add("clock_ping", [&](auto& out) { wire::AppendClockPing(out, 5000000); });
   add("clock_pong", [&](auto& out) { wire::AppendClockPong(out, wire::ClockPong{5000000, 1700000000005000000ull}); });
   add("batch_ack", [&](auto& out) { wire::AppendBatchAck(out, wire::BatchAck{42, true}); });
+
+  // A relay's control connection (docs/scale.md#relays).
+  wire::RelayHello relay_hello{"20240101-120000-4242", "node001", 777, "/scratch/job.h5.shards/node001-0-4242.h5", {}};
+  add("relay_hello", [&](auto& out) { wire::AppendRelayHello(out, relay_hello, kSeedSecret, kSeedNonce); });
+  add("relay_progress", [&](auto& out) { wire::AppendRelayProgress(out, wire::RelayProgress{3, 5}); });
+  add("relay_finish", [&](auto& out) { wire::AppendRelayFinish(out, wire::RelayFinish{10000}); });
+  add("relay_done", [&](auto& out) {
+    wire::AppendRelayDone(out, wire::RelayDone{"", 8, {{0, 55}, {1, 55}, {7, 1u << 20}}});
+  });
+  add("relay_done_failed", [&](auto& out) {
+    wire::AppendRelayDone(out, wire::RelayDone{"writing x.h5: No space left on device", 0, {}});
+  });
 
   std::vector<uint8_t> stream;
   wire::AppendHello(stream, hello, kSeedSecret);

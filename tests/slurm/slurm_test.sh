@@ -12,7 +12,10 @@
 #      rewrites plugstack.conf);
 #   6. srun --commprof=hang_timeout=3,on_hang=abort with a planted hang (tests/e2e/hang_program):
 #      the step is ended and its file's /hang group names the planted rank;
-#   7. the same through sbatch with COMMPROF_HANG_TIMEOUT and COMMPROF_ON_HANG.
+#   7. the same through sbatch with COMMPROF_HANG_TIMEOUT and COMMPROF_ON_HANG;
+#   8. srun --commprof=relay=node -N 2 -n 4: a relay per virtual node, each writing a shard that the
+#      step's file links (external links); one job of 4 ranks, the report names rank 3; relay with
+#      hang_timeout is refused before the step starts.
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -193,6 +196,35 @@ rep = json.loads(subprocess.run([sys.argv[2], "report", sys.argv[1], "--format",
 assert [s["rank"] for s in rep["stragglers"]] == [3], rep["stragglers"]
 print("  commprof run -- srun: 4 ranks, straggler 3")
 PY
+fi
+
+# 8. relays: one per virtual node, shards linked into the step's file (docs/scale.md#relays)
+if want 8; then
+echo "slurm_test: 8. srun --commprof=relay=node -N 2 -n 4 (a relay per virtual node)"
+(cd "$T/out" && timeout 120 srun --commprof=relay=node -N 2 -n 4 --mpi=pmix "$APP" "${APP_ARGS[@]}" >/dev/null \
+  2>"$WORK/srun8.err") || fail "srun --commprof=relay=node exited $?: $(cat "$WORK/srun8.err")"
+F=$(newest); JOB=$(basename "$F" .h5); JOB=${JOB#commprof-}
+check "$T/out/commprof-$JOB.h5" "$JOB" 4 3 "$COMMPROF" 2
+"$PY" - "$T/out/commprof-$JOB.h5" <<'PY' || fail "srun --commprof=relay=node: shards"
+import glob, sys
+import h5py
+path = sys.argv[1]
+shards = sorted(glob.glob(path + ".shards/*.h5"))
+assert len(shards) == 2, f"expected a shard per virtual node, found {shards}"
+with h5py.File(path, "r") as f:
+    links = {r: f["ranks"].get(r, getlink=True) for r in f["ranks"]}
+    assert all(isinstance(l, h5py.ExternalLink) for l in links.values()), links
+    assert {l.filename.split("/")[-1] for l in links.values()} == {s.split("/")[-1] for s in shards}, links
+for s in shards:
+    with h5py.File(s, "r") as f:
+        assert int(f.attrs["finalized"]) == 1, f"{s}: the relay did not finish its shard"
+        print(f"  shard {s.split('/')[-1]}: finalized, ranks {sorted(f['ranks'])}")
+print(f"  relay=node: 2 shards, 4 ranks linked")
+PY
+if (cd "$T/out" && timeout 60 srun --commprof=relay=node,hang_timeout=3 -N 1 -n 1 true >/dev/null 2>"$WORK/srun8b.err"); then
+  fail "srun --commprof=relay=node,hang_timeout=3 ran; it should be refused"
+fi
+grep -q "relay and hang_timeout together" "$WORK/srun8b.err" || fail "relay with hang_timeout: no reason given: $(cat "$WORK/srun8b.err")"
 fi
 
 # check_hang FILE: the step's file holds a /hang group that names rank 2 (hang_program skip-allreduce 2 3)

@@ -301,6 +301,57 @@ TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
   EXPECT_EQ(info.ranks[3].counters.count("clock_offset_ns"), 0u) << "clock model attributes are not counters";
 }
 
+// Relays (docs/scale.md#relays): a shard marks no rank missing (the others are in other shards),
+// and the job's file links the shard's ranks, which every reader then sees as the job's own.
+TEST(Hdf5Writer, AShardMarksNoRankMissingAndTheJobFileLinksItsRanks) {
+  TempDir dir("commprof-w");
+  ASSERT_FALSE(dir.path().empty());
+  fs::create_directories(fs::path(dir / "job.h5.shards"));
+  const std::string shard = dir / "job.h5.shards/node1-0-77.h5";
+  {
+    WriterOptions shard_options;
+    shard_options.shard = true;
+    auto w = Hdf5Writer::Create(shard, JobMeta{}, shard_options);
+    ASSERT_TRUE(w.ok());
+    for (uint32_t rank : {2u, 3u}) {
+      ASSERT_TRUE(w.value()->OpenRank(Hello(rank, 4)).ok());
+      ASSERT_TRUE(w.value()->AppendEvents(rank, Events(1500 + rank, 0)).ok());
+      ASSERT_TRUE(w.value()->CloseRank(rank, RankEnd::kComplete, {}, 0, "bye").ok());
+    }
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  auto s = ProfileReader::Open(shard);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s.value()->info().ranks.size(), 2u) << "a shard holds its own ranks only, none 'missing'";
+  {
+    auto w = Hdf5Writer::Create(dir / "job.h5", JobMeta{}, WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w.value()->OpenRank(Hello(0, 4)).ok());  // one rank reached the job's aggregator itself
+    ASSERT_TRUE(w.value()->AppendEvents(0, Events(10, 0)).ok());
+    ASSERT_TRUE(w.value()->CloseRank(0, RankEnd::kComplete, {}, 0, "bye").ok());
+    ASSERT_TRUE(w.value()->LinkRank(2, 4, "job.h5.shards/node1-0-77.h5").ok());
+    ASSERT_TRUE(w.value()->LinkRank(3, 4, "job.h5.shards/node1-0-77.h5").ok());
+    EXPECT_FALSE(w.value()->LinkRank(0, 4, "job.h5.shards/node1-0-77.h5").ok()) << "rank 0 is already in the file";
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  // Read from another working directory: the links are relative to the job file's directory.
+  const fs::path cwd = fs::current_path();
+  fs::current_path("/");
+  auto r = ProfileReader::Open(dir / "job.h5");
+  fs::current_path(cwd);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ProfileInfo& info = r.value()->info();
+  ASSERT_EQ(info.ranks.size(), 4u);
+  EXPECT_EQ(info.ranks[1].status, "missing") << "rank 1 is in no shard and never said hello";
+  EXPECT_EQ(info.ranks[2].status, "complete");
+  EXPECT_EQ(info.ranks[2].event_count, 1502u);
+  EXPECT_EQ(info.ranks[3].event_count, 1503u);
+  EXPECT_EQ(info.ranks[3].host, "h3");
+  auto events = ReadEvents(*r.value(), 3);
+  ASSERT_EQ(events.size(), 1503u);
+  EXPECT_EQ(events.back().seq, 1502u);
+}
+
 TEST(Hdf5Writer, RankEndNames) {
   EXPECT_STREQ(schema::RankStatusName(RankEnd::kComplete), "complete");
   EXPECT_STREQ(schema::RankStatusName(RankEnd::kDisconnected), "disconnected");

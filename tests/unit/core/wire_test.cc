@@ -305,7 +305,11 @@ TEST(WireCodec, FrameTypeNamesAreTheDocumentedOnes) {
   EXPECT_STREQ(FrameTypeName(FrameType::kHangQuery), "hang-query");
   EXPECT_STREQ(FrameTypeName(FrameType::kHangState), "hang-state");
   EXPECT_STREQ(FrameTypeName(FrameType::kHangAbort), "hang-abort");
-  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(14)), "unknown");
+  EXPECT_STREQ(FrameTypeName(FrameType::kRelayHello), "relay-hello");
+  EXPECT_STREQ(FrameTypeName(FrameType::kRelayFinish), "relay-finish");
+  EXPECT_STREQ(FrameTypeName(FrameType::kRelayDone), "relay-done");
+  EXPECT_STREQ(FrameTypeName(FrameType::kRelayProgress), "relay-progress");
+  EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(18)), "unknown");
   EXPECT_STREQ(FrameTypeName(static_cast<FrameType>(99)), "unknown");
 }
 
@@ -332,8 +336,8 @@ TEST(WireCodec, DecodeHeaderRejectsUnsupportedVersion) {
   EXPECT_FALSE(DecodeHeader(HeaderBytes(kMagic, 0, 1, 0, 0)).ok());
 }
 
-TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToHangAbort) {
-  for (uint16_t type = 1; type <= 13; ++type) {
+TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToRelayProgress) {
+  for (uint16_t type = 1; type <= 17; ++type) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 16, 0));
     ASSERT_TRUE(h.ok()) << type << ": " << h.status().message();
     EXPECT_EQ(static_cast<uint16_t>(h->type), type);
@@ -341,7 +345,7 @@ TEST(WireCodec, DecodeHeaderAcceptsEveryFrameTypeFromHelloToHangAbort) {
 }
 
 TEST(WireCodec, DecodeHeaderRejectsUnknownFrameType) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{14}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{18}, uint16_t{0xFFFF}}) {
     auto h = DecodeHeader(HeaderBytes(kMagic, kVersion, type, 0, 0));
     ASSERT_FALSE(h.ok()) << type;
     EXPECT_NE(h.status().message().find("unknown frame type " + std::to_string(type)), std::string::npos)
@@ -929,6 +933,84 @@ TEST(WireCodec, HangFramesRoundTripAndNameTheFieldAtFault) {
   auto a = DecodeHangAbort(std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize));
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->reason, "rank 2 never entered MPI_Allreduce #41");
+}
+
+// ---- relays (docs/scale.md#relays) ----
+
+std::span<const uint8_t> PayloadOf(const std::vector<uint8_t>& frame) {
+  return std::span<const uint8_t>(frame.data() + kHeaderSize, frame.size() - kHeaderSize);
+}
+
+TEST(WireCodec, RelayHelloRoundTripsAndIsProvenOverTheChallengeLikeAHello) {
+  Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) {
+    nonce[i] = static_cast<uint8_t>(3 * i + 1);
+  }
+  RelayHello in{"job-7", "node017", 4242, "/lustre/run/job.h5.shards/node017-0-4242.h5", {}};
+  std::vector<uint8_t> frame;
+  AppendRelayHello(frame, in, "s3cret", nonce);
+  auto h = DecodeHeader(std::span<const uint8_t>(frame.data(), kHeaderSize));
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->type, FrameType::kRelayHello);
+  auto out = DecodeRelayHello(PayloadOf(frame));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->job_id, "job-7");
+  EXPECT_EQ(out->host, "node017");
+  EXPECT_EQ(out->pid, 4242u);
+  EXPECT_EQ(out->shard, in.shard);
+  EXPECT_TRUE(VerifyHelloProof(PayloadOf(frame), "s3cret", nonce));
+  EXPECT_FALSE(VerifyHelloProof(PayloadOf(frame), "other", nonce));
+  Nonce other = nonce;
+  other[0] ^= 1;
+  EXPECT_FALSE(VerifyHelloProof(PayloadOf(frame), "s3cret", other)) << "a proof over another challenge passed";
+  EXPECT_LE(PayloadOf(frame).size(), kMaxRelayHelloPayload);
+  // Every truncation is refused, naming the field it ran out in.
+  for (size_t n = 0; n < PayloadOf(frame).size(); ++n) {
+    auto cut = DecodeRelayHello(PayloadOf(frame).first(n));
+    ASSERT_FALSE(cut.ok()) << n;
+  }
+}
+
+TEST(WireCodec, RelayProgressFinishAndDoneRoundTrip) {
+  std::vector<uint8_t> frame;
+  AppendRelayProgress(frame, RelayProgress{3, 29});
+  auto p = DecodeRelayProgress(PayloadOf(frame));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ranks_open, 3u);
+  EXPECT_EQ(p->ranks_done, 29u);
+  frame.clear();
+  AppendRelayFinish(frame, RelayFinish{12500});
+  auto f = DecodeRelayFinish(PayloadOf(frame));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->grace_ms, 12500u);
+  frame.clear();
+  RelayDone done{"", 1024, {{0, 7}, {31, 1ull << 40}, {1023, 0}}};
+  AppendRelayDone(frame, done);
+  auto d = DecodeRelayDone(PayloadOf(frame));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->status, "");
+  EXPECT_EQ(d->world_size, 1024u);
+  ASSERT_EQ(d->ranks.size(), 3u);
+  EXPECT_EQ(d->ranks[1].rank, 31u);
+  EXPECT_EQ(d->ranks[1].events, 1ull << 40);
+  EXPECT_EQ(d->ranks[2].rank, 1023u);
+}
+
+TEST(WireCodec, RelayDoneRefusesACountBeyondItsBytesAndAWorldBeyondTheLimit) {
+  std::vector<uint8_t> frame;
+  AppendRelayDone(frame, RelayDone{"ok", 4, {{0, 1}, {1, 2}}});
+  std::vector<uint8_t> payload(frame.begin() + kHeaderSize, frame.end());
+  // The rank count sits after the status (4 + 2 bytes) and the world size (4 bytes).
+  payload[10] = 0xff;
+  payload[11] = 0xff;
+  auto d = DecodeRelayDone(payload);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("rank count"), std::string::npos) << d.status().message();
+  frame.clear();
+  AppendRelayDone(frame, RelayDone{"", kMaxWorldSize + 1, {}});
+  d = DecodeRelayDone(PayloadOf(frame));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("world_size"), std::string::npos) << d.status().message();
 }
 
 }  // namespace

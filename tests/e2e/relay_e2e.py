@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Relays (docs/scale.md#relays): an aggregator per node (or per N ranks of one) writing a shard,
+the job's file linking the shards' ranks, read by h5py and every command as one job.
+
+Usage: relay_e2e.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases and their truth:
+  loadgen_1024   1024 simulated ranks on 32 simulated hosts (bench/load_generator.cc, the real wire
+                 protocol; relays started and found exactly as a collector does) send 2000 events
+                 each through their host's relay to `commprof aggregate`: 32 shards of 32 ranks, all
+                 finalized; the job file holds 1024 ranks, each an external link to its host's shard,
+                 each with exactly 2000 events, complete; `commprof report --format json` is the same
+                 as for the same load sent straight to one aggregator (only the file's path and job id differ).
+  mpi_64         A real Open MPI job of 64 ranks (oversubscribed) on 8 simulated hosts of 8
+                 (COMMPROF_FAKE_HOST) whose clocks are shifted by h ms (host h), under
+                 `commprof run --relay node`: 8 shards, one per host, each holding that host's 8 ranks;
+                 every rank complete with exactly 20 MPI_Allreduce; every rank's clock offset is its
+                 host's injected shift within the rank's stated bound; per-rank event counts by name
+                 and the report's collective instances equal those of the same job run without relays.
+  per_n          `--relay 2` with 8 ranks on this host: 4 relays, rank r in the shard of group r // 2
+                 (the rank's local rank picks its relay).
+  cannot_start   A relay that cannot start (COMMPROF_RELAY_COMMAND=/bin/false) fails its group at once
+                 and the ranks connect to the aggregator themselves: all 4 ranks stored in the job
+                 file (no links, no shard), each rank's stderr says why.
+  relay_killed   One of two relays is killed (SIGKILL) while its ranks stream: the job's exit code (0)
+                 is kept, the file is written and readable (`commprof report` exit 0), every rank is in
+                 it; the dead relay's ranks went on to the aggregator, and what the dead relay had
+                 stored stays in its shard (named in a warning): together nothing is lost (events in
+                 the file plus events in the shard >= events the rank recorded).
+  usage          `--relay bogus`, `--relay 0x`, and `--relay node --hang-timeout 5` are usage errors (exit 2)
+                 naming the value; `commprof relay` without the job's environment exits 2.
+No timing is asserted: counts, links, clocks against their injected truth, and exit codes.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+
+from e2e_support import expect, mpirun, run, run_cases
+
+
+def start_aggregate(ctx, name, expect_ranks, extra=()):
+    secret_file, addr_file = ctx.path(f"{name}.secret"), ctx.path(f"{name}.addr")
+    err = open(ctx.path(f"{name}.stderr"), "w")
+    agg = subprocess.Popen(
+        [ctx.commprof, "aggregate", "-q", "--expect", str(expect_ranks), "--listen", "127.0.0.1:0", "--job-id",
+         name, "--secret-file", secret_file, "--address-file", addr_file, "--timeout", "280", "-o",
+         ctx.path(f"{name}.h5"), *extra], stdout=subprocess.DEVNULL, stderr=err)
+    for _ in range(400):
+        if os.path.exists(addr_file) and open(addr_file).read().strip():
+            break
+        expect(agg.poll() is None, f"{name}: aggregate exited early: {open(ctx.path(name + '.stderr')).read()}")
+        time.sleep(0.05)
+    return agg, err, open(addr_file).read().strip(), open(secret_file).read().strip()
+
+
+def finish_aggregate(ctx, name, agg, err):
+    rc = agg.wait(timeout=280)
+    err.close()
+    stderr = open(ctx.path(f"{name}.stderr")).read()
+    expect(rc == 0, f"{name}: aggregate exit {rc}:\n{stderr}")
+    return stderr
+
+
+def report_json(ctx, path):
+    return json.loads(run([ctx.commprof, "report", "--format", "json", path], check_rc=0, timeout=280).stdout)
+
+
+def info_json(ctx, path):
+    return json.loads(run([ctx.commprof, "info", "--json", path], check_rc=0, timeout=280).stdout)
+
+
+def shards_of(path):
+    return sorted(glob.glob(path + ".shards/*.h5"))
+
+
+def links_of(path):
+    with h5py.File(path, "r") as f:
+        return {int(r): f["ranks"].get(r, getlink=True) for r in f["ranks"]}
+
+
+def loadgen(ctx, name, relays):
+    ranks, events, hosts = 1024, 2000, 32
+    agg, err, address, secret = start_aggregate(ctx, name, ranks)
+    cmd = [os.path.join(ctx.build, "bench", "commprof_load_generator"), "--port", address.rsplit(":", 1)[1],
+           "--secret", secret, "--job", name, "--ranks", str(ranks), "--events", str(events), "--batch", "500",
+           "--threads", "8", "--hosts", str(hosts)]
+    if relays:
+        os.makedirs(ctx.path(f"{name}.h5.shards"))
+        cmd += ["--relay-command", ctx.commprof, "--shard-dir", ctx.path(f"{name}.h5.shards")]
+    gen = run(cmd, timeout=280, env={"TMPDIR": ctx.work})
+    expect(gen.returncode == 0, f"{name}: load generator failed:\n{gen.stdout}{gen.stderr}")
+    finish_aggregate(ctx, name, agg, err)
+    print(f"{name}: {gen.stdout.strip()}")
+    return ctx.path(f"{name}.h5"), ranks, events, hosts
+
+
+def case_loadgen_1024(ctx):
+    path, ranks, events, hosts = loadgen(ctx, "relayed", relays=True)
+    shards = shards_of(path)
+    expect(len(shards) == hosts, f"{len(shards)} shards for {hosts} hosts: {shards}")
+    for s in shards:
+        with h5py.File(s, "r") as f:
+            expect(int(f.attrs["finalized"]) == 1, f"{s} not finalized")
+            expect(len(f["ranks"]) == ranks // hosts, f"{s}: {len(f['ranks'])} ranks")
+            host_ids = {f["ranks"][r].attrs["host"] for r in f["ranks"]}
+            expect(len(host_ids) == 1, f"{s} holds ranks of several hosts: {host_ids}")
+    links = links_of(path)
+    expect(sorted(links) == list(range(ranks)), f"{len(links)} ranks in the job file")
+    expect(all(isinstance(l, h5py.ExternalLink) for l in links.values()), "every rank is a link to its shard")
+    with h5py.File(path, "r") as f:
+        expect(int(f.attrs["world_size"]) == ranks and f.attrs["ranks_missing"] == "", "world and missing ranks")
+        for r in range(ranks):
+            g = f["ranks"][str(r)]
+            expect(g.attrs["status"] == "complete" and g["events"].shape[0] == events,
+                   f"rank {r}: {g.attrs['status']}, {g['events'].shape[0]} events of {events}")
+        expect("analysis" in f, "the job file holds /analysis, computed through the links")
+    direct, _, _, _ = loadgen(ctx, "direct", relays=False)
+    a, b = report_json(ctx, path), report_json(ctx, direct)
+    for key in ("path", "job_id"):  # the two jobs' own names
+        a.pop(key), b.pop(key)
+    expect(a == b, "the report through relays differs from the report of one aggregator")
+
+
+def run_job(ctx, out, n, relay, env, iters=20, extra_args=()):
+    cmd = [ctx.commprof, "run", "-o", out]
+    if relay:
+        cmd += ["--relay", relay]
+    cmd += ["--"] + mpirun(n) + [ctx.example, "--iters", str(iters), *extra_args]
+    return run(cmd, env=dict(env, TMPDIR=ctx.work), check_rc=0, timeout=280)
+
+
+def case_mpi_64(ctx):
+    n, per_host, iters = 64, 8, 20
+    hosts = n // per_host
+    shift_ns = [h * 1_000_000 for h in range(hosts)]
+    env = {"COMMPROF_FAKE_HOST": ",".join(str(r // per_host) for r in range(n)),
+           "COMMPROF_FAKE_HOST_CLOCK_OFFSET_NS": ",".join(str(s) for s in shift_ns)}
+    relayed, direct = ctx.path("relay64.h5"), ctx.path("direct64.h5")
+    p = run_job(ctx, relayed, n, "node", env, iters)
+    expect(f"through {hosts} relay(s)" in p.stderr, f"summary: {p.stderr[-600:]}")
+    shards = shards_of(relayed)
+    expect(len(shards) == hosts, f"{len(shards)} shards: {shards}")
+    for s in shards:
+        with h5py.File(s, "r") as f:
+            members = sorted(int(r) for r in f["ranks"])
+            expect(len(members) == per_host and len({r // per_host for r in members}) == 1,
+                   f"{s}: ranks {members}, expected one simulated host's {per_host}")
+    info = info_json(ctx, relayed)
+    ranks = {r["rank"]: r for r in info["ranks"]}
+    expect(sorted(ranks) == list(range(n)), f"ranks {sorted(ranks)}")
+    for r, ri in ranks.items():
+        expect(ri["status"] == "complete", f"rank {r}: {ri['status']}")
+        # host h's clock reads steady + shift_h, rank 0's (host 0) is the reference: offset -shift_h
+        truth = -shift_ns[r // per_host]
+        bound = ri["clock_error_bound_ns"]
+        expect(bound >= 0 and abs(ri["clock_offset_ns"] - truth) <= bound,
+               f"rank {r}: offset {ri['clock_offset_ns']} ns, truth {truth} ns, bound {bound} ns")
+    run_job(ctx, direct, n, None, env, iters)
+    counts = {}
+    for path in (relayed, direct):
+        with h5py.File(path, "r") as f:
+            counts[path] = {r: f["ranks"][r]["events"].shape[0] for r in f["ranks"]}
+    expect(counts[relayed] == counts[direct], f"event counts differ: {counts}")
+    with h5py.File(relayed, "r") as f:
+        for r in f["ranks"]:
+            names = [s.decode() if isinstance(s, bytes) else s for s in f["ranks"][r]["strings"][...]]
+            ev = f["ranks"][r]["events"][...]
+            allreduce = sum(1 for e in ev if names[e["name_id"]] == "MPI_Allreduce")
+            expect(allreduce == iters, f"rank {r}: {allreduce} MPI_Allreduce, expected {iters}")
+    a, b = report_json(ctx, relayed), report_json(ctx, direct)
+    inst = lambda rep: (rep["instances"], sorted((c["type"], c["count"]) for c in rep["collectives"]))
+    expect(inst(a) == inst(b), f"collective instances differ: {inst(a)} vs {inst(b)}")
+
+
+def case_per_n(ctx):
+    out = ctx.path("per2.h5")
+    run_job(ctx, out, 8, "2", {})
+    shards = shards_of(out)
+    expect(len(shards) == 4, f"{len(shards)} shards for 8 ranks at 2 per relay: {shards}")
+    groups = []
+    for s in shards:
+        with h5py.File(s, "r") as f:
+            groups.append(sorted(int(r) for r in f["ranks"]))
+    expect(sorted(groups) == [[0, 1], [2, 3], [4, 5], [6, 7]], f"ranks by relay: {groups}")
+    expect(all(isinstance(l, h5py.ExternalLink) for l in links_of(out).values()), "links")
+
+
+def case_cannot_start(ctx):
+    name = "nostart"
+    agg, err, address, secret = start_aggregate(ctx, name, 4)
+    shard_dir = ctx.path("shards")
+    os.makedirs(shard_dir)
+    env = {"COMMPROF_AGGREGATOR": address, "COMMPROF_SECRET": secret, "COMMPROF_JOB_ID": name,
+           "COMMPROF_RELAY": "node", "COMMPROF_RELAY_COMMAND": "/bin/false", "COMMPROF_SHARD_DIR": shard_dir,
+           "TMPDIR": ctx.work}
+    cmd = mpirun(4)
+    for k in env:
+        cmd += ["-x", k]
+    cmd += ["-x", f"LD_PRELOAD={ctx.library}", ctx.example, "--iters", "10"]
+    p = run(cmd, env=env, timeout=280)
+    expect(p.returncode == 0, f"job exit {p.returncode}: {p.stderr}")
+    finish_aggregate(ctx, name, agg, err)
+    expect(p.stderr.count("no relay for this node") == 4 and "connecting to the aggregator" in p.stderr,
+           f"each rank says why it did not use a relay:\n{p.stderr}")
+    links = links_of(ctx.path(f"{name}.h5"))
+    expect(sorted(links) == [0, 1, 2, 3] and all(isinstance(l, h5py.HardLink) for l in links.values()),
+           f"all 4 ranks stored in the job file itself: {links}")
+    expect(not glob.glob(shard_dir + "/*.h5"), "no shard")
+
+
+def case_relay_killed(ctx):
+    out = ctx.path("killed.h5")
+    env = {"COMMPROF_FAKE_HOST": "0,0,1,1", "TMPDIR": ctx.work, "COMMPROF_FLUSH_MS": "20"}
+    cmd = [ctx.commprof, "run", "--relay", "node", "-o", out, "--"] + mpirun(4) + [
+        ctx.example, "--iters", "600", "--compute-us", "10000", "--compute", "sleep"]
+    job = subprocess.Popen(cmd, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    victim = None
+    for _ in range(600):  # the relay of simulated host 1, once its ranks stream to it
+        found = glob.glob(out + ".shards/simhost1-0-*.h5")
+        if found and os.path.getsize(found[0]) > 0:
+            pids = subprocess.run(["pgrep", "-f", "relay --parent .*simhost1-0-"], stdout=subprocess.PIPE,
+                                  text=True).stdout.split()
+            if pids:
+                victim = int(pids[0])
+                break
+        expect(job.poll() is None, "the job ended before its relays started")
+        time.sleep(0.05)
+    expect(victim is not None, "simulated host 1's relay never started")
+    time.sleep(1.0)  # its ranks stream to it for a while
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = job.communicate(timeout=280)
+    expect(job.returncode == 0, f"run exit {job.returncode}, the job's own is 0:\n{stderr[-3000:]}")
+    shard = glob.glob(out + ".shards/simhost1-0-*.h5")[0]
+    expect(os.path.basename(shard) in stderr, f"a warning names the dead relay's shard:\n{stderr[-3000:]}")
+    run([ctx.commprof, "report", out], check_rc=0, timeout=120)
+    with h5py.File(out, "r") as f, h5py.File(shard, "r") as s:
+        expect(sorted(int(r) for r in f["ranks"]) == [0, 1, 2, 3], f"ranks {list(f['ranks'])}")
+        for r in ("2", "3"):
+            g = f["ranks"][r]
+            recorded = int(g.attrs["events_recorded"])
+            in_file = g["events"].shape[0]
+            in_shard = s["ranks"][r]["events"].shape[0] if r in s["ranks"] else 0
+            expect(in_shard > 0, f"rank {r}: the dead relay had stored none of it; the kill came too early to test")
+            expect(in_file + in_shard >= recorded,
+                   f"rank {r}: {in_file} events in the file + {in_shard} in the shard < {recorded} recorded")
+
+
+def case_usage(ctx):
+    for bad in ("bogus", "0x"):
+        p = run([ctx.commprof, "run", "--relay", bad, "--", "true"], check_rc=2)
+        expect(f"--relay {bad}" in p.stderr, p.stderr)
+    p = run([ctx.commprof, "run", "--relay", "node", "--hang-timeout", "5", "--", "true"], check_rc=2)
+    expect("--hang-timeout" in p.stderr and "relays" in p.stderr, p.stderr)
+    p = run([ctx.commprof, "relay", "--parent", "127.0.0.1:1", "--shard", ctx.path("x.h5")], check_rc=2,
+            unset=("COMMPROF_SECRET", "COMMPROF_JOB_ID"))
+    expect("COMMPROF_SECRET" in p.stderr, p.stderr)
+    expect(not os.path.exists(ctx.path("x.h5")), "nothing written")
+
+
+CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
+         "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "usage": case_usage}
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES))
