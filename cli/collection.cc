@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <algorithm>
 #include <vector>
 
@@ -283,6 +284,27 @@ void Collection::FinishRelays(double grace_s) {
   }
 }
 
+// The file now links this run's shards: shards an earlier run of the same output left in the same
+// directory (OUTPUT.shards) belong to the file this one replaced, and go with it.
+void Collection::RemoveStaleShards() {
+  if (shards_.empty()) {
+    return;
+  }
+  std::error_code ec;
+  const fs::path dir = fs::path(shards_.front()).parent_path();
+  if (dir.filename().string().ends_with(".shards")) {
+    std::set<std::string> ours(shards_.begin(), shards_.end());
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string p = entry.path().string();
+      const bool shard = p.ends_with(".h5");
+      const bool log = p.ends_with(".h5.log");
+      if ((shard && ours.count(p) == 0) || (log && ours.count(p.substr(0, p.size() - 4)) == 0)) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+  }
+}
+
 // After the relays finished (or failed): their shards' ranks become links in this file. A relay
 // that ended without relay-done (killed, crashed) left a shard holding what its last flush stored:
 // its ranks are read from the shard itself and linked as they are.
@@ -320,6 +342,9 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
                    "rank(s) %s holds as its last flush left them\n",
                    command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), ranks.size(),
                    shard.c_str());
+    }
+    if (rec.done && rec.result.status.empty()) {
+      fs::remove(shard + ".log", ec);  // a relay that finished cleanly has nothing to tell
     }
     if (ranks.empty()) {
       continue;
@@ -444,6 +469,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
                    options_.output.c_str(), write_path_.c_str());
       return sum;
     }
+  }
+  if (sum.status.ok()) {
+    RemoveStaleShards();
   }
   // The analysis is part of the file (its /analysis group); failing it does not fail collection.
   if (sum.status.ok() && analyze) {

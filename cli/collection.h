@@ -103,6 +103,8 @@ class Collection {
   void FinishRelays(double grace_s);
   // Links the relays' shards' ranks into the file.
   void LinkRelayShards(CollectionSummary& sum);
+  // Removes shards (and relay logs) of an earlier run from the shard directory.
+  void RemoveStaleShards();
   // The hang watchdog's handler (io thread): diagnose, print, store /hang; returns the verdict.
   std::string ReportHang(const hang::HangInput& input);
   CollectionOptions options_;
