@@ -213,7 +213,8 @@ void Ingest::Apply(Command& c) {
         }
         if constexpr (std::is_same_v<T, EventsCmd>) {
           if (const int64_t us = writer_delay_us_.load(std::memory_order_relaxed); us > 0) {
-            std::this_thread::sleep_for(std::chrono::microseconds(us));
+            // A slow disk takes time in proportion to what it writes: `us` per 1000 events.
+            std::this_thread::sleep_for(std::chrono::microseconds(us * static_cast<int64_t>(cmd.events.size()) / 1000));
           }
           Status s = writer_->AppendEvents(cmd.rank, cmd.events);
           queued_bytes_.fetch_sub(cmd.events.size() * sizeof(commprof_event), std::memory_order_relaxed);

@@ -86,8 +86,8 @@ class Ingest {
   void SetQueueLimit(uint64_t limit_bytes) { queue_limit_ = limit_bytes; }
   bool Congested() const { return queue_limit_ != 0 && queued_bytes_.load(std::memory_order_relaxed) > queue_limit_; }
   uint64_t queue_peak_bytes() const { return queue_peak_.load(std::memory_order_relaxed); }
-  // Test aid (COMMPROF_TEST_WRITER_DELAY_US): the writer sleeps this long per events frame, to
-  // stand for a slow disk.
+  // Test aid (COMMPROF_TEST_WRITER_DELAY_US): the writer sleeps this long per 1000 events it
+  // writes, to stand for a slow disk.
   void SetWriterDelayForTests(std::chrono::microseconds d) { writer_delay_us_ = d.count(); }
 
   // Drains the queue, finalizes and closes the file; returns the first write error, if any.

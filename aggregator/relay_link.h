@@ -32,8 +32,8 @@ namespace commprof {
 struct RelayRecord {
   wire::RelayHello hello;  // its host, pid and shard (the proof is not kept)
   std::string peer;
-  bool done = false;     // relay-done arrived: `result` holds the shard's ranks
-  bool closed = false;   // the control connection ended (after relay-done, or without it)
+  bool done = false;    // relay-done arrived: `result` holds the shard's ranks
+  bool closed = false;  // the control connection ended (after relay-done, or without it)
   std::string end_reason;
   wire::RelayDone result;
 };

@@ -557,6 +557,10 @@ void Server::Accept() {
     } else if (Admit(socket)) {
       boost::system::error_code opt_ec;
       socket.set_option(tcp::no_delay(true), opt_ec);
+      if (limits_.receive_buffer_bytes != 0) {
+        socket.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(limits_.receive_buffer_bytes)),
+                          opt_ec);
+      }
       std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_, relays_)
           ->Start();
     }

@@ -59,6 +59,9 @@ struct ServerLimits {
   // this long, doubling while it keeps failing, up to the max.
   uint32_t accept_pause_ms = 100;
   uint32_t accept_pause_max_ms = 1600;
+  // SO_RCVBUF of each connection; 0: the system's own, autotuned. Set only with the slow-disk test
+  // aid (COMMPROF_TEST_WRITER_DELAY_US), so that a congested aggregator is reached with little data.
+  uint32_t receive_buffer_bytes = 0;
 };
 
 class Session;

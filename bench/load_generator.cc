@@ -9,8 +9,8 @@
 //                           [--hosts H [--relay-command COMMPROF --shard-dir DIR]]
 //
 // With --hosts the ranks are spread over H simulated hosts in contiguous blocks (else 8 a host);
-// with --relay-command each connects through its host's relay (docs/scale.md#relays), started and found exactly as a collector does
-// (core/relay_rendezvous.h); the relays write shards into DIR and report to the aggregator at P.
+// with --relay-command each connects through its host's relay (docs/scale.md#relays), started and found exactly as a
+// collector does (core/relay_rendezvous.h); the relays write shards into DIR and report to the aggregator at P.
 //
 // Exit 0 when every rank's bye was acknowledged, 1 otherwise (naming the rank), 2 on bad usage.
 // Used by the back-pressure and relay tests (tests/e2e/backpressure_e2e.py, relay_e2e.py) and

@@ -99,8 +99,8 @@ Status ReadFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payloa
 
 // Connects to the parent and introduces this relay; the connected socket.
 Result<int> JoinParent(const Options& o, const std::string& secret, const std::string& job_id) {
-  auto deadline = SteadyNowNs() + static_cast<uint64_t>(
-                                      std::chrono::duration_cast<std::chrono::nanoseconds>(kConnectTimeout).count());
+  auto deadline = SteadyNowNs() +
+                  static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(kConnectTimeout).count());
   auto fd = ConnectTcp(o.parent, deadline, "parent aggregator");
   if (!fd.ok()) {
     return fd.status();
@@ -109,11 +109,11 @@ Result<int> JoinParent(const Options& o, const std::string& secret, const std::s
   std::vector<uint8_t> payload;
   Status st = ReadFrame(fd.value(), h, payload);
   auto nonce = st.ok() && h.type == wire::FrameType::kChallenge ? wire::DecodeChallenge(payload)
-                                                                 : Result<wire::Nonce>(Corrupt("no challenge"));
+                                                                : Result<wire::Nonce>(Corrupt("no challenge"));
   if (!nonce.ok()) {
     ::close(fd.value());
-    return Unavailable("parent aggregator " + o.parent + " sent no challenge: " +
-                       (st.ok() ? nonce.status().message() : st.message()));
+    return Unavailable("parent aggregator " + o.parent +
+                       " sent no challenge: " + (st.ok() ? nonce.status().message() : st.message()));
   }
   wire::RelayHello hello;
   hello.job_id = job_id;
@@ -124,8 +124,7 @@ Result<int> JoinParent(const Options& o, const std::string& secret, const std::s
   hello.shard = o.shard;
   std::vector<uint8_t> frame;
   wire::AppendRelayHello(frame, hello, secret, nonce.value());
-  if (!SendAll(fd.value(), frame) || !ReadFrame(fd.value(), h, payload).ok() ||
-      h.type != wire::FrameType::kHelloAck) {
+  if (!SendAll(fd.value(), frame) || !ReadFrame(fd.value(), h, payload).ok() || h.type != wire::FrameType::kHelloAck) {
     ::close(fd.value());
     return Unavailable("parent aggregator " + o.parent + " did not answer the relay-hello");
   }
@@ -214,6 +213,7 @@ int Relay(const Options& o) {
   copts.writer.shard = true;
   copts.queue_mb = o.queue_mb;
   copts.flush_ms = o.flush_ms;
+  copts.own_spools_only = true;
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "commprof relay: %s\n", why.c_str());
     return 1;
@@ -232,8 +232,7 @@ int Relay(const Options& o) {
   }
   const std::string address = o.listen + ":" + std::to_string(c.port());
   if (!o.rendezvous.empty() && !WriteRendezvous(o.rendezvous, address)) {
-    std::fprintf(stderr, "commprof relay: cannot write %s.addr; no rank will find this relay\n",
-                 o.rendezvous.c_str());
+    std::fprintf(stderr, "commprof relay: cannot write %s.addr; no rank will find this relay\n", o.rendezvous.c_str());
   }
   std::fprintf(stderr, "commprof relay: listening on %s, shard %s, parent %s\n", address.c_str(), o.shard.c_str(),
                o.parent.c_str());
@@ -243,7 +242,10 @@ int Relay(const Options& o) {
     fs::remove(o.rendezvous + ".addr", ec);
     fs::remove(o.rendezvous + ".lock", ec);
   }
-  CollectionSummary sum = c.Finish(grace, "", /*analyze=*/false);
+  // A rank that went to its spool while this relay was congested (COMMPROF_SEND_TIMEOUT_MS)
+  // continues its stream here: this relay resumes it, skipping what it stored.
+  const char* spool_dir = std::getenv("COMMPROF_SPOOL_DIR");
+  CollectionSummary sum = c.Finish(grace, spool_dir != nullptr ? spool_dir : "", /*analyze=*/false);
   wire::RelayDone done;
   if (!sum.status.ok()) {
     done.status = "writing " + o.shard + ": " + sum.status.message();
@@ -259,8 +261,8 @@ int Relay(const Options& o) {
   } else {
     done.status = "its shard cannot be read back: " + reader.status().message();
   }
-  std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(),
-               done.ranks.size(), static_cast<unsigned long long>(sum.events));
+  std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(), done.ranks.size(),
+               static_cast<unsigned long long>(sum.events));
   std::vector<uint8_t> frame;
   wire::AppendRelayDone(frame, done);
   if (!SendAll(fd.value(), frame)) {
@@ -282,8 +284,9 @@ Runner AddRelayCommand(CLI::App& app) {
       "COMMPROF_JOB_ID come from the environment. Exit codes: 0 shard written; 1 failure; 2 bad usage.");
   sub->add_option("--parent", o->parent, "HOST:PORT of the job's aggregator")->required();
   sub->add_option("--shard", o->shard, "the shard file to write (absolute path)")->required();
-  sub->add_option("--rendezvous", o->rendezvous,
-                  "BASE of the node's rendezvous files: the address goes to BASE.addr, BASE.lock is removed at the end");
+  sub->add_option(
+      "--rendezvous", o->rendezvous,
+      "BASE of the node's rendezvous files: the address goes to BASE.addr, BASE.lock is removed at the end");
   sub->add_option("--listen", o->listen, "IP address the node's ranks connect to")->capture_default_str();
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);

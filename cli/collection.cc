@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -12,13 +13,12 @@
 #include <ctime>
 #include <filesystem>
 #include <set>
-#include <algorithm>
 #include <vector>
 
 #include "aggregator/spool_reader.h"
-#include "analysis/load/profile_reader.h"
 #include "analysis/hang/hang_diagnosis.h"
 #include "analysis/hang/hang_store.h"
+#include "analysis/load/profile_reader.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/h5/h5_util.h"
@@ -168,9 +168,12 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   }
   c->ingest_ = std::move(ingest.value());
   c->ingest_->SetQueueLimit(options.queue_mb << 20);
-  // Test aid: a slow disk, so that the back-pressure can be seen working (tests/e2e).
+  // Test aid: a slow disk, so that the back-pressure can be seen working (tests/e2e), and small
+  // receive buffers, so that it stops the ranks' sends after little data.
+  ServerLimits limits;
   if (const char* delay = std::getenv("COMMPROF_TEST_WRITER_DELAY_US"); delay != nullptr && *delay != '\0') {
     c->ingest_->SetWriterDelayForTests(std::chrono::microseconds(std::strtoll(delay, nullptr, 10)));
+    limits.receive_buffer_bytes = 64 << 10;
   }
   StreamPolicy policy{options.secret, options.meta.job_id};
   if (options.hang_timeout_s > 0) {
@@ -180,8 +183,7 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
     c->hang_watch_ =
         std::make_shared<HangWatch>(c->io_, hw, [p = c.get()](const hang::HangInput& in) { return p->ReportHang(in); });
   }
-  auto server =
-      Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port, ServerLimits{}, c->hang_watch_);
+  auto server = Server::Listen(c->io_, *c->ingest_, policy, options.listen, options.port, limits, c->hang_watch_);
   if (!server.ok()) {
     // Possible only if the address was taken since the check: what was created goes again.
     (void)c->ingest_->Finish();
@@ -410,15 +412,21 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   std::error_code ec;
   if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
     StreamPolicy policy{options_.secret, options_.meta.job_id};
+    const std::vector<uint32_t> claimed = ingest_->ranks_claimed();
     for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
       if (entry.path().extension() != ".cpspool") {
         continue;
       }
       // A spool another job left in the same directory is not this job's to merge or judge.
-      if (auto hello = ReadSpoolHello(entry.path().string()); hello.ok() && hello->job_id != options_.meta.job_id) {
+      auto hello = ReadSpoolHello(entry.path().string());
+      if (hello.ok() && hello->job_id != options_.meta.job_id) {
         std::fprintf(stderr, "commprof: left %s alone: it is a spool of job '%s'\n", entry.path().c_str(),
                      hello->job_id.c_str());
         continue;
+      }
+      if (options_.own_spools_only &&
+          (!hello.ok() || !std::binary_search(claimed.begin(), claimed.end(), hello->rank))) {
+        continue;  // a rank this relay never took: the job's aggregator merges it
       }
       SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy);
       if (r.accepted) {

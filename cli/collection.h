@@ -34,6 +34,9 @@ struct CollectionOptions {
   uint32_t flush_ms = 1000;
   // --queue-mb: the bound on events received and not yet written (docs/scale.md#back-pressure).
   uint64_t queue_mb = 256;
+  // A relay merges only the spools of ranks it took itself (it can resume their streams); the job's
+  // aggregator merges the rest (docs/scale.md#relays).
+  bool own_spools_only = false;
   // --hang-timeout (0: off) and --on-hang (docs/hangs.md): the aggregator's hang watchdog.
   double hang_timeout_s = 0;
   OnHang on_hang = OnHang::kReport;
@@ -54,7 +57,7 @@ struct CollectionSummary {
   Status status;  // the file's final write status
   uint32_t accepted = 0;
   uint32_t refused = 0;
-  uint32_t ranks = 0;  // ranks in the file: connected, merged from a spool, or linked from a shard
+  uint32_t ranks = 0;   // ranks in the file: connected, merged from a spool, or linked from a shard
   uint32_t relays = 0;  // relays whose shards are linked in
   uint64_t events = 0;
   // A write error (a full disk): events the file does not hold; `status` says why.

@@ -237,6 +237,13 @@ void Shipper::Send(std::vector<uint8_t>& frames) {
     bytes_sent_ += size;
     return;
   }
+  if (transport_->congested()) {
+    // Reconnecting would find the same full queue: the spool takes what the aggregator has not
+    // confirmed and everything after, and the aggregator merges it at the end (docs/scale.md).
+    ++congestion_spools_;
+    transport_.reset();
+    return SwitchToSpool(st.message());
+  }
   OnSendFailed(st.message());
 }
 
@@ -565,6 +572,9 @@ void Shipper::Finish(uint64_t signo) {
       bye.counters.emplace_back("ended_by_hang_abort", 1);
     }
     bye.counters.emplace_back("spooled", spooling_ ? 1 : 0);
+    if (congestion_spools_ > 0) {
+      bye.counters.emplace_back("spooled_congested", congestion_spools_);
+    }
     std::vector<uint8_t> frames;
     wire::AppendClock(frames, rt_.TakeClockFrame());
     wire::AppendBye(frames, bye);

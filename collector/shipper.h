@@ -113,6 +113,7 @@ class Shipper {
   bool bye_acked_ = false;
   uint64_t unconfirmed_batches_ = 0;  // forgotten unacknowledged (COMMPROF_RETAIN_MB)
   uint64_t reconnects_ = 0;
+  uint64_t congestion_spools_ = 0;  // 1 once a congested aggregator sent the stream to the spool
   uint64_t resent_batches_ = 0;
   std::vector<ClockPoint> tcp_points_;
   uint64_t next_tcp_sync_ns_ = 0;

@@ -24,15 +24,29 @@ namespace {
 
 class TcpTransport final : public Transport {
  public:
-  explicit TcpTransport(int fd) : fd_(fd) {}
+  explicit TcpTransport(int fd, uint32_t send_timeout_ms = 0) : fd_(fd), send_timeout_ms_(send_timeout_ms) {}
   ~TcpTransport() override { ::close(fd_); }
 
+  // Waits while the aggregator takes the bytes; with a send timeout, an aggregator that has not
+  // taken them all by then (its writer far behind: docs/scale.md#back-pressure) is congested.
   Status Send(std::span<const uint8_t> bytes) override {
+    const uint64_t deadline = SteadyNowNs() + uint64_t{send_timeout_ms_} * 1000000ull;
     size_t off = 0;
     while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EINTR) {
+          continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          const uint64_t now = SteadyNowNs();
+          if (send_timeout_ms_ != 0 && now >= deadline) {
+            congested_ = true;
+            return Unavailable("the aggregator did not take a batch within " + std::to_string(send_timeout_ms_) +
+                               " ms (COMMPROF_SEND_TIMEOUT_MS): it is congested");
+          }
+          pollfd pfd{fd_, POLLOUT, 0};
+          (void)::poll(&pfd, 1, send_timeout_ms_ == 0 ? -1 : static_cast<int>((deadline - now) / 1000000 + 1));
           continue;
         }
         return Unavailable(std::string("send to aggregator failed: ") + std::strerror(errno));
@@ -41,6 +55,7 @@ class TcpTransport final : public Transport {
     }
     return Status::Ok();
   }
+  bool congested() const override { return congested_; }
 
   Status Receive(wire::FrameHeader& header, std::vector<uint8_t>& payload, uint32_t timeout_ms) override {
     return ReceiveUntil(header, payload, SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull);
@@ -146,6 +161,8 @@ class TcpTransport final : public Transport {
 
   int fd_;
   std::vector<uint8_t> inbox_;
+  uint32_t send_timeout_ms_ = 0;  // 0: wait as long as it takes
+  bool congested_ = false;
   bool closed_ = false;  // the peer closed or reset the connection (not a timeout)
 };
 
@@ -189,7 +206,8 @@ Status MakeDirs(const std::string& dir) {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
-                                                       std::string_view secret, uint32_t timeout_ms) {
+                                                       std::string_view secret, uint32_t timeout_ms,
+                                                       uint32_t send_timeout_ms) {
   const uint64_t deadline = SteadyNowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   std::unique_ptr<TcpTransport> transport;
   wire::FrameHeader h;
@@ -201,7 +219,7 @@ Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& addres
     if (!fd.ok()) {
       return fd.status();
     }
-    transport = std::make_unique<TcpTransport>(fd.value());
+    transport = std::make_unique<TcpTransport>(fd.value(), send_timeout_ms);
     bool closed = false;
     Status st = transport->ReceiveFirst(h, payload, deadline, closed);
     if (st.ok()) {
@@ -340,7 +358,7 @@ class NetworkTransports final : public TransportFactory {
                         aggregator_.c_str());
       relay_failed_ = true;
     }
-    auto t = ConnectToAggregator(aggregator_, hello_frame, secret_, timeout_ms_);
+    auto t = ConnectToAggregator(aggregator_, hello_frame, secret_, timeout_ms_, config_.send_timeout_ms);
     if (t.ok()) {
       COMMPROF_LOG_DEBUG("connected to aggregator %s", aggregator_.c_str());
     }
@@ -375,10 +393,10 @@ class NetworkTransports final : public TransportFactory {
     if (!address.ok()) {
       return Unavailable("no relay for this node: " + address.status().message());
     }
-    auto t = ConnectToAggregator(address.value(), hello_frame, secret_, timeout_ms_);
+    auto t = ConnectToAggregator(address.value(), hello_frame, secret_, timeout_ms_, config_.send_timeout_ms);
     if (t.ok()) {
-      COMMPROF_LOG_DEBUG("connected to relay %s (node %s, group %u)", address.value().c_str(),
-                         place.host_key.c_str(), req.group);
+      COMMPROF_LOG_DEBUG("connected to relay %s (node %s, group %u)", address.value().c_str(), place.host_key.c_str(),
+                         req.group);
       return t;
     }
     return Unavailable("cannot use the node's relay " + address.value() + ": " + t.status().message());

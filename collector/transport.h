@@ -29,6 +29,8 @@ class Transport {
   virtual Result<bool> TryReceive(wire::FrameHeader& /*header*/, std::vector<uint8_t>& /*payload*/) { return false; }
   // True when the peer acknowledges stored batches (an aggregator over TCP); a spool never does.
   virtual bool acknowledges() const { return false; }
+  // True once a Send failed because the peer took nothing for COMMPROF_SEND_TIMEOUT_MS.
+  virtual bool congested() const { return false; }
   virtual const char* name() const = 0;
 };
 
@@ -57,8 +59,11 @@ std::unique_ptr<TransportFactory> MakeNetworkTransports(const Config& config);
 // Connects to host:port, reads the aggregator's challenge, sends the hello signed over it with
 // `secret`, and waits for the aggregator's acceptance. A connection the aggregator closes before
 // its challenge (its connection caps) is retried with back-off within timeout_ms.
+// `send_timeout_ms` (0: none): a Send that finds the aggregator taking nothing for that long fails,
+// and the transport says congested().
 Result<std::unique_ptr<Transport>> ConnectToAggregator(const std::string& address, std::span<const uint8_t> hello_frame,
-                                                       std::string_view secret, uint32_t timeout_ms);
+                                                       std::string_view secret, uint32_t timeout_ms,
+                                                       uint32_t send_timeout_ms = 0);
 
 // Creates DIR (and parents, mode 0700) and the rank's spool file in it (named after `hello`,
 // mode 0600), starting with the hello frame.

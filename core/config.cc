@@ -29,8 +29,8 @@ constexpr OptionSpec kEnvironment[] = {
      "relays (docs/scale.md#relays): `node` for one per node, N for one per N ranks of a node; unset or 0: "
      "every rank connects to COMMPROF_AGGREGATOR itself. Set by `commprof run --relay`.",
      kCollector},
-    {"COMMPROF_RELAY_COMMAND", "", "the commprof executable a rank starts its node's relay with; set by `commprof run`.",
-     kCollector},
+    {"COMMPROF_RELAY_COMMAND", "",
+     "the commprof executable a rank starts its node's relay with; set by `commprof run`.", kCollector},
     {"COMMPROF_SHARD_DIR", "",
      "where relays write their shards (absolute, visible to the aggregator's node); set by `commprof run`.",
      kCollector},
@@ -48,6 +48,10 @@ constexpr OptionSpec kEnvironment[] = {
     {"COMMPROF_RECONNECT_MS", "10000",
      "after a lost connection, how long a rank keeps trying to reconnect (with back-off, holding what the "
      "aggregator has not acknowledged in memory) before it writes that to its spool file; 0: spool at once.",
+     kCollector},
+    {"COMMPROF_SEND_TIMEOUT_MS", "30000",
+     "when a send to the aggregator (or relay) does not complete within this many ms (its writer far behind), the "
+     "rank writes the rest to its spool, merged at the end; 0: wait as long as it takes.",
      kCollector},
     {"COMMPROF_RETAIN_MB", "64",
      "memory for events sent but not yet acknowledged as stored; beyond it the oldest are forgotten (counted as "
@@ -131,7 +135,8 @@ constexpr OptionSpec kEnvironment[] = {
     {"COMMPROF_LIBRARY", "", "the libcommprof.so `commprof run` preloads when --library is not given.", kCommand},
     {"COMMPROF_TEST_WRITER_DELAY_US", "",
      "TESTING AID: `commprof run` and `commprof aggregate` make their writer sleep this many microseconds per "
-     "events frame, standing for a slow disk (the back-pressure test).",
+     "1000 events written, standing for a slow disk, and give each connection a 64 KiB receive buffer (the "
+     "back-pressure tests).",
      kCommand},
 
     // Set by the launcher or Slurm.
@@ -151,15 +156,13 @@ constexpr OptionSpec kEnvironment[] = {
     {"SLURM_STEP_ID", "", "stored per rank as slurm_step_id (when a number); names the SPANK plugin's files.",
      kLauncher},
     {"SLURM_PROCID", "", "stored per rank as slurm_procid; the rank without MPI_Init, as PMIX_RANK.", kLauncher},
-    {"SLURM_LOCALID", "", "stored per rank as slurm_localid; the rank's place on its node (relay groups).",
-     kLauncher},
+    {"SLURM_LOCALID", "", "stored per rank as slurm_localid; the rank's place on its node (relay groups).", kLauncher},
     {"OMPI_COMM_WORLD_LOCAL_RANK", "",
      "the rank's place on its node, which picks its relay with COMMPROF_RELAY=N: the first set of "
      "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK, MPI_LOCALRANKID (none: 0).",
      kLauncher},
     {"LOCAL_RANK", "", "the rank's place on its node (torchrun), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
-    {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.",
-     kLauncher},
+    {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
     {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
     {"SLURMD_NODENAME", "", "the node a rank's relay serves (COMMPROF_RELAY), before the host name.", kLauncher},
     {"SLURM_NTASKS", "",
@@ -169,6 +172,7 @@ constexpr OptionSpec kEnvironment[] = {
      kLauncher},
     {"PATH", "", "where `commprof run` looks for the command before it creates anything (exit 127 when absent).",
      kLauncher},
+    {"TMPDIR", "", "where a node's relay rendezvous directory goes (commprof-relays-UID; unset: /tmp).", kLauncher},
     {"NCCL_PROFILER_PLUGIN", "",
      "set by `commprof run` and the SPANK plugin to commprof's NCCL plugin (nccl activity); a value already set "
      "is kept and commprof's plugin is not loaded.",
@@ -370,6 +374,7 @@ Config ConfigFromEnv() {
   c.connect_timeout_ms = EnvU32("COMMPROF_CONNECT_TIMEOUT_MS", 0);
   c.reconnect_ms = EnvU32("COMMPROF_RECONNECT_MS", 0);
   c.retain_mb = EnvU32("COMMPROF_RETAIN_MB", 1);
+  c.send_timeout_ms = EnvU32("COMMPROF_SEND_TIMEOUT_MS", 0);
   c.bye_ack_ms = EnvU32("COMMPROF_BYE_ACK_MS", 0);
   c.hang_history = EnvU32("COMMPROF_HANG_HISTORY", 1);
   if (c.hang_history > kMaxHangHistory) {

@@ -76,11 +76,12 @@ struct Config {
   uint32_t request_slots = 0;  // in-flight non-blocking requests tracked
   uint32_t connect_timeout_ms = 0;
   // The delivery settings default to the documented values even in a Config built by hand.
-  uint32_t reconnect_ms = 10000;  // how long to try to reconnect before spooling
-  uint32_t retain_mb = 64;        // events sent but not acknowledged, kept for a resend
-  uint32_t bye_ack_ms = 5000;     // wait at exit for the stream's acknowledgement
-  bool signal_handlers = true;    // ship on fatal signals
-  uint32_t hang_history = 16;     // completed collectives kept per communicator for a hang-state (1..kMaxHangHistory)
+  uint32_t reconnect_ms = 10000;     // how long to try to reconnect before spooling
+  uint32_t retain_mb = 64;           // events sent but not acknowledged, kept for a resend
+  uint32_t send_timeout_ms = 30000;  // an aggregator taking nothing this long is congested: spool
+  uint32_t bye_ack_ms = 5000;        // wait at exit for the stream's acknowledgement
+  bool signal_handlers = true;       // ship on fatal signals
+  uint32_t hang_history = 16;  // completed collectives kept per communicator for a hang-state (1..kMaxHangHistory)
   bool clock_sync = true;
   uint32_t clock_sync_interval_ms = 0;
   uint32_t clock_sync_rounds = 0;

@@ -78,10 +78,11 @@ std::vector<char*> RelayEnvironment(std::vector<std::string>& keep) {
 
 // Starts `commprof relay` in its own session with its output in `log`; its pid.
 Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const std::string& rendezvous) {
-  std::vector<std::string> args = {r.command, "relay", "--parent", r.parent, "--shard", shard, "--rendezvous",
-                                   rendezvous};
+  std::vector<std::string> args = {r.command, "relay", "--parent",     r.parent,
+                                   "--shard", shard,   "--rendezvous", rendezvous};
   args.insert(args.end(), r.options.begin(), r.options.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) {
     argv.push_back(a.data());
   }
@@ -122,8 +123,8 @@ Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const 
 std::string SanitizeKey(std::string_view text) {
   std::string out;
   for (char c : text.substr(0, 64)) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     out += ok ? c : '_';
   }
   return out.empty() ? std::string("_") : out;
@@ -131,8 +132,8 @@ std::string SanitizeKey(std::string_view text) {
 
 std::string RelayJobKey(std::string_view job_id, std::string_view secret) {
   static constexpr std::string_view kLabel = "relay";
-  auto mac = wire::HmacSha256(secret, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kLabel.data()),
-                                                               kLabel.size()));
+  auto mac = wire::HmacSha256(secret,
+                              std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kLabel.data()), kLabel.size()));
   static constexpr char kHex[] = "0123456789abcdef";
   std::string digest;
   for (size_t i = 0; i < 8; ++i) {

@@ -21,12 +21,12 @@
 namespace commprof {
 
 struct RelayRequest {
-  std::string command;    // the commprof executable that runs `commprof relay`
-  std::string parent;     // host:port of the job's aggregator, which the relay reports to
-  std::string shard_dir;  // where the relay writes its shard (absolute; visible to the parent)
-  std::string job_key;    // RelayJobKey(job id, secret)
-  std::string host_key;   // the node (SanitizeKey of its name), or a simulated node
-  uint32_t group = 0;     // which relay of the node
+  std::string command;               // the commprof executable that runs `commprof relay`
+  std::string parent;                // host:port of the job's aggregator, which the relay reports to
+  std::string shard_dir;             // where the relay writes its shard (absolute; visible to the parent)
+  std::string job_key;               // RelayJobKey(job id, secret)
+  std::string host_key;              // the node (SanitizeKey of its name), or a simulated node
+  uint32_t group = 0;                // which relay of the node
   std::vector<std::string> options;  // more `commprof relay` options (--queue-mb N, --compression C)
   uint32_t timeout_ms = 5000;        // for the relay's address to appear
   std::string rendezvous_dir;        // empty: $TMPDIR (else /tmp) + /commprof-relays-UID

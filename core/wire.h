@@ -53,16 +53,16 @@ enum class FrameType : uint16_t {
   kEvents = 4,
   kClock = 5,
   kBye = 6,
-  kClockPing = 7,   // collector -> aggregator: TCP clock exchange for jobs without MPI
-  kClockPong = 8,   // aggregator -> collector: the ping's send time echoed plus the reference time
-  kChallenge = 9,   // aggregator -> collector, first on every connection: a fresh nonce to sign
-  kBatchAck = 10,   // aggregator -> collector: every events batch below `durable_batches` is in the file
-  kHangQuery = 11,  // aggregator -> collector: report what you are blocked in (docs/hangs.md)
-  kHangState = 12,  // collector -> aggregator: the answer, from the shipper thread
-  kHangAbort = 13,  // aggregator -> collector: a hang was found and the job is to end (--on-hang abort)
-  kRelayHello = 14,   // relay -> parent, first on its control connection (docs/scale.md#relays)
-  kRelayFinish = 15,  // parent -> relay: the job is over; finish the shard
-  kRelayDone = 16,    // relay -> parent: the shard is finalized; what it holds
+  kClockPing = 7,       // collector -> aggregator: TCP clock exchange for jobs without MPI
+  kClockPong = 8,       // aggregator -> collector: the ping's send time echoed plus the reference time
+  kChallenge = 9,       // aggregator -> collector, first on every connection: a fresh nonce to sign
+  kBatchAck = 10,       // aggregator -> collector: every events batch below `durable_batches` is in the file
+  kHangQuery = 11,      // aggregator -> collector: report what you are blocked in (docs/hangs.md)
+  kHangState = 12,      // collector -> aggregator: the answer, from the shipper thread
+  kHangAbort = 13,      // aggregator -> collector: a hang was found and the job is to end (--on-hang abort)
+  kRelayHello = 14,     // relay -> parent, first on its control connection (docs/scale.md#relays)
+  kRelayFinish = 15,    // parent -> relay: the job is over; finish the shard
+  kRelayDone = 16,      // relay -> parent: the shard is finalized; what it holds
   kRelayProgress = 17,  // relay -> parent: how many of its ranks have said bye
 };
 inline constexpr FrameType kLastFrameType = FrameType::kRelayProgress;

@@ -136,8 +136,9 @@ static int ParseOptions(const char* text) {
     }
   }
   if (g_relay[0] != '\0' && strcmp(g_hang_timeout, "0") != 0) {
-    slurm_error("commprof: --commprof relay and hang_timeout together: the hang watchdog does not reach tasks behind "
-                "relays; use one or the other");
+    slurm_error(
+        "commprof: --commprof relay and hang_timeout together: the hang watchdog does not reach tasks behind "
+        "relays; use one or the other");
     return -1;
   }
   return 0;

@@ -27,6 +27,11 @@ Cases and their truth:
                  it; the dead relay's ranks went on to the aggregator, and what the dead relay had
                  stored stays in its shard (named in a warning): together nothing is lost (events in
                  the file plus events in the shard >= events the rank recorded).
+  congested      `--relay node --queue-mb 1` (passed on to the relay) with 2 ranks whose relay's writer is slowed to 20 ms per 1000 events
+                 (COMMPROF_TEST_WRITER_DELAY_US reaches the relay through the rank's environment) and
+                 COMMPROF_SEND_TIMEOUT_MS=100: the ranks go on into their spools, and the relay, at its
+                 end, merges them into its shard, resuming the streams: both ranks complete in the
+                 shard with every event they recorded, spooled_congested = 1, no spool left.
   usage          `--relay bogus`, `--relay 0x`, and `--relay node --hang-timeout 5` are usage errors (exit 2)
                  naming the value; `commprof relay` without the job's environment exits 2.
 No timing is asserted: counts, links, clocks against their injected truth, and exit codes.
@@ -127,8 +132,8 @@ def case_loadgen_1024(ctx):
     expect(a == b, "the report through relays differs from the report of one aggregator")
 
 
-def run_job(ctx, out, n, relay, env, iters=20, extra_args=()):
-    cmd = [ctx.commprof, "run", "-o", out]
+def run_job(ctx, out, n, relay, env, iters=20, extra_args=(), run_options=()):
+    cmd = [ctx.commprof, "run", "-o", out, *run_options]
     if relay:
         cmd += ["--relay", relay]
     cmd += ["--"] + mpirun(n) + [ctx.example, "--iters", str(iters), *extra_args]
@@ -252,6 +257,27 @@ def case_relay_killed(ctx):
                    f"rank {r}: {in_file} events in the file + {in_shard} in the shard < {recorded} recorded")
 
 
+def case_congested(ctx):
+    out = ctx.path("congested.h5")
+    env = {"COMMPROF_TEST_WRITER_DELAY_US": "20000", "COMMPROF_SEND_TIMEOUT_MS": "100",
+           "COMMPROF_BUFFER_EVENTS": "1048576"}
+    run_job(ctx, out, 2, "node", env, 100000, ["--bytes", "8", "--compute-us", "0"], ["--queue-mb", "1"])
+    shards = shards_of(out)
+    expect(len(shards) == 1, f"one relay for one host: {shards}")
+    congested = 0
+    with h5py.File(out, "r") as f:
+        for r in ("0", "1"):
+            expect(isinstance(f["ranks"].get(r, getlink=True), h5py.ExternalLink), f"rank {r} is in the shard")
+            a = f["ranks"][r].attrs
+            expect(a["status"] == "complete", f"rank {r}: {a['status']} ({a.get('end_reason')})")
+            expect(int(a["dropped_events"]) == 0, f"rank {r} dropped events")
+            expect(f["ranks"][r]["events"].shape[0] == int(a["events_recorded"]),
+                   f"rank {r}: {f['ranks'][r]['events'].shape[0]} events stored of {a['events_recorded']}")
+            congested += int(a.get("spooled_congested", 0))
+    expect(congested >= 1, "no rank went to its spool: the relay was never congested, the case tests nothing")
+    expect(not glob.glob(out + ".spool/*.cpspool"), "a spool was left unmerged")
+
+
 def case_usage(ctx):
     for bad in ("bogus", "0x"):
         p = run([ctx.commprof, "run", "--relay", bad, "--", "true"], check_rc=2)
@@ -265,7 +291,8 @@ def case_usage(ctx):
 
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
-         "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "usage": case_usage}
+         "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "congested": case_congested,
+         "usage": case_usage}
 
 
 if __name__ == "__main__":
