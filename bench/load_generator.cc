@@ -59,50 +59,6 @@ struct Options {
   std::string shard_dir;
 };
 
-bool SendAll(int fd, const std::vector<uint8_t>& b) {
-  size_t off = 0;
-  while (off < b.size()) {
-    ssize_t n = ::send(fd, b.data() + off, b.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool ReadExactly(int fd, uint8_t* p, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    off += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool ReadFrame(int fd, wire::FrameHeader& h, std::vector<uint8_t>& payload) {
-  std::array<uint8_t, wire::kHeaderSize> head{};
-  if (!ReadExactly(fd, head.data(), head.size())) {
-    return false;
-  }
-  auto decoded = wire::DecodeHeader(head);
-  if (!decoded.ok()) {
-    return false;
-  }
-  h = decoded.value();
-  payload.resize(h.payload_len);
-  return ReadExactly(fd, payload.data(), payload.size());
-}
-
 // One simulated rank's stream, advanced one frame at a time.
 class SimRank {
  public:
@@ -133,7 +89,7 @@ class SimRank {
     fd_ = fd.value();
     wire::FrameHeader h;
     std::vector<uint8_t> payload;
-    if (!ReadFrame(fd_, h, payload) || h.type != wire::FrameType::kChallenge) {
+    if (!ReadFrame(fd_, h, payload).ok() || h.type != wire::FrameType::kChallenge) {
       return Fail("no challenge");
     }
     auto nonce = wire::DecodeChallenge(payload);
@@ -150,7 +106,7 @@ class SimRank {
     hello.start_utc_ns = 2;
     std::vector<uint8_t> out;
     wire::AppendHello(out, hello, o_.secret, nonce.value());
-    if (!SendAll(fd_, out) || !ReadFrame(fd_, h, payload) || h.type != wire::FrameType::kHelloAck) {
+    if (!SendAll(fd_, out) || !ReadFrame(fd_, h, payload).ok() || h.type != wire::FrameType::kHelloAck) {
       return Fail("no hello-ack");
     }
     auto ack = wire::DecodeHelloAck(payload);
@@ -212,7 +168,7 @@ class SimRank {
     }
     wire::FrameHeader h;
     std::vector<uint8_t> payload;
-    while (ReadFrame(fd_, h, payload)) {
+    while (ReadFrame(fd_, h, payload).ok()) {
       if (h.type == wire::FrameType::kBatchAck) {
         auto ack = wire::DecodeBatchAck(payload);
         if (ack.ok() && ack->bye_stored) {

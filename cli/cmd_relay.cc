@@ -49,54 +49,6 @@ void OnSignal(int sig) { g_signal.store(sig); }
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
 constexpr int kProgressPollMs = 20;
 
-// The control connection's blocking I/O.
-bool SendAll(int fd, const std::vector<uint8_t>& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool RecvAll(int fd, uint8_t* p, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t got = ::recv(fd, p + off, n - off, 0);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    off += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-Status ReadFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload) {
-  std::array<uint8_t, wire::kHeaderSize> h{};
-  if (!RecvAll(fd, h.data(), h.size())) {
-    return Unavailable("the parent closed the connection");
-  }
-  auto decoded = wire::DecodeHeader(h);
-  if (!decoded.ok()) {
-    return decoded.status();
-  }
-  header = decoded.value();
-  payload.resize(header.payload_len);
-  if (!RecvAll(fd, payload.data(), payload.size())) {
-    return Unavailable("the parent closed the connection inside a frame");
-  }
-  return Status::Ok();
-}
-
 // Connects to the parent and introduces this relay; the connected socket.
 Result<int> JoinParent(const Options& o, const std::string& secret, const std::string& job_id) {
   auto deadline = SteadyNowNs() +

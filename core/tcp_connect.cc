@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -78,6 +79,57 @@ Result<int> ConnectTcp(const std::string& address, uint64_t deadline, const char
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
+}
+
+bool SendAll(int fd, std::span<const uint8_t> bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+namespace {
+
+bool RecvAll(int fd, uint8_t* p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t got = ::recv(fd, p + off, n - off, 0);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
+    off += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ReadFrame(int fd, wire::FrameHeader& header, std::vector<uint8_t>& payload) {
+  std::array<uint8_t, wire::kHeaderSize> h{};
+  if (!RecvAll(fd, h.data(), h.size())) {
+    return Unavailable("the peer closed the connection");
+  }
+  auto decoded = wire::DecodeHeader(h);
+  if (!decoded.ok()) {
+    return decoded.status();
+  }
+  header = decoded.value();
+  payload.resize(header.payload_len);
+  if (!RecvAll(fd, payload.data(), payload.size())) {
+    return Unavailable("the peer closed the connection inside a frame");
+  }
+  return Status::Ok();
 }
 
 }  // namespace commprof
