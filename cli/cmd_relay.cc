@@ -8,6 +8,7 @@
 // secret and the job id come from the environment the rank passed on (COMMPROF_SECRET,
 // COMMPROF_JOB_ID). A relay whose parent goes away finishes its shard all the same.
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -141,7 +142,19 @@ double AwaitFinish(int fd, Collection& c, const Options& o) {
   }
 }
 
+// The rank that started this relay may be bound to one core (mpirun binds small jobs' ranks); the
+// relay should not compete with that rank for it, so it may run on any CPU its cgroup allows.
+void UnbindFromTheStartingRank() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    CPU_SET(cpu, &all);
+  }
+  (void)::sched_setaffinity(0, sizeof all, &all);  // the kernel keeps it within the allowed CPUs
+}
+
 int Relay(const Options& o) {
+  UnbindFromTheStartingRank();
   const char* secret = std::getenv("COMMPROF_SECRET");
   const char* job_id = std::getenv("COMMPROF_JOB_ID");
   if (secret == nullptr || *secret == '\0' || job_id == nullptr) {
