@@ -4,6 +4,8 @@
 # COMMPROF_FAKE_HOST to simulate hosts, docs/clock-alignment.md). Prints the median of RUNS runs
 # per size, read from the rank's `clock_sync_init_ns` counter in the output file.
 # Usage: bench/clock_sync_cost.sh [BUILD_DIR] [RUNS] [SIZES...]   (defaults: build/release 5 2 4 8)
+# HOSTS=each puts every rank on its own simulated host (COMMPROF_FAKE_HOST=0,1,...,N-1): the tree
+# of host leaders then has ceil(log2 N) rounds.
 set -euo pipefail
 BUILD=${1:-build/release}
 RUNS=${2:-5}
@@ -18,6 +20,9 @@ trap 'rm -rf "$OUT"' EXIT
 printf "%6s %14s %14s %14s %22s\n" ranks "median ms" "min ms" "max ms" "per other rank (us)"
 for n in "${SIZES[@]}"; do
   vals=()
+  if [ "${HOSTS:-}" = each ]; then
+    export COMMPROF_FAKE_HOST=$(seq -s, 0 $((n - 1)))
+  fi
   for ((i = 0; i < RUNS; ++i)); do
     "$BUILD/cli/commprof" run -q -o "$OUT/s.h5" -- "${MPIRUN[@]}" -np "$n" "$BUILD/examples/mpi_straggler" \
       --iters 10 --compute-us 10 >/dev/null
