@@ -32,6 +32,11 @@ Cases and their truth:
                  COMMPROF_SEND_TIMEOUT_MS=100: the ranks go on into their spools, and the relay, at its
                  end, merges them into its shard, resuming the streams: both ranks complete in the
                  shard with every event they recorded, spooled_congested = 1, no spool left.
+  relay_refused  `commprof relay` by hand against a running aggregator: with a wrong secret, a wrong job id,
+                 an unreachable parent or an unwritable shard it exits 1 naming why and leaves no shard.
+  parent_gone    A relay started by hand takes 4 simulated ranks (3 x 10^6 events each); its parent aggregator
+                 is killed (SIGKILL) while they stream: the relay says so, finishes its shard anyway (finalized, every rank
+                 complete with all its events) and exits 0.
   usage          `--relay bogus`, `--relay 0x`, and `--relay node --hang-timeout 5` are usage errors (exit 2)
                  naming the value; `commprof relay` without the job's environment exits 2.
 No timing is asserted: counts, links, clocks against their injected truth, and exit codes.
@@ -278,6 +283,74 @@ def case_congested(ctx):
     expect(not glob.glob(out + ".spool/*.cpspool"), "a spool was left unmerged")
 
 
+def relay_cmd(ctx, parent, shard, rendezvous=None):
+    cmd = [ctx.commprof, "relay", "--parent", parent, "--shard", shard]
+    return cmd + (["--rendezvous", rendezvous] if rendezvous else [])
+
+
+def case_relay_refused(ctx):
+    agg, err, address, secret = start_aggregate(ctx, "parent", 1)
+    shard = ctx.path("refused.h5")
+    cases = [({"COMMPROF_SECRET": "not-the-secret", "COMMPROF_JOB_ID": "parent"}, address, shard,
+              ["refused this relay", "proof"]),
+             ({"COMMPROF_SECRET": secret, "COMMPROF_JOB_ID": "another-job"}, address, shard,
+              ["refused this relay", "another-job"]),
+             ({"COMMPROF_SECRET": secret, "COMMPROF_JOB_ID": "parent"}, "127.0.0.1:1", shard,
+              ["cannot connect to parent aggregator 127.0.0.1:1"]),
+             ({"COMMPROF_SECRET": secret, "COMMPROF_JOB_ID": "parent"}, address, "/nonexistent-dir/x.h5",
+              ["/nonexistent-dir"])]
+    for env, parent, out, words in cases:
+        p = run(relay_cmd(ctx, parent, out), env=env, timeout=60)
+        expect(p.returncode == 1, f"relay with {env}, parent {parent}: exit {p.returncode}\n{p.stderr}")
+        for w in words:
+            expect(w in p.stderr, f"relay with {env}, parent {parent}: '{w}' not in its message:\n{p.stderr}")
+        expect(not os.path.exists(out), f"a refused relay left {out}")
+    agg.send_signal(signal.SIGTERM)
+    agg.wait(timeout=60)
+    err.close()
+
+
+def case_parent_gone(ctx):
+    agg, err, address, secret = start_aggregate(ctx, "gone", 4)
+    shard, base = ctx.path("gone-shard.h5"), ctx.path("rdv")
+    env = dict(os.environ, COMMPROF_SECRET=secret, COMMPROF_JOB_ID="gone")
+    relay_err = open(ctx.path("relay.stderr"), "w")
+    relay = subprocess.Popen(relay_cmd(ctx, address, shard, base), env=env, stdout=subprocess.DEVNULL,
+                             stderr=relay_err)
+    for _ in range(400):
+        if os.path.exists(base + ".addr"):
+            break
+        expect(relay.poll() is None, f"the relay exited early: {open(ctx.path('relay.stderr')).read()}")
+        time.sleep(0.05)
+    relay_port = open(base + ".addr").read().strip().rsplit(":", 1)[1]
+    events = 3_000_000
+    gen = subprocess.Popen([os.path.join(ctx.build, "bench", "commprof_load_generator"), "--port", relay_port,
+                            "--secret", secret, "--job", "gone", "--ranks", "4", "--events", str(events), "--batch",
+                            "1000", "--threads", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):  # the ranks are connected and streaming to the relay
+        if os.path.exists(shard) and os.path.getsize(shard) > (256 << 10):
+            break
+        time.sleep(0.02)
+    expect(gen.poll() is None, "the ranks finished before the parent was killed: the case tests nothing")
+    agg.kill()  # the parent goes away while the ranks stream
+    agg.wait(timeout=60)
+    err.close()
+    out, gen_err = gen.communicate(timeout=120)
+    expect(gen.returncode == 0, f"load generator through the orphaned relay:\n{out}{gen_err}")
+    rc = relay.wait(timeout=120)
+    relay_err.close()
+    log = open(ctx.path("relay.stderr")).read()
+    expect(rc == 0, f"relay exit {rc}:\n{log}")
+    expect("parent" in log and "finishing the shard" in log, f"the relay does not say why it finished:\n{log}")
+    with h5py.File(shard, "r") as f:
+        expect(int(f.attrs["finalized"]) == 1, "shard not finalized")
+        for r in range(4):
+            g = f["ranks"][str(r)]
+            expect(g.attrs["status"] == "complete" and g["events"].shape[0] == events,
+                   f"rank {r}: {g.attrs['status']}, {g['events'].shape[0]} events")
+    expect(not os.path.exists(base + ".addr") and not os.path.exists(base + ".lock"), "rendezvous files left")
+
+
 def case_usage(ctx):
     for bad in ("bogus", "0x"):
         p = run([ctx.commprof, "run", "--relay", bad, "--", "true"], check_rc=2)
@@ -292,7 +365,7 @@ def case_usage(ctx):
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
          "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "congested": case_congested,
-         "usage": case_usage}
+         "relay_refused": case_relay_refused, "parent_gone": case_parent_gone, "usage": case_usage}
 
 
 if __name__ == "__main__":
