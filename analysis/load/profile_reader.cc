@@ -214,6 +214,24 @@ uint64_t ProfileInfo::missing_events() const {
 namespace {
 // Enough for a shard per node of a few hundred nodes; beyond it the least recently used closes.
 constexpr unsigned kShardFilesKeptOpen = 256;
+
+// The file and object an external link `name` in `group` points to; nullopt for any other link.
+std::optional<std::pair<std::string, std::string>> ExternalLinkTarget(hid_t group, const std::string& name) {
+  H5L_info_t info;
+  if (H5Lget_info(group, name.c_str(), &info, H5P_DEFAULT) < 0 || info.type != H5L_TYPE_EXTERNAL) {
+    return std::nullopt;
+  }
+  std::vector<char> value(info.u.val_size);
+  const char* file = nullptr;
+  const char* object = nullptr;
+  unsigned flags = 0;
+  if (value.empty() || H5Lget_val(group, name.c_str(), value.data(), value.size(), H5P_DEFAULT) < 0 ||
+      H5Lunpack_elink_val(value.data(), value.size(), &flags, &file, &object) < 0 || file == nullptr ||
+      object == nullptr) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::string(file), std::string(object));
+}
 }  // namespace
 
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
@@ -325,6 +343,11 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   const std::string where = path + ": /ranks/" + name;
   H5O_info_t oinfo;
   if (H5Oget_info_by_name(ranks, name.c_str(), &oinfo, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_GROUP) {
+    if (auto shard = ExternalLinkTarget(ranks, name)) {
+      // A rank a relay stored (docs/file-format.md#shards) whose shard is gone or damaged.
+      return IoError(where + " is in the shard " + shard->first + " (" + shard->second +
+                     "), which cannot be opened: keep the job file and its .shards directory together");
+    }
     return Corrupt(where + " is not a group");
   }
   Handle g(H5Gopen2(ranks, name.c_str(), H5P_DEFAULT));

@@ -18,7 +18,8 @@ Cases and their truth:
                  host's injected shift within the rank's stated bound; per-rank event counts by name
                  and the report's collective instances equal those of the same job run without relays.
   per_n          `--relay 2` with 8 ranks on this host: 4 relays, rank r in the shard of group r // 2
-                 (the rank's local rank picks its relay).
+                 (the rank's local rank picks its relay). With one shard deleted, `commprof info` names
+                 it for its two ranks and reads the other six.
   cannot_start   A relay that cannot start (COMMPROF_RELAY_COMMAND=/bin/false) fails its group at once
                  and the ranks connect to the aggregator themselves: all 4 ranks stored in the job
                  file (no links, no shard), each rank's stderr says why.
@@ -199,6 +200,14 @@ def case_per_n(ctx):
             groups.append(sorted(int(r) for r in f["ranks"]))
     expect(sorted(groups) == [[0, 1], [2, 3], [4, 5], [6, 7]], f"ranks by relay: {groups}")
     expect(all(isinstance(l, h5py.ExternalLink) for l in links_of(out).values()), "links")
+    # A shard gone missing: its ranks are named with the shard, the others are still read.
+    lost = [s for s in shards if "-0-" in os.path.basename(s)][0]
+    os.remove(lost)
+    p = run([ctx.commprof, "info", "--json", out], timeout=120)
+    expect(p.stderr.count(os.path.basename(lost)) == 2 and "cannot be opened" in p.stderr,
+           f"the missing shard is not named for its 2 ranks:\n{p.stderr}")
+    info = json.loads(p.stdout)
+    expect(sorted(r["rank"] for r in info["ranks"]) == [2, 3, 4, 5, 6, 7], f"ranks read: {info['ranks']}")
 
 
 def case_cannot_start(ctx):
