@@ -167,6 +167,44 @@ TEST_F(PreauthTest, HelloOfExactlyTheLongestValidLengthIsAccepted) {
   EXPECT_EQ(stats().accepted.load(), 1u);
 }
 
+// Relays (docs/scale.md#relays) introduce themselves with a relay-hello, held to the same rules as a
+// hello: bounded before it is read, proven over this connection's challenge, of this job.
+TEST_F(PreauthTest, RelayHelloIsBoundedProvenAndOfThisJob) {
+  Start();
+  {
+    Client c(port());
+    ASSERT_TRUE(c.challenge().has_value());
+    ASSERT_TRUE(
+        c.Send(RawHeader(wire::FrameType::kRelayHello, static_cast<uint32_t>(wire::kMaxRelayHelloPayload + 1))));
+    EXPECT_TRUE(c.WaitClosedByPeerWithoutAnswer()) << "dropped before its payload, with no answer";
+    ASSERT_TRUE(WaitFor([&] { return stats().dropped.load() == 1; }));
+  }
+  auto refused = [&](const std::string& secret, const std::string& job, const char* why) {
+    Client c(port());
+    EXPECT_TRUE(c.challenge().has_value());
+    Bytes frame;
+    wire::AppendRelayHello(frame, wire::RelayHello{job, "node1", 42, "/tmp/x.h5", {}}, secret, *c.challenge());
+    EXPECT_TRUE(c.Send(frame));
+    auto ack = c.ReadAck();
+    ASSERT_TRUE(ack.has_value());
+    EXPECT_FALSE(ack->accepted);
+    EXPECT_NE(ack->reason.find(why), std::string::npos) << ack->reason;
+  };
+  refused("wrong", kJob, "proof");
+  refused(kSecret, "other-job", "other-job");
+  EXPECT_EQ(stats().relays.load(), 0u);
+  Client c(port());
+  ASSERT_TRUE(c.challenge().has_value());
+  Bytes frame;
+  wire::AppendRelayHello(frame, wire::RelayHello{kJob, "node1", 42, "/tmp/x.h5", {}}, kSecret, *c.challenge());
+  ASSERT_TRUE(c.Send(frame));
+  auto ack = c.ReadAck();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->accepted) << ack->reason;
+  ASSERT_TRUE(WaitFor([&] { return stats().relays.load() == 1; }));
+  EXPECT_EQ(stats().accepted.load(), 0u) << "a relay is not a rank";
+}
+
 TEST_F(PreauthTest, ConnectionWithoutAHelloIsClosedAtTheDeadline) {
   ServerLimits limits;
   limits.hello_timeout_ms = 300;
