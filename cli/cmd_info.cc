@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
@@ -182,6 +183,7 @@ int RunInfo(const Options& o) {
       jr["clock_drift_ppm"] = r.clock_drift_ppm;
       jr["clock_error_bound_ns"] = r.clock_error_bound_ns;
       jr["clock_method"] = r.clock_method;
+      jr["shard"] = r.shard;
       j["ranks"].push_back(std::move(jr));
     }
     std::cout << j.dump(2) << "\n";
@@ -202,6 +204,19 @@ int RunInfo(const Options& o) {
   std::printf("command:     %s\n", info.command_line.c_str());
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
   std::printf("start (UTC): %s\n", FormatUtc(info.start_epoch_ns).c_str());
+  // A job recorded through relays (docs/scale.md#relays): its ranks live in shard files.
+  std::set<std::string> shards;
+  size_t in_shards = 0;
+  for (const RankInfo& r : info.ranks) {
+    if (!r.shard.empty()) {
+      shards.insert(r.shard);
+      ++in_shards;
+    }
+  }
+  if (!shards.empty()) {
+    std::printf("shards:      %zu rank(s) stored by relays in %zu shard file(s), e.g. %s\n", in_shards, shards.size(),
+                shards.begin()->c_str());
+  }
   const std::optional<uint64_t>& window = reader.value()->window();
   if (window) {
     std::printf("window:      %llu (events: those of each rank's capture window %llu)\n",

@@ -360,6 +360,9 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   }
   RankInfo ri;
   ri.rank = rank;
+  if (auto shard = ExternalLinkTarget(ranks, name)) {
+    ri.shard = shard->first;
+  }
   if (auto stored = Read(g.get(), rank_attr::kRank); stored && *stored != rank) {
     return Corrupt(where + ": attribute '" + rank_attr::kRank.name + "' is " + std::to_string(*stored) +
                    ", not the group's name");

@@ -31,6 +31,9 @@ struct RankInfo {
   double clock_drift_ppm = 0.0;
   int64_t clock_error_bound_ns = -1;
   std::string clock_method;
+  // The shard file a relay stored the rank in, as the job file links it (docs/file-format.md#shards);
+  // empty when the rank is stored in the file itself.
+  std::string shard;
   std::vector<ClockPoint> clock_points;  // the piecewise-linear model; empty: not aligned
   uint64_t start_steady_ns = 0;
   uint64_t start_utc_ns = 0;  // UTC at start_steady_ns (0: not recorded)

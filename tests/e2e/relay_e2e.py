@@ -165,8 +165,13 @@ def case_mpi_64(ctx):
     info = info_json(ctx, relayed)
     ranks = {r["rank"]: r for r in info["ranks"]}
     expect(sorted(ranks) == list(range(n)), f"ranks {sorted(ranks)}")
+    shard_of = {}
+    for s in shards:
+        with h5py.File(s, "r") as f:
+            shard_of.update({int(r): os.path.basename(s) for r in f["ranks"]})
     for r, ri in ranks.items():
         expect(ri["status"] == "complete", f"rank {r}: {ri['status']}")
+        expect(os.path.basename(ri["shard"]) == shard_of[r], f"rank {r}: info names shard {ri['shard']!r}")
         # host h's clock reads steady + shift_h, rank 0's (host 0) is the reference: offset -shift_h
         truth = -shift_ns[r // per_host]
         bound = ri["clock_error_bound_ns"]
@@ -230,6 +235,8 @@ def case_cannot_start(ctx):
     links = links_of(ctx.path(f"{name}.h5"))
     expect(sorted(links) == [0, 1, 2, 3] and all(isinstance(l, h5py.HardLink) for l in links.values()),
            f"all 4 ranks stored in the job file itself: {links}")
+    info = info_json(ctx, ctx.path(f"{name}.h5"))
+    expect(all(r["shard"] == "" for r in info["ranks"]), f"no rank is in a shard: {info['ranks']}")
     expect(not glob.glob(shard_dir + "/*.h5"), "no shard")
 
 
