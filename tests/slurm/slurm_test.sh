@@ -15,7 +15,9 @@
 #   7. the same through sbatch with COMMPROF_HANG_TIMEOUT and COMMPROF_ON_HANG;
 #   8. srun --commprof=relay=node -N 2 -n 4: a relay per virtual node, each writing a shard that the
 #      step's file links (external links); one job of 4 ranks, the report names rank 3; relay with
-#      hang_timeout is refused before the step starts.
+#      hang_timeout is refused before the step starts;
+#   9. sbatch slurm/commprof.sbatch -N 2 with COMMPROF_RELAY=node: the batch script's aggregator takes
+#      a relay per virtual node, and the job's file links their 2 shards.
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -225,6 +227,24 @@ if (cd "$T/out" && timeout 60 srun --commprof=relay=node,hang_timeout=3 -N 1 -n 
   fail "srun --commprof=relay=node,hang_timeout=3 ran; it should be refused"
 fi
 grep -q "relay and hang_timeout together" "$WORK/srun8b.err" || fail "relay with hang_timeout: no reason given: $(cat "$WORK/srun8b.err")"
+fi
+
+# 9. relays from the batch script
+if want 9; then
+echo "slurm_test: 9. COMMPROF_RELAY=node sbatch --wait -N 2 slurm/commprof.sbatch"
+mkdir -p "$T/batch9"
+sed '/--gpus-per-task/d' "$SRC/slurm/commprof.sbatch" >"$T/batch9/commprof.sbatch"
+# Two tasks on each of two virtual nodes of one host: Open MPI's shared-memory transport would take
+# both nodes' local ranks for the same processes (its segments are named by node-local rank) and
+# crash in MPI_Init, with or without commprof; TCP between all ranks avoids that.
+JOB=$(cd "$T/batch9" && COMMPROF="$COMMPROF" COMMPROF_RELAY=node OMPI_MCA_btl=self,tcp timeout 180 sbatch --parsable --wait -N 2 -n 4 \
+  -o "$T/batch9/job-%j.out" "$T/batch9/commprof.sbatch" "$APP" "${APP_ARGS[@]}" 2>"$WORK/sbatch9.err") \
+  || fail "COMMPROF_RELAY=node sbatch exited $?: $(cat "$WORK/sbatch9.err"; cat "$T"/batch9/job-*.out)"
+JOB=$(echo "$JOB" | tail -n 1 | cut -d';' -f1)
+check "$T/batch9/commprof-$JOB.h5" "$JOB" 4 3 "$COMMPROF" 2
+n=$(ls "$T/batch9/commprof-$JOB.h5.shards/"*.h5 2>/dev/null | wc -l)
+[ "$n" -eq 2 ] || fail "sbatch with relays: $n shards, expected one per virtual node: $(ls -R "$T/batch9")"
+echo "  relays from the batch script: 2 shards"
 fi
 
 # check_hang FILE: the step's file holds a /hang group that names rank 2 (hang_program skip-allreduce 2 3)
