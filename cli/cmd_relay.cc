@@ -132,7 +132,8 @@ double AwaitFinish(int fd, Collection& c, const Options& o) {
     wire::FrameHeader h;
     std::vector<uint8_t> payload;
     if (Status st = ReadFrame(fd, h, payload); !st.ok()) {
-      std::fprintf(stderr, "commprof relay: %s; finishing the shard\n", st.message().c_str());
+      std::fprintf(stderr, "commprof relay: the parent aggregator's connection ended (%s); finishing the shard\n",
+                   st.message().c_str());
       return o.grace_s;
     }
     if (h.type == wire::FrameType::kRelayFinish) {
