@@ -47,6 +47,9 @@ class RankStream {
   uint64_t next_batch() const { return next_batch_; }
   bool resumed() const { return resumed_; }
   const wire::Hello& hello() const { return hello_; }
+  // What a relay's control connection is held to as well (Session::HandleRelayHello).
+  const StreamPolicy& policy() const { return policy_; }
+  const std::optional<wire::Nonce>& challenge() const { return challenge_; }
 
  private:
   Status OnHello(std::span<const uint8_t> payload);

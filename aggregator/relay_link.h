@@ -49,7 +49,6 @@ class RelayLink : public std::enable_shared_from_this<RelayLink> {
   void Abandon(const std::string& why);
 
   uint32_t ranks_done() const { return ranks_done_.load(); }
-  uint32_t ranks_open() const { return ranks_open_.load(); }
   bool finished() const { return finished_.load(); }  // done or closed
   RelayRecord record() const;
 
@@ -64,7 +63,6 @@ class RelayLink : public std::enable_shared_from_this<RelayLink> {
   mutable std::mutex mu_;  // record_
   RelayRecord record_;
   std::atomic<uint32_t> ranks_done_{0};
-  std::atomic<uint32_t> ranks_open_{0};
   std::atomic<bool> finished_{false};
   std::array<uint8_t, wire::kHeaderSize> header_{};
   wire::FrameHeader current_{};

@@ -44,7 +44,6 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
         pause_timer_(socket_.get_executor()),
         ingest_(ingest),
         stream_(ingest, policy),
-        policy_(policy),
         stats_(stats),
         limits_(limits),
         book_(std::move(book)),
@@ -106,7 +105,6 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       return Drop(nonce.status().message());
     }
     stream_.RequireChallenge(nonce.value());
-    nonce_ = nonce.value();
     out_.clear();
     wire::AppendChallenge(out_, nonce.value());
     asio::async_write(socket_, asio::buffer(out_),
@@ -186,14 +184,13 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     if (!hello.ok()) {
       return Refuse(hello.status().message());
     }
-    if (!policy_.job_id.empty() && hello->job_id != policy_.job_id) {
-      return Refuse("relay of job '" + hello->job_id + "', not of this job ('" + policy_.job_id + "')");
+    const StreamPolicy& policy = stream_.policy();
+    if (!policy.job_id.empty() && hello->job_id != policy.job_id) {
+      return Refuse("relay of job '" + hello->job_id + "', not of this job ('" + policy.job_id + "')");
     }
-    if (policy_.secret.has_value() && !wire::VerifyHelloProof(payload_, *policy_.secret, nonce_)) {
+    if (policy.secret.has_value() &&
+        !wire::VerifyHelloProof(payload_, *policy.secret, stream_.challenge().value_or(wire::Nonce{}))) {
       return Refuse("relay-hello proof does not match the job secret");
-    }
-    if (relays_ == nullptr) {
-      return Refuse("this aggregator takes no relays");
     }
     hello_timer_.cancel();
     LeaveBook();
@@ -459,13 +456,11 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   bool paused_ = false;
   Ingest& ingest_;
   RankStream stream_;
-  StreamPolicy policy_;
   ServerStats& stats_;
   const ServerLimits limits_;
   std::shared_ptr<PendingBook> book_;
-  std::shared_ptr<HangWatch> watch_;  // null without --hang-timeout
-  std::shared_ptr<RelayBook> relays_;
-  wire::Nonce nonce_{};  // this connection's challenge
+  std::shared_ptr<HangWatch> watch_;   // null without --hang-timeout
+  std::shared_ptr<RelayBook> relays_;  // the server's: relays are handed there
   std::list<std::weak_ptr<Session>>::iterator in_book_;
   bool pending_ = false;
   std::chrono::steady_clock::time_point started_;

@@ -474,12 +474,14 @@ Status Hdf5Writer::Finalize() {
     // The ranks below `world` that never said hello, found from the ranks present (an ordered
     // map), never by counting up to `world`: a hello may claim any world size, and finalizing
     // must cost what the ranks present cost.
+    // A shard holds some of the job's ranks, the others are in other shards: none is missing.
+    const uint64_t gaps_below = options_.shard ? 0 : world;
     std::vector<std::pair<uint32_t, uint32_t>> gaps;
     uint64_t n_missing = 0;
     uint64_t next = 0;
     for (const auto& entry : ranks_) {
       uint32_t rank = entry.first;
-      if (rank >= world || options_.shard) {
+      if (rank >= gaps_below) {
         break;
       }
       if (rank > next) {
@@ -488,7 +490,7 @@ Status Hdf5Writer::Finalize() {
       }
       next = uint64_t{rank} + 1;
     }
-    if (next < world && !options_.shard) {
+    if (next < gaps_below) {
       gaps.emplace_back(static_cast<uint32_t>(next), world - 1);
       n_missing += world - next;
     }
