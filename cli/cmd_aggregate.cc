@@ -21,6 +21,7 @@
 #include "cli/collection.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/publish_file.h"
 
 namespace commprof::cli {
 namespace {
@@ -110,20 +111,6 @@ bool LoadSecret(const Options& o, std::string& secret, std::string& error) {
   return false;
 }
 
-// Written whole or not at all (temp file + rename), so a script polling for it never reads half.
-bool WriteAddressFile(const std::string& path, const std::string& address) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!(out << address << "\n")) {
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return !ec;
-}
-
 int Aggregate(Options o) {
   if (o.expect == 0) {
     std::fprintf(stderr, "commprof aggregate: --expect N (N >= 1 ranks) is required\n");
@@ -182,7 +169,7 @@ int Aggregate(Options o) {
     advertise = host == "0.0.0.0" ? boost::asio::ip::host_name() : host;
   }
   const std::string address = advertise + ":" + std::to_string(c.port());
-  if (!o.address_file.empty() && !WriteAddressFile(o.address_file, address)) {
+  if (!o.address_file.empty() && !PublishLine(o.address_file, address)) {
     std::fprintf(stderr, "commprof aggregate: cannot write the address file %s\n", o.address_file.c_str());
     return 1;
   }

@@ -18,13 +18,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
-#include "analysis/load/profile_reader.h"
 #include "cli/collection.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/relay_rendezvous.h"
 #include "core/tcp_connect.h"
 #include "core/wire.h"
 
@@ -88,21 +87,6 @@ Result<int> JoinParent(const Options& o, const std::string& secret, const std::s
                            " refused this relay: " + (ack.ok() ? ack->reason : ack.status().message()));
   }
   return fd.value();
-}
-
-bool WriteRendezvous(const std::string& base, const std::string& content) {
-  const std::string path = base + ".addr";
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << content << "\n";
-    if (!out) {
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return !ec;
 }
 
 // Waits for relay-finish (its grace in s), reporting the ranks' progress; the parent gone, a
@@ -197,16 +181,14 @@ int Relay(const Options& o) {
     return fail(fd.status().message());
   }
   const std::string address = o.listen + ":" + std::to_string(c.port());
-  if (!o.rendezvous.empty() && !WriteRendezvous(o.rendezvous, address)) {
+  if (!o.rendezvous.empty() && !PublishRelayAddress(o.rendezvous, address)) {
     std::fprintf(stderr, "commprof relay: cannot write %s.addr; no rank will find this relay\n", o.rendezvous.c_str());
   }
   std::fprintf(stderr, "commprof relay: listening on %s, shard %s, parent %s\n", address.c_str(), o.shard.c_str(),
                o.parent.c_str());
   const double grace = AwaitFinish(fd.value(), c, o);
   if (!o.rendezvous.empty()) {
-    std::error_code ec;
-    fs::remove(o.rendezvous + ".addr", ec);
-    fs::remove(o.rendezvous + ".lock", ec);
+    WithdrawRelay(o.rendezvous);
   }
   // A rank that went to its spool while this relay was congested (COMMPROF_SEND_TIMEOUT_MS)
   // continues its stream here: this relay resumes it, skipping what it stored.
@@ -219,13 +201,11 @@ int Relay(const Options& o) {
   std::error_code ec;
   if (sum.ranks == 0) {
     fs::remove(o.shard, ec);  // no rank came: nothing to link
-  } else if (auto reader = ProfileReader::Open(o.shard); reader.ok()) {
-    done.world_size = reader.value()->info().world_size;
-    for (const RankInfo& ri : reader.value()->info().ranks) {
-      done.ranks.push_back(wire::ShardRank{ri.rank, ri.event_count});
-    }
+  } else if (auto held = ReadShardRanks(o.shard); held.ok()) {
+    done.world_size = held->world_size;
+    done.ranks = std::move(held->ranks);
   } else {
-    done.status = "its shard cannot be read back: " + reader.status().message();
+    done.status = "its shard cannot be read back: " + held.status().message();
   }
   std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(), done.ranks.size(),
                static_cast<unsigned long long>(sum.events));

@@ -307,6 +307,19 @@ void Collection::RemoveStaleShards() {
   }
 }
 
+Result<wire::RelayDone> ReadShardRanks(const std::string& shard) {
+  auto reader = ProfileReader::Open(shard);
+  if (!reader.ok()) {
+    return reader.status();
+  }
+  wire::RelayDone done;
+  done.world_size = reader.value()->info().world_size;
+  for (const RankInfo& ri : reader.value()->info().ranks) {
+    done.ranks.push_back(wire::ShardRank{ri.rank, ri.event_count});
+  }
+  return done;
+}
+
 // After the relays finished (or failed): their shards' ranks become links in this file. A relay
 // that ended without relay-done (killed, crashed) left a shard holding what its last flush stored:
 // its ranks are read from the shard itself and linked as they are.
@@ -328,17 +341,15 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
                    command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), shard.c_str());
       continue;
     } else {
-      auto reader = ProfileReader::Open(shard);
-      if (!reader.ok()) {
+      auto held = ReadShardRanks(shard);
+      if (!held.ok()) {
         std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s); its shard %s cannot be read: %s\n",
                      command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), shard.c_str(),
-                     reader.status().message().c_str());
+                     held.status().message().c_str());
         continue;
       }
-      world = reader.value()->info().world_size;
-      for (const RankInfo& ri : reader.value()->info().ranks) {
-        ranks.push_back(wire::ShardRank{ri.rank, ri.event_count});
-      }
+      world = held->world_size;
+      ranks = std::move(held->ranks);
       std::fprintf(stderr,
                    "%s: warning: relay on %s (pid %u) ended without finishing its shard (%s); linked the %zu "
                    "rank(s) %s holds as its last flush left them\n",
@@ -367,7 +378,10 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
 
 Collection::~Collection() {
   if (!finished_) {
-    (void)Finish(0.0, "", false);
+    try {
+      (void)Finish(0.0, "", false);
+    } catch (...) {  // a destructor does not throw: what Finish could not do stays undone
+    }
   }
 }
 

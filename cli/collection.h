@@ -125,6 +125,11 @@ class Collection {
   std::vector<std::string> shards_;                        // shard files linked into the file
 };
 
+// What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and
+// the largest world size among them. Read by the relay for its report, and by the job's aggregator
+// from the shard of a relay that ended without one (docs/scale.md#relays).
+Result<wire::RelayDone> ReadShardRanks(const std::string& shard);
+
 // 2 x `bytes` random hex digits from /dev/urandom (a time/pid fallback on a broken system).
 std::string RandomHex(size_t bytes);
 // $SLURM_JOB_ID, or YYYYmmdd-HHMMSS-<pid>.

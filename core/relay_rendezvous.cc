@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/clock.h"
+#include "core/publish_file.h"
 #include "core/wire.h"
 
 extern char** environ;
@@ -52,12 +53,7 @@ Result<std::string> Answer(const std::string& content) {
 
 // Tells the group's other ranks that the relay is not coming.
 void MarkFailed(const std::string& addr_path, const std::string& why) {
-  const std::string tmp = addr_path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << kFailed << why << "\n";
-  }
-  ::rename(tmp.c_str(), addr_path.c_str());
+  (void)PublishLine(addr_path, std::string(kFailed) + why);
 }
 
 // The relay's environment: ours without LD_PRELOAD (the relay must not load the collector).
@@ -159,6 +155,15 @@ uint32_t LauncherLocalRank() {
     }
   }
   return 0;
+}
+
+bool PublishRelayAddress(const std::string& base, const std::string& address) {
+  return PublishLine(base + ".addr", address);
+}
+
+void WithdrawRelay(const std::string& base) {
+  ::unlink((base + ".addr").c_str());
+  ::unlink((base + ".lock").c_str());
 }
 
 Result<std::string> FindOrStartRelay(const RelayRequest& r) {

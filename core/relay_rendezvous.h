@@ -35,6 +35,13 @@ struct RelayRequest {
 // The relay's address (host:port) for the group, once it is listening and its parent accepted it.
 Result<std::string> FindOrStartRelay(const RelayRequest& request);
 
+// The relay's side of the rendezvous, BASE being its --rendezvous argument: publishes its address
+// for the group's ranks once its parent accepted it ...
+bool PublishRelayAddress(const std::string& base, const std::string& address);
+// ... and, when it stops taking ranks, removes the group's files, so that a rank still to come
+// starts a new relay.
+void WithdrawRelay(const std::string& base);
+
 // "<job id>-<16 hex digits of HMAC-SHA256(secret, "relay")>", made safe for a file name.
 std::string RelayJobKey(std::string_view job_id, std::string_view secret);
 // `text` with every byte outside [A-Za-z0-9._-] replaced by '_', at most 64 bytes.
