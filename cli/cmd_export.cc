@@ -23,6 +23,7 @@
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/memory_timeline.h"
+#include "cli/analysis_world.h"
 #include "cli/commands.h"
 #include "commprof/event.h"
 
@@ -298,7 +299,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "dropped; the time origin is the earliest event of the ranks exported)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
   AddWindowOption(sub, o->window);
-  return [o] { return RunExport(*o); };
+  return [o] { return AnalysisWorld::RefuseSeveral("export") ? 2 : RunExport(*o); };
 }
 
 }  // namespace commprof::cli

@@ -1,10 +1,14 @@
 // `commprof report FILE.h5 [--format text|json] [-o OUT]`: cross-rank wait and straggler report
 // over the matched blocking MPI collectives (docs/metrics.md, docs/report-json.md).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include "analysis/hang/hang_from_file.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/report/analysis_group.h"
@@ -12,8 +16,11 @@
 #include "analysis/report/job_report.h"
 #include "analysis/report/report_json.h"
 #include "analysis/report/report_model.h"
+#include "analysis/report/report_parts_codec.h"
 #include "analysis/report/text_report.h"
+#include "cli/analysis_world.h"
 #include "cli/commands.h"
+#include "core/log.h"
 
 namespace commprof::cli {
 namespace {
@@ -26,40 +33,187 @@ struct Options {
   int64_t window = -1;
 };
 
-int RunReport(const Options& o) {
-  if (o.format != "text" && o.format != "json" && o.format != "html") {
-    std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
-    return 2;
+// The processes of a distributed report (docs/scale.md#distributed-analysis): the first does the
+// cross-rank matching and everything after it and writes the output; process 1 screens the rows
+// and matches the point-to-point messages; the last one says whether the job may have hung; the
+// per-rank passes are split in contiguous blocks of ranks over the processes after 1 (over
+// process 1 when there are two).
+constexpr int kTagScreening = 1;
+constexpr int kTagP2P = 2;
+constexpr int kTagRankPasses = 3;
+constexpr int kTagHang = 4;
+
+std::vector<int> RankPassProcesses(int size) {
+  std::vector<int> out;
+  for (int p = size > 2 ? 2 : 1; p < size; ++p) {
+    out.push_back(p);
   }
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
-    return 1;
+  return out;
+}
+
+// The block of rank indices [first, last) of the `slot`-th of `n` rank-pass processes.
+std::pair<size_t, size_t> RankBlock(size_t ranks, size_t slot, size_t n) {
+  return {ranks * slot / n, ranks * (slot + 1) / n};
+}
+
+// A rank with a row the analyses cannot take is left out like an unreadable group, and named;
+// returns the faults this added.
+std::vector<RankFault> Screen(ProfileReader& reader) {
+  const size_t before = reader.info().faults.size();
+  ScreenEventRows(reader);
+  const std::vector<RankFault>& all = reader.info().faults;
+  return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
+}
+
+// A process after the first: screens the rows as the first would (sending what it left out, from
+// process 1), computes its parts and sends them to the first, errors included.
+void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const std::vector<RankFault> left_out = Screen(reader);
+  if (world.rank() == 1) {
+    world.Send(0, kTagScreening, EncodeScreeningPart(left_out));
+    world.Send(0, kTagP2P, EncodeP2PPart(MatchP2PMessages(reader, ReportP2POptions())));
+    COMMPROF_LOG_INFO("analysis process 1: screening and point-to-point matching sent after %.3f s", seconds());
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "report")) {
-    return 1;
+  const std::vector<int> procs = RankPassProcesses(world.size());
+  const auto it = std::find(procs.begin(), procs.end(), world.rank());
+  if (it != procs.end()) {
+    const std::vector<RankInfo>& ranks = reader.info().ranks;
+    const auto [first, last] = RankBlock(ranks.size(), static_cast<size_t>(it - procs.begin()), procs.size());
+    Result<IndexedRankPasses> part = IndexedRankPasses{};
+    for (size_t i = first; i < last; ++i) {
+      auto pass = ComputeRankPass(reader, ranks[i]);
+      if (!pass.ok()) {
+        part = pass.status();  // the first failing rank of the block, as one process would stop there
+        break;
+      }
+      part.value().emplace_back(static_cast<uint32_t>(i), std::move(pass.value()));
+    }
+    world.Send(0, kTagRankPasses, EncodeRankPassPart(part));
+    COMMPROF_LOG_INFO("analysis process %d: passes of rank indices %zu-%zu sent after %.3f s", world.rank(), first,
+                      last, seconds());
   }
-  // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
-  ScreenEventRows(*reader.value());
-  const std::vector<RankFault> faults = reader.value()->info().faults;
-  for (const RankFault& f : faults) {
-    std::fprintf(stderr, "commprof report: %s\n", f.message.c_str());
+  if (world.rank() == world.size() - 1) {
+    // "0": no hang to diagnose. "1": maybe (or the diagnosis failed): the first process diagnoses it
+    // itself, so what it reports (or its error) is what one process reports.
+    auto hang = hang::DiagnoseFile(reader);
+    world.Send(0, kTagHang, hang.ok() && !hang.value().has_value() ? "0" : "1");
   }
-  auto report = AnalyzeJob(*reader.value());
-  if (!report.ok()) {
-    std::fprintf(stderr, "commprof report: %s\n", report.status().message().c_str());
-    return 1;
+}
+
+// On the first process: the parts the others send, as AnalysisSources, and a drain for those the
+// analysis did not ask for (it stopped early), so no process is left blocked in a send.
+class GivenParts {
+ public:
+  GivenParts(AnalysisWorld& world, ProfileReader& reader) : world_(world), reader_(reader) {}
+
+  AnalysisSources Sources() {
+    AnalysisSources s;
+    s.screened = [this] { return TakeScreening(); };
+    s.p2p = [this] {
+      p2p_taken_ = true;
+      return DecodeP2PPart(world_.Receive(1, kTagP2P));
+    };
+    s.rank_passes = [this] { return TakeRankPasses(); };
+    s.may_have_hung = [this] {
+      hang_taken_ = true;
+      return world_.Receive(world_.size() - 1, kTagHang) != "0";
+    };
+    return s;
   }
-  if (o.save) {
-    reader.value().reset();  // the writer opens the file read-write
-    Status st = WriteAnalysisGroup(o.path, report.value());
-    if (!st.ok()) {
-      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
-      return 1;
+  // Whether the first analysis stopped because process 1's screening left ranks out (now marked).
+  bool analyze_again() const { return analyze_again_; }
+  const Status& screening_error() const { return screening_error_; }
+  void Drain() {
+    (void)TakeScreening();
+    if (!p2p_taken_) {
+      (void)world_.Receive(1, kTagP2P);
+    }
+    if (!passes_taken_) {
+      (void)TakeRankPasses();
+    }
+    if (!hang_taken_) {
+      (void)world_.Receive(world_.size() - 1, kTagHang);
     }
   }
+
+ private:
+  // The analysis read the file unscreened meanwhile, which stands when nothing was left out.
+  bool TakeScreening() {
+    if (!screening_taken_) {
+      screening_taken_ = true;
+      auto left_out = DecodeScreeningPart(world_.Receive(1, kTagScreening));
+      if (!left_out.ok()) {
+        screening_error_ = left_out.status();
+        return true;  // reported by AnalyzeAndWrite
+      }
+      for (RankFault& f : left_out.value()) {
+        reader_.MarkUnreadable(*f.rank, std::move(f.message));
+        analyze_again_ = true;
+      }
+      return !analyze_again_;
+    }
+    return true;
+  }
+
+  Result<std::vector<RankPass>> TakeRankPasses() {
+    passes_taken_ = true;
+    std::vector<std::optional<RankPass>> got(reader_.info().ranks.size());
+    Status first_error;  // processes in rank-block order: the lowest failing rank, as one process finds it
+    for (int p : RankPassProcesses(world_.size())) {
+      auto part = DecodeRankPassPart(world_.Receive(p, kTagRankPasses));
+      if (!part.ok()) {
+        if (first_error.ok()) {
+          first_error = part.status();
+        }
+        continue;
+      }
+      for (auto& [index, pass] : part.value()) {
+        if (index < got.size()) {
+          got[index] = std::move(pass);
+        }
+      }
+    }
+    COMMPROF_RETURN_IF_ERROR(first_error);
+    std::vector<RankPass> out;
+    out.reserve(got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!got[i]) {
+        return Internal("distributed report: no process sent the pass of rank index " + std::to_string(i));
+      }
+      out.push_back(std::move(*got[i]));
+    }
+    return out;
+  }
+
+ private:
+  AnalysisWorld& world_;
+  ProfileReader& reader_;
+  bool screening_taken_ = false;
+  bool analyze_again_ = false;
+  bool p2p_taken_ = false;
+  bool passes_taken_ = false;
+  bool hang_taken_ = false;
+  Status screening_error_;  // process 1's screening part could not be read
+};
+
+// Opens the file and selects the window: the same on every process of a distributed report.
+Result<std::unique_ptr<ProfileReader>> OpenWindow(const Options& o) {
+  auto reader = ProfileReader::Open(o.path);
+  if (!reader.ok()) {
+    return reader.status();
+  }
+  if (o.window >= 0) {
+    COMMPROF_RETURN_IF_ERROR(reader.value()->SelectWindow(static_cast<uint64_t>(o.window)));
+  }
+  return std::move(reader.value());
+}
+
+// Writes the report of `report` in the asked form to stdout or o.output; returns the exit code.
+int WriteReport(const Options& o, JobReport& report, bool some_ranks_unreadable) {
   // One model, built once, for whichever form is asked for.
-  const ReportModel model = BuildReportModel(report.value());
+  const ReportModel model = BuildReportModel(report);
   std::ostringstream os;
   if (o.format == "json") {
     os << ReportModelToJson(model).dump(2) << "\n";
@@ -73,7 +227,7 @@ int RunReport(const Options& o) {
     WriteTextReport(model, os);
   }
   // Exit 1 when some ranks could not be read, although the report of the others was written.
-  const int done = faults.empty() ? 0 : 1;
+  const int done = some_ranks_unreadable ? 1 : 0;
   if (o.output.empty()) {
     std::cout << os.str();
     return done;
@@ -85,6 +239,97 @@ int RunReport(const Options& o) {
     return 1;
   }
   return done;
+}
+
+void PrintFaults(const ProfileReader& reader) {
+  for (const RankFault& f : reader.info().faults) {
+    std::fprintf(stderr, "commprof report: %s\n", f.message.c_str());
+  }
+}
+
+// The first process (the only one without MPI): the analysis, /analysis when asked, the output.
+// Without MPI it screens the rows first; with it, process 1 screens them meanwhile.
+int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, AnalysisWorld* world) {
+  std::optional<GivenParts> given;
+  if (world == nullptr) {
+    ScreenEventRows(*reader);
+    PrintFaults(*reader);
+  } else {
+    given.emplace(*world, *reader);
+  }
+  auto report = AnalyzeJob(*reader, given ? given->Sources() : AnalysisSources{});
+  if (given && given->analyze_again()) {
+    report = AnalyzeJob(*reader, given->Sources());  // the screened ranks, as one process analyses them
+  }
+  if (given) {
+    given->Drain();
+    PrintFaults(*reader);
+    world->Barrier();  // every other process has closed the file: --save may open it read-write
+    if (report.ok() && !given->screening_error().ok()) {
+      report = given->screening_error();
+    }
+  }
+  if (!report.ok()) {
+    std::fprintf(stderr, "commprof report: %s\n", report.status().message().c_str());
+    return 1;
+  }
+  const bool some_ranks_unreadable = !reader->info().faults.empty();
+  if (o.save) {
+    reader.reset();  // the writer opens the file read-write
+    Status st = WriteAnalysisGroup(o.path, report.value());
+    if (!st.ok()) {
+      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
+  return WriteReport(o, report.value(), some_ranks_unreadable);
+}
+
+int RunReport(const Options& o) {
+  std::string mpi_error;
+  std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error);
+  if (!mpi_error.empty()) {
+    std::fprintf(stderr, "commprof report: %s\n", mpi_error.c_str());
+    return 1;
+  }
+  const bool first = world == nullptr || world->first();
+  if (o.format != "text" && o.format != "json" && o.format != "html") {
+    if (first) {
+      std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
+    }
+    return 2;
+  }
+  auto reader = OpenWindow(o);
+  if (world == nullptr) {
+    if (!reader.ok()) {
+      std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
+      return 1;
+    }
+    return AnalyzeAndWrite(o, std::move(reader.value()), nullptr);
+  }
+  // Every process read the file, or none goes on. An error every process met is told once (by the
+  // first); one only some met (a file not visible on every node) by each of them.
+  if (!world->AllOk(reader.ok())) {
+    const bool first_ok = world->FromFirst(reader.ok() ? 1 : 0) == 1;
+    if (!reader.ok() && (first || first_ok)) {
+      const std::string who =
+          first ? "" : " (process " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
+      std::fprintf(stderr, "commprof report%s: %s\n", who.c_str(), reader.status().message().c_str());
+    } else if (reader.ok() && first) {
+      std::fprintf(stderr,
+                   "commprof report: another process of this distributed report could not read %s (its "
+                   "message is above)\n",
+                   o.path.c_str());
+    }
+    return 1;
+  }
+  if (first) {
+    return world->FromFirst(AnalyzeAndWrite(o, std::move(reader.value()), world.get()));
+  }
+  ComputeGivenParts(*world, *reader.value());
+  reader.value().reset();
+  world->Barrier();
+  return world->FromFirst(0);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/op_stats.h"
 #include "analysis/report/stats_output.h"
+#include "cli/analysis_world.h"
 #include "cli/commands.h"
 #include "core/schema/enums.h"
 
@@ -218,7 +219,7 @@ Runner AddStatsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
-  return [o] { return RunStats(*o); };
+  return [o] { return AnalysisWorld::RefuseSeveral("stats") ? 2 : RunStats(*o); };
 }
 
 }  // namespace commprof::cli

@@ -133,6 +133,10 @@ constexpr OptionSpec kEnvironment[] = {
 
     // The commprof command.
     {"COMMPROF_LIBRARY", "", "the libcommprof.so `commprof run` preloads when --library is not given.", kCommand},
+    {"COMMPROF_ANALYSIS_MPI", "",
+     "`off`: a `commprof report` started by an MPI launcher is a report of its own in each process, not one "
+     "distributed report.",
+     kCommand},
     {"COMMPROF_TEST_WRITER_DELAY_US", "",
      "TESTING AID: `commprof run` and `commprof aggregate` make their writer sleep this many microseconds per "
      "1000 events written, standing for a slow disk, and give each connection a 64 KiB receive buffer (the "
@@ -151,6 +155,8 @@ constexpr OptionSpec kEnvironment[] = {
      "OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS (none: 1).",
      kLauncher},
     {"PMI_SIZE", "", "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE.", kLauncher},
+    // (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1, or PMIX_RANK set, also make `commprof report` one
+    // process of a distributed report: docs/scale.md#distributed-analysis.)
     {"SLURM_JOB_ID", "",
      "the default job id of `commprof run` and `commprof aggregate`; stored per rank as slurm_job_id.", kLauncher},
     {"SLURM_STEP_ID", "", "stored per rank as slurm_step_id (when a number); names the SPANK plugin's files.",

@@ -1,37 +1,43 @@
 #include "analysis/report/job_report.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
+
+#include "core/log.h"
 
 namespace commprof {
 
 namespace {
 
+// With COMMPROF_LOG=info, one line per stage of the analysis and the seconds it took, so a user
+// waiting on a large file sees where the time goes (and which stage a hang is in).
+class StageLog {
+ public:
+  void Done(const char* stage) {
+    const auto now = std::chrono::steady_clock::now();
+    COMMPROF_LOG_INFO("analysis: %s in %.3f s", stage, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 // One read of each rank's events feeds the incremental builders: overlap and breakdown (§6),
 // memory in use (§7) and the parts of the time categories the events give on their own (§9.5).
-Status ComputeOverlapAndMemory(const ProfileReader& reader, JobReport& rep, std::vector<RankTimeBuilder::Parts>& time) {
-  rep.overlap.reserve(reader.info().ranks.size());
+Result<std::vector<RankPass>> ComputeRankPasses(const ProfileReader& reader) {
+  std::vector<RankPass> passes;
+  passes.reserve(reader.info().ranks.size());
   for (const RankInfo& r : reader.info().ranks) {
-    const ClockModel clock = r.clock_model();
-    RankOverlapBuilder overlap(clock);
-    MemoryUsageBuilder memory(r.rank, clock);
-    RankTimeBuilder parts(clock);
-    Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
-      overlap.Add(chunk);
-      memory.Add(chunk);
-      parts.Add(chunk);
-    });
-    if (!st.ok()) {
-      return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
+    auto pass = ComputeRankPass(reader, r);
+    if (!pass.ok()) {
+      return pass.status();
     }
-    rep.overlap.push_back(overlap.Finish(r.rank));
-    time.push_back(parts.Summarize());
-    for (MemorySeries& s : memory.Finish()) {
-      rep.memory.push_back(std::move(s));
-    }
+    passes.push_back(std::move(pass.value()));
   }
-  return Status::Ok();
+  return passes;
 }
 
 // Call sites (§10): a fourth read of the ranks that recorded stacks, none otherwise.
@@ -50,20 +56,43 @@ Status AnalyzeCallSites(const ProfileReader& reader, JobReport& rep) {
 
 }  // namespace
 
-Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
+Result<RankPass> ComputeRankPass(const ProfileReader& reader, const RankInfo& r) {
+  const ClockModel clock = r.clock_model();
+  RankOverlapBuilder overlap(clock);
+  MemoryUsageBuilder memory(r.rank, clock);
+  RankTimeBuilder parts(clock);
+  Status st = reader.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
+    overlap.Add(chunk);
+    memory.Add(chunk);
+    parts.Add(chunk);
+  });
+  if (!st.ok()) {
+    return Status(st.code(), "overlap of rank " + std::to_string(r.rank) + ": " + st.message());
+  }
+  return RankPass{overlap.Finish(r.rank), parts.Summarize(), memory.Finish()};
+}
+
+P2PMatchOptions ReportP2POptions() {
+  P2PMatchOptions options;
+  options.keep_messages = true;  // the delay costs' dependencies (§9.1)
+  return options;
+}
+
+Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources& sources) {
   JobReport rep;
   rep.info = reader.info();
+  StageLog stages;
   // Point-to-point matching first: its working set (every operation of the job) is gone before the
   // collective instances and their per-instance figures are built, so the two never add up in the
   // peak memory. It rejects nothing, so a malformed file still fails in the collective matching
   // with the same message.
-  P2PMatchOptions p2p_options;
-  p2p_options.keep_messages = true;  // the delay costs' dependencies (§9.1)
-  auto p2p = MatchP2PMessages(reader, p2p_options);
+  // Given by `sources`, it is computed elsewhere meanwhile (take_p2p below).
+  auto p2p = sources.p2p ? Result<P2PMatchResult>(P2PMatchResult{}) : MatchP2PMessages(reader, ReportP2POptions());
   if (!p2p.ok()) {
     return p2p.status();
   }
   rep.p2p = std::move(p2p.value());
+  stages.Done(sources.p2p ? "point-to-point matching (given)" : "point-to-point matching");
   // The step marks (§10) ride on the collective-matching read.
   std::vector<RankStepMarks> step_marks(rep.info.ranks.size());
   auto instances = LoadCollectiveInstances(reader, true, /*nonblocking=*/true,
@@ -72,19 +101,41 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
                                                AddStepMarks(chunk, step_marks[rank_index]);
                                              }
                                            });
+  if (sources.screened && !sources.screened()) {
+    return Status(kAnalyzeAgain, "the screening left ranks out: analyse again");
+  }
+  // A given point-to-point part is taken when the delay costs need it; its error (as when computed
+  // here, first) goes before the matching's.
+  auto take_p2p = [&]() -> Status {
+    if (!sources.p2p) {
+      return Status::Ok();
+    }
+    auto given = sources.p2p();
+    if (!given.ok()) {
+      return given.status();
+    }
+    rep.p2p = std::move(given.value());
+    return Status::Ok();
+  };
   if (!instances.ok()) {
+    COMMPROF_RETURN_IF_ERROR(take_p2p());
     return instances.status();
   }
   rep.instances = std::move(instances.value());
+  stages.Done("collective matching");
   rep.clock = CountClockViolations(rep.instances);
   rep.measured = MeasureInstances(rep.instances, SkewThresholdNs(rep.info));
   rep.wait = ComputeWaitMetrics(rep.info, rep.instances, rep.measured);
+  stages.Done("wait metrics");
+  COMMPROF_RETURN_IF_ERROR(take_p2p());
   // The third read of the file (overlap, memory, time parts) runs while the delay costs are
   // computed: only that thread touches the file (HDF5 is not thread-safe here), and the two write
   // different members of `rep` until the join.
-  std::vector<RankTimeBuilder::Parts> time_parts;
-  Status overlap_status;
-  std::jthread third_read([&] { overlap_status = ComputeOverlapAndMemory(reader, rep, time_parts); });
+  Result<std::vector<RankPass>> passes = std::vector<RankPass>{};
+  std::jthread third_read;
+  if (!sources.rank_passes) {
+    third_read = std::jthread([&] { passes = ComputeRankPasses(reader); });
+  }
   const StepModel step_model = BuildStepModel(rep.info, step_marks);
   step_marks.clear();
   StepOf step_of;
@@ -93,6 +144,7 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   }
   rep.delay =
       ComputeDelayCosts(rep.info, rep.instances, rep.measured, rep.p2p.messages, rep.wait.skew_threshold_ns, step_of);
+  stages.Done("delay costs");
   rep.p2p.messages.clear();
   rep.p2p.messages.shrink_to_fit();
   rep.stragglers = JudgeStragglers(rep.info, rep.instances, rep.delay);
@@ -100,17 +152,37 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader) {
   rep.steps = BuildStepTable(rep.info, step_model, rep.instances, rep.measured, rep.delay);
   rep.delay.step_costs.clear();
   rep.delay.step_costs.shrink_to_fit();
-  third_read.join();
-  COMMPROF_RETURN_IF_ERROR(overlap_status);
-  for (size_t i = 0; i < rep.overlap.size() && i < rep.delay.ranks.size(); ++i) {
-    rep.time.push_back(ComposeRankTime(time_parts[i], rep.overlap[i], rep.delay.ranks[i]));
+  stages.Done("stragglers and steps");
+  if (sources.rank_passes) {
+    passes = sources.rank_passes();
+  } else {
+    third_read.join();
+  }
+  stages.Done("overlap and memory (waited for)");
+  if (!passes.ok()) {
+    return passes.status();
+  }
+  rep.overlap.reserve(passes.value().size());
+  for (size_t i = 0; i < passes.value().size(); ++i) {
+    RankPass& pass = passes.value()[i];
+    rep.overlap.push_back(std::move(pass.overlap));
+    if (i < rep.delay.ranks.size()) {
+      rep.time.push_back(ComposeRankTime(pass.time, rep.overlap.back(), rep.delay.ranks[i]));
+    }
+    for (MemorySeries& s : pass.memory) {
+      rep.memory.push_back(std::move(s));
+    }
   }
   COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
-  auto hang = hang::DiagnoseFile(reader);
-  if (!hang.ok()) {
-    return hang.status();
+  stages.Done("call sites");
+  if (!sources.may_have_hung || sources.may_have_hung()) {
+    auto hang = hang::DiagnoseFile(reader);
+    if (!hang.ok()) {
+      return hang.status();
+    }
+    rep.hang = std::move(hang.value());
   }
-  rep.hang = std::move(hang.value());
+  stages.Done("hang diagnosis");
   return rep;
 }
 

@@ -4,6 +4,7 @@
 // docs/report-json.md the JSON keys.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -45,11 +46,42 @@ struct JobReport {
   std::optional<hang::FileHang> hang;
 };
 
+// What one pass over one rank's events gives on its own (§6, §7, §9.5 parts): independent of every
+// other rank, so it may be computed anywhere (another process of a distributed report).
+struct RankPass {
+  RankOverlap overlap;
+  RankTimeBuilder::Parts time;
+  std::vector<MemorySeries> memory;
+};
+Result<RankPass> ComputeRankPass(const ProfileReader& reader, const RankInfo& rank);
+
+// The point-to-point matching options of the report (the delay costs need every message).
+P2PMatchOptions ReportP2POptions();
+
+// Where the parts of the analysis that need nothing else come from. An empty member: computed here,
+// from the reader. `commprof report` run as an MPI job fills them with what its other processes
+// computed from the same file meanwhile (docs/scale.md#distributed-analysis), so the result is the
+// same.
+struct AnalysisSources {
+  std::function<Result<P2PMatchResult>()> p2p;                 // MatchP2PMessages(reader, ReportP2POptions())
+  std::function<Result<std::vector<RankPass>>()> rank_passes;  // ComputeRankPass of every rank, by rank index
+  // Asked once the collective matching has read the file: whether the rows were screened elsewhere
+  // (ScreenEventRows) with nothing to leave out, so what was read stands. False: AnalyzeJob returns
+  // kAnalyzeAgain; the caller marks the ranks to leave out and analyses again.
+  std::function<bool()> screened;
+  // False: another process found no rank that ended inside a communication call and no stored
+  // /hang, so the hang diagnosis (hang::DiagnoseFile) is nullopt without reading the file again.
+  std::function<bool()> may_have_hung;
+};
+// AnalyzeJob's status code when `screened` said no: nothing is computed, nothing is consumed after
+// the collective matching.
+inline constexpr StatusCode kAnalyzeAgain = StatusCode::kUnavailable;
+
 // Computes every figure, reading the file three times: point-to-point matching, collective
 // matching (blocking and non-blocking; it also gathers the step marks of §10), and one pass that
 // feeds the overlap (§6), memory (§7) and time-category (§9.5) builders together. Each
 // collective instance is measured once (`measured`), for the wait metrics and the /analysis tables.
-Result<JobReport> AnalyzeJob(const ProfileReader& reader);
+Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources& sources = {});
 
 // The versioned JSON report (schema "commprof-report", version kReportSchemaVersion): the report
 // model's JSON (report_json.h).

@@ -1,0 +1,264 @@
+#include "analysis/report/report_parts_codec.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace commprof {
+namespace {
+
+constexpr uint32_t kMagic = 0x50525043;  // "CPRP"
+enum class PartKind : uint32_t { kP2P = 1, kRankPasses = 2, kScreening = 3 };
+
+// The record sizes both ends must agree on: a different build is refused, not misread.
+constexpr uint64_t kLayout = sizeof(P2PMessage) ^ (sizeof(P2PRankStats) << 8) ^ (sizeof(UnmatchedP2P) << 16) ^
+                             (sizeof(DeviceOverlap) << 24) ^ (sizeof(MemoryPoint) << 32) ^
+                             (sizeof(RankTimeBuilder::Parts) << 40) ^ (sizeof(TimeBreakdown) << 48);
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  template <typename T>
+  void PutVector(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    Put<uint64_t>(v.size());
+    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  void PutString(const std::string& s) {
+    Put<uint64_t>(s.size());
+    out_.append(s);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  template <typename T>
+  bool Get(T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (in_.size() - pos_ < sizeof(T)) {
+      return false;
+    }
+    std::memcpy(&v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  template <typename T>
+  bool GetVector(std::vector<T>& v) {
+    uint64_t n = 0;
+    if (!Get(n) || n > (in_.size() - pos_) / sizeof(T)) {
+      return false;
+    }
+    v.resize(n);
+    std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
+    pos_ += n * sizeof(T);
+    return true;
+  }
+  bool GetString(std::string& s) {
+    uint64_t n = 0;
+    if (!Get(n) || n > in_.size() - pos_) {
+      return false;
+    }
+    s.assign(in_.substr(pos_, n));
+    pos_ += n;
+    return true;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+// Header and status; the payload follows when the status is OK.
+void PutHead(Writer& w, PartKind kind, const Status& st) {
+  w.Put(kMagic);
+  w.Put(kind);
+  w.Put(kLayout);
+  w.Put(static_cast<uint32_t>(st.code()));
+  w.PutString(st.message());
+}
+
+Status Malformed(PartKind kind) {
+  const char* what = kind == PartKind::kP2P          ? "point-to-point part"
+                     : kind == PartKind::kRankPasses ? "rank passes"
+                                                     : "screening";
+  return Internal(std::string("distributed report: the ") + what +
+                  " from another process is malformed (are all processes the same commprof build?)");
+}
+
+// Reads the header; returns the status carried (a failed part), or Malformed.
+Status GetHead(Reader& r, PartKind kind) {
+  uint32_t magic = 0, code = 0;
+  PartKind got{};
+  uint64_t layout = 0;
+  std::string message;
+  if (!r.Get(magic) || !r.Get(got) || !r.Get(layout) || !r.Get(code) || !r.GetString(message) || magic != kMagic ||
+      got != kind || layout != kLayout || code > static_cast<uint32_t>(StatusCode::kInternal)) {
+    return Malformed(kind);
+  }
+  return Status(static_cast<StatusCode>(code), std::move(message));
+}
+
+}  // namespace
+
+std::string EncodeP2PPart(const Result<P2PMatchResult>& part) {
+  Writer w;
+  PutHead(w, PartKind::kP2P, part.status());
+  if (part.ok()) {
+    const P2PMatchResult& p = part.value();
+    w.Put(p.sends);
+    w.Put(p.recvs);
+    w.Put(p.proc_null);
+    w.Put(p.matched);
+    w.Put(p.unmatched_sends);
+    w.Put(p.unmatched_recvs);
+    w.Put(p.unmatched_sendrecv);
+    w.Put(p.unmatched_by_reason);
+    w.Put(p.bytes);
+    w.Put(p.late_sender_wait_ns);
+    w.Put(p.late_receiver_wait_ns);
+    w.Put(p.membership_conflicts);
+    w.PutVector(p.ranks);
+    w.PutVector(p.unmatched);
+    w.PutVector(p.worst);
+    w.PutVector(p.messages);
+  }
+  return w.Take();
+}
+
+Result<P2PMatchResult> DecodeP2PPart(std::string_view bytes) {
+  Reader r(bytes);
+  Status st = GetHead(r, PartKind::kP2P);
+  if (!st.ok()) {
+    return st;
+  }
+  P2PMatchResult p;
+  const bool ok = r.Get(p.sends) && r.Get(p.recvs) && r.Get(p.proc_null) && r.Get(p.matched) &&
+                  r.Get(p.unmatched_sends) && r.Get(p.unmatched_recvs) && r.Get(p.unmatched_sendrecv) &&
+                  r.Get(p.unmatched_by_reason) && r.Get(p.bytes) && r.Get(p.late_sender_wait_ns) &&
+                  r.Get(p.late_receiver_wait_ns) && r.Get(p.membership_conflicts) && r.GetVector(p.ranks) &&
+                  r.GetVector(p.unmatched) && r.GetVector(p.worst) && r.GetVector(p.messages) && r.done();
+  if (!ok) {
+    return Malformed(PartKind::kP2P);
+  }
+  return p;
+}
+
+std::string EncodeRankPassPart(const Result<IndexedRankPasses>& part) {
+  Writer w;
+  PutHead(w, PartKind::kRankPasses, part.status());
+  if (part.ok()) {
+    w.Put<uint64_t>(part.value().size());
+    for (const auto& [index, pass] : part.value()) {
+      w.Put(index);
+      const RankOverlap& o = pass.overlap;
+      w.Put(o.rank);
+      w.Put(o.basis);
+      w.Put(o.comm_ns);
+      w.Put(o.overlap);
+      w.Put(o.exposed_comm_ns);
+      w.Put(o.breakdown);
+      w.Put(o.incomplete_events);
+      w.PutVector(o.devices);
+      w.Put(pass.time);
+      w.Put<uint64_t>(pass.memory.size());
+      for (const MemorySeries& m : pass.memory) {
+        w.Put(m.rank);
+        w.Put(m.device);
+        w.Put(m.memory_kind);
+        w.PutVector(m.points);
+        w.Put(m.peak_bytes);
+        w.Put(m.peak_time_ns);
+        w.Put(m.final_bytes);
+        w.Put(m.allocs);
+        w.Put(m.frees);
+        w.Put(m.unmatched_frees);
+      }
+    }
+  }
+  return w.Take();
+}
+
+Result<IndexedRankPasses> DecodeRankPassPart(std::string_view bytes) {
+  Reader r(bytes);
+  Status st = GetHead(r, PartKind::kRankPasses);
+  if (!st.ok()) {
+    return st;
+  }
+  IndexedRankPasses out;
+  uint64_t n = 0;
+  if (!r.Get(n) || n > bytes.size()) {
+    return Malformed(PartKind::kRankPasses);
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t index = 0;
+    RankPass pass;
+    RankOverlap& o = pass.overlap;
+    uint64_t series = 0;
+    bool ok = r.Get(index) && r.Get(o.rank) && r.Get(o.basis) && r.Get(o.comm_ns) && r.Get(o.overlap) &&
+              r.Get(o.exposed_comm_ns) && r.Get(o.breakdown) && r.Get(o.incomplete_events) && r.GetVector(o.devices) &&
+              r.Get(pass.time) && r.Get(series) && series <= bytes.size();
+    for (uint64_t s = 0; ok && s < series; ++s) {
+      MemorySeries m;
+      ok = r.Get(m.rank) && r.Get(m.device) && r.Get(m.memory_kind) && r.GetVector(m.points) && r.Get(m.peak_bytes) &&
+           r.Get(m.peak_time_ns) && r.Get(m.final_bytes) && r.Get(m.allocs) && r.Get(m.frees) &&
+           r.Get(m.unmatched_frees);
+      pass.memory.push_back(std::move(m));
+    }
+    if (!ok) {
+      return Malformed(PartKind::kRankPasses);
+    }
+    out.emplace_back(index, std::move(pass));
+  }
+  if (!r.done()) {
+    return Malformed(PartKind::kRankPasses);
+  }
+  return out;
+}
+
+std::string EncodeScreeningPart(const std::vector<RankFault>& left_out) {
+  Writer w;
+  PutHead(w, PartKind::kScreening, Status::Ok());
+  w.Put<uint64_t>(left_out.size());
+  for (const RankFault& f : left_out) {
+    w.Put<uint32_t>(f.rank.value_or(UINT32_MAX));
+    w.PutString(f.message);
+  }
+  return w.Take();
+}
+
+Result<std::vector<RankFault>> DecodeScreeningPart(std::string_view bytes) {
+  Reader r(bytes);
+  Status st = GetHead(r, PartKind::kScreening);
+  if (!st.ok()) {
+    return st;
+  }
+  uint64_t n = 0;
+  if (!r.Get(n) || n > bytes.size()) {
+    return Malformed(PartKind::kScreening);
+  }
+  std::vector<RankFault> out;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t rank = 0;
+    RankFault f;
+    if (!r.Get(rank) || !r.GetString(f.message) || rank == UINT32_MAX) {
+      return Malformed(PartKind::kScreening);
+    }
+    f.rank = rank;
+    out.push_back(std::move(f));
+  }
+  if (!r.done()) {
+    return Malformed(PartKind::kScreening);
+  }
+  return out;
+}
+
+}  // namespace commprof

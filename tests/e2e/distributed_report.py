@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The report as an MPI job (docs/scale.md#distributed-analysis): `mpirun -np K commprof report FILE`
+gives exactly what one process gives.
+
+Usage: distributed_report.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases and their truth:
+  identical   Three files whose reports exercise every part the other processes send: a synthetic
+              job of 48 ranks (bench/make_synthetic_profile: collectives on the world and on two
+              halves, a non-blocking allreduce, a send/receive ring, rank 5 planted 300 us late
+              before each blocking collective, clock offsets up to 2 ms), the same with GPU kernels
+              and copies (devices in the overlap), and a 6-rank file with planted allocations
+              (tests/e2e/make_memory_profile: memory series). For each, the JSON of
+              `mpirun -np K commprof report --format json` for K = 2, 3 and 5 is byte for byte the
+              one-process JSON, and the verdict names rank 5 (synthetic files); the text report for
+              K = 3 is the one-process text.
+  real_job    A real 4-rank Open MPI job under `commprof run` with planted Late Sender / Late
+              Receiver waits (tests/e2e/mpi_p2p_late): the JSON of K = 3 equals one process's, and
+              its matched messages are the program's 2 x 10 + 2.
+  screened    A synthetic file with one row that ends before it starts (rank 3, written with h5py):
+              process 1 screens the rows while the first matches the collectives; for K = 2 and 3
+              the JSON is the one-process JSON (rank 3 left out), the exit code is 1 as for one
+              process, and the line naming the file, rank and row is printed once.
+  save        `mpirun -np 3 commprof report --save` stores /analysis (read back with h5py) equal,
+              table by table, to what one process's `--save` stores in a copy of the file.
+  errors      Under mpirun -np 3: a missing file exits 1 on every process and is told once;
+              `--format xml` exits 2, told once; `--window 7` of a file without windows exits 1,
+              told once. With COMMPROF_ANALYSIS_MPI=off each process is a whole report of its own
+              (three JSON documents on stdout). `export` and `stats`, which are not distributed,
+              refuse to run as 3 processes (exit 2, told once, no output written) and run under
+              `mpirun -np 1`.
+No timing is asserted: the outputs are compared with the one-process output, byte for byte.
+"""
+import os
+import shutil
+import subprocess
+
+import h5py
+import numpy
+
+from e2e_support import expect, mpirun, run, run_cases
+
+
+def report(ctx, path, k, fmt="json", extra=(), env=None, check_rc=0):
+    """`commprof report` of `path` by K processes (K = 1: alone, no mpirun); returns the output."""
+    out = ctx.path(f"{os.path.basename(path)}.{k}.{fmt}")
+    cmd = [ctx.commprof, "report", "--format", fmt, path, "-o", out, *extra]
+    if k > 1:
+        cmd = mpirun(k) + cmd
+    run(cmd, env=env, timeout=280, check_rc=check_rc)
+    with open(out) as f:
+        return f.read()
+
+
+def synthetic(ctx, name, gpu):
+    maker = os.path.join(ctx.build, "bench", "make_synthetic_profile")
+    out = ctx.path(name)
+    cmd = [maker, "--ranks", "48", "--events", "240000", "--out", out, "--slow-rank", "5", "--slow-us", "300",
+           "--clock-offset-us", "2000"] + (["--gpu"] if gpu else [])
+    run(cmd, check_rc=0)
+    return out
+
+
+def same_for_every_k(ctx, path, ks=(2, 3, 5)):
+    one = report(ctx, path, 1)
+    for k in ks:
+        got = report(ctx, path, k)
+        expect(got == one, f"{path}: the JSON of {k} processes differs from one process's "
+                           f"({len(got)} against {len(one)} characters; see {ctx.work})")
+    return one
+
+
+def case_identical(ctx):
+    import json
+    for name, gpu in (("synthetic.h5", False), ("synthetic_gpu.h5", True)):
+        path = synthetic(ctx, name, gpu)
+        rep = json.loads(same_for_every_k(ctx, path))
+        culprits = [s["rank"] for s in rep.get("stragglers", [])]
+        expect(culprits[:1] == [5], f"{name}: stragglers {culprits}, expected rank 5 first")
+        expect(len(rep["ranks"]) == 48, f"{name}: {len(rep['ranks'])} ranks in the report")
+        if gpu:
+            expect(any(r.get("devices") for r in rep["ranks"]),
+                   f"{name}: no per-device overlap in the report: the GPU file did not exercise it")
+        text_one, text_three = report(ctx, path, 1, "text"), report(ctx, path, 3, "text")
+        expect(text_one == text_three, f"{name}: the text report of 3 processes differs from one process's")
+    memory = ctx.path("memory.h5")
+    run([ctx.test_program("make_memory_profile"), memory, "--ranks", "6", "--churn", "20"], check_rc=0)
+    rep = json.loads(same_for_every_k(ctx, memory))
+    expect(rep.get("memory"), "memory.h5: the report has no memory series: the file did not exercise them")
+
+
+def case_real_job(ctx):
+    import json
+    out = ctx.path("p2p_late.h5")
+    exe = ctx.test_program("mpi_p2p_late")
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [exe, "--iters", "10", "--sleep-ms", "20"],
+        check_rc=0, timeout=280)
+    rep = json.loads(same_for_every_k(ctx, out, ks=(3,)))
+    expect(rep["p2p"]["matched"] == 22, f"matched messages {rep['p2p']['matched']}, expected 22")
+
+
+def case_screened(ctx):
+    path = synthetic(ctx, "row.h5", False)
+    with h5py.File(path, "r+") as f:
+        ev = f["ranks"]["3"]["events"]
+        rec = ev[5]
+        rec["end_ns"] = rec["start_ns"] - 1
+        ev[5] = rec
+    where = f"{path}: /ranks/3/events row 5: "
+    one = report(ctx, path, 1, check_rc=1)
+    for k in (2, 3):
+        out = ctx.path(f"row.{k}.json")
+        p = run(mpirun(k) + [ctx.commprof, "report", "--format", "json", path, "-o", out], timeout=280)
+        expect(p.returncode == 1, f"K={k}: exit {p.returncode}, expected 1 as for one process\n{p.stderr}")
+        expect(p.stderr.count(where) == 1, f"K={k}: the bad row told {p.stderr.count(where)} times:\n{p.stderr}")
+        with open(out) as f:
+            expect(f.read() == one, f"K={k}: the JSON differs from one process's")
+    import json
+    expect(3 not in [r["rank"] for r in json.loads(one)["ranks"]], "rank 3 was not left out")
+
+
+def analysis_tables(path):
+    tables = {}
+
+    def keep(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            value = obj[()]
+            if isinstance(value, bytes):
+                tables[name] = value.replace(path.encode(), b"FILE")  # the stored report names its file
+                return
+            value = numpy.asarray(value)
+            # Field by field: the padding between a compound's fields is not part of the data.
+            fields = value.dtype.names or (None,)
+            tables[name] = [(f, (value[f] if f else value).tobytes()) for f in fields]
+
+    with h5py.File(path, "r") as f:
+        expect("analysis" in f, f"{path}: no /analysis group")
+        f["analysis"].visititems(keep)
+    return tables
+
+
+def case_save(ctx):
+    path = synthetic(ctx, "save.h5", False)
+    alone = ctx.path("save_alone.h5")
+    shutil.copy(path, alone)
+    report(ctx, path, 3, extra=("--save",))
+    report(ctx, alone, 1, extra=("--save",))
+    mine, theirs = analysis_tables(path), analysis_tables(alone)
+    expect(mine and sorted(mine) == sorted(theirs), f"/analysis datasets {sorted(mine)} against {sorted(theirs)}")
+    for name in mine:
+        expect(mine[name] == theirs[name], f"/analysis/{name} differs between 3 processes and one")
+
+
+def case_errors(ctx):
+    missing = ctx.path("no_such.h5")
+    p = run(mpirun(3) + [ctx.commprof, "report", missing], timeout=120)
+    expect(p.returncode == 1, f"missing file: exit {p.returncode}, expected 1\n{p.stderr}")
+    expect(p.stderr.count(missing) == 1, f"missing file: told {p.stderr.count(missing)} times:\n{p.stderr}")
+    path = synthetic(ctx, "small.h5", False)
+    p = run(mpirun(3) + [ctx.commprof, "report", "--format", "xml", path], timeout=120)
+    expect(p.returncode == 2, f"--format xml: exit {p.returncode}, expected 2\n{p.stderr}")
+    expect(p.stderr.count("--format xml") == 1, f"--format xml: told {p.stderr.count('--format xml')} times")
+    p = run(mpirun(3) + [ctx.commprof, "report", "--window", "7", path], timeout=120)
+    expect(p.returncode == 1, f"--window 7: exit {p.returncode}, expected 1\n{p.stderr}")
+    expect(p.stderr.count("window") >= 1 and p.stderr.count(path) == 1,
+           f"--window 7: the error should name the file once:\n{p.stderr}")
+    p = run(mpirun(3) + ["-x", "COMMPROF_ANALYSIS_MPI", ctx.commprof, "report", "--format", "json", path],
+            env={"COMMPROF_ANALYSIS_MPI": "off"}, timeout=200)
+    expect(p.returncode == 0, f"COMMPROF_ANALYSIS_MPI=off: exit {p.returncode}\n{p.stderr}")
+    docs = p.stdout.count('"schema": "commprof-report"')
+    expect(docs == 3, f"COMMPROF_ANALYSIS_MPI=off: {docs} reports on stdout, expected one per process (3)")
+    for cmd in (["export", "-q", "-o", ctx.path("trace.json")], ["stats", "--format", "json", "-o", ctx.path("stats.json")]):
+        p = run(mpirun(3) + [ctx.commprof] + cmd + [path], timeout=120)
+        expect(p.returncode == 2, f"{cmd[0]} as 3 processes: exit {p.returncode}, expected 2\n{p.stderr}")
+        told = p.stderr.count("only `commprof report` is distributed")
+        expect(told == 1, f"{cmd[0]} as 3 processes: told {told} times:\n{p.stderr}")
+        expect(not os.path.exists(cmd[-1]), f"{cmd[0]} as 3 processes wrote {cmd[-1]}")
+        run(mpirun(1) + [ctx.commprof] + cmd + [path], timeout=120, check_rc=0)
+        expect(os.path.exists(cmd[-1]), f"{cmd[0]} under mpirun -np 1 wrote nothing")
+
+
+if __name__ == "__main__":
+    run_cases({"identical": case_identical, "real_job": case_real_job, "screened": case_screened, "save": case_save, "errors": case_errors})
