@@ -224,26 +224,25 @@ int RunCheck(const Options& o) {
                    fault.c_str());
     }
   }
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof check: %s\n", reader.status().message().c_str());
+  auto reader = OpenOrSay(o.path, "check");
+  if (reader == nullptr) {
+    return kExitUnreadable;
+  }
+  if (!SelectWindowIfAsked(*reader, o.window, "check")) {
     return 2;
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "check")) {
-    return 2;
-  }
-  ScreenEventRows(*reader.value());
-  for (const RankFault& fault : reader.value()->info().faults) {
+  ScreenEventRows(*reader);
+  for (const RankFault& fault : reader->info().faults) {
     std::fprintf(stderr, "commprof check: %s\n", fault.message.c_str());
   }
-  auto report = AnalyzeJob(*reader.value());
+  auto report = AnalyzeJob(*reader);
   if (!report.ok()) {
     std::fprintf(stderr, "commprof check: %s\n", report.status().message().c_str());
     return 2;
   }
   // A gate cannot vouch for what it could not read: unreadable parts fail it unless a limit for
   // them was given.
-  if (!reader.value()->info().faults.empty() &&
+  if (!reader->info().faults.empty() &&
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unreadable_ranks"; })) {
     limits.emplace_back("unreadable_ranks", 0.0);
   }
@@ -259,7 +258,7 @@ int RunCheck(const Options& o) {
     }
   }
   if (base) {
-    failed += CheckBaseline(*base, report.value(), *reader.value(), o, gate, *floor);
+    failed += CheckBaseline(*base, report.value(), *reader, o, gate, *floor);
   }
   // A hang outranks any figure: the figures of a job that never finished say little.
   const auto& hang = report.value().hang;

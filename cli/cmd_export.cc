@@ -196,17 +196,16 @@ int RunExport(const Options& o) {
     std::fprintf(stderr, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof export: %s\n", reader.status().message().c_str());
-    return 1;
+  auto reader = OpenOrSay(o.path, "export");
+  if (reader == nullptr) {
+    return kExitUnreadable;
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "export")) {
+  if (!SelectWindowIfAsked(*reader, o.window, "export")) {
     return 1;
   }
   // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
-  ScreenEventRows(*reader.value());
-  const ProfileInfo& info = reader.value()->info();
+  ScreenEventRows(*reader);
+  const ProfileInfo& info = reader->info();
   for (const RankFault& f : info.faults) {
     std::fprintf(stderr, "commprof export: %s\n", f.message.c_str());
   }
@@ -226,7 +225,7 @@ int RunExport(const Options& o) {
     }
   }
   if (o.format != "chrome") {
-    return RunMemoryExport(o, *reader.value(), opts.ranks);
+    return RunMemoryExport(o, *reader, opts.ranks);
   }
 
   const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
@@ -245,7 +244,7 @@ int RunExport(const Options& o) {
 
   ChromeExportStats stats;
   const Status st =
-      WriteOutput(output, [&](std::ostream& out) { return WriteChromeTrace(*reader.value(), out, opts, &stats); });
+      WriteOutput(output, [&](std::ostream& out) { return WriteChromeTrace(*reader, out, opts, &stats); });
   if (tty) {
     std::fprintf(stderr, "\n");
   }

@@ -263,15 +263,14 @@ int RunHta(const Options& o) {
     std::fprintf(stderr, "commprof hta: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof hta: %s\n", reader.status().message().c_str());
+  auto reader = OpenOrSay(o.path, "hta");
+  if (reader == nullptr) {
+    return kExitUnreadable;
+  }
+  if (!SelectWindowIfAsked(*reader, o.window, "hta")) {
     return 1;
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "hta")) {
-    return 1;
-  }
-  const ProfileInfo& info = reader.value()->info();
+  const ProfileInfo& info = reader->info();
   for (const RankFault& f : info.faults) {
     std::fprintf(stderr, "commprof hta: %s\n", f.message.c_str());
   }
@@ -301,7 +300,7 @@ int RunHta(const Options& o) {
       {"consecutive_kernel_delay_ns", delay_ns}, {"num_kernels", o.num_kernels}, {"duration_ratio", o.duration_ratio}};
   doc["ranks"] = nlohmann::ordered_json::array();
   for (uint32_t rank : ranks) {
-    auto trace = CollectRankGpuTrace(*reader.value(), rank);
+    auto trace = CollectRankGpuTrace(*reader, rank);
     if (!trace.ok()) {
       std::fprintf(stderr, "commprof hta: %s\n", trace.status().message().c_str());
       return 1;

@@ -89,27 +89,26 @@ std::string MissingShown(const RankInfo& r) {
 }
 
 int RunInfo(const Options& o) {
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof info: %s\n", reader.status().message().c_str());
-    return 1;
+  auto reader = OpenOrSay(o.path, "info");
+  if (reader == nullptr) {
+    return kExitUnreadable;
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "info")) {
+  if (!SelectWindowIfAsked(*reader, o.window, "info")) {
     return 1;
   }
   // Ranks with a row the analyses cannot take are left out and named, like unreadable groups.
-  ScreenEventRows(*reader.value());
-  const ProfileInfo& info = reader.value()->info();
+  ScreenEventRows(*reader);
+  const ProfileInfo& info = reader->info();
   const RankRanges never = info.NeverConnected();
   std::vector<RankCounts> counts(info.ranks.size());
   for (size_t i = 0; i < info.ranks.size(); ++i) {
-    auto strings = reader.value()->Strings(info.ranks[i].rank);
+    auto strings = reader->Strings(info.ranks[i].rank);
     if (!strings.ok()) {
       std::fprintf(stderr, "commprof info: %s\n", strings.status().message().c_str());
       return 1;
     }
     std::map<uint32_t, uint64_t> by_name_id;
-    Status st = reader.value()->ForEachEventChunk(info.ranks[i].rank, [&](std::span<const commprof_event> chunk) {
+    Status st = reader->ForEachEventChunk(info.ranks[i].rank, [&](std::span<const commprof_event> chunk) {
       for (const auto& e : chunk) {
         counts[i].by_kind[schema::KindName(e.kind)]++;
         by_name_id[e.name_id]++;
@@ -125,8 +124,8 @@ int RunInfo(const Options& o) {
     }
   }
 
-  auto aligned = CountClockViolations(*reader.value(), true);
-  auto raw = CountClockViolations(*reader.value(), false);
+  auto aligned = CountClockViolations(*reader, true);
+  auto raw = CountClockViolations(*reader, false);
   if (!aligned.ok() || !raw.ok()) {
     std::fprintf(stderr, "commprof info: %s\n", (aligned.ok() ? raw.status() : aligned.status()).message().c_str());
     return 1;
@@ -142,8 +141,7 @@ int RunInfo(const Options& o) {
     j["world_size"] = info.world_size;
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
-    j["window"] =
-        reader.value()->window() ? nlohmann::ordered_json(*reader.value()->window()) : nlohmann::ordered_json();
+    j["window"] = reader->window() ? nlohmann::ordered_json(*reader->window()) : nlohmann::ordered_json();
     j["finalized"] = info.finalized;
     j["write_status"] = info.write_status;
     j["lost_batches"] = info.lost_batches();
@@ -217,7 +215,7 @@ int RunInfo(const Options& o) {
     std::printf("shards:      %zu rank(s) stored by relays in %zu shard file(s), e.g. %s\n", in_shards, shards.size(),
                 shards.begin()->c_str());
   }
-  const std::optional<uint64_t>& window = reader.value()->window();
+  const std::optional<uint64_t>& window = reader->window();
   if (window) {
     std::printf("window:      %llu (events: those of each rank's capture window %llu)\n",
                 static_cast<unsigned long long>(*window), static_cast<unsigned long long>(*window));

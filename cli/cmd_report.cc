@@ -199,11 +199,14 @@ class GivenParts {
 };
 
 // Opens the file and selects the window: the same on every process of a distributed report.
-Result<std::unique_ptr<ProfileReader>> OpenWindow(const Options& o) {
+// `fail_code`: the exit code of a failure (kExitUnreadable: the file cannot be read; 1: no such window).
+Result<std::unique_ptr<ProfileReader>> OpenWindow(const Options& o, int& fail_code) {
+  fail_code = kExitUnreadable;
   auto reader = ProfileReader::Open(o.path);
   if (!reader.ok()) {
     return reader.status();
   }
+  fail_code = 1;
   if (o.window >= 0) {
     COMMPROF_RETURN_IF_ERROR(reader.value()->SelectWindow(static_cast<uint64_t>(o.window)));
   }
@@ -299,18 +302,21 @@ int RunReport(const Options& o) {
     }
     return 2;
   }
-  auto reader = OpenWindow(o);
+  int fail_code = 0;
+  auto reader = OpenWindow(o, fail_code);
   if (world == nullptr) {
     if (!reader.ok()) {
       std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
-      return 1;
+      return fail_code;
     }
     return AnalyzeAndWrite(o, std::move(reader.value()), nullptr);
   }
   // Every process read the file, or none goes on. An error every process met is told once (by the
   // first); one only some met (a file not visible on every node) by each of them.
   if (!world->AllOk(reader.ok())) {
-    const bool first_ok = world->FromFirst(reader.ok() ? 1 : 0) == 1;
+    // The first process's code when it failed; otherwise the file cannot be read elsewhere.
+    const int code = world->FromFirst(reader.ok() ? 0 : fail_code);
+    const bool first_ok = code == 0;
     if (!reader.ok() && (first || first_ok)) {
       const std::string who =
           first ? "" : " (process " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
@@ -321,7 +327,7 @@ int RunReport(const Options& o) {
                    "message is above)\n",
                    o.path.c_str());
     }
-    return 1;
+    return first_ok ? kExitUnreadable : code;
   }
   if (first) {
     return world->FromFirst(AnalyzeAndWrite(o, std::move(reader.value()), world.get()));

@@ -110,7 +110,9 @@ std::string FindLibrary(const Options& o) {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
   if (!ec) {
-    candidates = {exe.parent_path() / "../lib/libcommprof.so", exe.parent_path() / "libcommprof.so",
+    // An install (cmake --install: <prefix>/bin and <prefix>/<libdir>), then the build tree.
+    candidates = {exe.parent_path() / ".." / COMMPROF_INSTALL_LIBDIR / "libcommprof.so",
+                  exe.parent_path() / "../lib/libcommprof.so", exe.parent_path() / "libcommprof.so",
                   exe.parent_path() / "../collector/libcommprof.so"};
   }
   candidates.emplace_back(COMMPROF_BUILD_LIBRARY);
@@ -617,7 +619,8 @@ Runner AddRunCommand(CLI::App& app) {
                   "address ranks connect to (default: the listen address; "
                   "the host name when listening on 0.0.0.0)");
   sub->add_option("--spool-dir", o->spool_dir, "where ranks spool if they cannot connect (default: OUTPUT.spool)");
-  sub->add_option("--library", o->library, "libcommprof.so to preload (default: next to this executable)");
+  sub->add_option("--library", o->library,
+                  "libcommprof.so to preload (default: the one installed with this commprof, else the build tree's)");
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);
   sub->add_option("--relay", o->relay,
@@ -646,7 +649,8 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_flag("--stacks{16}", o->stacks,
                 "record the calling stack of every MPI and NCCL API call, at most DEPTH frames (1-64) from the "
                 "user's call site (--stacks alone: 16; written --stacks=DEPTH); the report then ranks call sites")
-      ->check(CLI::Range(1, static_cast<int>(kMaxStackDepth)));
+      ->check(CLI::Range(1, static_cast<int>(kMaxStackDepth)))
+      ->type_name("DEPTH");
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
   sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");

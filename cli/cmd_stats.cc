@@ -102,20 +102,19 @@ int RunStats(const Options& o) {
   if (!CheckUsage(o, so)) {
     return 2;
   }
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "commprof stats: %s\n", reader.status().message().c_str());
-    return 1;
+  auto reader = OpenOrSay(o.path, "stats");
+  if (reader == nullptr) {
+    return kExitUnreadable;
   }
-  if (!SelectWindowIfAsked(*reader.value(), o.window, "stats")) {
+  if (!SelectWindowIfAsked(*reader, o.window, "stats")) {
     return 1;
   }
   for (uint32_t w : so.ranks) {
-    const auto& ranks = reader.value()->info().ranks;
+    const auto& ranks = reader->info().ranks;
     const bool known = std::any_of(ranks.begin(), ranks.end(), [w](const RankInfo& r) {
       return r.rank == w && r.status != schema::RankStatusName(schema::RankStatus::kMissing);
     });
-    const auto& faults = reader.value()->info().faults;
+    const auto& faults = reader->info().faults;
     const bool faulty =
         std::any_of(faults.begin(), faults.end(), [w](const RankFault& f) { return f.rank && *f.rank == w; });
     if (!known && !faulty) {
@@ -123,19 +122,19 @@ int RunStats(const Options& o) {
       return 2;
     }
   }
-  auto stats = ComputeOpStats(*reader.value(), so);  // screens the rows first (ScreenEventRows)
+  auto stats = ComputeOpStats(*reader, so);  // screens the rows first (ScreenEventRows)
   if (!stats.ok()) {
     std::fprintf(stderr, "commprof stats: %s\n", stats.status().message().c_str());
     return 1;
   }
   StatsContext ctx;
   ctx.path = o.path;
-  if (reader.value()->window()) {
-    ctx.window = *reader.value()->window();
+  if (reader->window()) {
+    ctx.window = *reader->window();
   }
   ctx.options = so;
   ctx.sort = o.sort;
-  for (const RankFault& f : reader.value()->info().faults) {
+  for (const RankFault& f : reader->info().faults) {
     // A damaged rank that --ranks leaves out is not part of what was asked: no fault, no exit 1
     // (a user may select the other ranks just to work around it).
     if (f.rank && !so.ranks.empty() && std::find(so.ranks.begin(), so.ranks.end(), *f.rank) == so.ranks.end()) {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,15 @@ Runner AddRelayCommand(CLI::App& app);  // commprof relay (docs/scale.md#relays)
 Runner AddHtaCommand(CLI::App& app);
 Runner AddStatsCommand(CLI::App& app);  // commprof stats (docs/cli.md)
 Runner AddDiffCommand(CLI::App& app);
+
+// Exit code of a command whose input file cannot be read at all (missing, not HDF5, not a commprof
+// file, locked, damaged beyond its metadata): 2 for every command (docs/cli.md#exit-codes), as
+// check and diff always had it, so that 1 keeps meaning "it ran: something failed, or parts of the
+// file were left out".
+inline constexpr int kExitUnreadable = 2;
+// ProfileReader::Open for `command`; on failure prints "commprof COMMAND: <error naming the file>"
+// and returns nullptr (exit with kExitUnreadable).
+std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* command);
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers

@@ -2,9 +2,11 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/help_format.h"
 #include "core/config.h"
 
 namespace {
@@ -12,7 +14,12 @@ namespace {
 int Main(int argc, char** argv) {
   CLI::App app{
       "commprof: a distributed multi-GPU communication profiler.\n"
-      "Record a job with `commprof run`, inspect the file with `commprof info`."};
+      "Record a job with `commprof run`, inspect the file with `commprof info`; `commprof help COMMAND` "
+      "explains a command.",
+      "commprof"};
+  // Before the commands are added: each takes its parent's formatter.
+  app.formatter(std::make_shared<commprof::cli::HelpFormatter>(
+      std::map<std::string, std::string>{{"run", "[OPTIONS] -- LAUNCHER ARGS..."}}));
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("commprof ") + COMMPROF_VERSION);
   // Handled before parsing (a subcommand is required otherwise); declared here for --help.
@@ -37,12 +44,43 @@ int Main(int argc, char** argv) {
   add(&commprof::cli::AddHtaCommand);
   add(&commprof::cli::AddStatsCommand);
   add(&commprof::cli::AddDiffCommand);
+  // `commprof help [COMMAND]`: the same text as --help.
+  std::string topic;
+  CLI::App* help = app.add_subcommand("help", "Print the help of commprof, or of COMMAND: commprof help [COMMAND]");
+  help->add_option("command", topic, "a command (run, info, report, ...)");
+  runners[help] = [&app, &topic] {
+    if (topic.empty()) {  // (app.help() would give the help of the parsed command: `help`)
+      std::fputs(app.get_formatter()->make_help(&app, "commprof", CLI::AppFormatMode::Normal).c_str(), stdout);
+      return 0;
+    }
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == topic && topic != "help") {
+        std::fputs(sub->help().c_str(), stdout);
+        return 0;
+      }
+    }
+    std::fprintf(stderr, "commprof help: '%s' is not a commprof command (%s)\n", topic.c_str(),
+                 commprof::cli::CommandList(app).c_str());
+    return 2;
+  };
 
   if (argc == 2 && std::string(argv[1]) == "--help-env") {
     std::fputs(commprof::EnvironmentHelp().c_str(), stdout);
     return 0;
   }
 
+  // An unknown command is named, not taken for a missing one.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "commprof: '%s' is not a commprof command (%s; `commprof help` explains them)\n", argv[1],
+                   commprof::cli::CommandList(app).c_str());
+      return 2;
+    }
+  }
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "run") {
     for (int i = 2; i < argc; ++i) {

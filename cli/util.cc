@@ -110,6 +110,15 @@ void AddWindowOption(CLI::App* sub, int64_t& window) {
       ->type_name("K");
 }
 
+std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* command) {
+  auto reader = ProfileReader::Open(path);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "commprof %s: %s\n", command, reader.status().message().c_str());
+    return nullptr;
+  }
+  return std::move(reader.value());
+}
+
 bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* command) {
   if (window < 0) {
     return true;

@@ -23,7 +23,7 @@ Cases and their truth:
               process, and the line naming the file, rank and row is printed once.
   save        `mpirun -np 3 commprof report --save` stores /analysis (read back with h5py) equal,
               table by table, to what one process's `--save` stores in a copy of the file.
-  errors      Under mpirun -np 3: a missing file exits 1 on every process and is told once;
+  errors      Under mpirun -np 3: a missing file exits 2 (unreadable input) and is told once;
               `--format xml` exits 2, told once; `--window 7` of a file without windows exits 1,
               told once. With COMMPROF_ANALYSIS_MPI=off each process is a whole report of its own
               (three JSON documents on stdout). `export` and `stats`, which are not distributed,
@@ -154,7 +154,7 @@ def case_save(ctx):
 def case_errors(ctx):
     missing = ctx.path("no_such.h5")
     p = run(mpirun(3) + [ctx.commprof, "report", missing], timeout=120)
-    expect(p.returncode == 1, f"missing file: exit {p.returncode}, expected 1\n{p.stderr}")
+    expect(p.returncode == 2, f"missing file: exit {p.returncode}, expected 2 (unreadable input)\n{p.stderr}")
     expect(p.stderr.count(missing) == 1, f"missing file: told {p.stderr.count(missing)} times:\n{p.stderr}")
     path = synthetic(ctx, "small.h5", False)
     p = run(mpirun(3) + [ctx.commprof, "report", "--format", "xml", path], timeout=120)

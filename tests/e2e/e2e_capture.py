@@ -1267,7 +1267,7 @@ def case_export_trace(ctx):
     p = run([ctx.commprof, "export", h5, "--format", "proto", "-o", ctx.path("x.json")])
     expect(p.returncode == 2 and "not supported" in p.stderr, f"--format proto: rc {p.returncode} {p.stderr}")
     p = run([ctx.commprof, "export", ctx.path("missing.h5"), "-o", ctx.path("x.json")])
-    expect(p.returncode == 1 and "missing.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+    expect(p.returncode == 2 and "missing.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
     p = run([ctx.commprof, "export", h5, "--ranks", "9", "-o", ctx.path("x.json")])
     expect(p.returncode == 2 and "no rank 9" in p.stderr, f"--ranks 9: rc {p.returncode} {p.stderr}")
     p = run([ctx.commprof, "export", h5, "--ranks", "1,x", "-o", ctx.path("x.json")])

@@ -238,7 +238,8 @@ def case_open_errors(ctx):
         (ctx.path("none.h5"), f"{ctx.path('none.h5')}: cannot open: No such file or directory"),
     ]
     for path, msg in cases:
-        for cmd, rc in (("info", 1), ("report", 1), ("export", 1), ("hta", 1), ("check", 2)):
+        # Exit code 2 for every command: the file cannot be read at all (docs/cli.md#exit-codes).
+        for cmd, rc in (("info", 2), ("report", 2), ("export", 2), ("hta", 2), ("check", 2), ("stats", 2)):
             args = [ctx.commprof, cmd, path] + (["--max", "wait_share=1"] if cmd == "check" else [])
             p = run(args)
             expect(p.returncode == rc and msg in p.stderr, f"{cmd} {path}: rc {p.returncode}\n{p.stderr}")
@@ -250,7 +251,7 @@ def case_open_errors(ctx):
     try:
         expect(holder.stdout.readline().strip() == "open", "the holder opened the file")
         p = run([ctx.commprof, "info", good])
-        expect(p.returncode == 1 and f"{good}: locked: another process has it open for writing" in p.stderr,
+        expect(p.returncode == 2 and f"{good}: locked: another process has it open for writing" in p.stderr,
                f"locked: rc {p.returncode}\n{p.stderr}")
     finally:
         holder.stdin.close()

@@ -303,13 +303,13 @@ TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
   }
 }
 
-TEST_F(StatsCli, FailuresExitWith1NamingTheFile) {
+TEST_F(StatsCli, FailuresExitWith1NamingTheFileAndAnUnreadableFileWith2) {
   Ran r = Commprof(dir_, "stats " + (dir_ / "absent.h5"));
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 2);  // the input cannot be read at all: 2, as for every command
   EXPECT_NE(r.err.find(dir_ / "absent.h5"), std::string::npos) << r.err;
   { std::ofstream(dir_ / "notes.txt") << "not a profile\n"; }
   r = Commprof(dir_, "stats " + (dir_ / "notes.txt"));
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find(dir_ / "notes.txt"), std::string::npos) << r.err;
   r = Commprof(dir_, "stats " + file_ + " --kinds nccl");  // an empty selection
   EXPECT_EQ(r.rc, 1);

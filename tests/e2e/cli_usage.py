@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""A command line that explains itself (docs/cli.md): help, unknown commands, exit codes.
+
+Usage: cli_usage.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases and their truth:
+  help        For every command `commprof help` lists (and `import kineto`): `commprof help CMD` prints
+              exactly what `commprof CMD --help` prints, exit 0; its usage line starts with
+              "Usage: commprof CMD" (run's is "Usage: commprof run [OPTIONS] -- LAUNCHER ARGS...");
+              no option line shows parser notation: no "{...}" after a name, no "TYPE:TYPE", no
+              " in [LOW - HIGH]"; `-h,--help` keeps both names.
+  unknown     `commprof frobnicate` and `commprof help frobnicate` exit 2 naming the word and listing
+              the commands; `commprof` alone exits 2.
+  demo_targets scripts/demo.sh builds only the targets it names with --target; from a clean tree
+              those need no source under tests/ or bench/, fewer build steps than the whole tree,
+              and they link everything the demo runs (commprof, libcommprof.so, the NCCL plugin,
+              examples/mpi_straggler). Read from ninja's plan (`ninja -t commands`), nothing built.
+  unreadable  Every command that reads a commprof file (info, report, check, export, hta, stats, diff)
+              exits 2 on a missing file and on a file that is not HDF5, with one line that names the
+              file.
+"""
+import os
+import re
+import shutil
+
+from e2e_support import expect, run, run_cases
+
+ARTIFACTS = [(re.compile(r"^\s+-[-\w,]*\{[^}]*\}"), "a flag default in braces"),
+             (re.compile(r"\b([A-Z]+):\1\b"), "TYPE:TYPE"),
+             (re.compile(r" in \[[^\]]*\]"), "a range in CLI11's brackets")]
+
+
+def commands(ctx):
+    p = run([ctx.commprof, "help"], check_rc=0)
+    block = p.stdout.split("Subcommands:", 1)[1]
+    names = [m.group(1) for m in re.finditer(r"^  (\w+)\s", block, re.M)]
+    expect({"run", "report", "export", "stats", "diff", "help"} <= set(names), f"commands listed: {names}")
+    return [n for n in names if n != "help"]
+
+
+def case_help(ctx):
+    for cmd in commands(ctx) + ["import kineto"]:
+        words = cmd.split()
+        by_flag = run([ctx.commprof, *words, "--help"], check_rc=0).stdout
+        by_help = run([ctx.commprof, "help", *words], check_rc=0).stdout if len(words) == 1 else by_flag
+        expect(by_flag == by_help, f"`commprof help {cmd}` differs from `commprof {cmd} --help`")
+        usage = [l for l in by_flag.splitlines() if l.startswith("Usage:")]
+        expect(usage and usage[0].startswith(f"Usage: commprof {cmd}"), f"{cmd}: usage line {usage}")
+        if cmd == "run":
+            expect(usage[0] == "Usage: commprof run [OPTIONS] -- LAUNCHER ARGS...", f"run: {usage[0]}")
+        for line in by_flag.splitlines():
+            if not line.startswith("  -"):
+                continue
+            for pattern, what in ARTIFACTS:
+                expect(not pattern.search(line), f"{cmd} --help shows {what}: {line!r}")
+        expect("-h,--help" in by_flag, f"{cmd} --help lost the short name of --help")
+    run_help = run([ctx.commprof, "run", "--help"], check_rc=0).stdout
+    for shown in ("--stacks[=DEPTH] (1-64)", "--deflate INT (0-9)", "--no-analysis ", "--on-hang report|abort"):
+        expect(shown in run_help, f"run --help lacks {shown!r}")
+
+
+def case_unknown(ctx):
+    for args, word in ((["frobnicate"], "frobnicate"), (["help", "frobnicate"], "frobnicate")):
+        p = run([ctx.commprof, *args])
+        expect(p.returncode == 2, f"commprof {' '.join(args)}: exit {p.returncode}, expected 2")
+        expect(f"'{word}' is not a commprof command" in p.stderr and "commands: run, info" in p.stderr,
+               f"commprof {' '.join(args)}: {p.stderr}")
+    p = run([ctx.commprof])
+    expect(p.returncode == 2, f"commprof alone: exit {p.returncode}")
+
+
+def case_unreadable(ctx):
+    missing, junk = ctx.path("missing.h5"), ctx.path("junk.h5")
+    with open(junk, "w") as f:
+        f.write("not an HDF5 file\n")
+    for path in (missing, junk):
+        for args in (["info", path], ["report", path], ["check", path, "--max", "wait_share=1"],
+                     ["export", path, "-o", ctx.path("t.json")], ["hta", path], ["stats", path],
+                     ["diff", path, path]):
+            p = run([ctx.commprof, *args])
+            expect(p.returncode == 2, f"{' '.join(args)}: exit {p.returncode}, expected 2\n{p.stderr}")
+            lines = p.stderr.strip().splitlines()
+            expect(len(lines) == 1 and path in lines[0], f"{' '.join(args)}: one line naming the file:\n{p.stderr}")
+
+
+def case_demo_targets(ctx):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "scripts", "demo.sh")) as f:
+        builds = [l for l in f if "cmake --build" in l]
+    expect(len(builds) == 1 and "--target" in builds[0], f"demo.sh builds: {builds}")
+    targets = builds[0].split("--target", 1)[1].split()
+    expect(os.path.exists(os.path.join(ctx.build, "build.ninja")) and shutil.which("ninja"),
+           f"{ctx.build} is not a Ninja build (the presets use Ninja)")
+    plan = run(["ninja", "-C", ctx.build, "-t", "commands", *targets], check_rc=0).stdout.splitlines()
+    everything = run(["ninja", "-C", ctx.build, "-t", "commands", "all"], check_rc=0).stdout.splitlines()
+    stray = [c for c in plan if re.search(r"\b(tests|bench)/", c)]
+    expect(not stray, f"the demo's targets build tests or benchmarks: {stray[:3]}")
+    expect(len(plan) < len(everything), f"the demo's plan ({len(plan)} steps) is the whole tree's ({len(everything)})")
+    for needed in ("-o cli/commprof ", "libcommprof.so", "libnccl-profiler-commprof.so", "-o examples/mpi_straggler "):
+        expect(any(needed in c for c in plan), f"the demo's targets do not build {needed.strip()}")
+    print(f"demo_targets: {len(plan)} build steps of {len(everything)}")
+
+
+if __name__ == "__main__":
+    run_cases({"help": case_help, "unknown": case_unknown, "demo_targets": case_demo_targets,
+               "unreadable": case_unreadable})
