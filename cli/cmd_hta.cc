@@ -16,6 +16,7 @@
 #include "analysis/metrics/gpu_breakdown.h"
 #include "analysis/metrics/gpu_launch_analysis.h"
 #include "analysis/metrics/gpu_trace.h"
+#include "analysis/report/stats_output.h"
 #include "cli/commands.h"
 #include "core/schema/enums.h"
 
@@ -167,8 +168,6 @@ std::string Us(double ns) {
   return buf;
 }
 
-std::string Fit(const std::string& s, size_t width) { return s.size() <= width ? s : s.substr(0, width - 3) + "..."; }
-
 void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
   std::printf("== rank %u: %" PRIu64 " GPU records, %" PRIu64 " CUDA API calls (%" PRIu64 " launches)\n", a.rank,
               a.gpu_records, a.api_calls, a.launch_calls);
@@ -206,8 +205,15 @@ void PrintRankText(const RankAnalyses& a, int64_t delay_ns) {
   for (const KernelTypeTop& top : a.breakdown.kernels.top) {
     std::printf("\ntop %s kernels (%" PRIu64 " names; us)\n", GpuKernelTypeName(top.type), top.distinct_names);
     std::printf("%-40s %7s %12s %10s %10s %10s\n", "name", "count", "sum", "mean", "max", "std");
+    // Kernel names differ late (template arguments): cut so that different names print differently.
+    std::vector<std::string> names;
     for (const KernelStats& k : top.kernels) {
-      std::printf("%-40s %7" PRIu64 " %12s %10s %10s %10s\n", Fit(k.name, 40).c_str(), k.count,
+      names.push_back(k.name);
+    }
+    const std::vector<std::string> printed = ElideDistinct(names, 40);
+    for (size_t i = 0; i < top.kernels.size(); ++i) {
+      const KernelStats& k = top.kernels[i];
+      std::printf("%-40s %7" PRIu64 " %12s %10s %10s %10s\n", printed[i].c_str(), k.count,
                   Us(static_cast<double>(k.sum_ns)).c_str(), Us(k.mean_ns).c_str(),
                   Us(static_cast<double>(k.max_ns)).c_str(), Us(k.std_ns).c_str());
     }

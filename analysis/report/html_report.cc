@@ -25,8 +25,12 @@ Page::Page(const ReportModel& model) : r(model) {
   for (const ReportModel::Straggler& s : List(r.stragglers)) {
     stragglers.insert(s.rank.value_or(-1));
   }
+  // A rank that never connected has no data (its figures would be zeros): the page leaves it out
+  // of every table and chart; the ranks card and the completeness section count it.
   for (const ReportModel::Rank& rk : List(r.ranks)) {
-    ranks.push_back(&rk);
+    if (rk.status.value_or("") != "missing") {
+      ranks.push_back(&rk);
+    }
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const ReportModel::Rank* a, const ReportModel::Rank* b) { return RankOf(*a) < RankOf(*b); });

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "analysis/load/profile_reader.h"
@@ -226,6 +227,74 @@ std::string ElideMiddle(const std::string& s, size_t width) {
   return s.substr(0, ByteOffset(s, head)) + "..." + s.substr(ByteOffset(s, length - (keep - head)));
 }
 
+std::vector<std::string> ElideDistinct(const std::vector<std::string>& names, size_t width) {
+  width = std::max<size_t>(width, 16);
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  std::map<std::string, std::vector<size_t>> shown;  // printed form -> rows
+  for (size_t i = 0; i < names.size(); ++i) {
+    out.push_back(ElideMiddle(names[i], width));
+    shown[out.back()].push_back(i);
+  }
+  // Code points two names share from their start.
+  auto common = [](const std::string& a, const std::string& b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) {
+      ++i;
+    }
+    return CodePoints(a.substr(0, i));
+  };
+  constexpr size_t kHead = 8;  // code points of the start kept before "..."
+  for (const auto& [form, rows] : shown) {
+    std::set<std::string> distinct;
+    for (size_t i : rows) {
+      distinct.insert(names[i]);
+    }
+    if (distinct.size() < 2) {
+      continue;
+    }
+    const size_t window = width - kHead - 3;
+    for (size_t i : rows) {
+      size_t differs = 0;  // where names[i] first differs from the closest other name of the group
+      for (const std::string& other : distinct) {
+        if (other != names[i]) {
+          differs = std::max(differs, common(names[i], other));
+        }
+      }
+      const std::string& n = names[i];
+      const size_t length = CodePoints(n);
+      if (length <= width) {
+        continue;  // printed whole already
+      }
+      // The window shows the first differing character, with some context before it.
+      size_t start = differs > window / 3 ? differs - window / 3 : 0;
+      start = std::clamp(start, kHead, length > window ? length - window : kHead);
+      out[i] = n.substr(0, ByteOffset(n, kHead)) + "..." +
+               n.substr(ByteOffset(n, start), ByteOffset(n, start + window) - ByteOffset(n, start));
+    }
+  }
+  // Still equal for different names (they differ only outside every window): number them.
+  std::map<std::string, std::vector<size_t>> again;
+  for (size_t i = 0; i < names.size(); ++i) {
+    again[out[i]].push_back(i);
+  }
+  for (auto& [form, rows] : again) {
+    std::map<std::string, size_t> number;  // full name -> its number in this group
+    for (size_t i : rows) {
+      number.emplace(names[i], number.size() + 1);
+    }
+    if (number.size() < 2) {
+      continue;
+    }
+    for (size_t i : rows) {
+      const std::string tag = "#" + std::to_string(number[names[i]]);
+      out[i] = out[i].substr(0, ByteOffset(out[i], width - tag.size())) + tag;
+    }
+  }
+  return out;
+}
+
 void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, const StatsContext& ctx,
                     std::ostream& os) {
   auto time = [](int64_t ns) { return FormatStatsTime(static_cast<double>(ns)); };
@@ -298,8 +367,15 @@ void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, 
   }
   os << line << "\n";
   bool approximate = false;
+  std::vector<std::string> names;
+  names.reserve(shown.size());
   for (const OpStatsRow& r : shown) {
-    line = pad(ElideMiddle(r.name, name_width), name_width, true);
+    names.push_back(r.name);
+  }
+  const std::vector<std::string> printed = ElideDistinct(names, name_width);
+  for (size_t row = 0; row < shown.size(); ++row) {
+    const OpStatsRow& r = shown[row];
+    line = pad(printed[row], name_width, true);
     for (const Column& c : cols) {
       line += " " + pad(c.cell(r), c.width, c.left);
     }

@@ -39,6 +39,11 @@ struct StatsContext {
 std::string FormatStatsTime(double ns);
 // Cuts `s` to `width` characters with "..." in the middle (kernel names keep both ends).
 std::string ElideMiddle(const std::string& s, size_t width);
+// ElideMiddle of each name, except where two different names would print the same: those show
+// their start, "...", and the part around where they first differ from the others (a kernel's
+// template arguments, say), and "#k" last if that is still not enough. Equal names stay equal;
+// every result fits `width` (at least 16) characters.
+std::vector<std::string> ElideDistinct(const std::vector<std::string>& names, size_t width);
 
 void WriteStatsText(const OpStats& stats, const std::vector<OpStatsRow>& shown, const StatsContext& ctx,
                     std::ostream& os);

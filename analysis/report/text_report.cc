@@ -42,6 +42,34 @@ double Percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
+// A rank that never connected has no data: its rows would be zeros. The tables list the others and
+// the rank table names these in one line (the header says so too).
+bool NoData(const ReportModel::Rank& r) { return r.status.value_or("") == "missing"; }
+
+// "3-5,9": the ranks that never connected, or empty.
+std::string NeverConnected(const ReportModel& m) {
+  std::string never;
+  if (m.completeness) {
+    for (const auto& r : List(m.completeness->never_connected)) {
+      never += (never.empty() ? "" : ",") + std::to_string(V(r.first));
+      if (V(r.last) != V(r.first)) {
+        never += "-" + std::to_string(V(r.last));
+      }
+    }
+  }
+  return never;
+}
+
+std::vector<const ReportModel::Rank*> Listed(const ReportModel& m) {
+  std::vector<const ReportModel::Rank*> out;
+  for (const auto& r : List(m.ranks)) {
+    if (!NoData(r)) {
+      out.push_back(&r);
+    }
+  }
+  return out;
+}
+
 void Header(const ReportModel& m, std::ostream& os) {
   const ReportModel::Instances in = V(m.instances);
   os << "commprof report: " << V(m.path) << "\n";
@@ -59,13 +87,7 @@ void Header(const ReportModel& m, std::ostream& os) {
   // What the figures below cannot include: said before them, so nobody reads them as the whole job.
   if (m.completeness) {
     const ReportModel::Completeness& c = *m.completeness;
-    std::string never;
-    for (const auto& r : List(c.never_connected)) {
-      never += (never.empty() ? "" : ",") + std::to_string(V(r.first));
-      if (V(r.last) != V(r.first)) {
-        never += "-" + std::to_string(V(r.last));
-      }
-    }
+    const std::string never = NeverConnected(m);
     if (!never.empty()) {
       os << "missing: rank(s) " << never << " never connected (no data)\n";
     }
@@ -104,12 +126,17 @@ void Ranks(const ReportModel& m, std::ostream& os) {
   std::snprintf(line, sizeof line, "%-5s %-15s %13s %13s %7s %10s %15s %15s\n", "rank", "host", "comm (ms)",
                 "wait (ms)", "wait %", "times last", "delay caused", "wait imposed");
   os << line;
-  for (const auto& r : List(m.ranks)) {
+  for (const ReportModel::Rank* rp : Listed(m)) {
+    const ReportModel::Rank& r = *rp;
     std::snprintf(line, sizeof line, "%-5u %-15.15s %13s %13s %6.1f%% %10llu %12s ms %12s ms\n",
                   static_cast<unsigned>(V(r.rank)), V(r.host).c_str(), Ms(V(r.comm_time_ns)).c_str(),
                   Ms(V(r.wait_time_ns)).c_str(), 100.0 * V(r.wait_share), Ull(r.times_last),
                   Ms(V(r.delay_caused_ns)).c_str(), Ms(V(r.wait_imposed_ns)).c_str());
     os << line;
+  }
+  // The ranks without data, as the header names them (groups marked missing, or none at all).
+  if (const std::string never = NeverConnected(m); !never.empty()) {
+    os << "rank(s) " << never << ": never connected, no data (not listed here or below)\n";
   }
 }
 
@@ -162,8 +189,8 @@ void Incomplete(const ReportModel& m, std::ostream& os) {
 }
 
 void Overlap(const ReportModel& m, std::ostream& os) {
-  const auto& ranks = List(m.ranks);
-  if (std::none_of(ranks.begin(), ranks.end(), [](const auto& r) { return r.overlap_basis.has_value(); })) {
+  const std::vector<const ReportModel::Rank*> ranks = Listed(m);
+  if (std::none_of(ranks.begin(), ranks.end(), [](const auto* r) { return r->overlap_basis.has_value(); })) {
     return;
   }
   char line[256];
@@ -171,7 +198,8 @@ void Overlap(const ReportModel& m, std::ostream& os) {
   std::snprintf(line, sizeof line, "%-5s %-15s %8s %13s %10s %10s %10s %10s\n", "rank", "basis", "overlap",
                 "exposed (ms)", "span (ms)", "compute %", "memory %", "idle %");
   os << line;
-  for (const auto& r : ranks) {
+  for (const ReportModel::Rank* rp : ranks) {
+    const ReportModel::Rank& r = *rp;
     if (!r.overlap_basis) {
       continue;
     }
@@ -221,7 +249,8 @@ void PointToPoint(const ReportModel& m, std::ostream& os) {
   std::snprintf(line, sizeof line, "%-5s %9s %9s %13s %18s %20s\n", "rank", "sent", "received", "p2p (ms)",
                 "late sender (ms)", "late receiver (ms)");
   os << line;
-  for (const auto& r : List(m.ranks)) {
+  for (const ReportModel::Rank* rp : Listed(m)) {
+    const ReportModel::Rank& r = *rp;
     if (!r.p2p) {
       continue;
     }
@@ -281,7 +310,8 @@ void TimeCategories(const ReportModel& m, std::ostream& os) {
   std::snprintf(line, sizeof line, "%-5s %10s %10s %9s %9s %9s %9s %9s %7s %8s\n", "rank", "span", "compute", "startup",
                 "shutdown", "transfer", "wait", "unattrib", "idle", "culprit");
   os << line;
-  for (const auto& r : List(m.ranks)) {
+  for (const ReportModel::Rank* rp : Listed(m)) {
+    const ReportModel::Rank& r = *rp;
     if (!r.time) {
       continue;
     }

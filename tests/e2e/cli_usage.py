@@ -15,6 +15,12 @@ Cases and their truth:
               those need no source under tests/ or bench/, fewer build steps than the whole tree,
               and they link everything the demo runs (commprof, libcommprof.so, the NCCL plugin,
               examples/mpi_straggler). Read from ninja's plan (`ninja -t commands`), nothing built.
+  partial_import The shipped 2-of-128-rank torch.profiler trace (../shared/data/kineto/
+              hta-trace-filter-2rank; skipped, naming the path, without it) imported: the text report
+              lists ranks 0 and 1 in each per-rank table and names ranks 2-127 in one line (no row of
+              zeros), the HTML ranks table has 2 rows; `commprof hta` prints each top-kernel table's
+              different names differently (as many distinct printed names as distinct full names in
+              its JSON), within 40 characters.
   unreadable  Every command that reads a commprof file (info, report, check, export, hta, stats, diff)
               exits 2 on a missing file and on a file that is not HDF5, with one line that names the
               file.
@@ -83,6 +89,42 @@ def case_unreadable(ctx):
             expect(len(lines) == 1 and path in lines[0], f"{' '.join(args)}: one line naming the file:\n{p.stderr}")
 
 
+def case_partial_import(ctx):
+    import json
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    trace = os.path.join(os.path.dirname(repo), "shared", "data", "kineto", "hta-trace-filter-2rank")
+    if not os.path.isdir(trace):
+        print(f"SKIPPED: Kineto test data not found: {trace}")
+        sys.exit(77)
+    h5 = ctx.path("part.h5")
+    run([ctx.commprof, "import", "kineto", trace, "-o", h5, "-q"], check_rc=0)
+    text = run([ctx.commprof, "report", h5], check_rc=0).stdout
+    rows = [l for l in text.splitlines() if re.match(r"^\d+\s", l)]
+    expect(sorted({int(l.split()[0]) for l in rows}) == [0, 1], f"per-rank rows for ranks {sorted({l.split()[0] for l in rows})}")
+    expect("rank(s) 2-127: never connected, no data" in text, f"no one-line summary of the missing ranks:\n{text}")
+    expect(len(text.splitlines()) < 80, f"{len(text.splitlines())} lines for 2 ranks of data")
+    html = ctx.path("part.html")
+    run([ctx.commprof, "report", "--format", "html", "-o", html, h5], check_rc=0)
+    page = open(html).read()
+    table = page[page.index('id="tbl-ranks"'):]
+    table = table[:table.index("</table>")]
+    expect(table.count("<tr") == 3, f"HTML ranks table: {table.count('<tr') - 1} rows, expected 2")
+    doc = json.loads(run([ctx.commprof, "hta", h5, "--format", "json"], check_rc=0).stdout)
+    hta_text = run([ctx.commprof, "hta", h5], check_rc=0).stdout
+    blocks = hta_text.split("\ntop ")[1:]
+    tables = [t for r in doc["ranks"] for t in r["kernel_breakdown"]["top_kernels"]]
+    expect(len(blocks) == len(tables), f"{len(blocks)} top-kernel tables in text, {len(tables)} in JSON")
+    collided = 0
+    for block, table in zip(blocks, tables):
+        printed = [l[:40].rstrip() for l in block.splitlines()[2:] if l and not l.startswith(("others", "\n"))]
+        full = [k["name"] for k in table["kernels"] if k["name"] != "others"]
+        printed = printed[:len(full)]
+        expect(len(set(printed)) == len(set(full)), f"{table['type']}: printed {printed} for {len(set(full))} names")
+        collided += len({f[:37] for f in full}) < len(set(full))
+    expect(collided > 0, "no table of this trace has names alike in their first 37 characters: the case tests nothing")
+
+
 def case_demo_targets(ctx):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "scripts", "demo.sh")) as f:
@@ -103,4 +145,5 @@ def case_demo_targets(ctx):
 
 if __name__ == "__main__":
     run_cases({"help": case_help, "unknown": case_unknown, "demo_targets": case_demo_targets,
+               "partial_import": case_partial_import,
                "unreadable": case_unreadable})

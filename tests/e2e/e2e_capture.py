@@ -412,7 +412,7 @@ def case_info_json(ctx):
     text = run([ctx.commprof, "info", out], check_rc=0).stdout
     expect("MPI_Allreduce" in text and "complete" in text, "text output")
     p = run([ctx.commprof, "info", ctx.path("does-not-exist.h5")])
-    expect(p.returncode == 1 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+    expect(p.returncode == 2 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
 
 
 def case_c_api(ctx):
@@ -2925,7 +2925,7 @@ def case_hta(ctx):
     wide = [line for line in text.splitlines() if len(line) > 100]
     expect(not wide, f"text lines over 100 columns: {wide[:3]}")
     p = run([ctx.commprof, "hta", ctx.path("does-not-exist.h5")])
-    expect(p.returncode == 1 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
+    expect(p.returncode == 2 and "does-not-exist.h5" in p.stderr, f"missing file: rc {p.returncode} {p.stderr}")
     for bad in (["--format", "xml"], ["--ranks", "7"], ["--ranks", "x"], ["--duration-ratio", "1.5"],
                 ["--num-kernels", "0"], ["--kernel-delay-us", "-1"]):
         p = run([ctx.commprof, "hta", h5] + bad)

@@ -44,6 +44,37 @@ TEST(StatsOutput, LongNamesAreCutInTheMiddleKeepingBothEnds) {
   EXPECT_EQ(cut, "void kern... const&)");  // 9 + 3 + 8
 }
 
+// Kernel names that differ only past the cut (template arguments) must not print alike: each gets
+// the part where it first differs, within the width; equal names stay equal, short ones whole.
+TEST(StatsOutput, NamesThatWouldPrintAlikeShowWhereTheyDiffer) {
+  const std::string stem = "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_";
+  const std::vector<std::string> names = {stem + "cta_per_row_1<float, float, long>(Params const&)",
+                                          stem + "warp_per_row_1<float, float, long>(Params const&)",
+                                          stem + "cta_per_row_1<float, float, long>(Params const&)",
+                                          "ncclKernel_AllReduce", stem + "cta_per_row_1<c10::Half, float>(P)"};
+  for (size_t width : {16u, 24u, 40u}) {
+    const std::vector<std::string> out = ElideDistinct(names, width);
+    ASSERT_EQ(out.size(), names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      EXPECT_LE(out[i].size(), width) << out[i];
+      for (size_t j = 0; j < names.size(); ++j) {
+        EXPECT_EQ(out[i] == out[j], names[i] == names[j]) << width << ": " << out[i] << " / " << out[j];
+      }
+    }
+    if (width >= names[3].size()) {
+      EXPECT_EQ(out[3], "ncclKernel_AllReduce");  // it fits: whole
+    }
+  }
+  // Without a collision a name is cut as ElideMiddle cuts it.
+  EXPECT_EQ(ElideDistinct({"void kernel<float, 128>(Params const&)"}, 20)[0], "void kern... const&)");
+  // Names equal in every window get numbers: still distinct.
+  const std::vector<std::string> twins = {std::string(60, 'a') + "x" + std::string(60, 'a'),
+                                          std::string(60, 'a') + "y" + std::string(60, 'a')};
+  const std::vector<std::string> out = ElideDistinct(twins, 20);
+  EXPECT_NE(out[0], out[1]);
+  EXPECT_LE(out[0].size(), 20u);
+}
+
 // docs/cli.md: comm, size, rank and maxrk sort ascending, a row without one first.
 TEST(StatsOutput, RankLikeKeysSortAscendingWithAbsentFirst) {
   std::vector<OpStatsRow> rows = {Row("a", 10, 1, 1.0), Row("b", 20, 1, 1.0), Row("c", 30, 1, 1.0)};
