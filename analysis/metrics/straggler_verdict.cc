@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "analysis/metrics/comm_label.h"
 #include "analysis/metrics/nearest_rank.h"
 
 namespace commprof {
@@ -183,21 +184,13 @@ std::vector<Straggler> JudgeStragglers(const ProfileInfo& info, const std::vecto
       }
       auto sz = comm_size.find(comm);
       c.size = sz != comm_size.end() && sz->second > 0 ? sz->second : static_cast<uint32_t>(c.members.size());
-      if (comm == COMMPROF_COMM_WORLD_ID) {
-        c.name = "MPI_COMM_WORLD";
+      c.name = CommName(comm, nccl_comms.contains(comm));
+      if (comm == COMMPROF_COMM_WORLD_ID && !nccl_comms.contains(comm)) {
         c.size = static_cast<uint32_t>(info.world_size);
         c.members.clear();
         for (uint32_t w = 0; w < info.world_size; ++w) {
           c.members.push_back(w);
         }
-      } else if (nccl_comms.contains(comm)) {
-        char hex[32];
-        std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(comm));
-        c.name = std::string("NCCL communicator ") + hex;
-      } else {
-        char hex[32];
-        std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(comm));
-        c.name = std::string("MPI communicator ") + hex;
       }
       s.communicators.push_back(std::move(c));
     }

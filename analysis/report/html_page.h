@@ -42,6 +42,7 @@ void CollectivesTable(Page& p);
 void RanksTable(Page& p);
 void WorstInstancesTable(Page& p);
 void IncompleteTable(Page& p);
+void CommunicatorsTable(Page& p);  // the communicators the report names, with their members
 void ClockTable(Page& p);
 void CallSitesTable(Page& p);  // --stacks call sites, when the report has them
 

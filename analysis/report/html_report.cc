@@ -13,6 +13,7 @@
 #include <string>
 
 #include "analysis/hang/hang_json.h"
+#include "analysis/metrics/comm_label.h"
 #include "analysis/report/html_format.h"
 #include "analysis/report/html_page.h"
 #include "analysis/report/report_assets.h"
@@ -188,14 +189,6 @@ void NoStraggler(Page& p, double matched) {
   p.out += "</section>\n";
 }
 
-std::string MemberList(const std::vector<int64_t>& m) {
-  std::string s;
-  for (size_t i = 0; i < m.size() && i < 16; ++i) {
-    s += (i ? ", " : "") + std::to_string(m[i]);
-  }
-  return m.size() > 16 ? s + ", &hellip;" : s;
-}
-
 void Straggler(Page& p, const ReportModel::Straggler& s) {
   const int64_t rank = s.rank.value_or(0);
   const ReportModel::Rank* re = p.RankEntry(rank);
@@ -230,7 +223,7 @@ void Straggler(Page& p, const ReportModel::Straggler& s) {
              "</b> earlier (replay, metrics.md &sect;9.4).</li>";
   }
   for (const ReportModel::StragglerCommunicator& c : List(s.communicators)) {
-    p.out += "<li>Late on " + HtmlEscape(c.name.value_or("?")) + " (ranks " + MemberList(List(c.members)) +
+    p.out += "<li>Late on " + HtmlEscape(c.name.value_or("?")) + " (" + MemberRanks(List(c.members), 8) +
              "): " + Dur(NumOr(c.delay_cost_ns, 0)) + " of waiting.</li>";
   }
   const std::string cause = s.cause.value_or("");
@@ -376,6 +369,7 @@ std::string Render(const ReportModel& model) {
   RanksTable(p);
   WorstInstancesTable(p);
   IncompleteTable(p);
+  CommunicatorsTable(p);
   P2pSummary(p);
   ClockTable(p);
   CallSitesTable(p);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/metrics/comm_label.h"
 #include "analysis/report/html_format.h"
 #include "analysis/report/html_page.h"
 #include "analysis/report/html_report.h"
@@ -62,6 +63,19 @@ Column<Row> NumCol(const char* title, Opt<T> Row::*value, CellFormat f, bool opt
     c.has = [value](const Row& r) { return (r.*value).has_value(); };
   }
   return c;
+}
+
+// A communicator id as every output prints it (CommIdText: hexadecimal, exact for 64 bits), sorted
+// by its value.
+template <class Row>
+Column<Row> CommCol(const char* title, Opt<uint64_t> Row::*value) {
+  return {title, [value](const Row& r) {
+            if (!(r.*value)) {
+              return NumTd(std::nullopt, CellFormat::kCount);
+            }
+            return "<td class=\"n\" data-v=\"" + std::to_string(*(r.*value)) + "\">" + CommIdText(*(r.*value)) +
+                   "</td>";
+          }};
 }
 
 template <class Row>
@@ -197,9 +211,9 @@ void WorstInstancesTable(Page& p) {
                         return NumTd(s, CellFormat::kDur);
                       }};
   Table<W>(p.out, "tbl-worst",
-           {NumCol("comm", &W::comm_id, CellFormat::kCount), NumCol("seq", &W::seq, CellFormat::kCount),
-            TextCol("type", &W::type), NumCol("bytes", &W::bytes, CellFormat::kBytes), start_col,
-            NumCol("skew", &W::skew_ns, CellFormat::kDur), NumCol("last rank", &W::last_rank, CellFormat::kCount),
+           {CommCol("comm", &W::comm_id), NumCol("seq", &W::seq, CellFormat::kCount), TextCol("type", &W::type),
+            NumCol("bytes", &W::bytes, CellFormat::kBytes), start_col, NumCol("skew", &W::skew_ns, CellFormat::kDur),
+            NumCol("last rank", &W::last_rank, CellFormat::kCount),
             NumCol("delay caused", &W::delay_caused_ns, CellFormat::kDur),
             NumCol("total wait", &W::total_wait_ns, CellFormat::kDur)},
            rows);
@@ -224,11 +238,30 @@ void IncompleteTable(Page& p) {
                       return TextTd(s);
                     },
                     false};
-  Table<I>(p.out, "tbl-incomplete",
-           {NumCol("comm", &I::comm_id, CellFormat::kCount), NumCol("seq", &I::seq, CellFormat::kCount),
-            TextCol("type", &I::type), present},
-           rows);
+  Table<I>(
+      p.out, "tbl-incomplete",
+      {CommCol("comm", &I::comm_id), NumCol("seq", &I::seq, CellFormat::kCount), TextCol("type", &I::type), present},
+      rows);
   p.out += "<p class=\"note\">Seen on some ranks of their communicator only; counted, not measured.</p></section>\n";
+}
+
+void CommunicatorsTable(Page& p) {
+  using M = ReportModel::Communicator;
+  const std::vector<const M*> rows = Rows(List(p.r.communicators));
+  if (rows.empty()) {
+    return;
+  }
+  p.out += "<section id=\"communicators\"><h2>Communicators</h2>\n";
+  Column<M> seen{"in this file",
+                 [](const M& c) { return NumTd(static_cast<double>(List(c.members).size()), CellFormat::kCount); }};
+  Column<M> members{"member ranks", [](const M& c) { return TextTd(MemberRanks(List(c.members))); }, false};
+  Table<M>(p.out, "tbl-communicators",
+           {CommCol("comm", &M::comm_id), TextCol("name", &M::name), NumCol("ranks", &M::size, CellFormat::kCount),
+            seen, members},
+           rows);
+  p.out +=
+      "<p class=\"note\">The communicators named in the tables above and in the verdict; members are world "
+      "ranks.</p></section>\n";
 }
 
 void ClockTable(Page& p) {

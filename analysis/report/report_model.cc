@@ -1,8 +1,10 @@
 #include "analysis/report/report_model.h"
 
 #include <cmath>
+#include <set>
 
 #include "analysis/hang/hang_json.h"
+#include "analysis/metrics/comm_label.h"
 #include "core/schema/enums.h"
 
 namespace commprof {
@@ -140,6 +142,69 @@ ReportModel::Straggler StragglerOf(const Straggler& s) {
   m.late_instances = s.late_instances;
   m.typical_lateness_ns = s.typical_lateness_ns;
   return m;
+}
+
+// The communicators the report names, by id (ReportModel::communicators).
+template <class T>
+const std::vector<T>& Listed(const std::optional<std::vector<T>>& v) {
+  static const std::vector<T> kEmpty;
+  return v ? *v : kEmpty;
+}
+
+void AddCommunicators(const JobReport& report, ReportModel& m) {
+  std::set<uint64_t> named;
+  for (const auto& w : Listed(m.worst_instances)) {
+    named.insert(w.comm_id.value_or(0));
+  }
+  if (m.instances) {
+    for (const auto& i : Listed(m.instances->incomplete_list)) {
+      named.insert(i.comm_id.value_or(0));
+    }
+  }
+  for (const auto& s : Listed(m.stragglers)) {
+    for (const auto& c : Listed(s.communicators)) {
+      named.insert(c.comm_id.value_or(0));
+    }
+  }
+  auto& out = m.communicators.emplace();
+  for (uint64_t id : named) {
+    bool nccl = false;
+    uint64_t size = 0;
+    for (const CollectiveInstance& in : report.instances) {
+      if (in.comm_id == id) {
+        nccl = in.nccl;
+        size = in.comm_size;
+        break;
+      }
+    }
+    std::vector<int64_t> members;
+    if (!nccl && id == COMMPROF_COMM_WORLD_ID) {
+      for (uint64_t w = 0; w < report.info.world_size; ++w) {
+        members.push_back(static_cast<int64_t>(w));
+      }
+    } else {
+      for (const auto& [comm, ranks] : report.delay.members) {
+        if (comm == id) {
+          members.assign(ranks.begin(), ranks.end());
+        }
+      }
+      if (members.empty()) {  // none of its instances was complete: the ranks seen in them
+        std::set<int64_t> seen;
+        for (const CollectiveInstance& in : report.instances) {
+          if (in.comm_id == id) {
+            for (const Arrival& a : in.arrivals) {
+              seen.insert(a.world_rank);
+            }
+          }
+        }
+        members.assign(seen.begin(), seen.end());
+      }
+    }
+    if (size == 0) {
+      size = members.size();
+    }
+    out.push_back({id, CommName(id, nccl), size, members});
+  }
 }
 
 ReportModel::TimeCategories TimeOf(const RankTime& t) {
@@ -304,6 +369,7 @@ ReportModel BuildReportModel(const JobReport& report) {
   }
   AddSteps(report.steps, m);
   AddCallSites(report.call_sites, m);
+  AddCommunicators(report, m);
   m.hang = report.hang ? Opt<nlohmann::ordered_json>(hang::HangReportToJson(report.hang->report))
                        : Opt<nlohmann::ordered_json>();
   return m;

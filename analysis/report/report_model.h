@@ -533,6 +533,22 @@ struct ReportModel {
     }
   };
 
+  // Every communicator the report names (in worst_instances, instances.incomplete_list and the
+  // stragglers), by id: its name, size and the world ranks seen in it, as text and HTML show them.
+  struct Communicator {
+    Opt<uint64_t> comm_id;
+    Opt<std::string> name;
+    Opt<uint64_t> size;
+    Opt<std::vector<int64_t>> members;
+    template <class S, class V>
+    static void Fields(S& s, V& v) {
+      v("comm_id", s.comm_id, kReportRequired | kReportInteger);
+      v("name", s.name);
+      v("size", s.size, kReportInteger);
+      v("members", s.members, kReportInteger);
+    }
+  };
+
   Opt<std::string> schema;  // always "commprof-report"
   Opt<int64_t> schema_version;
   Opt<std::string> path, job_id;
@@ -552,6 +568,7 @@ struct ReportModel {
   Opt<StepTime> step_time;
   Opt<std::vector<Step>> steps;
   Opt<std::vector<CallSite>> call_sites;
+  Opt<std::vector<Communicator>> communicators;
   // The hang diagnosis (docs/hangs.md, schema in docs/report-json.md#hang): null when the job did
   // not hang. Kept as the hang report's own JSON (analysis/hang/hang_json.h), which validates it.
   Opt<Opt<nlohmann::ordered_json>> hang;
@@ -578,6 +595,7 @@ struct ReportModel {
     v("step_time", s.step_time);
     v("steps", s.steps);
     v("call_sites", s.call_sites);
+    v("communicators", s.communicators);
     v("hang", s.hang);
   }
 };

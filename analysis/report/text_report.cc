@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/hang/hang_json.h"
+#include "analysis/metrics/comm_label.h"
 #include "analysis/report/job_report.h"
 #include "commprof/event.h"
 
@@ -151,12 +152,11 @@ void Worst(const ReportModel& m, int64_t run_start, std::ostream& os) {
                 "at (ms)", "skew (ms)", "last", "delay (ms)", "waits (ms)");
   os << line;
   for (const auto& w : worst) {
-    char comm[32];
-    std::snprintf(comm, sizeof comm, "0x%llx", Ull(w.comm_id));
+    const std::string comm = CommIdText(V(w.comm_id));
     const int64_t last_rank = w.last_rank.value_or(-1);
     std::string last = last_rank >= 0 ? std::to_string(last_rank) : "-";
-    std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", V(w.type).c_str(), comm, Ull(w.seq),
-                  Ms(V(w.start_ns) - run_start).c_str(), Ms(V(w.skew_ns)).c_str(), last.c_str(),
+    std::snprintf(line, sizeof line, "%-20s %-18s %8llu %10s %9s %5s %10s %10s\n", V(w.type).c_str(), comm.c_str(),
+                  Ull(w.seq), Ms(V(w.start_ns) - run_start).c_str(), Ms(V(w.skew_ns)).c_str(), last.c_str(),
                   Ms(V(w.delay_caused_ns)).c_str(), Ms(V(w.total_wait_ns)).c_str());
     os << line;
   }
@@ -181,10 +181,39 @@ void Incomplete(const ReportModel& m, std::ostream& os) {
     for (int64_t r : ranks) {
       present += (present.empty() ? "" : ",") + std::to_string(r);
     }
-    std::snprintf(line, sizeof line, "  %s comm 0x%llx seq %llu: %zu of %u ranks (%s)\n", V(ii.type).c_str(),
-                  Ull(ii.comm_id), Ull(ii.seq), ranks.size(), static_cast<unsigned>(V(ii.comm_size)),
+    std::snprintf(line, sizeof line, "  %s comm %s seq %llu: %zu of %u ranks (%s)\n", V(ii.type).c_str(),
+                  CommIdText(V(ii.comm_id)).c_str(), Ull(ii.seq), ranks.size(), static_cast<unsigned>(V(ii.comm_size)),
                   present.substr(0, 40).c_str());
     os << line;
+  }
+}
+
+// "0x1  MPI_COMM_WORLD: 48 ranks (ranks 0-47)", or "…: 128 ranks, 2 in this file (ranks 0-1)" when
+// the file holds only some members; within `width` columns (as many member ranges as fit).
+std::string CommunicatorLine(const ReportModel::Communicator& c, size_t width) {
+  const size_t seen = List(c.members).size();
+  std::string head = CommIdText(V(c.comm_id)) + "  " + V(c.name) + ": " + std::to_string(V(c.size)) +
+                     (V(c.size) == 1 ? " rank" : " ranks");
+  if (seen != V(c.size)) {
+    head += ", " + std::to_string(seen) + " in this file";
+  }
+  std::string members = MemberRanks(V(c.members));
+  for (size_t ranges = 16; head.size() + members.size() + 3 > width && ranges > 1; --ranges) {
+    members = MemberRanks(V(c.members), ranges - 1);
+  }
+  return head + " (" + members + ")";
+}
+
+// The communicators named above (worst and incomplete instances) and in the verdict: id, name,
+// size and members, as the HTML report's table shows them.
+void Communicators(const ReportModel& m, std::ostream& os) {
+  const auto& comms = List(m.communicators);
+  if (comms.empty()) {
+    return;
+  }
+  os << "\ncommunicators named in this report:\n";
+  for (const auto& c : comms) {
+    os << "  " << CommunicatorLine(c, 98) << "\n";
   }
 }
 
@@ -260,25 +289,6 @@ void PointToPoint(const ReportModel& m, std::ostream& os) {
                   Ms(V(p.late_receiver_wait_ns)).c_str());
     os << line;
   }
-}
-
-// "ranks 0-3" / "ranks 0,2,5" for a member list.
-std::string Members(const std::vector<int64_t>& m) {
-  if (m.empty()) {
-    return "members unknown";
-  }
-  bool contiguous = true;
-  for (size_t i = 1; i < m.size(); ++i) {
-    contiguous = contiguous && m[i] == m[i - 1] + 1;
-  }
-  if (contiguous && m.size() > 2) {
-    return "ranks " + std::to_string(m.front()) + "-" + std::to_string(m.back());
-  }
-  std::string s = m.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < m.size() && i < 8; ++i) {
-    s += (i ? "," : "") + std::to_string(m[i]);
-  }
-  return s + (m.size() > 8 ? ",..." : "");
 }
 
 std::string PatternText(const ReportModel::Straggler& v, int64_t run_start) {
@@ -399,7 +409,7 @@ void Verdict(const ReportModel& m, int64_t run_start, std::ostream& os) {
     }
     for (const auto& c : List(v.communicators)) {
       std::snprintf(line, sizeof line, "    late on %s (%s): %s ms of waiting\n", V(c.name).c_str(),
-                    Members(V(c.members)).c_str(), Ms(V(c.delay_cost_ns)).c_str());
+                    MemberRanks(V(c.members), 8).c_str(), Ms(V(c.delay_cost_ns)).c_str());
       os << line;
     }
     os << "    cause hint: "
@@ -455,6 +465,7 @@ void WriteTextReport(const ReportModel& model, std::ostream& os) {
   Ranks(model, os);
   Worst(model, run_start, os);
   Incomplete(model, os);
+  Communicators(model, os);
   Overlap(model, os);
   Memory(model, run_start, os);
   PointToPoint(model, os);

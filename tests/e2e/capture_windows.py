@@ -227,8 +227,10 @@ def case_timed(ctx):
                    f"rank {r}: window's first step {int(w['bytes'][0])} and count {int(w['correlation'][0])}, "
                    f"steps seen {st['seq'].tolist()}")
             coll = ev[(ev["kind"] == COLLECTIVE) & (ev["subtype"] == OP_ALLREDUCE)]
-            # The step under way when the window opened may add up to CALLS more.
-            expect(n * calls <= len(coll) <= (n + 1) * calls, f"rank {r}: {len(coll)} allreduces for {n} steps")
+            # The step under way when the window opened may add up to CALLS more; the last step that began
+            # in it may lose calls to the window's end (a loaded machine stretches a step past it). Every
+            # other step's calls all fall inside: the next step began inside the window after them.
+            expect((n - 1) * calls <= len(coll) <= (n + 1) * calls, f"rank {r}: {len(coll)} allreduces for {n} steps")
             other = ev[~np.isin(ev["kind"], STRUCTURAL + (WINDOW,))]
             # 2 ms: an event may take its end time just before the gate opens and be recorded just after.
             expect(np.all(other["end_ns"] >= int(w["start_ns"][0]) - 2_000_000) and np.all(other["end_ns"] <= int(w["end_ns"][0])),

@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/metrics/comm_label.h"
 #include "analysis/report/analysis_group.h"
+#include "analysis/report/html_report.h"
 #include "analysis/report/report_json.h"
 #include "analysis/report/report_model.h"
+#include "analysis/report/text_report.h"
 #include "core/h5/h5_util.h"
 #include "support/test_support.h"
 
@@ -387,6 +390,55 @@ TEST(AnalysisGroup, AFileThatCannotBeOpenedForWritingIsAnErrorNamingIt) {
   Status st = WriteAnalysisGroup(dir / "missing.h5", empty);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("missing.h5"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace commprof
+
+namespace commprof {
+namespace {
+
+TEST(CommLabel, IdsInHexExactNamesAndMemberRanges) {
+  EXPECT_EQ(CommIdText(1), "0x1");
+  EXPECT_EQ(CommIdText(0x8469003215c3130ull), "0x8469003215c3130");  // beyond a double's 53 bits: exact
+  EXPECT_EQ(CommIdText(~0ull), "0xffffffffffffffff");
+  EXPECT_EQ(CommName(COMMPROF_COMM_WORLD_ID, false), "MPI_COMM_WORLD");
+  EXPECT_EQ(CommName(0xb0, false), "MPI communicator 0xb0");
+  EXPECT_EQ(CommName(0xb0, true), "NCCL communicator 0xb0");
+  EXPECT_EQ(MemberRanks({}), "members unknown");
+  EXPECT_EQ(MemberRanks({5}), "rank 5");
+  EXPECT_EQ(MemberRanks({3, 0, 1, 2, 8, 10, 11, 12, 2}), "ranks 0-3,8,10-12");
+  EXPECT_EQ(MemberRanks({0, 2, 4, 6, 8}, 2), "ranks 0,2, ... 3 more");
+}
+
+// The text and HTML reports name a communicator the same way: the id in hex, the name, the member
+// ranks; the HTML's comm cells are hex too (a decimal through a double would round a 64-bit id).
+TEST(JobReport, TextAndHtmlShowCommunicatorsTheSameWayWithTheirMembers) {
+  TempDir dir;
+  auto reader = test_support::WriteProfile(dir / "job.h5", Job());
+  ASSERT_NE(reader, nullptr);
+  auto rep = AnalyzeJob(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const ReportModel model = BuildReportModel(rep.value());
+  ASSERT_TRUE(model.communicators.has_value());
+  ASSERT_EQ(model.communicators->size(), 1u);
+  const ReportModel::Communicator& c = model.communicators->front();
+  EXPECT_EQ(c.comm_id, std::optional<uint64_t>(COMMPROF_COMM_WORLD_ID));
+  EXPECT_EQ(c.name, std::optional<std::string>("MPI_COMM_WORLD"));
+  EXPECT_EQ(c.members, std::optional<std::vector<int64_t>>(std::vector<int64_t>{0, 1, 2}));
+  std::ostringstream text, html;
+  WriteTextReport(model, text);
+  ASSERT_TRUE(WriteHtmlReport(model, html).ok());
+  EXPECT_NE(text.str().find("  0x1  MPI_COMM_WORLD: 3 ranks (ranks 0-2)\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("allreduce comm 0x1 seq 6: 2 of 3 ranks"), std::string::npos) << text.str();
+  const std::string page = html.str();
+  const size_t table = page.find("id=\"tbl-communicators\"");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_NE(page.find("<td class=\"n\" data-v=\"1\">0x1</td><td>MPI_COMM_WORLD</td>", table), std::string::npos);
+  EXPECT_NE(page.find("<td>ranks 0-2</td>", table), std::string::npos);
+  const size_t incomplete = page.find("id=\"tbl-incomplete\"");
+  ASSERT_NE(incomplete, std::string::npos);
+  EXPECT_NE(page.find("<td class=\"n\" data-v=\"1\">0x1</td>", incomplete), std::string::npos);
 }
 
 }  // namespace
