@@ -16,6 +16,7 @@
 #include "collector/fatal_signals.h"
 #include "collector/mpi_source.h"
 #include "collector/shipper.h"
+#include "core/launcher_env.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -458,21 +459,13 @@ wire::Bye Runtime::Counters() const {
 }
 
 int RankFromEnvironment() {
-  for (const char* name : {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-      return std::atoi(v);
-    }
-  }
-  return -1;
+  const std::optional<uint32_t> rank = LauncherRank();
+  return rank ? static_cast<int>(*rank) : -1;
 }
 
 int WorldSizeFromEnvironment() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-      return std::atoi(v);
-    }
-  }
-  return -1;
+  const std::optional<uint32_t> size = LauncherWorldSize();
+  return size ? static_cast<int>(*size) : -1;
 }
 
 namespace {
@@ -496,6 +489,21 @@ void RecordSlurmIdentity(Runtime& rt) {
     if (*end == '\0') {
       rt.SetCounter(counter, n);
     }
+  }
+}
+
+// The rank's place (docs/file-format.md, rank attributes): its local rank on its node, and for a
+// torch launcher's worker its node index and incarnation (TORCHELASTIC_RESTART_COUNT).
+void RecordLauncherPlace(Runtime& rt) {
+  rt.SetCounter("local_rank", LauncherLocalRank());
+  if (TorchLaunched()) {
+    rt.SetCounter("torch_launched", 1);
+  }
+  if (auto g = TorchGroupRank()) {
+    rt.SetCounter("group_rank", *g);
+  }
+  if (auto n = TorchRestartCount()) {
+    rt.SetCounter("restart_count", *n);
   }
 }
 }  // namespace
@@ -585,6 +593,7 @@ Runtime* CreateRuntime(int mpi_rank, int mpi_size) {
   }
   auto* rt = new Runtime(ConfigFromEnv(), id);  // owned by g_runtime until ShutdownRuntime
   RecordSlurmIdentity(*rt);
+  RecordLauncherPlace(*rt);
   rt->Start();
   g_runtime.store(rt, std::memory_order_release);
   // Registered after the libraries the runtime uses have set up their own exit handlers (OpenSSL

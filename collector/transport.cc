@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/launcher_env.h"
 #include "core/log.h"
 #include "core/relay_rendezvous.h"
 

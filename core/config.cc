@@ -167,7 +167,21 @@ constexpr OptionSpec kEnvironment[] = {
      "the rank's place on its node, which picks its relay with COMMPROF_RELAY=N: the first set of "
      "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK, MPI_LOCALRANKID (none: 0).",
      kLauncher},
-    {"LOCAL_RANK", "", "the rank's place on its node (torchrun), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
+    {"LOCAL_RANK", "",
+     "the rank's place on its node (torchrun); a torch launcher's worker's own (docs/torchrun.md), else as "
+     "OMPI_COMM_WORLD_LOCAL_RANK.",
+     kLauncher},
+    {"RANK", "",
+     "a torch launcher's worker's rank (torchrun, DeepSpeed, Accelerate): with WORLD_SIZE and one of MASTER_ADDR, "
+     "GROUP_RANK, TORCHELASTIC_RUN_ID it wins over the MPI and Slurm variables (docs/torchrun.md).",
+     kLauncher},
+    {"WORLD_SIZE", "", "a torch launcher's world size, with RANK.", kLauncher},
+    {"MASTER_ADDR", "", "set by the torch launchers: with RANK and WORLD_SIZE, marks a torch launcher's worker.",
+     kLauncher},
+    {"GROUP_RANK", "", "torchrun's node index: stored per rank as group_rank.", kLauncher},
+    {"TORCHELASTIC_RUN_ID", "", "set by torchrun: with RANK and WORLD_SIZE, marks a torch launcher's worker.",
+     kLauncher},
+    {"TORCHELASTIC_RESTART_COUNT", "", "torch elastic's restart count: stored per rank as restart_count.", kLauncher},
     {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
     {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
     {"SLURMD_NODENAME", "", "the node a rank's relay serves (COMMPROF_RELAY), before the host name.", kLauncher},

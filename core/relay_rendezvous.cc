@@ -143,20 +143,6 @@ uint32_t RelayGroup(uint32_t local_index, uint32_t ranks_per_relay) {
   return ranks_per_relay == 0 ? 0 : local_index / ranks_per_relay;
 }
 
-uint32_t LauncherLocalRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK", "MPI_LOCALRANKID"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      unsigned long n = std::strtoul(v, &end, 10);
-      if (end != nullptr && *end == '\0' && n <= 0xffffffffUL) {
-        return static_cast<uint32_t>(n);
-      }
-    }
-  }
-  return 0;
-}
-
 bool PublishRelayAddress(const std::string& base, const std::string& address) {
   return PublishLine(base + ".addr", address);
 }

@@ -48,9 +48,7 @@ std::string RelayJobKey(std::string_view job_id, std::string_view secret);
 std::string SanitizeKey(std::string_view text);
 
 // The relay group of a rank: its index among the ranks of its node, divided by the ranks per
-// relay. `local_index` comes from the launcher (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
-// LOCAL_RANK, MPI_LOCALRANKID), or 0 when none says.
+// relay. `local_index` comes from the launcher (LauncherLocalRank, core/launcher_env.h).
 uint32_t RelayGroup(uint32_t local_index, uint32_t ranks_per_relay);
-uint32_t LauncherLocalRank();
 
 }  // namespace commprof

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/launcher_env.h"
+
 namespace commprof {
 namespace {
 
