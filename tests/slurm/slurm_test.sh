@@ -17,7 +17,9 @@
 #      step's file links (external links); one job of 4 ranks, the report names rank 3; relay with
 #      hang_timeout is refused before the step starts;
 #   9. sbatch slurm/commprof.sbatch -N 2 with COMMPROF_RELAY=node: the batch script's aggregator takes
-#      a relay per virtual node, and the job's file links their 2 shards.
+#      a relay per virtual node, and the job's file links their 2 shards;
+#  10. commprof run -- srun without MPI (SLURM_PROCID is the rank), and a torch-style launcher started
+#      by srun whose workers take their own RANK and LOCAL_RANK over what srun left them.
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -266,6 +268,34 @@ with h5py.File(sys.argv[1], "r") as f:
 print(f"  {sys.argv[1]}: /hang names rank 2 ({rep['verdict']})")
 PY
 }
+
+# 10. without MPI: srun's SLURM_PROCID is the rank; a torch-style launcher started by srun gives
+# its workers their own ranks over the SLURM_PROCID/SLURM_LOCALID they inherit (docs/torchrun.md)
+if want 10; then
+echo "slurm_test: 10. commprof run -- srun without MPI, and a torch-style launcher under srun"
+CAPI=$BUILD/tests/e2e/c_api_program
+(cd "$T/out" && timeout 180 "$COMMPROF" run -q -o "$T/out/srun-nompi.h5" -- srun -N 1 -n 2 --overcommit "$CAPI" \
+  >/dev/null 2>"$WORK/srun-nompi.err") || fail "commprof run -- srun (no MPI) exited $?: $(cat "$WORK/srun-nompi.err")"
+(cd "$T/out" && timeout 180 "$COMMPROF" run -q -o "$T/out/srun-torch.h5" -- srun -N 1 -n 1 "$PY" \
+  "$SRC/tests/e2e/torch_style_launcher.py" --nproc-per-node 3 -- "$CAPI" >/dev/null 2>"$WORK/srun-torch.err") ||
+  fail "commprof run -- srun torch_style_launcher exited $?: $(cat "$WORK/srun-torch.err")"
+"$PY" - "$T/out/srun-nompi.h5" "$T/out/srun-torch.h5" <<'PY' || fail "srun without MPI: check"
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert sorted(int(r) for r in f["ranks"]) == [0, 1], list(f["ranks"])
+    for r in (0, 1):
+        g = f["ranks"][str(r)]
+        assert int(g.attrs["slurm_procid"]) == r and g.attrs["status"] == "complete", dict(g.attrs)
+with h5py.File(sys.argv[2], "r") as f:
+    assert sorted(int(r) for r in f["ranks"]) == [0, 1, 2], list(f["ranks"])
+    for r in (0, 1, 2):
+        g = f["ranks"][str(r)]
+        assert int(g.attrs["local_rank"]) == r and int(g.attrs["torch_launched"]) == 1, dict(g.attrs)
+        assert int(g.attrs["slurm_procid"]) == 0, "the worker inherited its srun task's SLURM_PROCID"
+print("  srun without MPI: ranks 0-1 by SLURM_PROCID; torch-style launcher under srun: ranks 0-2 by RANK")
+PY
+fi
 
 # 6. srun --commprof=hang_timeout=3,on_hang=abort: a planted hang ends the step, the file names it
 if want 6; then
