@@ -16,6 +16,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libsimdjson-dev zlib1g-dev     # commprof import kineto: JSON parsing, .json.gz
   chromium                      # browser tests of the HTML report (tests/browser)
+  python3-pandas python3-matplotlib python3-pytest python3-venv python3-pip python3-setuptools  # python/commprof and its tests
   python3-torch                 # torch.distributed.run (torchrun) with CPU/gloo workers (tests/e2e/torchrun_e2e.py)
   libslurm-dev slurmctld slurmd slurm-client munge   # the SPANK plugin and the real single-node Slurm test
 )
