@@ -159,14 +159,18 @@ def test_a_partial_import_lists_its_ranks_and_the_missing(tmp_path):
 def test_installs_offline_into_a_venv_with_the_system_packages(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # A copy: setuptools builds in the source folder (build/, *.egg-info), which must stay clean.
+    source = tmp_path / "python"
+    shutil.copytree(os.path.join(SOURCE, "python"), source, ignore=shutil.ignore_patterns("__pycache__"))
     pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-build-isolation", "--no-index",
-                          os.path.join(SOURCE, "python")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                          str(source)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert pip.returncode == 0, pip.stdout
     out = subprocess.run([str(venv / "bin" / "python"), "-c", "import commprof, sys; print(commprof.__version__, "
                           "commprof.__file__)"], cwd=str(tmp_path), check=True, stdout=subprocess.PIPE, text=True,
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).stdout
     version, where = out.split()
     assert version == "0.1.0" and where.startswith(str(venv)), out
+    assert not os.path.exists(os.path.join(SOURCE, "python", "build")), "the install wrote into the source tree"
 
 
 def test_the_example_runs_and_writes_its_plots(tmp_path, synthetic):
