@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <vector>
 
 namespace commprof::cli {
@@ -34,6 +35,24 @@ int LaunchedSize() {
   }
   const char* tasks = std::getenv("SLURM_NTASKS");
   return tasks != nullptr ? std::max(1, std::atoi(tasks)) : -1;
+}
+
+// srun started this process as one of a step's N > 1 tasks without MPI support (no PMI variable:
+// srun without --mpi=pmix or pmi2): N, else 0. The tasks cannot join one MPI job, and each alone
+// would write the whole output. (A batch script has no step task count: it is one process.)
+int SlurmTasksWithoutMpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(name) != nullptr) {
+      return 0;
+    }
+  }
+  const char* off = std::getenv("COMMPROF_ANALYSIS_MPI");
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  if ((off != nullptr && std::strcmp(off, "off") == 0) || tasks == nullptr || std::getenv("SLURM_PROCID") == nullptr) {
+    return 0;
+  }
+  const int n = std::atoi(tasks);
+  return n > 1 ? n : 0;
 }
 
 // The launcher's rank of this process (0 when none says).
@@ -63,14 +82,22 @@ void WaitPolitely(MPI_Request& request) {
 
 }  // namespace
 
-std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error) {
+std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error, int& exit_code) {
   error.clear();
+  exit_code = 0;
   if (LaunchedSize() == 1) {
+    if (const int tasks = SlurmTasksWithoutMpi(); tasks > 1) {
+      error = "started by srun as one of " + std::to_string(tasks) +
+              " tasks without MPI support: run it as one task, or with srun --mpi=pmix to make one report of "
+              "them (COMMPROF_ANALYSIS_MPI=off: each task a report of its own)";
+      exit_code = 2;  // the command line (the launch) is wrong, not the file
+    }
     return nullptr;
   }
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     error = "MPI_Init_thread failed (started by an MPI launcher, but MPI could not start)";
+    exit_code = 1;
     return nullptr;
   }
   int rank = 0, size = 1;
@@ -84,12 +111,13 @@ std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error)
 }
 
 bool AnalysisWorld::RefuseSeveral(const char* command) {
-  if (LaunchedSize() <= 1) {
+  if (LaunchedSize() <= 1 && SlurmTasksWithoutMpi() <= 1) {
     return false;  // alone, or a count no launcher variable says: not refused on a guess
   }
-  if (LaunchedRank() == 0) {
+  const char* procid = std::getenv("SLURM_PROCID");
+  if (LaunchedRank() == 0 && (SlurmTasksWithoutMpi() <= 1 || (procid != nullptr && std::atoi(procid) == 0))) {
     std::fprintf(stderr,
-                 "commprof %s: started by an MPI launcher as one of several processes, each of which would "
+                 "commprof %s: started as one of several processes (mpirun, srun), each of which would "
                  "write the whole output; run it as one process (only `commprof report` is distributed), or set "
                  "COMMPROF_ANALYSIS_MPI=off to let every process run it\n",
                  command);
@@ -97,18 +125,42 @@ bool AnalysisWorld::RefuseSeveral(const char* command) {
   return true;
 }
 
-AnalysisWorld::~AnalysisWorld() { MPI_Finalize(); }
-
-void AnalysisWorld::Send(int dest, int tag, const std::string& bytes) {
-  uint64_t length = bytes.size();
-  MPI_Request r;
-  MPI_Isend(&length, 1, MPI_UINT64_T, dest, tag, MPI_COMM_WORLD, &r);
-  WaitPolitely(r);
-  for (size_t at = 0; at < bytes.size(); at += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, bytes.size() - at));
-    MPI_Isend(bytes.data() + at, n, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &r);
-    WaitPolitely(r);
+// Leaving through an exception, the other processes may be waiting for this one: MPI_Finalize would
+// wait for them in turn, for ever. MPI_Abort ends the whole job instead, and mpirun reports it.
+AnalysisWorld::~AnalysisWorld() {
+  if (std::uncaught_exceptions() > 0) {
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  MPI_Finalize();
+}
+
+void AnalysisWorld::Send(int dest, int tag, std::string bytes) {
+  auto& out = outgoing_.emplace_back();
+  out.length = bytes.size();
+  out.bytes = std::move(bytes);
+  out.requests.emplace_back();
+  MPI_Isend(&out.length, 1, MPI_UINT64_T, dest, tag, MPI_COMM_WORLD, &out.requests.back());
+  for (size_t at = 0; at < out.bytes.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, out.bytes.size() - at));
+    out.requests.emplace_back();
+    MPI_Isend(out.bytes.data() + at, n, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &out.requests.back());
+  }
+}
+
+void AnalysisWorld::Progress() {
+  for (Outgoing& out : outgoing_) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(out.requests.size()), out.requests.data(), &done, MPI_STATUSES_IGNORE);
+  }
+}
+
+void AnalysisWorld::FinishSends() {
+  for (Outgoing& out : outgoing_) {
+    for (MPI_Request& r : out.requests) {
+      WaitPolitely(r);
+    }
+  }
+  outgoing_.clear();
 }
 
 std::string AnalysisWorld::Receive(int source, int tag) {

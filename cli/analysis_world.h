@@ -5,8 +5,13 @@
 // a waiting process leaves the cores to those still computing.
 #pragma once
 
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace commprof::cli {
 
@@ -14,9 +19,10 @@ class AnalysisWorld {
  public:
   // The world when an MPI launcher started this process as one of several (OMPI_COMM_WORLD_SIZE or
   // PMI_SIZE above 1; PMIX_RANK set, with SLURM_NTASKS above 1 or unset) and COMMPROF_ANALYSIS_MPI is
-  // not "off"; nullptr otherwise, or when MPI has one process. `error` is set when MPI was asked for and could not
-  // start.
-  static std::unique_ptr<AnalysisWorld> JoinIfLaunched(std::string& error);
+  // not "off"; nullptr otherwise, or when MPI has one process. `error` is set (with the exit code to end with) when MPI
+  // was asked for and could not start, or when srun started several tasks without MPI support (they cannot make one
+  // report).
+  static std::unique_ptr<AnalysisWorld> JoinIfLaunched(std::string& error, int& exit_code);
   // For the commands that run as one process only: when a launcher started this process as one of
   // several (as JoinIfLaunched would join), prints once (from the launcher's rank 0) that `command`
   // is not distributed and returns true: the caller exits 2 rather than let K processes write one
@@ -30,7 +36,12 @@ class AnalysisWorld {
   int size() const { return size_; }
   bool first() const { return rank_ == 0; }
 
-  void Send(int dest, int tag, const std::string& bytes);
+  // Starts sending `bytes` and returns at once (the receiver takes them when it asks); the order of
+  // the sends to one process with one tag is the order they arrive in. FinishSends waits for all.
+  void Send(int dest, int tag, std::string bytes);
+  void FinishSends();
+  // Lets MPI move the pending sends on (a long computation between calls would hold them back).
+  void Progress();
   std::string Receive(int source, int tag);
   // True on every process when `ok` is true on every process.
   bool AllOk(bool ok);
@@ -40,6 +51,13 @@ class AnalysisWorld {
 
  private:
   AnalysisWorld(int rank, int size) : rank_(rank), size_(size) {}
+  // A message being sent: its length word and bytes stay here until FinishSends.
+  struct Outgoing {
+    uint64_t length = 0;
+    std::string bytes;
+    std::vector<MPI_Request> requests;
+  };
+  std::deque<Outgoing> outgoing_;
   int rank_ = 0;
   int size_ = 1;
 };

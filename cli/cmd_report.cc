@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -65,8 +66,10 @@ std::vector<RankFault> Screen(ProfileReader& reader) {
   return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
 }
 
-// A process after the first: screens the rows as the first would (sending what it left out, from
-// process 1), computes its parts and sends them to the first, errors included.
+// A process after the first: screens the rows as the first would (every process must analyse the
+// same ranks; process 1 sends what it left out), computes its parts and sends them to the first,
+// errors included. Sends return at once, so a process goes on to its next part while the first is
+// still busy; FinishSends (before the closing barrier) waits for them.
 void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -74,7 +77,13 @@ void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
   if (world.rank() == 1) {
     world.Send(0, kTagScreening, EncodeScreeningPart(left_out));
     world.Send(0, kTagP2P, EncodeP2PPart(MatchP2PMessages(reader, ReportP2POptions())));
-    COMMPROF_LOG_INFO("analysis process 1: screening and point-to-point matching sent after %.3f s", seconds());
+    COMMPROF_LOG_INFO("analysis process 1: screening and point-to-point matching done after %.3f s", seconds());
+  }
+  if (world.rank() == world.size() - 1) {
+    // "0": no hang to diagnose. "1": maybe (or the diagnosis failed): the first process diagnoses it
+    // itself, so what it reports (or its error) is what one process reports.
+    auto hang = hang::DiagnoseFile(reader);
+    world.Send(0, kTagHang, hang.ok() && !hang.value().has_value() ? "0" : "1");
   }
   const std::vector<int> procs = RankPassProcesses(world.size());
   const auto it = std::find(procs.begin(), procs.end(), world.rank());
@@ -89,17 +98,13 @@ void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
         break;
       }
       part.value().emplace_back(static_cast<uint32_t>(i), std::move(pass.value()));
+      world.Progress();  // the point-to-point part may be on its way meanwhile
     }
     world.Send(0, kTagRankPasses, EncodeRankPassPart(part));
-    COMMPROF_LOG_INFO("analysis process %d: passes of rank indices %zu-%zu sent after %.3f s", world.rank(), first,
+    COMMPROF_LOG_INFO("analysis process %d: passes of rank indices %zu-%zu done after %.3f s", world.rank(), first,
                       last, seconds());
   }
-  if (world.rank() == world.size() - 1) {
-    // "0": no hang to diagnose. "1": maybe (or the diagnosis failed): the first process diagnoses it
-    // itself, so what it reports (or its error) is what one process reports.
-    auto hang = hang::DiagnoseFile(reader);
-    world.Send(0, kTagHang, hang.ok() && !hang.value().has_value() ? "0" : "1");
-  }
+  world.FinishSends();
 }
 
 // On the first process: the parts the others send, as AnalysisSources, and a drain for those the
@@ -170,9 +175,17 @@ class GivenParts {
         continue;
       }
       for (auto& [index, pass] : part.value()) {
-        if (index < got.size()) {
-          got[index] = std::move(pass);
+        // Placed by position, so both sides must have screened the same ranks: a pass of another
+        // rank is an error, never a figure under the wrong rank. (Every part is still received:
+        // its sender waits for that.)
+        if (index >= got.size() || pass.overlap.rank != reader_.info().ranks[index].rank) {
+          if (first_error.ok()) {
+            first_error = Internal("distributed report: process " + std::to_string(p) +
+                                   " analysed other ranks than the first (its view of the file differs)");
+          }
+          continue;
         }
+        got[index] = std::move(pass);
       }
     }
     COMMPROF_RETURN_IF_ERROR(first_error);
@@ -219,7 +232,8 @@ int WriteReport(const Options& o, JobReport& report, bool some_ranks_unreadable)
   const ReportModel model = BuildReportModel(report);
   std::ostringstream os;
   if (o.format == "json") {
-    os << ReportModelToJson(model).dump(2) << "\n";
+    // Invalid UTF-8 (a path, a host name) becomes U+FFFD rather than an exception.
+    os << ReportModelToJson(model).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   } else if (o.format == "html") {
     Status st = WriteHtmlReport(model, os);
     if (!st.ok()) {
@@ -290,10 +304,14 @@ int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, Ana
 
 int RunReport(const Options& o) {
   std::string mpi_error;
-  std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error);
+  int mpi_exit = 0;
+  std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error, mpi_exit);
   if (!mpi_error.empty()) {
-    std::fprintf(stderr, "commprof report: %s\n", mpi_error.c_str());
-    return 1;
+    const char* procid = std::getenv("SLURM_PROCID");
+    if (mpi_exit != 2 || procid == nullptr || std::atoi(procid) == 0) {  // the srun case: told by task 0
+      std::fprintf(stderr, "commprof report: %s\n", mpi_error.c_str());
+    }
+    return mpi_exit;
   }
   const bool first = world == nullptr || world->first();
   if (o.format != "text" && o.format != "json" && o.format != "html") {

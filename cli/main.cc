@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/help_format.h"
@@ -45,23 +46,30 @@ int Main(int argc, char** argv) {
   add(&commprof::cli::AddStatsCommand);
   add(&commprof::cli::AddDiffCommand);
   // `commprof help [COMMAND]`: the same text as --help.
-  std::string topic;
-  CLI::App* help = app.add_subcommand("help", "Print the help of commprof, or of COMMAND: commprof help [COMMAND]");
-  help->add_option("command", topic, "a command (run, info, report, ...)");
+  std::vector<std::string> topic;
+  CLI::App* help = app.add_subcommand("help", "Print the help of commprof, or of COMMAND: commprof help [COMMAND...]");
+  help->add_option("command", topic, "a command (run, info, report, ...), and its own command (import kineto)");
   runners[help] = [&app, &topic] {
-    if (topic.empty()) {  // (app.help() would give the help of the parsed command: `help`)
-      std::fputs(app.get_formatter()->make_help(&app, "commprof", CLI::AppFormatMode::Normal).c_str(), stdout);
-      return 0;
-    }
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      if (sub->get_name() == topic && topic != "help") {
-        std::fputs(sub->help().c_str(), stdout);
-        return 0;
+    const CLI::App* at = &app;
+    std::string path;
+    for (const std::string& word : topic) {
+      const CLI::App* next = nullptr;
+      for (const CLI::App* sub : at->get_subcommands({})) {
+        if (sub->get_name() == word && word != "help") {
+          next = sub;
+        }
       }
+      path += (path.empty() ? "" : " ") + word;
+      if (next == nullptr) {
+        std::fprintf(stderr, "commprof help: '%s' is not a commprof command (%s)\n", path.c_str(),
+                     commprof::cli::CommandList(*at).c_str());
+        return 2;
+      }
+      at = next;
     }
-    std::fprintf(stderr, "commprof help: '%s' is not a commprof command (%s)\n", topic.c_str(),
-                 commprof::cli::CommandList(app).c_str());
-    return 2;
+    // (app.help() would give the help of the parsed command: `help`.)
+    std::fputs(at->get_formatter()->make_help(at, "commprof", CLI::AppFormatMode::Normal).c_str(), stdout);
+    return 0;
   };
 
   if (argc == 2 && std::string(argv[1]) == "--help-env") {

@@ -184,6 +184,10 @@ constexpr OptionSpec kEnvironment[] = {
     {"TORCHELASTIC_RESTART_COUNT", "", "torch elastic's restart count: stored per rank as restart_count.", kLauncher},
     {"MPI_LOCALRANKID", "", "the rank's place on its node (MPICH's Hydra), as OMPI_COMM_WORLD_LOCAL_RANK.", kLauncher},
     {"SLURM_NODEID", "", "stored per rank as slurm_nodeid.", kLauncher},
+    {"SLURM_STEP_NUM_TASKS", "",
+     "the tasks of the srun step: more than 1 without PMI variables (srun without --mpi=pmix) makes `commprof "
+     "report` refuse (they cannot make one report) and `export`, `stats` refuse as for mpirun.",
+     kLauncher},
     {"SLURMD_NODENAME", "", "the node a rank's relay serves (COMMPROF_RELAY), before the host name.", kLauncher},
     {"SLURM_NTASKS", "",
      "the world size without MPI_Init, as OMPI_COMM_WORLD_SIZE; the ranks the SPANK plugin's aggregator expects.",

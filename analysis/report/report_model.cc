@@ -179,8 +179,9 @@ void AddCommunicators(const JobReport& report, ReportModel& m) {
     }
     std::vector<int64_t> members;
     if (!nccl && id == COMMPROF_COMM_WORLD_ID) {
-      for (uint64_t w = 0; w < report.info.world_size; ++w) {
-        members.push_back(static_cast<int64_t>(w));
+      size = report.info.world_size;  // every rank is a member; those with data are in this file
+      for (const RankInfo& r : report.info.ranks) {
+        members.push_back(r.rank);
       }
     } else {
       for (const auto& [comm, ranks] : report.delay.members) {

@@ -14,6 +14,13 @@ constexpr uint64_t kLayout = sizeof(P2PMessage) ^ (sizeof(P2PRankStats) << 8) ^ 
                              (sizeof(DeviceOverlap) << 24) ^ (sizeof(MemoryPoint) << 32) ^
                              (sizeof(RankTimeBuilder::Parts) << 40) ^ (sizeof(TimeBreakdown) << 48);
 
+// The records this file encodes field by field: a field added to one of them changes its size and
+// stops the build here, so that it is added to the encoder and decoder below too (else the
+// distributed report would carry it as zero).
+static_assert(sizeof(P2PMatchResult) == 216, "P2PMatchResult changed: update EncodeP2PPart and DecodeP2PPart");
+static_assert(sizeof(RankOverlap) == 104, "RankOverlap changed: update EncodeRankPassPart and DecodeRankPassPart");
+static_assert(sizeof(MemorySeries) == 80, "MemorySeries changed: update EncodeRankPassPart and DecodeRankPassPart");
+
 class Writer {
  public:
   template <typename T>

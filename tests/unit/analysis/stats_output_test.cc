@@ -67,12 +67,19 @@ TEST(StatsOutput, NamesThatWouldPrintAlikeShowWhereTheyDiffer) {
   }
   // Without a collision a name is cut as ElideMiddle cuts it.
   EXPECT_EQ(ElideDistinct({"void kernel<float, 128>(Params const&)"}, 20)[0], "void kern... const&)");
-  // Names equal in every window get numbers: still distinct.
-  const std::vector<std::string> twins = {std::string(60, 'a') + "x" + std::string(60, 'a'),
-                                          std::string(60, 'a') + "y" + std::string(60, 'a')};
-  const std::vector<std::string> out = ElideDistinct(twins, 20);
+  // Names whose windows show the same characters get numbers: A's window is where it differs from C
+  // (position 100), B's where it differs from A (position 60), and both read "aaapaaaaa".
+  const std::string a = std::string(60, 'a') + "x" + std::string(39, 'a') + "p" + std::string(60, 'a');
+  const std::string b = std::string(60, 'a') + "p" + std::string(200, 'a');
+  const std::string c = std::string(60, 'a') + "x" + std::string(39, 'a') + "q" + std::string(60, 'a');
+  const std::vector<std::string> out = ElideDistinct({a, b, c}, 20);
   EXPECT_NE(out[0], out[1]);
-  EXPECT_LE(out[0].size(), 20u);
+  EXPECT_NE(out[0], out[2]);
+  EXPECT_NE(out[1], out[2]);
+  EXPECT_TRUE(out[0].ends_with("#1") || out[1].ends_with("#1")) << out[0] << " / " << out[1];
+  for (const std::string& o : out) {
+    EXPECT_LE(o.size(), 20u) << o;
+  }
 }
 
 // docs/cli.md: comm, size, rank and maxrk sort ascending, a row without one first.
