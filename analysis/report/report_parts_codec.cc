@@ -32,7 +32,9 @@ class Writer {
   void PutVector(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     Put<uint64_t>(v.size());
-    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    if (!v.empty()) {  // an empty vector's data() may be null, which memcpy must not be given
+      out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
   }
   void PutString(const std::string& s) {
     Put<uint64_t>(s.size());
@@ -64,7 +66,9 @@ class Reader {
       return false;
     }
     v.resize(n);
-    std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
+    if (n > 0) {  // an empty vector's data() may be null, which memcpy must not be given
+      std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
+    }
     pos_ += n * sizeof(T);
     return true;
   }
