@@ -11,18 +11,25 @@
 #include <exception>
 #include <vector>
 
+#include "core/launcher_env.h"
+
 namespace commprof::cli {
 namespace {
 
 // MPI counts are ints: a message goes as its length, then pieces of at most this many bytes.
 constexpr size_t kPiece = size_t{1} << 30;
 
+// COMMPROF_ANALYSIS_MPI=off: every process a command of its own, whatever started it.
+bool EachProcessAlone() {
+  const char* off = std::getenv("COMMPROF_ANALYSIS_MPI");
+  return off != nullptr && std::strcmp(off, "off") == 0;
+}
+
 // How many processes the launcher started: OMPI_COMM_WORLD_SIZE or PMI_SIZE; with only PMIX_RANK
 // (srun --mpi=pmix), SLURM_NTASKS, else -1 (several, perhaps: MPI_Init will tell); 1 without a
 // launcher or with COMMPROF_ANALYSIS_MPI=off.
 int LaunchedSize() {
-  const char* off = std::getenv("COMMPROF_ANALYSIS_MPI");
-  if (off != nullptr && std::strcmp(off, "off") == 0) {
+  if (EachProcessAlone()) {
     return 1;
   }
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
@@ -46,23 +53,12 @@ int SlurmTasksWithoutMpi() {
       return 0;
     }
   }
-  const char* off = std::getenv("COMMPROF_ANALYSIS_MPI");
   const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
-  if ((off != nullptr && std::strcmp(off, "off") == 0) || tasks == nullptr || std::getenv("SLURM_PROCID") == nullptr) {
+  if (EachProcessAlone() || tasks == nullptr || std::getenv("SLURM_PROCID") == nullptr) {
     return 0;
   }
   const int n = std::atoi(tasks);
   return n > 1 ? n : 0;
-}
-
-// The launcher's rank of this process (0 when none says).
-int LaunchedRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    if (const char* v = std::getenv(name); v != nullptr) {
-      return std::atoi(v);
-    }
-  }
-  return 0;
 }
 
 // Waits for `request` without spinning a core: a test, then a sleep that grows to 1 ms.
@@ -110,12 +106,13 @@ std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error,
   return std::unique_ptr<AnalysisWorld>(new AnalysisWorld(rank, size));
 }
 
+bool AnalysisWorld::SpeaksForAll() { return LauncherRank().value_or(0) == 0; }
+
 bool AnalysisWorld::RefuseSeveral(const char* command) {
   if (LaunchedSize() <= 1 && SlurmTasksWithoutMpi() <= 1) {
     return false;  // alone, or a count no launcher variable says: not refused on a guess
   }
-  const char* procid = std::getenv("SLURM_PROCID");
-  if (LaunchedRank() == 0 && (SlurmTasksWithoutMpi() <= 1 || (procid != nullptr && std::atoi(procid) == 0))) {
+  if (SpeaksForAll()) {
     std::fprintf(stderr,
                  "commprof %s: started as one of several processes (mpirun, srun), each of which would "
                  "write the whole output; run it as one process (only `commprof report` is distributed), or set "

@@ -28,6 +28,10 @@ class AnalysisWorld {
   // is not distributed and returns true: the caller exits 2 rather than let K processes write one
   // output each.
   static bool RefuseSeveral(const char* command);
+  // Whether this process, before MPI is joined (or without it), tells the others' shared messages:
+  // the launcher's rank 0 (core/launcher_env.h: MPI's, srun's or a torch launcher's), or a process
+  // no launcher started.
+  static bool SpeaksForAll();
   ~AnalysisWorld();  // MPI_Finalize
   AnalysisWorld(const AnalysisWorld&) = delete;
   AnalysisWorld& operator=(const AnalysisWorld&) = delete;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -307,8 +306,7 @@ int RunReport(const Options& o) {
   int mpi_exit = 0;
   std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error, mpi_exit);
   if (!mpi_error.empty()) {
-    const char* procid = std::getenv("SLURM_PROCID");
-    if (mpi_exit != 2 || procid == nullptr || std::atoi(procid) == 0) {  // the srun case: told by task 0
+    if (mpi_exit != 2 || AnalysisWorld::SpeaksForAll()) {  // several srun tasks without MPI: told once
       std::fprintf(stderr, "commprof report: %s\n", mpi_error.c_str());
     }
     return mpi_exit;

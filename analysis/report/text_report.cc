@@ -49,16 +49,13 @@ bool NoData(const ReportModel::Rank& r) { return r.status.value_or("") == "missi
 
 // "3-5,9": the ranks that never connected, or empty.
 std::string NeverConnected(const ReportModel& m) {
-  std::string never;
+  RankRanges ranges;
   if (m.completeness) {
     for (const auto& r : List(m.completeness->never_connected)) {
-      never += (never.empty() ? "" : ",") + std::to_string(V(r.first));
-      if (V(r.last) != V(r.first)) {
-        never += "-" + std::to_string(V(r.last));
-      }
+      ranges.emplace_back(static_cast<uint32_t>(V(r.first)), static_cast<uint32_t>(V(r.last)));
     }
   }
-  return never;
+  return FormatRankRanges(ranges);
 }
 
 std::vector<const ReportModel::Rank*> Listed(const ReportModel& m) {
