@@ -1,6 +1,7 @@
 #include "analysis/report/report_model.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "analysis/hang/hang_json.h"
@@ -167,44 +168,55 @@ void AddCommunicators(const JobReport& report, ReportModel& m) {
     }
   }
   auto& out = m.communicators.emplace();
+  // Two passes over the instances at most, however many communicators are named: the first
+  // instance of each says whether it is NCCL and its size; the ranks seen are gathered only for
+  // those the delay analysis has no members of (none of their instances was complete).
+  std::map<uint64_t, std::pair<bool, uint64_t>> kind_size;  // comm -> (nccl, comm_size)
+  for (const CollectiveInstance& in : report.instances) {
+    if (named.contains(in.comm_id)) {
+      kind_size.try_emplace(in.comm_id, in.nccl, in.comm_size);
+    }
+  }
+  std::map<uint64_t, std::vector<int64_t>> members;
+  for (const auto& [comm, ranks] : report.delay.members) {
+    if (named.contains(comm)) {
+      members[comm].assign(ranks.begin(), ranks.end());
+    }
+  }
+  std::map<uint64_t, std::set<int64_t>> seen;  // comms without delay members, not MPI_COMM_WORLD
   for (uint64_t id : named) {
-    bool nccl = false;
-    uint64_t size = 0;
+    const bool nccl = kind_size.contains(id) && kind_size[id].first;
+    if ((nccl || id != COMMPROF_COMM_WORLD_ID) && members[id].empty()) {
+      seen[id];
+    }
+  }
+  if (!seen.empty()) {
     for (const CollectiveInstance& in : report.instances) {
-      if (in.comm_id == id) {
-        nccl = in.nccl;
-        size = in.comm_size;
-        break;
+      if (auto it = seen.find(in.comm_id); it != seen.end()) {
+        for (const Arrival& a : in.arrivals) {
+          it->second.insert(a.world_rank);
+        }
       }
     }
-    std::vector<int64_t> members;
+  }
+  for (uint64_t id : named) {
+    const auto [nccl, recorded_size] = kind_size.contains(id) ? kind_size[id] : std::pair<bool, uint64_t>{false, 0};
+    uint64_t size = recorded_size;
+    std::vector<int64_t> list;
     if (!nccl && id == COMMPROF_COMM_WORLD_ID) {
       size = report.info.world_size;  // every rank is a member; those with data are in this file
       for (const RankInfo& r : report.info.ranks) {
-        members.push_back(r.rank);
+        list.push_back(r.rank);
       }
+    } else if (auto it = seen.find(id); it != seen.end()) {
+      list.assign(it->second.begin(), it->second.end());
     } else {
-      for (const auto& [comm, ranks] : report.delay.members) {
-        if (comm == id) {
-          members.assign(ranks.begin(), ranks.end());
-        }
-      }
-      if (members.empty()) {  // none of its instances was complete: the ranks seen in them
-        std::set<int64_t> seen;
-        for (const CollectiveInstance& in : report.instances) {
-          if (in.comm_id == id) {
-            for (const Arrival& a : in.arrivals) {
-              seen.insert(a.world_rank);
-            }
-          }
-        }
-        members.assign(seen.begin(), seen.end());
-      }
+      list = std::move(members[id]);
     }
     if (size == 0) {
-      size = members.size();
+      size = list.size();
     }
-    out.push_back({id, CommName(id, nccl), size, members});
+    out.push_back({id, CommName(id, nccl), size, std::move(list)});
   }
 }
 
