@@ -11,6 +11,10 @@ import pandas as pd
 
 from ._schema import KINDS, OP_KINDS, OPS
 
+# The stored kind and subtype bytes to their names, looked up by numpy indexing.
+_KIND_BY_NUMBER = np.array([KINDS.get(k, f"kind {k}") for k in range(256)], dtype=object)
+_OP_BY_NUMBER = np.array([OPS.get(o) for o in range(256)], dtype=object)
+
 _EVENT_COLUMNS = ["rank", "kind", "name", "op", "start_ns", "end_ns", "dur_ns", "bytes", "comm_id", "seq", "peer",
                   "thread_id", "device", "subtype", "flags", "correlation", "datatype", "reduce_op"]
 
@@ -135,15 +139,13 @@ class Job:
             if aligned:
                 start, end = _align(start, self._points[r]), _align(end, self._points[r])
             kind = ev["kind"].astype(np.int64)
-            kind_names = np.array([KINDS.get(k, f"kind {k}") for k in range(256)], dtype=object)
-            op_names = np.array([OPS.get(o) for o in range(256)], dtype=object)
-            kn = kind_names[kind]
+            kn = _KIND_BY_NUMBER[kind]
             has_op = np.isin(kn, list(OP_KINDS))
             frames.append(pd.DataFrame({
                 "rank": np.full(len(ev), r, dtype=np.int64),
                 "kind": kn,
                 "name": np.where(name_id < len(names), names[np.minimum(name_id, len(names) - 1)], ""),
-                "op": np.where(has_op, op_names[ev["subtype"].astype(np.int64)], None),
+                "op": np.where(has_op, _OP_BY_NUMBER[ev["subtype"].astype(np.int64)], None),
                 "start_ns": start, "end_ns": end, "dur_ns": end - start,
                 "bytes": ev["bytes"], "comm_id": ev["comm_id"], "seq": ev["seq"], "peer": ev["peer"],
                 "thread_id": ev["thread_id"], "device": ev["device"], "subtype": ev["subtype"],
