@@ -86,7 +86,7 @@ std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error,
       error = "started by srun as one of " + std::to_string(tasks) +
               " tasks without MPI support: run it as one task, or with srun --mpi=pmix to make one report of "
               "them (COMMPROF_ANALYSIS_MPI=off: each task a report of its own)";
-      exit_code = 2;  // the command line (the launch) is wrong, not the file
+      exit_code = RefusedExitCode();  // 2: the command line (the launch) is wrong, not the file
     }
     return nullptr;
   }
@@ -108,9 +108,11 @@ std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error,
 
 bool AnalysisWorld::SpeaksForAll() { return LauncherRank().value_or(0) == 0; }
 
-bool AnalysisWorld::RefuseSeveral(const char* command) {
+int AnalysisWorld::RefusedExitCode() { return SpeaksForAll() ? 2 : 0; }
+
+std::optional<int> AnalysisWorld::RefuseSeveral(const char* command) {
   if (LaunchedSize() <= 1 && SlurmTasksWithoutMpi() <= 1) {
-    return false;  // alone, or a count no launcher variable says: not refused on a guess
+    return std::nullopt;  // alone, or a count no launcher variable says: not refused on a guess
   }
   if (SpeaksForAll()) {
     std::fprintf(stderr,
@@ -119,7 +121,7 @@ bool AnalysisWorld::RefuseSeveral(const char* command) {
                  "COMMPROF_ANALYSIS_MPI=off to let every process run it\n",
                  command);
   }
-  return true;
+  return RefusedExitCode();
 }
 
 // Leaving through an exception, the other processes may be waiting for this one: MPI_Finalize would

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,17 @@ class AnalysisWorld {
   // PMI_SIZE above 1; PMIX_RANK set, with SLURM_NTASKS above 1 or unset) and COMMPROF_ANALYSIS_MPI is
   // not "off"; nullptr otherwise, or when MPI has one process. `error` is set (with the exit code to end with) when MPI
   // was asked for and could not start, or when srun started several tasks without MPI support (they cannot make one
-  // report).
+  // report; the exit code is then RefusedExitCode's, and only the task that exits 2 should print `error`).
   static std::unique_ptr<AnalysisWorld> JoinIfLaunched(std::string& error, int& exit_code);
   // For the commands that run as one process only: when a launcher started this process as one of
   // several (as JoinIfLaunched would join), prints once (from the launcher's rank 0) that `command`
-  // is not distributed and returns true: the caller exits 2 rather than let K processes write one
-  // output each.
-  static bool RefuseSeveral(const char* command);
+  // is not distributed and returns the exit code to end with (RefusedExitCode) rather than let K
+  // processes write one output each; nullopt when this process may go on.
+  static std::optional<int> RefuseSeveral(const char* command);
+  // The exit code of a process refused before MPI is joined: 2 for the one that told why
+  // (SpeaksForAll), 0 for the others. mpirun ends the whole job at the first process that exits
+  // non-zero, and could kill the speaker before its message is out; the job still exits 2.
+  static int RefusedExitCode();
   // Whether this process, before MPI is joined (or without it), tells the others' shared messages:
   // the launcher's rank 0 (core/launcher_env.h: MPI's, srun's or a torch launcher's), or a process
   // no launcher started.

@@ -298,7 +298,10 @@ Runner AddExportCommand(CLI::App& app) {
                   "dropped; the time origin is the earliest event of the ranks exported)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
   AddWindowOption(sub, o->window);
-  return [o] { return AnalysisWorld::RefuseSeveral("export") ? 2 : RunExport(*o); };
+  return [o] {
+    const std::optional<int> refused = AnalysisWorld::RefuseSeveral("export");
+    return refused ? *refused : RunExport(*o);
+  };
 }
 
 }  // namespace commprof::cli

@@ -218,7 +218,10 @@ Runner AddStatsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
-  return [o] { return AnalysisWorld::RefuseSeveral("stats") ? 2 : RunStats(*o); };
+  return [o] {
+    const std::optional<int> refused = AnalysisWorld::RefuseSeveral("stats");
+    return refused ? *refused : RunStats(*o);
+  };
 }
 
 }  // namespace commprof::cli

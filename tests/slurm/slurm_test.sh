@@ -304,7 +304,9 @@ PY
   fail "srun --mpi=pmix -n 2 commprof report exited $?: $(cat "$WORK/report-two.err")"
 cmp -s "$WORK/report-one.json" "$WORK/report-two.json" || fail "srun -n 2 commprof report: JSON differs from one process's"
 (cd "$T/out" && timeout 120 srun -N 1 -n 2 --overcommit "$COMMPROF" report "$T/out/srun-nompi.h5" \
-  >/dev/null 2>"$WORK/report-nompi.err") && fail "srun -n 2 commprof report without MPI support was not refused"
+  >/dev/null 2>"$WORK/report-nompi.err")
+rc=$?
+[ "$rc" = 2 ] || fail "srun -n 2 commprof report without MPI support exited $rc, expected 2 (refused)"
 [ "$(grep -c 'without MPI support' "$WORK/report-nompi.err")" = 1 ] ||
   fail "srun -n 2 commprof report without MPI: not told once: $(cat "$WORK/report-nompi.err")"
 echo "  srun --mpi=pmix -n 2 commprof report: the one-process JSON; without MPI support: refused, told once"
