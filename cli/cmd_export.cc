@@ -1,6 +1,7 @@
-// `commprof export FILE.h5 [--format chrome|memory-html|memory-json] [-o OUT] [--ranks LIST] [-q]`:
-// one merged Chrome/Perfetto JSON trace of the job (docs/cli.md, docs/chrome-trace.md), or its
-// memory timeline as a page or JSON (docs/memory-timeline.md). The output is written
+// `commprof export FILE.h5 [--format chrome|perfetto|memory-html|memory-json] [-o OUT] [--ranks LIST]
+// [--time-range FROM:TO | --steps A-B] [-q]`: one merged timeline of the job as Chrome JSON
+// (docs/chrome-trace.md) or Perfetto protobuf (docs/perfetto-trace.md), or its memory timeline as a
+// page or JSON (docs/memory-timeline.md). The output is written
 // to a temporary file next to OUT and renamed over it only when complete, so a failed export never
 // leaves a truncated trace behind (OUT that is a device, FIFO or symlink is written directly).
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "analysis/export/chrome_trace.h"
 #include "analysis/export/memory_html.h"
 #include "analysis/export/memory_json.h"
+#include "analysis/export/perfetto_trace.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/memory_timeline.h"
@@ -38,6 +40,8 @@ struct Options {
   std::string format = "chrome";
   std::string output;
   std::string ranks;
+  std::string time_range;
+  std::string steps;
   bool quiet = false;
   int64_t window = -1;
   int64_t max_points = kDefaultMaxPoints;
@@ -53,6 +57,9 @@ std::string DefaultOutput(const std::string& input, const std::string& format) {
   }
   if (format == "memory-json") {
     return p.string() + ".memory.json";
+  }
+  if (format == "perfetto") {
+    return p.string() + ".pftrace";
   }
   return p.string() + ".trace.json";
 }
@@ -100,6 +107,24 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
     std::filesystem::remove(target, ec);
   }
   return st;
+}
+
+// A cut's end as the user would write it back (ns, us, ms or s).
+std::string FormatCutTime(int64_t ns) {
+  if (ns == INT64_MAX) {
+    return "the end";
+  }
+  char buf[48];
+  if (ns % 1000000000 == 0) {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(ns / 1000000000));
+  } else if (ns % 1000000 == 0) {
+    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ns / 1000000));
+  } else if (ns % 1000 == 0) {
+    std::snprintf(buf, sizeof buf, "%lldus", static_cast<long long>(ns / 1000));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldns", static_cast<long long>(ns));
+  }
+  return buf;
 }
 
 // --format memory-html / memory-json: the memory timeline of the selected ranks.
@@ -172,12 +197,14 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
 }
 
 int RunExport(const Options& o) {
-  if (o.format != "chrome" && o.format != "memory-html" && o.format != "memory-json") {
-    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome, memory-html, memory-json)\n",
+  if (o.format != "chrome" && o.format != "perfetto" && o.format != "memory-html" && o.format != "memory-json") {
+    std::fprintf(stderr,
+                 "commprof export: --format %s is not supported (chrome, perfetto, memory-html, memory-json)\n",
                  o.format.c_str());
     return 2;
   }
-  if (o.max_points != kDefaultMaxPoints && o.format == "chrome") {
+  const bool timeline = o.format == "chrome" || o.format == "perfetto";
+  if (o.max_points != kDefaultMaxPoints && timeline) {
     std::fprintf(stderr, "commprof export: --max-points applies to --format memory-html and memory-json only\n");
     return 2;
   }
@@ -191,9 +218,26 @@ int RunExport(const Options& o) {
     std::fprintf(stderr, "commprof export: -o - (standard output) is for the JSON formats; name an .html file\n");
     return 2;
   }
-  ChromeExportOptions opts;
+  TraceExportOptions opts;
   if (!o.ranks.empty() && !ParseRankList(o.ranks, opts.ranks)) {
     std::fprintf(stderr, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
+    return 2;
+  }
+  if ((!o.time_range.empty() || !o.steps.empty()) && !timeline) {
+    std::fprintf(stderr, "commprof export: --time-range and --steps apply to --format chrome and perfetto only\n");
+    return 2;
+  }
+  if (!o.time_range.empty() && !o.steps.empty()) {
+    std::fprintf(stderr, "commprof export: give --time-range or --steps, not both\n");
+    return 2;
+  }
+  std::string why;
+  if (!o.time_range.empty() && !ParseTimeRange(o.time_range, opts.time_range.emplace(), why)) {
+    std::fprintf(stderr, "commprof export: --time-range '%s': %s\n", o.time_range.c_str(), why.c_str());
+    return 2;
+  }
+  if (!o.steps.empty() && !ParseStepRange(o.steps, opts.steps.emplace(), why)) {
+    std::fprintf(stderr, "commprof export: --steps '%s': %s\n", o.steps.c_str(), why.c_str());
     return 2;
   }
   auto reader = OpenOrSay(o.path, "export");
@@ -224,7 +268,7 @@ int RunExport(const Options& o) {
       return 2;
     }
   }
-  if (o.format != "chrome") {
+  if (!timeline) {
     return RunMemoryExport(o, *reader, opts.ranks);
   }
 
@@ -234,7 +278,7 @@ int RunExport(const Options& o) {
   const bool tty = !o.quiet && isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (tty) {
-    opts.progress = [](const ChromeExportProgress& p) {
+    opts.progress = [](const TraceExportProgress& p) {
       std::fprintf(stderr, "\rcommprof export: %u/%u ranks written, %llu events, %.1f MB   ", p.ranks_done,
                    p.ranks_total, static_cast<unsigned long long>(p.events_written),
                    static_cast<double>(p.bytes_written) / 1e6);
@@ -242,9 +286,11 @@ int RunExport(const Options& o) {
     };
   }
 
-  ChromeExportStats stats;
-  const Status st =
-      WriteOutput(output, [&](std::ostream& out) { return WriteChromeTrace(*reader, out, opts, &stats); });
+  TraceExportStats stats;
+  const Status st = WriteOutput(output, [&](std::ostream& out) {
+    return o.format == "perfetto" ? WritePerfettoTrace(*reader, out, opts, &stats)
+                                  : WriteChromeTrace(*reader, out, opts, &stats);
+  });
   if (tty) {
     std::fprintf(stderr, "\n");
   }
@@ -261,6 +307,11 @@ int RunExport(const Options& o) {
                  static_cast<unsigned long long>(stats.slices), static_cast<unsigned long long>(stats.instants),
                  static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.lanes_added),
                  static_cast<double>(stats.bytes) / 1e6, secs);
+    if (stats.cut) {
+      std::fprintf(stderr, "commprof export: the cut kept %s to %s after the origin; %llu event(s) outside it left out\n",
+                   FormatCutTime(stats.cut_from_ns).c_str(), FormatCutTime(stats.cut_to_ns).c_str(),
+                   static_cast<unsigned long long>(stats.events_cut));
+    }
   }
   // Exit 1 when some ranks could not be read, although the trace of the others was written.
   return info.faults.empty() ? 0 : 1;
@@ -272,23 +323,26 @@ Runner AddExportCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "export",
-      "Write one merged timeline of the job as a Chrome/Perfetto JSON trace: one process per rank, one track "
+      "Write one merged timeline of the job as a Chrome/Perfetto JSON trace (--format chrome) or a Perfetto "
+      "protobuf trace (--format perfetto: a third of the bytes, written faster): one process per rank, one track "
       "per thread or GPU stream (split into lanes where slices overlap partially), times aligned across ranks "
       "(microseconds, ns precision, from the earliest event), flow arrows from the last rank to arrive at each "
       "matched blocking collective to every other participant, and wait/sequence/bytes args on collectives. "
       "Open the file in https://ui.perfetto.dev or chrome://tracing. Memory: one rank's events at a time. "
-      "Layout: docs/chrome-trace.md. With --format memory-html or memory-json, the memory timeline instead: "
+      "--ranks, --time-range and --steps cut a job too large to view whole. "
+      "Layout: docs/chrome-trace.md, docs/perfetto-trace.md. With --format memory-html or memory-json, the memory timeline instead: "
       "per rank and device the bytes in use over time from the allocation/free records, stacked by memory "
       "kind, every rank on one time axis, each peak with the allocations live then (largest 10 named); "
       "memory: one rank's alloc/free records at a time plus the series (docs/memory-timeline.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--format", o->format,
-                  "chrome: the Trace Event Format JSON trace; memory-html: the memory timeline page (per rank and "
+                  "chrome: the Trace Event Format JSON trace; perfetto: Perfetto's protobuf trace (.pftrace); "
+                  "memory-html: the memory timeline page (per rank and "
                   "device, bytes in use stacked by memory kind, peaks with what was live); memory-json: the same "
                   "as JSON (docs/memory-timeline.md)")
       ->capture_default_str();
   sub->add_option("-o,--output", o->output,
-                  "output file (default: FILE without .h5 + .trace.json, .memory.html or .memory.json; '-' for "
+                  "output file (default: FILE without .h5 + .trace.json, .pftrace, .memory.html or .memory.json; '-' for "
                   "standard output, not for memory-html); overwritten");
   sub->add_option("--max-points", o->max_points,
                   "memory formats: at most N points per chart, keeping each time bucket's first, last, lowest and "
@@ -296,6 +350,13 @@ Runner AddExportCommand(CLI::App& app) {
   sub->add_option("--ranks", o->ranks,
                   "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
                   "dropped; the time origin is the earliest event of the ranks exported)");
+  sub->add_option("--time-range", o->time_range,
+                  "chrome, perfetto: keep only what overlaps FROM:TO, in ns since the trace's time 0 (the earliest "
+                  "event of the ranks exported) with units ns, us, ms or s, e.g. 2s:3.5s, 120ms: or :500ms; times "
+                  "stay those of the whole trace");
+  sub->add_option("--steps", o->steps,
+                  "chrome, perfetto: keep only steps A to B (e.g. 5 or 5-8): from the earliest start of step A on "
+                  "an exported rank to the latest end of step B (not with --time-range)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
   AddWindowOption(sub, o->window);
   return [o] {

@@ -14,6 +14,7 @@ PACKAGES=(
   libboost-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  protobuf-compiler             # protoc: decodes the Perfetto export in its tests (tests/e2e/perfetto_export.py)
   libsimdjson-dev zlib1g-dev     # commprof import kineto: JSON parsing, .json.gz
   chromium                      # browser tests of the HTML report (tests/browser)
   python3-pandas python3-matplotlib python3-pytest python3-venv python3-pip python3-setuptools  # python/commprof and its tests

@@ -131,7 +131,7 @@ class ChromeTraceTest : public ::testing::Test {
   }
 
   // Exports with `opts` and parses; `text_` keeps the raw output.
-  json Export(ChromeExportOptions opts = {}) {
+  json Export(TraceExportOptions opts = {}) {
     std::ostringstream os;
     Status st = WriteChromeTrace(*reader_, os, opts, &stats_);
     EXPECT_TRUE(st.ok()) << st.message();
@@ -159,7 +159,7 @@ class ChromeTraceTest : public ::testing::Test {
 
   TempDir dir_{"commprof-trace"};
   std::unique_ptr<ProfileReader> reader_;
-  ChromeExportStats stats_;
+  TraceExportStats stats_;
   std::string text_;
 };
 
@@ -388,7 +388,7 @@ TEST_F(ChromeTraceTest, MetadataNamesTheSourceAndTheUtcOfTheOrigin) {
 }
 
 TEST_F(ChromeTraceTest, RankSubsetKeepsOnlyFlowsBetweenExportedRanks) {
-  ChromeExportOptions opts;
+  TraceExportOptions opts;
   opts.ranks = {1, 0};
   json j = Export(opts);
   EXPECT_EQ(Phase(j, "M", "process_name").size(), 2u);
@@ -486,7 +486,7 @@ TEST(ChromeTraceReaders, SlicesThatWouldCrossInATruncatingReaderGetALane) {
   auto reader = WriteJob(dir / "views.h5", job);
   ASSERT_NE(reader, nullptr);
   std::ostringstream os;
-  ChromeExportStats stats;
+  TraceExportStats stats;
   ASSERT_TRUE(WriteChromeTrace(*reader, os, {}, &stats).ok());
   json j = json::parse(os.str());
   std::map<std::string, int> tid;
@@ -506,7 +506,7 @@ TEST(ChromeTraceReaders, SlicesThatWouldCrossInATruncatingReaderGetALane) {
 }
 
 TEST_F(ChromeTraceTest, ErrorsNameTheInputOrTheOutput) {
-  ChromeExportOptions opts;
+  TraceExportOptions opts;
   opts.ranks = {7};
   std::ostringstream os;
   Status st = WriteChromeTrace(*reader_, os, opts, nullptr);
@@ -516,7 +516,7 @@ TEST_F(ChromeTraceTest, ErrorsNameTheInputOrTheOutput) {
 
   std::ostringstream broken;
   broken.setstate(std::ios::badbit);
-  ChromeExportOptions named;
+  TraceExportOptions named;
   named.output_name = "out.json";
   st = WriteChromeTrace(*reader_, broken, named, nullptr);
   ASSERT_FALSE(st.ok());

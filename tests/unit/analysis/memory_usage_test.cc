@@ -142,7 +142,7 @@ TEST(MemoryUsage, SeriesReachTheAnalysisGroupTheJsonReportAndTheChromeTrace) {
     EXPECT_NE(text.str().find("memory in use"), std::string::npos);
 
     std::ostringstream trace;
-    ChromeExportStats stats;
+    TraceExportStats stats;
     ASSERT_TRUE(WriteChromeTrace(*reader, trace, {}, &stats).ok());
     auto tj = nlohmann::json::parse(trace.str());
     std::vector<nlohmann::json> counters;

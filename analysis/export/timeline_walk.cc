@@ -1,0 +1,716 @@
+#include "analysis/export/timeline_walk.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "analysis/compare/run_diff.h"
+#include "analysis/export/chrome_trace.h"
+#include "analysis/export/lane_assigner.h"
+#include "analysis/match/collective_instances.h"
+#include "analysis/metrics/memory_usage.h"
+#include "analysis/metrics/step_table.h"
+#include "analysis/metrics/wait_metrics.h"
+#include "core/schema/enums.h"
+
+namespace commprof {
+
+bool TraceSink::Flush() {
+  if (!buf_.empty()) {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    written_ += buf_.size();
+    buf_.clear();
+  }
+  return static_cast<bool>(out_);
+}
+
+const char* TraceArgName(TraceArgKey key) {
+  static constexpr const char* kNames[] = {
+      "op",     "comm_id", "seq",      "bytes",       "root",           "nonblocking",  "incomplete",
+      "untracked_comm", "instance", "ranks_seen", "wait_ns", "skew_ns", "last_rank",    "peer",
+      "tag",    "requests", "parent_comm_id", "size", "rank_in_comm", "step",   "address",
+      "memory_kind", "total_allocated", "correlation", "stack"};
+  static_assert(std::size(kNames) == static_cast<size_t>(TraceArgKey::kCount));
+  return kNames[static_cast<size_t>(key)];
+}
+
+std::string FormatUtcNs(int64_t epoch_ns) {
+  const int64_t secs = epoch_ns >= 0 ? epoch_ns / 1000000000 : -((-epoch_ns + 999999999) / 1000000000);
+  const int64_t sub = epoch_ns - secs * 1000000000;
+  time_t t = static_cast<time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%09lldZ", static_cast<long long>(sub));
+  return buf;
+}
+
+std::optional<OriginUtc> FindOriginUtc(const ProfileInfo& info, int64_t origin) {
+  for (const RankInfo& r : info.ranks) {
+    if (r.start_utc_ns != 0) {
+      const int64_t anchor = r.clock_model().ToReference(static_cast<int64_t>(r.start_steady_ns));
+      return OriginUtc{static_cast<int64_t>(r.start_utc_ns) + (origin - anchor), r.rank};
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t WorstClockErrorBound(const ProfileInfo& info) {
+  int64_t worst = -1;
+  for (const RankInfo& r : info.ranks) {
+    worst = std::max(worst, r.clock_error_bound_ns);
+  }
+  return worst;
+}
+
+bool ParseTimeRange(const std::string& spec, TraceTimeRange& out, std::string& why) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos || spec.find(':', colon + 1) != std::string::npos) {
+    why = "give FROM:TO, e.g. 2s:3.5s, 120ms: or :500ms (ns since the trace's time 0; units ns, us, ms, s)";
+    return false;
+  }
+  const std::string from = spec.substr(0, colon), to = spec.substr(colon + 1);
+  if (from.empty() && to.empty()) {
+    why = "both ends are empty: give FROM, TO or both (FROM:TO)";
+    return false;
+  }
+  TraceTimeRange r;
+  for (const auto& [text, into] : {std::pair{from, &r.from_ns}, std::pair{to, &r.to_ns}}) {
+    if (text.empty()) {
+      continue;
+    }
+    const std::optional<double> ns = ParseDurationNs(text);
+    if (!ns || *ns >= 9.2e18) {
+      why = "'" + text + "' is not a duration such as 1.5s, 200ms, 40us or 500 (ns)";
+      return false;
+    }
+    *into = static_cast<int64_t>(*ns);
+  }
+  if (r.to_ns <= r.from_ns) {
+    why = "the range is empty (TO must be after FROM)";
+    return false;
+  }
+  out = r;
+  return true;
+}
+
+bool ParseStepRange(const std::string& spec, TraceStepRange& out, std::string& why) {
+  auto number = [](std::string_view s, uint64_t& v) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  const size_t dash = spec.find('-');
+  TraceStepRange r;
+  const bool ok = dash == std::string::npos
+                      ? number(spec, r.first) && ((r.last = r.first), true)
+                      : number(std::string_view(spec).substr(0, dash), r.first) &&
+                            number(std::string_view(spec).substr(dash + 1), r.last);
+  if (!ok) {
+    why = "give a step number or a range of them, e.g. 5 or 5-8";
+    return false;
+  }
+  if (r.last < r.first) {
+    why = "the range is empty (" + std::to_string(r.last) + " is before " + std::to_string(r.first) + ")";
+    return false;
+  }
+  out = r;
+  return true;
+}
+
+namespace {
+
+bool IsInstant(uint8_t kind) {
+  return kind == COMMPROF_KIND_USER_MARK || kind == COMMPROF_KIND_NVTX_MARK || kind == COMMPROF_KIND_STEP;
+}
+
+// The instance table: every matched blocking collective instance, measured, found by
+// (communicator, sequence number).
+struct InstanceTable {
+  struct Row {
+    CollectiveInstance in;
+    InstanceMetrics metrics;  // the report's per-instance figures (MeasureInstances)
+    uint64_t flow_base = 0;   // flow id of arrival j is flow_base + j
+  };
+  std::vector<Row> rows;
+  std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> by_key;
+
+  const Row* Find(const CollectiveKey& key) const {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? nullptr : &rows[it->second];
+  }
+};
+
+// The arrival of `rank` whose entry is `start` (a rank holds one arrival per instance unless the
+// file is damaged; matching the time keeps duplicates apart too).
+int32_t ArrivalIndex(const CollectiveInstance& in, uint32_t rank, int64_t start) {
+  auto it = std::lower_bound(in.arrivals.begin(), in.arrivals.end(), rank,
+                             [](const Arrival& a, uint32_t r) { return a.world_rank < r; });
+  for (; it != in.arrivals.end() && it->world_rank == rank; ++it) {
+    if (it->start == start) {
+      return static_cast<int32_t>(it - in.arrivals.begin());
+    }
+  }
+  return -1;
+}
+
+// One event placed on its track, in reference-clock ns (the origin not yet subtracted).
+struct Item {
+  int64_t start;
+  int64_t end;
+  uint32_t index;  // in the rank's event vector
+  uint32_t track;
+  uint32_t lane;
+};
+
+struct TrackKey {
+  bool gpu;
+  uint16_t device;
+  uint32_t stream;  // thread_id
+  bool operator<(const TrackKey& o) const {
+    return std::tie(gpu, device, stream) < std::tie(o.gpu, o.device, o.stream);
+  }
+};
+
+std::string TrackName(const TrackKey& k) {
+  return k.gpu ? "GPU " + std::to_string(k.device) + " stream " + std::to_string(k.stream)
+               : "thread " + std::to_string(k.stream);
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+class Walker {
+ public:
+  Walker(const ProfileReader& reader, TraceEncoder& encoder, TraceSink& sink, const TraceExportOptions& opts,
+         TraceExportStats& stats)
+      : reader_(reader), info_(reader.info()), enc_(encoder), sink_(sink), opts_(opts), stats_(stats) {}
+
+  Status Run();
+
+ private:
+  Status SelectRanks();
+  Status BuildInstances();
+  Status ScanEvents();  // the origin and, for --steps, the step marks
+  Status ResolveCut(const std::vector<RankStepMarks>& marks);
+  Status WalkRank(const RankInfo& r);
+  void WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
+  void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
+  void CollectiveArgs(const RankInfo& r, const commprof_event& e, const Item& it, TraceSlice& s);
+  void TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events);
+  bool Selected(uint32_t rank) const { return std::binary_search(ranks_.begin(), ranks_.end(), rank); }
+  // Whether [start, end] (reference clock, end >= start) is kept by the cut.
+  bool InCut(int64_t start, int64_t end) const { return start < cut_to_ && end >= cut_from_; }
+  bool InCut(const Arrival& a) const { return InCut(a.start, std::max(a.start, a.end)); }
+  // The slice as the JSON readers see it (relative to the origin): the lanes hold in each view.
+  LaneSlice Views(const Item& it) const {
+    static constexpr MicrosReader kReaders[LaneSlice::kViews] = {MicrosReader::kExact, MicrosReader::kStrtodTruncate,
+                                                                 MicrosReader::kDigitsTruncate};
+    LaneSlice v;
+    const int64_t ts = it.start - origin_, dur = it.end - it.start;
+    for (size_t k = 0; k < LaneSlice::kViews; ++k) {
+      v.start[k] = ReadBackNs(ts, kReaders[k]);
+      v.end[k] = v.start[k] + ReadBackNs(dur, kReaders[k]);
+    }
+    return v;
+  }
+  void Progress(uint32_t ranks_done) {
+    if (opts_.progress) {
+      opts_.progress({ranks_done, static_cast<uint32_t>(ranks_.size()), stats_.events, sink_.bytes()});
+    }
+  }
+  void Arg(TraceArgKey key, TraceArg::Type type, uint64_t u, int64_t i = 0, std::string_view s = {}) {
+    args_.push_back(TraceArg{key, type, u, i, s});
+  }
+
+  const ProfileReader& reader_;
+  const ProfileInfo& info_;
+  TraceEncoder& enc_;
+  TraceSink& sink_;
+  const TraceExportOptions& opts_;
+  TraceExportStats& stats_;
+  TraceEncoder::Header header_;
+  std::vector<uint32_t> ranks_;  // selected, sorted
+  InstanceTable instances_;
+  int64_t origin_ = 0;
+  int64_t cut_from_ = INT64_MIN, cut_to_ = INT64_MAX;  // reference clock
+  // Lane ids are unique across the trace and above every pid (docs/chrome-trace.md): some JSON
+  // readers give an event without a tid (process metadata) the tid of its pid.
+  uint32_t next_lane_ = 1;
+  const std::vector<std::string>* strings_ = nullptr;  // the current rank's string table
+  std::string unknown_name_;
+  std::vector<TraceArg> args_;
+  std::vector<uint64_t> flows_out_;
+  uint64_t events_since_progress_ = 0;
+  // Call sites (--stacks): every rank's stacks, and the current rank's CALL_SITEs, by the
+  // (start, kind, communicator) of the API event they belong to.
+  StackMap stacks_;
+  std::map<std::tuple<uint64_t, uint8_t, uint64_t>, const std::vector<StackFrameInfo>*> call_sites_;
+};
+
+// Drops the rank's CALL_SITE and STACK_FRAME events (they describe other events, not time) and
+// keeps what the API slices need to carry their stack.
+void Walker::TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events) {
+  call_sites_.clear();
+  if (!stacks_.empty()) {
+    for (const commprof_event& e : events) {
+      if (e.kind != COMMPROF_KIND_CALL_SITE) {
+        continue;
+      }
+      if (auto it = stacks_.find({r.rank, static_cast<uint32_t>(e.seq)}); it != stacks_.end()) {
+        call_sites_[{e.start_ns, e.subtype, e.comm_id}] = &it->second;
+      }
+    }
+  }
+  std::erase_if(events, [](const commprof_event& e) {
+    return e.kind == COMMPROF_KIND_CALL_SITE || e.kind == COMMPROF_KIND_STACK_FRAME;
+  });
+}
+
+Status Walker::SelectRanks() {
+  if (opts_.ranks.empty()) {
+    for (const RankInfo& r : info_.ranks) {
+      ranks_.push_back(r.rank);
+    }
+    return Status::Ok();
+  }
+  ranks_ = opts_.ranks;
+  std::sort(ranks_.begin(), ranks_.end());
+  ranks_.erase(std::unique(ranks_.begin(), ranks_.end()), ranks_.end());
+  for (uint32_t want : ranks_) {
+    bool found = std::any_of(info_.ranks.begin(), info_.ranks.end(), [&](const RankInfo& r) { return r.rank == want; });
+    if (!found) {
+      return InvalidArgument(info_.path + ": rank " + std::to_string(want) + " is not in the file (it has " +
+                             std::to_string(info_.ranks.size()) + " rank group(s))");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Walker::BuildInstances() {
+  auto loaded = LoadCollectiveInstances(reader_, true);
+  if (!loaded.ok()) {
+    return loaded.status();
+  }
+  std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
+  uint64_t next_flow = 1;
+  instances_.rows.reserve(loaded.value().size());
+  for (size_t k = 0; k < loaded.value().size(); ++k) {
+    CollectiveInstance& in = loaded.value()[k];
+    InstanceTable::Row row;
+    row.metrics = std::move(measured[k]);
+    std::vector<int64_t>().swap(row.metrics.transfers);  // the trace shows waits only: free the rest
+    row.flow_base = next_flow;
+    next_flow += in.arrivals.size();
+    row.in = std::move(in);
+    instances_.by_key.emplace(row.in.key(), static_cast<uint32_t>(instances_.rows.size()));
+    instances_.rows.push_back(std::move(row));
+  }
+  return Status::Ok();
+}
+
+Status Walker::ScanEvents() {
+  int64_t origin = INT64_MAX;
+  std::vector<RankStepMarks> marks(opts_.steps ? info_.ranks.size() : 0);
+  for (size_t k = 0; k < info_.ranks.size(); ++k) {
+    const RankInfo& r = info_.ranks[k];
+    if (!Selected(r.rank)) {
+      continue;
+    }
+    ClockModel model = r.clock_model();
+    COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
+      for (const auto& e : chunk) {
+        origin = std::min(origin, model.ToReference(static_cast<int64_t>(e.start_ns)));
+      }
+      if (!marks.empty()) {
+        AddStepMarks(chunk, marks[k]);
+      }
+    }));
+  }
+  origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
+  stats_.origin_reference_ns = origin_;
+  return ResolveCut(marks);
+}
+
+Status Walker::ResolveCut(const std::vector<RankStepMarks>& marks) {
+  if (opts_.time_range) {
+    cut_from_ = SaturatingAdd(origin_, opts_.time_range->from_ns);
+    cut_to_ = SaturatingAdd(origin_, opts_.time_range->to_ns);
+  } else if (opts_.steps) {
+    const StepModel model = BuildStepModel(info_, marks);
+    const TraceStepRange want = *opts_.steps;
+    const std::string asked = want.first == want.last ? std::to_string(want.first)
+                                                      : std::to_string(want.first) + "-" + std::to_string(want.last);
+    if (model.empty()) {
+      return InvalidArgument(info_.path + ": --steps " + asked +
+                             ": the ranks exported mark no steps (commprof_step(), MPI_Pcontrol, or an imported "
+                             "trace's ProfilerStep#N)");
+    }
+    int64_t from = INT64_MAX, to = INT64_MIN;
+    for (const std::vector<RankStep>& steps : model.ranks) {
+      for (const RankStep& s : steps) {
+        if (s.step >= want.first && s.step <= want.last) {
+          from = std::min(from, s.start_ns);
+          to = std::max(to, s.end_ns);
+        }
+      }
+    }
+    if (from == INT64_MAX) {
+      return InvalidArgument(info_.path + ": --steps " + asked + ": no exported rank marks such a step (the file's " +
+                             "steps: " + std::to_string(model.numbers.front()) + "-" +
+                             std::to_string(model.numbers.back()) + ", " + std::to_string(model.numbers.size()) +
+                             " step number(s))");
+    }
+    cut_from_ = from;
+    cut_to_ = std::max(from, to) == INT64_MAX ? INT64_MAX : std::max(from, to) + 1;  // the last step's end is kept
+  } else {
+    return Status::Ok();
+  }
+  stats_.cut = true;
+  stats_.cut_from_ns = std::max<int64_t>(0, cut_from_ - origin_);
+  stats_.cut_to_ns = cut_to_ == INT64_MAX ? INT64_MAX : cut_to_ - origin_;
+  return Status::Ok();
+}
+
+void Walker::CollectiveArgs(const RankInfo& r, const commprof_event& e, const Item& it, TraceSlice& s) {
+  using T = TraceArg::Type;
+  Arg(TraceArgKey::kOp, T::kString, 0, 0, schema::CollectiveOpName(e.subtype));
+  Arg(TraceArgKey::kCommId, T::kId, e.comm_id);
+  Arg(TraceArgKey::kSeq, T::kId, e.seq);
+  Arg(TraceArgKey::kBytes, T::kUint, e.bytes);
+  if (e.peer >= 0) {
+    Arg(TraceArgKey::kRoot, T::kInt, 0, e.peer);
+  }
+  if (e.flags & COMMPROF_FLAG_NONBLOCKING) {
+    Arg(TraceArgKey::kNonblocking, T::kBool, 1);
+  }
+  if (e.flags & COMMPROF_FLAG_INCOMPLETE) {
+    Arg(TraceArgKey::kIncomplete, T::kBool, 1);
+  }
+  if (e.flags & COMMPROF_FLAG_UNTRACKED_COMM) {
+    Arg(TraceArgKey::kUntrackedComm, T::kBool, 1);
+  }
+  if (!IsMatchableCollective(e)) {
+    return;
+  }
+  const InstanceTable::Row* row = instances_.Find(KeyOf(e));
+  const int32_t j = row != nullptr ? ArrivalIndex(row->in, r.rank, it.start) : -1;
+  if (row == nullptr || j < 0) {
+    Arg(TraceArgKey::kInstance, T::kString, 0, 0, "unmatched");
+    return;
+  }
+  const CollectiveInstance& in = row->in;
+  if (!in.complete()) {
+    Arg(TraceArgKey::kInstance, T::kString, 0, 0, "incomplete");
+    Arg(TraceArgKey::kRanksSeen, T::kUint, in.arrivals.size());
+    return;
+  }
+  const Arrival& last = in.arrivals[static_cast<size_t>(row->metrics.last_index)];
+  Arg(TraceArgKey::kWaitNs, T::kInt, 0, row->metrics.waits[static_cast<size_t>(j)]);
+  Arg(TraceArgKey::kSkewNs, T::kInt, 0, row->metrics.skew_ns);
+  Arg(TraceArgKey::kLastRank, T::kUint, last.world_rank);
+  s.flow_name = schema::CollectiveOpName(in.op);
+  if (j == row->metrics.last_index) {
+    for (size_t k = 0; k < in.arrivals.size(); ++k) {
+      if (static_cast<int32_t>(k) != j && Selected(in.arrivals[k].world_rank) && InCut(in.arrivals[k])) {
+        flows_out_.push_back(row->flow_base + k);
+      }
+    }
+    stats_.flows += flows_out_.size();
+    s.flows_out = flows_out_;
+  } else if (Selected(last.world_rank) && InCut(last)) {
+    // Lands inside this slice at the moment the last rank arrived (the release), so the arrow runs
+    // forward in time; clamped into the slice if the clocks disagree, 3 ns clear of its end so that
+    // a truncating JSON reader (MicrosReader) still sees it inside.
+    s.flow_in = row->flow_base + static_cast<uint64_t>(j);
+    s.flow_in_ts = std::clamp(last.start, it.start, std::max(it.start, it.end - 3)) - origin_;
+  }
+}
+
+void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane) {
+  using T = TraceArg::Type;
+  TraceSlice s;
+  s.event = &e;
+  s.rank = r.rank;
+  s.lane = lane;
+  s.first_lane = first_lane;
+  s.start = it.start - origin_;
+  s.end = it.end - origin_;
+  s.instant = IsInstant(e.kind);
+  if (e.name_id < strings_->size() && !(*strings_)[e.name_id].empty()) {
+    s.name = (*strings_)[e.name_id];
+    s.string_index = e.name_id;
+  } else if (e.name_id < strings_->size()) {
+    s.name = schema::KindName(e.kind);
+  } else {
+    unknown_name_ = "<unknown name " + std::to_string(e.name_id) + ">";
+    s.name = unknown_name_;
+  }
+  args_.clear();
+  flows_out_.clear();
+  switch (e.kind) {
+    case COMMPROF_KIND_MPI_COLLECTIVE:
+    case COMMPROF_KIND_NCCL_COLLECTIVE:
+      CollectiveArgs(r, e, it, s);
+      break;
+    case COMMPROF_KIND_MPI_P2P:
+      Arg(TraceArgKey::kOp, T::kString, 0, 0, schema::OpName(e.subtype));
+      Arg(TraceArgKey::kCommId, T::kId, e.comm_id);
+      Arg(TraceArgKey::kPeer, T::kInt, 0, e.peer);
+      Arg(TraceArgKey::kBytes, T::kUint, e.bytes);
+      Arg(TraceArgKey::kTag, T::kUint, e.correlation);
+      if (e.flags & COMMPROF_FLAG_NONBLOCKING) {
+        Arg(TraceArgKey::kNonblocking, T::kBool, 1);
+      }
+      if (e.flags & COMMPROF_FLAG_INCOMPLETE) {
+        Arg(TraceArgKey::kIncomplete, T::kBool, 1);
+      }
+      break;
+    case COMMPROF_KIND_MPI_WAIT:
+      Arg(TraceArgKey::kOp, T::kString, 0, 0, schema::OpName(e.subtype));
+      Arg(TraceArgKey::kRequests, T::kUint, e.bytes);
+      break;
+    case COMMPROF_KIND_MPI_COMM:
+      Arg(TraceArgKey::kOp, T::kString, 0, 0, schema::OpName(e.subtype));
+      Arg(TraceArgKey::kCommId, T::kId, e.comm_id);
+      Arg(TraceArgKey::kParentCommId, T::kId, e.seq);
+      Arg(TraceArgKey::kSize, T::kUint, e.bytes);
+      Arg(TraceArgKey::kRankInComm, T::kInt, 0, e.peer);
+      break;
+    case COMMPROF_KIND_STEP:
+      Arg(TraceArgKey::kStep, T::kUint, e.seq);
+      break;
+    case COMMPROF_KIND_MEM_ALLOC:
+    case COMMPROF_KIND_MEM_FREE:
+      // seq is the block's address and, on imported torch records, comm_id torch's "Total
+      // Allocated" (docs/file-format.md): named as such, never as a communicator and sequence.
+      Arg(TraceArgKey::kBytes, T::kUint, e.bytes);
+      Arg(TraceArgKey::kAddress, T::kUint, e.seq);
+      Arg(TraceArgKey::kMemoryKind, T::kString, 0, 0, schema::MemoryKindName(e.subtype));
+      if (e.comm_id != 0) {
+        Arg(TraceArgKey::kTotalAllocated, T::kUint, e.comm_id);
+      }
+      if (e.correlation != 0) {
+        Arg(TraceArgKey::kCorrelation, T::kUint, e.correlation);
+      }
+      break;
+    case COMMPROF_KIND_MPI_INIT:
+    case COMMPROF_KIND_MPI_FINALIZE:
+    case COMMPROF_KIND_USER_RANGE:
+    case COMMPROF_KIND_USER_MARK:
+    case COMMPROF_KIND_NVTX_RANGE:
+    case COMMPROF_KIND_NVTX_MARK:
+      break;  // nothing beyond the name
+    default:
+      // GPU and NCCL records: whichever of the common fields are set.
+      if (e.bytes != 0) {
+        Arg(TraceArgKey::kBytes, T::kUint, e.bytes);
+      }
+      if (e.comm_id != 0) {
+        Arg(TraceArgKey::kCommId, T::kId, e.comm_id);
+        Arg(TraceArgKey::kSeq, T::kId, e.seq);
+      }
+      if (e.peer >= 0) {
+        Arg(TraceArgKey::kPeer, T::kInt, 0, e.peer);
+      }
+      if (e.correlation != 0) {
+        Arg(TraceArgKey::kCorrelation, T::kUint, e.correlation);
+      }
+  }
+  s.args = args_;
+  if (!call_sites_.empty()) {
+    if (auto cs = call_sites_.find({e.start_ns, e.kind, e.comm_id}); cs != call_sites_.end()) {
+      s.stack = cs->second;
+    }
+  }
+  enc_.Slice(s);
+  ++stats_.events;
+  ++(s.instant ? stats_.instants : stats_.slices);
+}
+
+Status Walker::WalkRank(const RankInfo& r) {
+  auto strings = reader_.Strings(r.rank);
+  if (!strings.ok()) {
+    return strings.status();
+  }
+  strings_ = &strings.value();
+  enc_.Rank(r, strings.value());
+
+  // One rank's events, in memory: the lane split needs each track sorted.
+  std::vector<commprof_event> events;
+  events.reserve(static_cast<size_t>(r.event_count));
+  COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(
+      r.rank, [&](std::span<const commprof_event> chunk) { events.insert(events.end(), chunk.begin(), chunk.end()); }));
+  TakeCallSites(r, events);
+  if (events.size() > UINT32_MAX) {
+    return InvalidArgument(info_.path + ": rank " + std::to_string(r.rank) +
+                           " holds more than 2^32 events, more than the exporter can index");
+  }
+  std::map<TrackKey, uint32_t> track_ids;  // few tracks per rank
+  std::vector<Item> items;
+  items.reserve(events.size());
+  const ClockModel model = r.clock_model();
+  TrackKey last_key{false, 0, 0};
+  uint32_t last_track = UINT32_MAX;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const commprof_event& e = events[i];
+    const int64_t start = model.ToReference(static_cast<int64_t>(e.start_ns));
+    int64_t end = IsInstant(e.kind) ? start : model.ToReference(static_cast<int64_t>(e.end_ns));
+    if (end < start) {
+      end = start;  // a recorded end before the start, or a steep clock segment
+    }
+    if (!InCut(start, end)) {
+      ++stats_.events_cut;
+      continue;
+    }
+    TrackKey key{e.device != COMMPROF_HOST_DEVICE, e.device, e.thread_id};
+    if (last_track == UINT32_MAX || key < last_key || last_key < key) {
+      auto [it, inserted] = track_ids.emplace(key, static_cast<uint32_t>(track_ids.size()));
+      last_key = key;
+      last_track = it->second;
+    }
+    items.push_back(Item{start, end, static_cast<uint32_t>(i), last_track, 0});
+  }
+  // Order: by track in TrackKey order (host threads, then GPU streams), then start, then the
+  // longer slice first so that an enclosing slice precedes what it encloses.
+  std::vector<uint32_t> track_order(track_ids.size());
+  {
+    uint32_t k = 0;
+    for (const auto& [key, id] : track_ids) {
+      track_order[id] = k++;
+    }
+  }
+  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+    const uint32_t ta = track_order[a.track], tb = track_order[b.track];
+    if (ta != tb) {
+      return ta < tb;
+    }
+    if (a.start != b.start) {
+      return a.start < b.start;
+    }
+    if (a.end != b.end) {
+      return a.end > b.end;
+    }
+    return a.index < b.index;
+  });
+
+  uint32_t sort_index = 0;
+  size_t pos = 0;
+  LaneAssigner lanes;
+  for (const auto& [key, id] : track_ids) {
+    size_t end_pos = pos;
+    while (end_pos < items.size() && items[end_pos].track == id) {
+      ++end_pos;
+    }
+    lanes.Reset();
+    for (size_t i = pos; i < end_pos; ++i) {
+      Item& it = items[i];
+      // An instant always fits lane 0: every slice still open there started before it and ends
+      // after, in every view (zero length cannot cross anything).
+      it.lane = IsInstant(events[it.index].kind) ? 0 : lanes.Place(Views(it));
+    }
+    const uint32_t n_lanes = std::max(1u, lanes.lanes());
+    const uint32_t first_lane = next_lane_;
+    next_lane_ += n_lanes;
+    enc_.BeginTrack(r, TrackName(key), first_lane, n_lanes, sort_index);
+    sort_index += n_lanes;
+    ++stats_.tracks;
+    stats_.lanes_added += n_lanes - 1;
+    for (size_t i = pos; i < end_pos; ++i) {
+      const Item& it = items[i];
+      Emit(r, events[it.index], it, first_lane + it.lane, it.lane == 0);
+      if (!sink_.MaybeFlush()) {
+        return sink_.Error();
+      }
+      if (++events_since_progress_ >= (1u << 20)) {
+        events_since_progress_ = 0;
+        Progress(stats_.ranks);
+      }
+    }
+    enc_.EndTrack();
+    pos = end_pos;
+  }
+  WriteCounters(r, events, model);
+  strings_ = nullptr;
+  return sink_.MaybeFlush() ? Status::Ok() : sink_.Error();
+}
+
+// One counter series per device and memory kind that has allocation/free records: the bytes in
+// use after each record (docs/metrics.md §7, the same series as /analysis/memory). Under a cut,
+// the level at the cut's start (when a record came before it) and the records inside it.
+void Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model) {
+  MemoryUsageBuilder builder(r.rank, model);
+  builder.Add(events);
+  for (const MemorySeries& m : builder.Finish()) {
+    auto first = std::lower_bound(m.points.begin(), m.points.end(), cut_from_,
+                                  [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
+    auto last = std::lower_bound(first, m.points.end(), cut_to_,
+                                 [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
+    const bool level_before = first != m.points.begin() && cut_from_ > INT64_MIN;
+    if (first == last && !level_before) {
+      continue;
+    }
+    // Host memory (an imported trace's CPU allocations) is not "device 65535".
+    const std::string where =
+        m.device == COMMPROF_HOST_DEVICE ? std::string("host") : "device " + std::to_string(m.device);
+    enc_.BeginCounter(r, "memory in use: " + where + " " + schema::MemoryKindName(m.memory_kind));
+    if (level_before) {
+      enc_.CounterPoint(cut_from_ - origin_, std::prev(first)->bytes_in_use);
+      ++stats_.counters;
+    }
+    for (auto p = first; p != last; ++p) {
+      enc_.CounterPoint(p->time_ns - origin_, p->bytes_in_use);
+      ++stats_.counters;
+      if (!sink_.MaybeFlush()) {
+        return;
+      }
+    }
+  }
+}
+
+Status Walker::Run() {
+  COMMPROF_RETURN_IF_ERROR(SelectRanks());
+  for (const RankInfo& r : info_.ranks) {
+    next_lane_ = std::max(next_lane_, r.rank + 2);
+  }
+  COMMPROF_RETURN_IF_ERROR(BuildInstances());
+  COMMPROF_RETURN_IF_ERROR(ScanEvents());
+  auto stacks = LoadStacks(reader_);
+  if (!stacks.ok()) {
+    return stacks.status();
+  }
+  stacks_ = std::move(stacks.value());
+  header_ = TraceEncoder::Header{&info_, &ranks_, origin_, &stats_};
+  enc_.Begin(header_);
+  Progress(0);
+  for (const RankInfo& r : info_.ranks) {
+    if (!Selected(r.rank)) {
+      continue;
+    }
+    COMMPROF_RETURN_IF_ERROR(WalkRank(r));
+    ++stats_.ranks;
+    Progress(stats_.ranks);
+  }
+  enc_.Finish(header_);
+  return sink_.Flush() ? Status::Ok() : sink_.Error();
+}
+
+}  // namespace
+
+Status WalkTimeline(const ProfileReader& reader, TraceEncoder& encoder, TraceSink& sink, const TraceExportOptions& opts,
+                    TraceExportStats& stats) {
+  stats = TraceExportStats{};
+  Walker w(reader, encoder, sink, opts, stats);
+  Status st = w.Run();
+  stats.bytes = sink.bytes();
+  return st;
+}
+
+}  // namespace commprof
