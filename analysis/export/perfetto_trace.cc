@@ -44,30 +44,6 @@ void BytesField(std::string& b, uint32_t field, std::string_view s) {
   Varint(b, s.size());
   b.append(s);
 }
-// A length-delimited field written in place: OpenLength leaves one byte for the length and returns
-// where the body starts; CloseLength writes the length there, widening it (moving the body) in the
-// rare case the body reached 128 bytes. Inner fields close before outer ones, so an outer field's
-// position is never moved.
-size_t OpenLength(std::string& b) {
-  b.push_back(0);
-  return b.size();
-}
-void CloseLength(std::string& b, size_t body) {
-  uint64_t len = b.size() - body;
-  if (len < 0x80) {
-    b[body - 1] = static_cast<char>(len);
-    return;
-  }
-  char bytes[10];
-  size_t n = 0;
-  while (len >= 0x80) {
-    bytes[n++] = static_cast<char>(len | 0x80);
-    len >>= 7;
-  }
-  bytes[n++] = static_cast<char>(len);
-  b.insert(body, n - 1, '\0');
-  std::copy(bytes, bytes + n, b.begin() + static_cast<std::ptrdiff_t>(body - 1));
-}
 void TextField(std::string& b, uint32_t field, std::string_view s) {  // a string field: valid UTF-8
   std::string text;
   AppendValidUtf8(text, s);
@@ -192,9 +168,11 @@ class PerfettoEncoder final : public TraceEncoder {
     }
   }
   void Descriptor(const std::string& desc);
-  // An event packet, written in place in the sink's buffer: BeginEvent reserves `room` bytes (at
-  // least what the event can take), opens the packet and its TrackEvent and returns the cursor for
-  // the event's fields; EndEvent closes them at the cursor, adding the entries interned meanwhile.
+  // An event packet: BeginEvent makes `room` bytes of scratch (at least what the event can take),
+  // writes the packet's first fields, opens its TrackEvent and returns the cursor for the event's
+  // fields; EndEvent closes them at the cursor and appends the packet to the output, with the
+  // entries interned meanwhile. Raw writes into scratch, one append per packet: no per-byte
+  // bounds checks and no zero-filling of the output.
   char* BeginEvent(int64_t ts, size_t room);
   void EndEvent(char* p);
   static char* TrackUuid(char* p, uint32_t lane, bool first_lane) {
@@ -205,7 +183,14 @@ class PerfettoEncoder final : public TraceEncoder {
   uint32_t CategoryIid(uint8_t kind);
   uint32_t AnnotationNameIid(TraceArgKey key);
   uint32_t StringIid(std::string_view s, Interned& slot);
-  uint32_t StaticStringIid(std::string_view s) { return StringIid(s, static_string_iids_[s.data()]); }
+  // TraceArg strings are static names: found by address, through a small direct-mapped cache.
+  uint32_t StaticStringIid(std::string_view s) {
+    auto& cached = static_cache_[(reinterpret_cast<uintptr_t>(s.data()) >> 3) % static_cache_.size()];
+    if (cached.first != s.data()) {
+      cached = {s.data(), &static_string_iids_[s.data()]};
+    }
+    return StringIid(s, *cached.second);
+  }
   char* Annotation(char* p, const TraceArg& a);
   char* StackAnnotation(char* p, const std::vector<StackFrameInfo>& frames);
 
@@ -229,8 +214,9 @@ class PerfettoEncoder final : public TraceEncoder {
   std::string new_categories_, new_names_, new_annotation_names_, new_strings_;  // InternedData fields
   std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<>> ends_;
   uint64_t begun_ = 0;
-  size_t packet_at_ = 0;   // body of the open event packet, in the sink's buffer
-  char* event_len_ = nullptr;  // length byte of its TrackEvent
+  std::vector<char> scratch_;  // the open event packet's body
+  char* event_len_ = nullptr;  // length byte of its TrackEvent, in scratch_
+  std::array<std::pair<const char*, Interned*>, 64> static_cache_{};
   // Scratch buffers for the packets built aside (descriptors, sequence starts), reused.
   std::string te_, pkt_, ann_, elem_, entry_;
 };
@@ -280,13 +266,10 @@ void PerfettoEncoder::StartSequence(uint64_t default_track, int64_t t0) {
 }
 
 char* PerfettoEncoder::BeginEvent(int64_t ts, size_t room) {
-  std::string& b = sink_.buf();
-  const size_t start = b.size();
-  b.resize(start + room + 32);  // + the packet's own fields
-  char* p = b.data() + start;
-  p = PutVarint(p, (1u << 3) | kLengthDelimited);
-  packet_at_ = static_cast<size_t>(p + 1 - b.data());  // its length byte stays 1 until EndEvent
-  *p++ = 0;
+  if (scratch_.size() < room + 32) {
+    scratch_.resize(std::max(room + 32, 2 * scratch_.size()));
+  }
+  char* p = scratch_.data();
   p = PutVarintField(p, packet::kTimestamp, static_cast<uint64_t>(ts - last_ts_));  // non-decreasing per sequence
   last_ts_ = ts;
   p = PutVarintField(p, packet::kSequenceId, sequence_);
@@ -295,24 +278,34 @@ char* PerfettoEncoder::BeginEvent(int64_t ts, size_t room) {
 }
 
 void PerfettoEncoder::EndEvent(char* p) {
-  std::string& b = sink_.buf();
   p = PutClose(event_len_, p);
-  b.resize(static_cast<size_t>(p - b.data()));
-  if (!new_categories_.empty() || !new_names_.empty() || !new_annotation_names_.empty() || !new_strings_.empty()) {
+  const auto body = static_cast<size_t>(p - scratch_.data());
+  const size_t interned = new_categories_.size() + new_names_.size() + new_annotation_names_.size() + new_strings_.size();
+  char head[24];
+  char* h = head;
+  size_t packet_len = body + 2;  // + sequence_flags
+  if (interned > 0) {
+    char len[10];
+    packet_len += 1 + static_cast<size_t>(PutVarint(len, interned) - len) + interned;
+  }
+  h = PutVarint(h, (1u << 3) | kLengthDelimited);
+  h = PutVarint(h, packet_len);
+  std::string& b = sink_.buf();
+  b.append(head, static_cast<size_t>(h - head));
+  b.append(scratch_.data(), body);
+  if (interned > 0) {
     Tag(b, packet::kInternedData, kLengthDelimited);
-    const size_t at = OpenLength(b);
+    Varint(b, interned);
     b += new_categories_;
     b += new_names_;
     b += new_annotation_names_;
     b += new_strings_;
-    CloseLength(b, at);
     new_categories_.clear();
     new_names_.clear();
     new_annotation_names_.clear();
     new_strings_.clear();
   }
   VarintField(b, packet::kSequenceFlags, packet::kNeedsIncrementalState);
-  CloseLength(b, packet_at_);
 }
 
 // Appends one interned entry {iid, name} to `into` as field `field` of InternedData.

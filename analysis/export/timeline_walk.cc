@@ -1,6 +1,7 @@
 #include "analysis/export/timeline_walk.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -197,8 +198,8 @@ class Walker {
 
  private:
   Status SelectRanks();
-  Status BuildInstances();
-  Status ScanEvents();  // the origin and, for --steps, the step marks
+  // The instance table and, on the same read of the file, the origin and (for --steps) the step marks.
+  Status ReadInstancesAndOrigin();
   Status ResolveCut(const std::vector<RankStepMarks>& marks);
   Status WalkRank(const RankInfo& r);
   void WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
@@ -227,7 +228,7 @@ class Walker {
     }
   }
   void Arg(TraceArgKey key, TraceArg::Type type, uint64_t u, int64_t i = 0, std::string_view s = {}) {
-    args_.push_back(TraceArg{key, type, u, i, s});
+    args_[n_args_++] = TraceArg{key, type, u, i, s};
   }
 
   const ProfileReader& reader_;
@@ -246,7 +247,8 @@ class Walker {
   uint32_t next_lane_ = 1;
   const std::vector<std::string>* strings_ = nullptr;  // the current rank's string table
   std::string unknown_name_;
-  std::vector<TraceArg> args_;
+  std::array<TraceArg, 16> args_{};  // the current event's: at most 11 (a collective's)
+  size_t n_args_ = 0;
   std::vector<uint64_t> flows_out_;
   uint64_t events_since_progress_ = 0;
   // Call sites (--stacks): every rank's stacks, and the current rank's CALL_SITEs, by the
@@ -294,11 +296,31 @@ Status Walker::SelectRanks() {
   return Status::Ok();
 }
 
-Status Walker::BuildInstances() {
-  auto loaded = LoadCollectiveInstances(reader_, true);
+Status Walker::ReadInstancesAndOrigin() {
+  int64_t origin = INT64_MAX;
+  std::vector<RankStepMarks> marks(opts_.steps ? info_.ranks.size() : 0);
+  std::vector<ClockModel> models;
+  std::vector<bool> selected;
+  for (const RankInfo& r : info_.ranks) {
+    models.push_back(r.clock_model());
+    selected.push_back(Selected(r.rank));
+  }
+  auto loaded = LoadCollectiveInstances(reader_, true, false, [&](uint32_t k, std::span<const commprof_event> chunk) {
+    if (!selected[k]) {
+      return;
+    }
+    for (const auto& e : chunk) {
+      origin = std::min(origin, models[k].ToReference(static_cast<int64_t>(e.start_ns)));
+    }
+    if (!marks.empty()) {
+      AddStepMarks(chunk, marks[k]);
+    }
+  });
   if (!loaded.ok()) {
     return loaded.status();
   }
+  origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
+  stats_.origin_reference_ns = origin_;
   std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
   uint64_t next_flow = 1;
   instances_.rows.reserve(loaded.value().size());
@@ -313,29 +335,6 @@ Status Walker::BuildInstances() {
     instances_.by_key.emplace(row.in.key(), static_cast<uint32_t>(instances_.rows.size()));
     instances_.rows.push_back(std::move(row));
   }
-  return Status::Ok();
-}
-
-Status Walker::ScanEvents() {
-  int64_t origin = INT64_MAX;
-  std::vector<RankStepMarks> marks(opts_.steps ? info_.ranks.size() : 0);
-  for (size_t k = 0; k < info_.ranks.size(); ++k) {
-    const RankInfo& r = info_.ranks[k];
-    if (!Selected(r.rank)) {
-      continue;
-    }
-    ClockModel model = r.clock_model();
-    COMMPROF_RETURN_IF_ERROR(reader_.ForEachEventChunk(r.rank, [&](std::span<const commprof_event> chunk) {
-      for (const auto& e : chunk) {
-        origin = std::min(origin, model.ToReference(static_cast<int64_t>(e.start_ns)));
-      }
-      if (!marks.empty()) {
-        AddStepMarks(chunk, marks[k]);
-      }
-    }));
-  }
-  origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
-  stats_.origin_reference_ns = origin_;
   return ResolveCut(marks);
 }
 
@@ -453,7 +452,7 @@ void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, ui
     unknown_name_ = "<unknown name " + std::to_string(e.name_id) + ">";
     s.name = unknown_name_;
   }
-  args_.clear();
+  n_args_ = 0;
   flows_out_.clear();
   switch (e.kind) {
     case COMMPROF_KIND_MPI_COLLECTIVE:
@@ -524,7 +523,7 @@ void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, ui
         Arg(TraceArgKey::kCorrelation, T::kUint, e.correlation);
       }
   }
-  s.args = args_;
+  s.args = std::span<const TraceArg>(args_.data(), n_args_);
   if (!call_sites_.empty()) {
     if (auto cs = call_sites_.find({e.start_ns, e.kind, e.comm_id}); cs != call_sites_.end()) {
       s.stack = cs->second;
@@ -583,14 +582,17 @@ Status Walker::WalkRank(const RankInfo& r) {
   std::vector<uint32_t> track_order(track_ids.size());
   {
     uint32_t k = 0;
-    for (const auto& [key, id] : track_ids) {
-      track_order[id] = k++;
+    for (auto& [key, id] : track_ids) {
+      track_order[id] = k;
+      id = k++;  // from here on a track is its place in TrackKey order
     }
   }
-  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
-    const uint32_t ta = track_order[a.track], tb = track_order[b.track];
-    if (ta != tb) {
-      return ta < tb;
+  for (Item& it : items) {
+    it.track = track_order[it.track];
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    if (a.track != b.track) {
+      return a.track < b.track;
     }
     if (a.start != b.start) {
       return a.start < b.start;
@@ -680,8 +682,7 @@ Status Walker::Run() {
   for (const RankInfo& r : info_.ranks) {
     next_lane_ = std::max(next_lane_, r.rank + 2);
   }
-  COMMPROF_RETURN_IF_ERROR(BuildInstances());
-  COMMPROF_RETURN_IF_ERROR(ScanEvents());
+  COMMPROF_RETURN_IF_ERROR(ReadInstancesAndOrigin());
   auto stacks = LoadStacks(reader_);
   if (!stacks.ok()) {
     return stacks.status();

@@ -14,8 +14,8 @@
 // The *cut* (--time-range, --steps) keeps the events that overlap it, the flows whose two slices
 // are both kept, and each counter's level at the cut's start plus its changes inside it; it never
 // moves the origin, so a cut trace shows the times of the whole one.
-// Operation, bounded memory: the instance table (the report's figures) is built first; one pass
-// over the events finds the origin and the step marks; then each rank in turn is loaded (its
+// Operation, bounded memory: the instance table (the report's figures) is built first, on the same
+// read of the file that finds the origin and the step marks; then each rank in turn is loaded (its
 // events and string table only), sorted per track, split into lanes and handed to the encoder,
 // which writes through a fixed-size buffer.
 #pragma once
