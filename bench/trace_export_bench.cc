@@ -31,8 +31,8 @@ std::string Profile() {
   }
   const std::string path = (std::filesystem::temp_directory_path() / "commprof_trace_export_bench.h5").string();
   if (!std::filesystem::exists(path)) {
-    const std::string cmd = std::string(COMMPROF_SYNTHETIC_TOOL) +
-                            " --ranks 16 --events 2000000 --gpu --out " + path + " > /dev/null";
+    const std::string cmd =
+        std::string(COMMPROF_SYNTHETIC_TOOL) + " --ranks 16 --events 2000000 --gpu --out " + path + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) {
       return "";
     }

@@ -198,8 +198,7 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
 
 int RunExport(const Options& o) {
   if (o.format != "chrome" && o.format != "perfetto" && o.format != "memory-html" && o.format != "memory-json") {
-    std::fprintf(stderr,
-                 "commprof export: --format %s is not supported (chrome, perfetto, memory-html, memory-json)\n",
+    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome, perfetto, memory-html, memory-json)\n",
                  o.format.c_str());
     return 2;
   }
@@ -308,7 +307,8 @@ int RunExport(const Options& o) {
                  static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.lanes_added),
                  static_cast<double>(stats.bytes) / 1e6, secs);
     if (stats.cut) {
-      std::fprintf(stderr, "commprof export: the cut kept %s to %s after the origin; %llu event(s) outside it left out\n",
+      std::fprintf(stderr,
+                   "commprof export: the cut kept %s to %s after the origin; %llu event(s) outside it left out\n",
                    FormatCutTime(stats.cut_from_ns).c_str(), FormatCutTime(stats.cut_to_ns).c_str(),
                    static_cast<unsigned long long>(stats.events_cut));
     }
@@ -330,7 +330,8 @@ Runner AddExportCommand(CLI::App& app) {
       "matched blocking collective to every other participant, and wait/sequence/bytes args on collectives. "
       "Open the file in https://ui.perfetto.dev or chrome://tracing. Memory: one rank's events at a time. "
       "--ranks, --time-range and --steps cut a job too large to view whole. "
-      "Layout: docs/chrome-trace.md, docs/perfetto-trace.md. With --format memory-html or memory-json, the memory timeline instead: "
+      "Layout: docs/chrome-trace.md, docs/perfetto-trace.md. With --format memory-html or memory-json, the memory "
+      "timeline instead: "
       "per rank and device the bytes in use over time from the allocation/free records, stacked by memory "
       "kind, every rank on one time axis, each peak with the allocations live then (largest 10 named); "
       "memory: one rank's alloc/free records at a time plus the series (docs/memory-timeline.md).");
@@ -341,9 +342,10 @@ Runner AddExportCommand(CLI::App& app) {
                   "device, bytes in use stacked by memory kind, peaks with what was live); memory-json: the same "
                   "as JSON (docs/memory-timeline.md)")
       ->capture_default_str();
-  sub->add_option("-o,--output", o->output,
-                  "output file (default: FILE without .h5 + .trace.json, .pftrace, .memory.html or .memory.json; '-' for "
-                  "standard output, not for memory-html); overwritten");
+  sub->add_option(
+      "-o,--output", o->output,
+      "output file (default: FILE without .h5 + .trace.json, .pftrace, .memory.html or .memory.json; '-' for "
+      "standard output, not for memory-html); overwritten");
   sub->add_option("--max-points", o->max_points,
                   "memory formats: at most N points per chart, keeping each time bucket's first, last, lowest and "
                   "highest (0: every record, else at least 4; default 1000 for memory-html, 0 for memory-json)");

@@ -116,15 +116,14 @@ constexpr uint32_t kCategoryIids = 3, kDebugAnnotations = 4, kType = 9, kNameIid
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 }  // namespace event
 namespace annotation {
-constexpr uint32_t kNameIid = 1, kBool = 2, kUint = 3, kInt = 4, kString = 6, kName = 10, kArray = 12,
-                   kStringIid = 17;
+constexpr uint32_t kNameIid = 1, kBool = 2, kUint = 3, kInt = 4, kString = 6, kName = 10, kArray = 12, kStringIid = 17;
 }
 namespace interned {
 constexpr uint32_t kCategories = 1, kEventNames = 2, kAnnotationNames = 3, kStrings = 29;
 constexpr uint32_t kIid = 1, kName = 2;  // EventCategory, EventName, DebugAnnotationName, InternedString (str)
 }  // namespace interned
 
-constexpr uint32_t kDescriptorSequence = 1;  // descriptors and the trace's facts: no interning, no clock
+constexpr uint32_t kDescriptorSequence = 1;        // descriptors and the trace's facts: no interning, no clock
 constexpr uint64_t kCounterUuidBase = 1ull << 40;  // counter tracks, above every lane id
 constexpr uint64_t kFactsUuid = (1ull << 40) - 1;
 
@@ -209,8 +208,8 @@ class PerfettoEncoder final : public TraceEncoder {
   std::unordered_map<std::string, Interned> other_name_iids_;
   std::array<Interned, 256> category_iids_{};
   std::array<Interned, static_cast<size_t>(TraceArgKey::kCount)> annotation_iids_{};
-  std::unordered_map<const char*, Interned> static_string_iids_;  // TraceArg strings: static names
-  std::unordered_map<std::string, Interned> string_iids_;         // stack frames
+  std::unordered_map<const char*, Interned> static_string_iids_;                 // TraceArg strings: static names
+  std::unordered_map<std::string, Interned> string_iids_;                        // stack frames
   std::string new_categories_, new_names_, new_annotation_names_, new_strings_;  // InternedData fields
   std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<>> ends_;
   uint64_t begun_ = 0;
@@ -280,7 +279,8 @@ char* PerfettoEncoder::BeginEvent(int64_t ts, size_t room) {
 void PerfettoEncoder::EndEvent(char* p) {
   p = PutClose(event_len_, p);
   const auto body = static_cast<size_t>(p - scratch_.data());
-  const size_t interned = new_categories_.size() + new_names_.size() + new_annotation_names_.size() + new_strings_.size();
+  const size_t interned =
+      new_categories_.size() + new_names_.size() + new_annotation_names_.size() + new_strings_.size();
   char head[24];
   char* h = head;
   size_t packet_len = body + 2;  // + sequence_flags
@@ -398,8 +398,9 @@ void PerfettoEncoder::Begin(const Header& h) {
   VarintField(desc, track::kUuid, kFactsUuid);
   TextField(desc, track::kName, "commprof");
   TextField(desc, track::kDescription,
-            "commprof trace of " + info.path + ": timestamps are ns since the earliest exported event "
-            "(origin_reference_ns on the job's reference clock)");
+            "commprof trace of " + info.path +
+                ": timestamps are ns since the earliest exported event "
+                "(origin_reference_ns on the job's reference clock)");
   Descriptor(desc);
   // The trace's facts: the args of one instant, on the descriptor sequence (literal names: no
   // interned state there), at the start of what is shown.
@@ -512,8 +513,8 @@ void PerfettoEncoder::FlushEnds(int64_t until) {
 void PerfettoEncoder::Slice(const TraceSlice& s) {
   EnsureSequence(s.start);
   FlushEnds(s.start);  // what ended by now, before what begins (equal times: END first)
-  const size_t room = 48 + 24 * s.args.size() + 11 * s.flows_out.size() +
-                      (s.stack != nullptr ? 16 + 24 * s.stack->size() : 0);
+  const size_t room =
+      48 + 24 * s.args.size() + 11 * s.flows_out.size() + (s.stack != nullptr ? 16 + 24 * s.stack->size() : 0);
   char* p = BeginEvent(s.start, room);
   p = PutVarintField(p, event::kCategoryIids, CategoryIid(s.event->kind));
   for (const TraceArg& a : s.args) {

@@ -31,11 +31,31 @@ bool TraceSink::Flush() {
 }
 
 const char* TraceArgName(TraceArgKey key) {
-  static constexpr const char* kNames[] = {
-      "op",     "comm_id", "seq",      "bytes",       "root",           "nonblocking",  "incomplete",
-      "untracked_comm", "instance", "ranks_seen", "wait_ns", "skew_ns", "last_rank",    "peer",
-      "tag",    "requests", "parent_comm_id", "size", "rank_in_comm", "step",   "address",
-      "memory_kind", "total_allocated", "correlation", "stack"};
+  static constexpr const char* kNames[] = {"op",
+                                           "comm_id",
+                                           "seq",
+                                           "bytes",
+                                           "root",
+                                           "nonblocking",
+                                           "incomplete",
+                                           "untracked_comm",
+                                           "instance",
+                                           "ranks_seen",
+                                           "wait_ns",
+                                           "skew_ns",
+                                           "last_rank",
+                                           "peer",
+                                           "tag",
+                                           "requests",
+                                           "parent_comm_id",
+                                           "size",
+                                           "rank_in_comm",
+                                           "step",
+                                           "address",
+                                           "memory_kind",
+                                           "total_allocated",
+                                           "correlation",
+                                           "stack"};
   static_assert(std::size(kNames) == static_cast<size_t>(TraceArgKey::kCount));
   return kNames[static_cast<size_t>(key)];
 }
@@ -108,10 +128,9 @@ bool ParseStepRange(const std::string& spec, TraceStepRange& out, std::string& w
   };
   const size_t dash = spec.find('-');
   TraceStepRange r;
-  const bool ok = dash == std::string::npos
-                      ? number(spec, r.first) && ((r.last = r.first), true)
-                      : number(std::string_view(spec).substr(0, dash), r.first) &&
-                            number(std::string_view(spec).substr(dash + 1), r.last);
+  const bool ok = dash == std::string::npos ? number(spec, r.first) && ((r.last = r.first), true)
+                                            : number(std::string_view(spec).substr(0, dash), r.first) &&
+                                                  number(std::string_view(spec).substr(dash + 1), r.last);
   if (!ok) {
     why = "give a step number or a range of them, e.g. 5 or 5-8";
     return false;
@@ -653,8 +672,8 @@ void Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> ev
   for (const MemorySeries& m : builder.Finish()) {
     auto first = std::lower_bound(m.points.begin(), m.points.end(), cut_from_,
                                   [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
-    auto last = std::lower_bound(first, m.points.end(), cut_to_,
-                                 [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
+    auto last =
+        std::lower_bound(first, m.points.end(), cut_to_, [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
     const bool level_before = first != m.points.begin() && cut_from_ > INT64_MIN;
     if (first == last && !level_before) {
       continue;

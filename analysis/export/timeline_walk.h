@@ -57,7 +57,7 @@ struct TraceStepRange {
 };
 
 struct TraceExportOptions {
-  std::vector<uint32_t> ranks;  // ranks to export; empty: all of them. A rank not in the file is an error.
+  std::vector<uint32_t> ranks;               // ranks to export; empty: all of them. A rank not in the file is an error.
   std::optional<TraceTimeRange> time_range;  // at most one of time_range and steps
   std::optional<TraceStepRange> steps;
   std::string output_name = "output";  // names the output in error messages
@@ -136,8 +136,8 @@ struct TraceArg {
   enum class Type : uint8_t { kUint, kInt, kId, kBool, kString };
   TraceArgKey key;
   Type type;
-  uint64_t u = 0;  // kUint, kId (a 64-bit identifier), kBool
-  int64_t i = 0;   // kInt
+  uint64_t u = 0;      // kUint, kId (a 64-bit identifier), kBool
+  int64_t i = 0;       // kInt
   std::string_view s;  // kString: a static name (operation, memory kind, instance state)
 };
 
@@ -145,10 +145,10 @@ struct TraceArg {
 struct TraceSlice {
   const commprof_event* event = nullptr;
   uint32_t rank = 0;
-  uint32_t lane = 0;   // trace-wide lane id
+  uint32_t lane = 0;        // trace-wide lane id
   bool first_lane = false;  // the lane is its track's first
-  int64_t start = 0;   // ns since the origin
-  int64_t end = 0;     // == start for an instant
+  int64_t start = 0;        // ns since the origin
+  int64_t end = 0;          // == start for an instant
   bool instant = false;
   std::string_view name;
   uint32_t string_index = UINT32_MAX;  // index of `name` in the rank's string table, else UINT32_MAX
@@ -157,7 +157,7 @@ struct TraceSlice {
   std::string_view flow_name;                          // the collective's operation, when flows are set
   std::span<const uint64_t> flows_out;                 // flows from this slice (it arrived last)
   uint64_t flow_in = 0;                                // 0, or the flow into this slice
-  int64_t flow_in_ts = 0;  // where that flow lands: the last arrival, inside this slice
+  int64_t flow_in_ts = 0;                              // where that flow lands: the last arrival, inside this slice
 };
 
 // What a timeline is spelled through. Calls come in this order: Begin; per exported rank Rank,

@@ -312,11 +312,20 @@ TEST_F(PerfettoTraceTest, TimestampsRebuildToTheAlignedTimesAndSlicesNestPerTrac
     got.push_back(Where(d, e) + " " + std::to_string(e.type) + " " + std::to_string(e.ts) + " " + e.name);
   }
   const std::vector<std::string> want = {
-      "1/thread 0 1 0 MPI_Init",         "1/thread 0 2 1000 ",          "1/thread 0 1 9000 outer",
-      "1/thread 0 1 19000 MPI_Barrier",  "1/thread 0 2 29000 ",         "1/thread 0 2 29000 ",
-      "2/thread 0 1 24000 MPI_Barrier",  "2/thread 0 2 28500 ",         "2/GPU 0 stream 0 1 25000 memory",
-      "2/GPU 0 stream 0 2 25000 ",       "2/GPU 0 stream 0 1 27000 memory", "2/GPU 0 stream 0 2 27000 ",
-      "2/GPU 0 stream 3 1 25000 " + kBadNameAsUtf8, "2/GPU 0 stream 3 2 26000 ",
+      "1/thread 0 1 0 MPI_Init",
+      "1/thread 0 2 1000 ",
+      "1/thread 0 1 9000 outer",
+      "1/thread 0 1 19000 MPI_Barrier",
+      "1/thread 0 2 29000 ",
+      "1/thread 0 2 29000 ",
+      "2/thread 0 1 24000 MPI_Barrier",
+      "2/thread 0 2 28500 ",
+      "2/GPU 0 stream 0 1 25000 memory",
+      "2/GPU 0 stream 0 2 25000 ",
+      "2/GPU 0 stream 0 1 27000 memory",
+      "2/GPU 0 stream 0 2 27000 ",
+      "2/GPU 0 stream 3 1 25000 " + kBadNameAsUtf8,
+      "2/GPU 0 stream 3 2 26000 ",
   };
   EXPECT_EQ(got, want);
   EXPECT_EQ(d.track_names.at(1), "rank 0 (h0, pid 100)");
