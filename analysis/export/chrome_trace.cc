@@ -348,11 +348,7 @@ void ChromeEncoder::Finish(const Header& h) {
 
 Status WriteChromeTrace(const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
                         TraceExportStats* stats) {
-  TraceExportStats local;
-  TraceExportStats& s = stats != nullptr ? *stats : local;
-  TraceSink sink(out, opts.output_name);
-  ChromeEncoder encoder(sink);
-  return WalkTimeline(reader, encoder, sink, opts, s);
+  return WalkInto<ChromeEncoder>(reader, out, opts, stats);
 }
 
 }  // namespace commprof

@@ -123,7 +123,8 @@ constexpr uint32_t kCategories = 1, kEventNames = 2, kAnnotationNames = 3, kStri
 constexpr uint32_t kIid = 1, kName = 2;  // EventCategory, EventName, DebugAnnotationName, InternedString (str)
 }  // namespace interned
 
-constexpr uint32_t kDescriptorSequence = 1;        // descriptors and the trace's facts: no interning, no clock
+// Sequence 1 is reserved by Perfetto for its tracing service's own packets.
+constexpr uint32_t kDescriptorSequence = 2;        // descriptors and the trace's facts: no interning, no clock
 constexpr uint64_t kCounterUuidBase = 1ull << 40;  // counter tracks, above every lane id
 constexpr uint64_t kFactsUuid = (1ull << 40) - 1;
 
@@ -561,11 +562,7 @@ void PerfettoEncoder::CounterPoint(int64_t ts, int64_t value) {
 
 Status WritePerfettoTrace(const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
                           TraceExportStats* stats) {
-  TraceExportStats local;
-  TraceExportStats& s = stats != nullptr ? *stats : local;
-  TraceSink sink(out, opts.output_name);
-  PerfettoEncoder encoder(sink);
-  return WalkTimeline(reader, encoder, sink, opts, s);
+  return WalkInto<PerfettoEncoder>(reader, out, opts, stats);
 }
 
 }  // namespace commprof

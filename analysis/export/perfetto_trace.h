@@ -10,7 +10,8 @@
 // previous packet's); names, categories, argument names and argument strings interned per
 // sequence. A slice is a BEGIN/END pair, an instant an INSTANT, a counter sample a COUNTER event.
 // A flow links the last arriver's slice (the id on its BEGIN) to each other participant's (the id
-// on its END, which the last arrival precedes). Timestamps are the aligned ns since the origin on
+// on its END: the walk keeps a flow only when the last arrival falls inside that slice, so the
+// arrow runs forward in time). Timestamps are the aligned ns since the origin on
 // the trace's default clock; the origin and the job's facts are the arguments of a "commprof
 // trace" instant at the start.
 // Operation: written as the walk goes through a fixed-size buffer; per track only the stack of

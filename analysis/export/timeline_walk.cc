@@ -90,6 +90,42 @@ int64_t WorstClockErrorBound(const ProfileInfo& info) {
   return worst;
 }
 
+namespace {
+
+// "1.001s", "250us", "7" (ns) -> ns, exactly: digits and a decimal fraction read as integers (a
+// double would make 1.001 s 1000999999 ns). A fraction finer than a ns is rounded to the nearest.
+std::optional<int64_t> ParseExactDurationNs(std::string_view text) {
+  size_t i = 0;
+  uint64_t whole = 0, frac = 0, frac_scale = 1;
+  bool digits = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, digits = true) {
+    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+    if (whole > static_cast<uint64_t>(INT64_MAX)) {
+      return std::nullopt;
+    }
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, digits = true) {
+      if (frac_scale < 10000000000ull) {  // 10 decimals: a s to the ns, and the digit that rounds it
+        frac = frac * 10 + static_cast<uint64_t>(text[i] - '0');
+        frac_scale *= 10;
+      }
+    }
+  }
+  const double unit = DurationUnitNs(text.substr(i));
+  if (!digits || unit == 0) {
+    return std::nullopt;
+  }
+  const auto per = static_cast<uint64_t>(unit);                      // 1, 1e3, 1e6 or 1e9: exact
+  const uint64_t part = (frac * per + frac_scale / 2) / frac_scale;  // frac * per < 1e19: no overflow
+  if (whole > (static_cast<uint64_t>(INT64_MAX) - part) / per) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(whole * per + part);
+}
+
+}  // namespace
+
 bool ParseTimeRange(const std::string& spec, TraceTimeRange& out, std::string& why) {
   const size_t colon = spec.find(':');
   if (colon == std::string::npos || spec.find(':', colon + 1) != std::string::npos) {
@@ -106,12 +142,12 @@ bool ParseTimeRange(const std::string& spec, TraceTimeRange& out, std::string& w
     if (text.empty()) {
       continue;
     }
-    const std::optional<double> ns = ParseDurationNs(text);
-    if (!ns || *ns >= 9.2e18) {
+    const std::optional<int64_t> ns = ParseExactDurationNs(text);
+    if (!ns) {
       why = "'" + text + "' is not a duration such as 1.5s, 200ms, 40us or 500 (ns)";
       return false;
     }
-    *into = static_cast<int64_t>(*ns);
+    *into = *ns;
   }
   if (r.to_ns <= r.from_ns) {
     why = "the range is empty (TO must be after FROM)";
@@ -221,7 +257,7 @@ class Walker {
   Status ReadInstancesAndOrigin();
   Status ResolveCut(const std::vector<RankStepMarks>& marks);
   Status WalkRank(const RankInfo& r);
-  void WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
+  Status WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
   void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
   void CollectiveArgs(const RankInfo& r, const commprof_event& e, const Item& it, TraceSlice& s);
   void TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events);
@@ -229,6 +265,13 @@ class Walker {
   // Whether [start, end] (reference clock, end >= start) is kept by the cut.
   bool InCut(int64_t start, int64_t end) const { return start < cut_to_ && end >= cut_from_; }
   bool InCut(const Arrival& a) const { return InCut(a.start, std::max(a.start, a.end)); }
+  // Whether the last arrival falls inside participant `a`'s slice, where its arrow lands (3 ns
+  // clear of its end, for the JSON's truncating readers): not for a participant that left before
+  // the last rank arrived (a broadcast's root, a zero-byte call) or whose clock disagrees; the
+  // arrow would point back in time. Decided on the arrivals, the same on both ends of the arrow.
+  static bool Released(const Arrival& last, const Arrival& a) {
+    return last.start <= std::max(a.start, std::max(a.start, a.end) - 3);
+  }
   // The slice as the JSON readers see it (relative to the origin): the lanes hold in each view.
   LaneSlice Views(const Item& it) const {
     static constexpr MicrosReader kReaders[LaneSlice::kViews] = {MicrosReader::kExact, MicrosReader::kStrtodTruncate,
@@ -387,7 +430,9 @@ Status Walker::ResolveCut(const std::vector<RankStepMarks>& marks) {
                              " step number(s))");
     }
     cut_from_ = from;
-    cut_to_ = std::max(from, to) == INT64_MAX ? INT64_MAX : std::max(from, to) + 1;  // the last step's end is kept
+    // Half-open: step B ends where a rank's step B + 1 begins, which is not kept (a step of no
+    // length keeps its instant).
+    cut_to_ = to > from ? to : from + 1;
   } else {
     return Status::Ok();
   }
@@ -437,13 +482,14 @@ void Walker::CollectiveArgs(const RankInfo& r, const commprof_event& e, const It
   s.flow_name = schema::CollectiveOpName(in.op);
   if (j == row->metrics.last_index) {
     for (size_t k = 0; k < in.arrivals.size(); ++k) {
-      if (static_cast<int32_t>(k) != j && Selected(in.arrivals[k].world_rank) && InCut(in.arrivals[k])) {
+      const Arrival& a = in.arrivals[k];
+      if (static_cast<int32_t>(k) != j && Selected(a.world_rank) && InCut(a) && Released(last, a)) {
         flows_out_.push_back(row->flow_base + k);
       }
     }
     stats_.flows += flows_out_.size();
     s.flows_out = flows_out_;
-  } else if (Selected(last.world_rank) && InCut(last)) {
+  } else if (Selected(last.world_rank) && InCut(last) && Released(last, in.arrivals[static_cast<size_t>(j)])) {
     // Lands inside this slice at the moment the last rank arrived (the release), so the arrow runs
     // forward in time; clamped into the slice if the clocks disagree, 3 ns clear of its end so that
     // a truncating JSON reader (MicrosReader) still sees it inside.
@@ -658,7 +704,7 @@ Status Walker::WalkRank(const RankInfo& r) {
     enc_.EndTrack();
     pos = end_pos;
   }
-  WriteCounters(r, events, model);
+  COMMPROF_RETURN_IF_ERROR(WriteCounters(r, events, model));
   strings_ = nullptr;
   return sink_.MaybeFlush() ? Status::Ok() : sink_.Error();
 }
@@ -666,7 +712,7 @@ Status Walker::WalkRank(const RankInfo& r) {
 // One counter series per device and memory kind that has allocation/free records: the bytes in
 // use after each record (docs/metrics.md §7, the same series as /analysis/memory). Under a cut,
 // the level at the cut's start (when a record came before it) and the records inside it.
-void Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model) {
+Status Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model) {
   MemoryUsageBuilder builder(r.rank, model);
   builder.Add(events);
   for (const MemorySeries& m : builder.Finish()) {
@@ -690,10 +736,11 @@ void Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> ev
       enc_.CounterPoint(p->time_ns - origin_, p->bytes_in_use);
       ++stats_.counters;
       if (!sink_.MaybeFlush()) {
-        return;
+        return sink_.Error();
       }
     }
   }
+  return Status::Ok();
 }
 
 Status Walker::Run() {

@@ -189,6 +189,17 @@ class TraceEncoder {
 Status WalkTimeline(const ProfileReader& reader, TraceEncoder& encoder, TraceSink& sink, const TraceExportOptions& opts,
                     TraceExportStats& stats);
 
+// Walks into an `Encoder` made from the sink (ChromeEncoder, PerfettoEncoder) writing to `out`;
+// `stats` may be null.
+template <class Encoder>
+Status WalkInto(const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
+                TraceExportStats* stats) {
+  TraceExportStats local;
+  TraceSink sink(out, opts.output_name);
+  Encoder encoder(sink);
+  return WalkTimeline(reader, encoder, sink, opts, stats != nullptr ? *stats : local);
+}
+
 // Parses --time-range FROM:TO (durations as ParseDurationNs: "1.5s", "200ms", "500" = ns; either
 // side may be empty). False with `why` set when malformed.
 bool ParseTimeRange(const std::string& spec, TraceTimeRange& out, std::string& why);

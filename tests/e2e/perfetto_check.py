@@ -13,7 +13,8 @@ text output and checks what Perfetto's trace processor relies on:
   exists; process pids are unique and never 0;
 - on each track, BEGIN and END pair up and nest (an END closes the innermost open slice, never
   before it began), nothing stays open;
-- every flow id is on exactly two slices: a BEGIN (the last arriver's) and an END (a participant's);
+- every flow id is on exactly two slices: a BEGIN (the last arriver's) and an END (a participant's)
+  that is not before that BEGIN (the arrow runs forward in time);
 - COUNTER events are only on counter tracks and carry a value.
 
 `read_trace(path)` returns a Trace: the slices (with names, categories, args, flows resolved),
@@ -304,5 +305,8 @@ def read_trace(path):
         sides = sorted(side for side, _ in ends)
         if sides != ["begin", "end"]:
             raise TraceError(f"flow {fid}: on {len(ends)} slice end(s) {sides}, expected one BEGIN and one END")
-        t.flows[fid] = (next(s for side, s in ends if side == "begin"), next(s for side, s in ends if side == "end"))
+        src, dst = next(s for side, s in ends if side == "begin"), next(s for side, s in ends if side == "end")
+        if dst.end < src.start:
+            raise TraceError(f"flow {fid}: lands at {dst.end}, before the slice it leaves began ({src.start})")
+        t.flows[fid] = (src, dst)
     return t

@@ -16,7 +16,7 @@ event by event, with the Chrome JSON export of the same file, which has tests of
               equal the JSON's; each rank's counter peak is the planted one.
   cuts        A real 4-rank job marking 6 steps (step_program): --steps 2-3 keeps exactly the
               slices and instants of the whole trace that overlap [earliest step-2 mark, latest
-              step-4 mark] (step 3 ends where step 4 begins, docs/metrics.md §10), computed here from
+              step-4 mark) (step 3 ends where step 4 begins, docs/metrics.md §10), computed here from
               the whole JSON trace; --time-range the same for a range given in ms; both formats keep
               the same events and flows with both ends kept; times stay those of the whole trace;
               a memory counter starts at the cut with the level the whole trace has there.
@@ -237,7 +237,7 @@ def case_cuts(ctx):
     marks = steps_truth(whole)
     expect(sorted(marks) == list(range(6)) and all(len(m) == 4 for m in marks.values()),
            f"step marks {dict(marks)}")
-    lo, hi = min(marks[2].values()), max(marks[4].values()) + 1
+    lo, hi = min(marks[2].values()), max(marks[4].values())  # [lo, hi): step 4's last mark is not kept
     cut, t, _ = same_content(ctx, h5, "steps23", "--steps", "2-3")
     check_cut("--steps 2-3", whole, cut, lo, hi)
     for fid, (src, dst) in t.flows.items():

@@ -435,6 +435,43 @@ TEST_F(PerfettoTraceTest, AWriteFailureNamesTheOutputAndARankNotInTheFileTheInpu
   EXPECT_NE(st.message().find("out.pftrace"), std::string::npos) << st.message();
 }
 
+// A broadcast whose root left before the last rank arrived: an arrow from the late rank's arrival to
+// the root's slice would point back in time, so neither format draws one.
+TEST(PerfettoTraceFlows, AParticipantThatLeftBeforeTheLastArrivalGetsNoArrowInEitherFormat) {
+  TempDir dir("commprof-perfetto-bcast");
+  std::vector<RankData> r(3);
+  for (auto& x : r) {
+    x.strings = {"MPI_Bcast"};
+    x.points = {ClockPoint{0, 0, 10}};
+  }
+  // Root 0 [1000,1100] leaves at once; rank 1 [1050,3000] arrives before it left; rank 2 [2000,3000]
+  // arrives last, after the root had left.
+  r[0].events = {Collective(COMMPROF_OP_BCAST, 0, 1000, 1100, {.root = 0, .bytes = 8})};
+  r[1].events = {Collective(COMMPROF_OP_BCAST, 0, 1050, 3000, {.root = 0, .bytes = 8})};
+  r[2].events = {Collective(COMMPROF_OP_BCAST, 0, 2000, 3000, {.root = 0, .bytes = 8})};
+  auto reader = test_support::WriteProfile(dir / "bcast.h5", r);
+  ASSERT_NE(reader, nullptr);
+  TraceExportStats stats;
+  std::ostringstream pb, js;
+  ASSERT_TRUE(WritePerfettoTrace(*reader, pb, {}, &stats).ok());
+  EXPECT_EQ(stats.flows, 1u);  // rank 2 -> rank 1 only
+  const Decoded d = Decode(pb.str());
+  std::map<uint64_t, std::vector<int64_t>> flow_ts;
+  for (const Event& e : d.events) {
+    for (uint64_t f : e.flows) flow_ts[f].push_back(e.ts);
+  }
+  ASSERT_EQ(flow_ts.size(), 1u);
+  EXPECT_EQ(flow_ts.begin()->second, (std::vector<int64_t>{2000, 1000}));  // rank 1's END, rank 2's BEGIN
+  ASSERT_TRUE(WriteChromeTrace(*reader, js, {}, &stats).ok());
+  EXPECT_EQ(stats.flows, 1u);
+  size_t s_events = 0, pos = 0;
+  while ((pos = js.str().find("\"ph\":\"s\"", pos)) != std::string::npos) {
+    ++s_events;
+    ++pos;
+  }
+  EXPECT_EQ(s_events, 1u);
+}
+
 TEST(TraceCuts, TimeRangesAndStepRangesParseOrSayWhy) {
   TraceTimeRange r;
   std::string why;
@@ -459,6 +496,16 @@ TEST(TraceCuts, TimeRangesAndStepRangesParseOrSayWhy) {
   EXPECT_EQ(s.first, 4u);
   EXPECT_EQ(s.last, 4u);
   EXPECT_FALSE(ParseStepRange("8-5", s, why));
+  // Exact decimals: a double would make 1.001 s 1000999999 ns; a fraction of a ns rounds.
+  ASSERT_TRUE(ParseTimeRange("1.001s:1.015s", r, why)) << why;
+  EXPECT_EQ(r.from_ns, 1001000000);
+  EXPECT_EQ(r.to_ns, 1015000000);
+  ASSERT_TRUE(ParseTimeRange("5:5.5", r, why)) << why;
+  EXPECT_EQ(r.to_ns, 6);
+  ASSERT_TRUE(ParseTimeRange("0.000000001s:9223372036s", r, why)) << why;
+  EXPECT_EQ(r.from_ns, 1);
+  EXPECT_FALSE(ParseTimeRange("9223372037s:", r, why));  // beyond int64 ns
+  EXPECT_FALSE(ParseTimeRange(".s:", r, why));
   EXPECT_FALSE(ParseStepRange("x", s, why));
   EXPECT_FALSE(ParseStepRange("5-", s, why));
 }
