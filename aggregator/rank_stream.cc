@@ -51,7 +51,14 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " is for job '" + h->job_id +
                            "', not this job '" + policy_.job_id + "'");
   }
-  RankClaim claim = ingest_.ClaimRank(h.value());
+  if (h->incarnation > 0 && router_) {
+    Result<Ingest*> routed = router_(h->incarnation);
+    if (!routed.ok()) {
+      return routed.status();
+    }
+    ingest_ = routed.value();
+  }
+  RankClaim claim = ingest_->ClaimRank(h.value());
   if (claim.kind == RankClaim::Kind::kTaken) {
     return InvalidArgument(claim.why);
   }
@@ -60,7 +67,7 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
   generation_ = claim.generation;
   accepted_ = true;
   if (claim.kind == RankClaim::Kind::kNew) {
-    ingest_.OpenRank(hello_);
+    ingest_->OpenRank(hello_);
   } else {
     // The same process again (a reconnect, or its spool after a lost connection): what is stored
     // stays, resent batches are skipped by the ingest, and batches counted lost stay counted.
@@ -87,7 +94,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (!s.ok()) {
         return s.status();
       }
-      ingest_.Strings(rank_, generation_, std::move(s.value()));
+      ingest_->Strings(rank_, generation_, std::move(s.value()));
       return Status::Ok();
     }
     case wire::FrameType::kEvents: {
@@ -116,7 +123,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (events_observer_) {
         events_observer_(rank_, e->events);
       }
-      ingest_.Events(rank_, generation_, e->batch_seq, std::move(e->events));
+      ingest_->Events(rank_, generation_, e->batch_seq, std::move(e->events));
       return Status::Ok();
     }
     case wire::FrameType::kClock: {
@@ -124,7 +131,7 @@ Status RankStream::OnFrame(wire::FrameType type, std::span<const uint8_t> payloa
       if (!c.ok()) {
         return c.status();
       }
-      ingest_.Clock(rank_, generation_, std::move(c.value()));
+      ingest_->Clock(rank_, generation_, std::move(c.value()));
       return Status::Ok();
     }
     case wire::FrameType::kBye: {
@@ -158,7 +165,7 @@ void RankStream::End(const std::string& reason, bool corrupt) {
   if (first_batch_ > 0) {
     counters_.emplace_back("batches_in_other_files", first_batch_);
   }
-  ingest_.CloseRank(rank_, generation_, end, counters_, batches_lost_, reason);
+  ingest_->CloseRank(rank_, generation_, end, counters_, batches_lost_, reason);
 }
 
 }  // namespace commprof

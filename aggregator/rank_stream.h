@@ -19,9 +19,20 @@ struct StreamPolicy {
   std::string job_id;                 // empty: accept any job id
 };
 
+// Where a rank's stream goes by its hello's incarnation, for the incarnations above 0 (the workers of
+// an elastic restart, docs/torchrun.md#elastic-restarts): the Ingest of that incarnation's file, or
+// an error that refuses the hello.
+using IncarnationRouter = std::function<Result<Ingest*>(uint32_t incarnation)>;
+
 class RankStream {
  public:
-  RankStream(Ingest& ingest, StreamPolicy policy) : ingest_(ingest), policy_(std::move(policy)) {}
+  RankStream(Ingest& ingest, StreamPolicy policy) : ingest_(&ingest), policy_(std::move(policy)) {}
+
+  // Unset (a relay, a lone spool merge): every incarnation goes to the ingest given, where a
+  // restarted rank is refused as already stored.
+  void RouteIncarnations(IncarnationRouter router) { router_ = std::move(router); }
+  // The ingest the stream writes to: the one given, or after the hello its incarnation's.
+  Ingest& ingest() const { return *ingest_; }
 
   // Over TCP: the hello's proof must cover this connection's challenge (docs/wire-protocol.md);
   // without this call (spool files) the proof is the nonce-less one.
@@ -54,7 +65,8 @@ class RankStream {
  private:
   Status OnHello(std::span<const uint8_t> payload);
 
-  Ingest& ingest_;
+  Ingest* ingest_;
+  IncarnationRouter router_;
   StreamPolicy policy_;
   std::optional<wire::Nonce> challenge_;
   bool accepted_ = false;

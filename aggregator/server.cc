@@ -42,7 +42,6 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
         hello_timer_(socket_.get_executor()),
         ack_timer_(socket_.get_executor()),
         pause_timer_(socket_.get_executor()),
-        ingest_(ingest),
         stream_(ingest, policy),
         stats_(stats),
         limits_(limits),
@@ -66,6 +65,9 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       Write(std::move(frame));
     }
   }
+
+  // Elastic restarts' workers to their incarnation's ingest (Server::RouteIncarnations).
+  void RouteIncarnations(const IncarnationRouter& router) { stream_.RouteIncarnations(router); }
 
   void Start() {
     stats_.connections++;
@@ -218,7 +220,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
     // Back-pressure: while the writer is behind (its queue over its bound), read nothing more. The
     // socket's buffers fill, and the collector's sends wait: the aggregator's memory stays bounded
     // (docs/scale.md#back-pressure) and nothing is lost. Looked at again every ms.
-    if (ingest_.Congested()) {
+    if (stream_.ingest().Congested()) {
       if (!paused_) {
         paused_ = true;
         stats_.read_pauses++;
@@ -357,7 +359,7 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   }
 
   void SendBatchAck() {
-    Ingest::Durable d = ingest_.DurableOf(stream_.rank());
+    Ingest::Durable d = stream_.ingest().DurableOf(stream_.rank());
     // Never acknowledge more than this stream has carried: after a resume the durable count may
     // include batches the collector has not resent yet, which it still holds and will send.
     uint64_t batches = std::min(d.batches, stream_.next_batch());
@@ -454,7 +456,6 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
   asio::steady_timer ack_timer_;
   asio::steady_timer pause_timer_;  // back-pressure: the next look at the writer's queue
   bool paused_ = false;
-  Ingest& ingest_;
   RankStream stream_;
   ServerStats& stats_;
   const ServerLimits limits_;
@@ -556,8 +557,12 @@ void Server::Accept() {
         socket.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(limits_.receive_buffer_bytes)),
                           opt_ec);
       }
-      std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_, hang_watch_, relays_)
-          ->Start();
+      auto session = std::make_shared<Session>(std::move(socket), ingest_, policy_, stats_, limits_, pending_,
+                                               hang_watch_, relays_);
+      if (router_) {
+        session->RouteIncarnations(router_);
+      }
+      session->Start();
     }
     Accept();
   });

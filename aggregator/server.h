@@ -81,6 +81,9 @@ class Server {
                                                 std::shared_ptr<HangWatch> hang_watch = nullptr);
   uint16_t port() const;
   const ServerStats& stats() const { return stats_; }
+  // Hellos of an incarnation above 0 (an elastic restart's workers) go where `router` says; call
+  // before the io_context runs. Unset: to the ingest given, which refuses a rank already taken.
+  void RouteIncarnations(IncarnationRouter router) { router_ = std::move(router); }
   void Close();  // stop accepting (sessions continue until their peers close); stops the hang watchdog
   // The relays that connected (docs/scale.md#relays).
   const std::shared_ptr<RelayBook>& relays() const { return relays_; }
@@ -94,6 +97,7 @@ class Server {
   void PauseAccepting(const boost::system::error_code& ec);
 
   Ingest& ingest_;
+  IncarnationRouter router_;
   StreamPolicy policy_;
   ServerLimits limits_;
   boost::asio::ip::tcp::acceptor acceptor_;

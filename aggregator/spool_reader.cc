@@ -92,7 +92,8 @@ std::set<uint32_t> SpooledRanksDone(const std::string& dir, const std::string& j
   return done;
 }
 
-SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy) {
+SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy,
+                            const IncarnationRouter& router) {
   SpoolResult out;
   File file{std::fopen(path.c_str(), "rbe")};
   if (file.f == nullptr) {
@@ -100,6 +101,9 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
     return out;
   }
   RankStream stream(ingest, policy);
+  if (router) {
+    stream.RouteIncarnations(router);
+  }
   bool truncated = false;
   wire::FrameHeader h;
   std::vector<uint8_t> payload;
@@ -126,6 +130,7 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
   }
   out.accepted = stream.accepted();
   out.rank = stream.rank();
+  out.incarnation = stream.hello().incarnation;
   out.job_id = stream.hello().job_id;
   // A spool cut short (its writer was killed) ends like a lost connection; a bad frame is corrupt.
   stream.End(out.status.ok() ? "end of spool file" : out.status.message(), !out.status.ok() && !truncated);

@@ -17,11 +17,15 @@ namespace commprof {
 struct SpoolResult {
   bool accepted = false;  // the hello was valid and its rank was free
   uint32_t rank = 0;
+  uint32_t incarnation = 0;  // the hello's: above 0 for an elastic restart's worker
   std::string job_id;
   Status status;  // ok, or what was wrong and where (file and byte offset)
 };
 
-SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy);
+// `router`: where a spool of an incarnation above 0 (an elastic restart's worker) goes; unset: to
+// `ingest`.
+SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const StreamPolicy& policy,
+                            const IncarnationRouter& router = {});
 
 // Reads only the hello of a spool file (to learn its job id before creating the output).
 Result<wire::Hello> ReadSpoolHello(const std::string& path);

@@ -138,6 +138,8 @@ int RunInfo(const Options& o) {
     j["format_version"] = info.format_version;
     j["job_id"] = info.job_id;
     j["command_line"] = info.command_line;
+    j["incarnation"] = info.incarnation;
+    j["restart_files"] = info.restart_files;
     j["world_size"] = info.world_size;
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
@@ -200,6 +202,18 @@ int RunInfo(const Options& o) {
               state.c_str());
   std::printf("job:         %s\n", info.job_id.c_str());
   std::printf("command:     %s\n", info.command_line.c_str());
+  if (info.incarnation > 0) {
+    std::printf("incarnation: %llu (the workers after elastic restart %llu; the first incarnation is the job's file)\n",
+                static_cast<unsigned long long>(info.incarnation), static_cast<unsigned long long>(info.incarnation));
+  }
+  if (!info.restart_files.empty()) {
+    std::string names;
+    for (const std::string& n : info.restart_files) {
+      names += (names.empty() ? "" : ", ") + n;
+    }
+    std::printf("restarts:    %zu elastic restart(s) of the workers, each in its own file beside this one: %s\n",
+                info.restart_files.size(), names.c_str());
+  }
   std::printf("world size:  %llu\n", static_cast<unsigned long long>(info.world_size));
   std::printf("start (UTC): %s\n", FormatUtc(info.start_epoch_ns).c_str());
   // A job recorded through relays (docs/scale.md#relays): its ranks live in shard files.

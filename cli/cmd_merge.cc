@@ -6,6 +6,7 @@
 
 #include "aggregator/spool_reader.h"
 #include "cli/commands.h"
+#include "cli/restart_files.h"
 #include "core/clock.h"
 
 namespace commprof::cli {
@@ -70,9 +71,11 @@ int RunMerge(const Options& o) {
   if (!o.secret.empty()) {
     policy.secret = o.secret;
   }
+  // Spools of restarted workers (docs/torchrun.md#elastic-restarts) go to OUTPUT.restart-K.h5.
+  RestartFiles restarts(o.output, meta, ResolveCompression(o.compression), 1000, uint64_t{256} << 20, "commprof merge");
   int bad = 0;
   for (size_t i = 0; i < files.size(); ++i) {
-    SpoolResult r = IngestSpoolFile(*ingest.value(), files[i], policy);
+    SpoolResult r = IngestSpoolFile(*ingest.value(), files[i], policy, restarts.Router());
     if (r.accepted && !meta.job_id.empty() && r.job_id != meta.job_id) {
       std::fprintf(stderr, "commprof merge: warning: %s belongs to job '%s', the others to '%s'\n", files[i].c_str(),
                    r.job_id.c_str(), meta.job_id.c_str());
@@ -85,6 +88,8 @@ int RunMerge(const Options& o) {
     std::fprintf(stderr, "\rcommprof merge: %zu/%zu spool files", i + 1, files.size());
   }
   std::fprintf(stderr, "\n");
+  NameRestartFiles(*ingest.value(), restarts);
+  const std::vector<std::string> restart_files = restarts.Finish(true);
   Status st = ingest.value()->Finish();
   if (!st.ok()) {
     std::fprintf(stderr, "commprof merge: %s\n", st.message().c_str());
@@ -94,6 +99,7 @@ int RunMerge(const Options& o) {
                ingest.value()->ranks_claimed().size(),
                static_cast<unsigned long long>(ingest.value()->events_written()));
   (void)StoreAnalysis(o.output, "commprof merge");
+  RemoveStaleRestartFiles(o.output, restart_files);
   return bad == 0 ? 0 : 1;
 }
 

@@ -153,6 +153,7 @@ int Relay(const Options& o) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   CollectionOptions copts;
+  copts.keep_restarts = false;  // a shard holds the first incarnation (docs/torchrun.md#elastic-restarts)
   copts.output = o.shard;
   copts.meta.job_id = job_id;
   copts.meta.command_line = "commprof relay (a shard of job " + std::string(job_id) + ")";

@@ -193,6 +193,11 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
     return Status(server.status().code(), std::string(command) + ": " + server.status().message());
   }
   c->server_ = std::move(server.value());
+  if (options.keep_restarts) {
+    c->restarts_ = std::make_unique<RestartFiles>(options.output, options.meta, options.writer, options.flush_ms,
+                                                  options.queue_mb << 20, command);
+    c->server_->RouteIncarnations(c->restarts_->Router());
+  }
   c->guard_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       boost::asio::make_work_guard(c->io_));
   c->io_thread_ = std::thread([io = &c->io_] { io->run(); });
@@ -226,6 +231,9 @@ std::string Collection::ReportHang(const hang::HangInput& input) {
 
 uint32_t Collection::RanksDone(const std::string& spool_dir) {
   std::set<uint32_t> done = ingest_->ranks_done();
+  if (restarts_ != nullptr) {
+    done.merge(restarts_->RanksDone());  // done in a later incarnation: the first's was stopped by the restart
+  }
   std::error_code ec;
   if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
     done.merge(SpooledRanksDone(spool_dir, options_.meta.job_id, spool_scan_));
@@ -442,9 +450,12 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
           (!hello.ok() || !std::binary_search(claimed.begin(), claimed.end(), hello->rank))) {
         continue;  // a rank this relay never took: the job's aggregator merges it
       }
-      SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy);
+      SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy,
+                                      restarts_ != nullptr ? restarts_->Router() : IncarnationRouter());
       if (r.accepted) {
-        std::fprintf(stderr, "commprof: merged spool of rank %u from %s\n", r.rank, entry.path().c_str());
+        std::fprintf(stderr, "commprof: merged spool of rank %u%s from %s\n", r.rank,
+                     r.incarnation > 0 ? (" (incarnation " + std::to_string(r.incarnation) + ")").c_str() : "",
+                     entry.path().c_str());
         fs::remove(entry.path(), ec);
       } else if (!r.status.ok()) {
         std::fprintf(stderr, "commprof: spool %s not merged: %s\n", entry.path().c_str(), r.status.message().c_str());
@@ -453,6 +464,11 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     fs::remove(spool_dir, ec);  // only succeeds when empty
   }
 
+  // The later incarnations' files, named in the first's (docs/file-format.md, restart_files).
+  if (restarts_ != nullptr) {
+    NameRestartFiles(*ingest_, *restarts_);
+    sum.restart_files = restarts_->Finish(analyze);
+  }
   sum.status = ingest_->Finish();
   sum.events = ingest_->events_written();
   sum.events_not_stored = ingest_->events_not_stored();
@@ -494,6 +510,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   }
   if (sum.status.ok()) {
     RemoveStaleShards();
+    RemoveStaleRestartFiles(options_.output, sum.restart_files);
   }
   // The analysis is part of the file (its /analysis group); failing it does not fail collection.
   if (sum.status.ok() && analyze) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "aggregator/hang_watch.h"
 #include "aggregator/hdf5/hdf5_writer.h"
@@ -20,6 +21,7 @@
 #include "aggregator/rank_stream.h"
 #include "aggregator/server.h"
 #include "aggregator/spool_reader.h"
+#include "cli/restart_files.h"
 #include "core/status.h"
 
 namespace commprof::cli {
@@ -40,6 +42,10 @@ struct CollectionOptions {
   // --hang-timeout (0: off) and --on-hang (docs/hangs.md): the aggregator's hang watchdog.
   double hang_timeout_s = 0;
   OnHang on_hang = OnHang::kReport;
+  // Workers of a torch elastic restart (hello incarnation K > 0) to OUTPUT.restart-K.h5, beside the
+  // first incarnation's file (docs/torchrun.md#elastic-restarts). Off for a relay, whose shards
+  // hold the first incarnation only.
+  bool keep_restarts = true;
 };
 
 // --hang-timeout SECONDS and --on-hang report|abort as given, checked into `options`: SECONDS is a
@@ -65,6 +71,8 @@ struct CollectionSummary {
   bool write_failed = false;
   // The output existed before and was kept (nothing recorded, or the new file failed).
   bool previous_kept = false;
+  // Elastic restarts: the files of incarnations above 0, by incarnation.
+  std::vector<std::string> restart_files;
 };
 
 // What Start checks before it creates anything, so that a bad argument leaves no file behind
@@ -123,6 +131,7 @@ class Collection {
   SpoolScanCache spool_scan_;
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
+  std::unique_ptr<RestartFiles> restarts_;                 // elastic restarts' files; null for a relay
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "collector/runtime.h"
+#include "core/launcher_env.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -41,6 +42,9 @@ Shipper::Shipper(Runtime& runtime) : rt_(runtime), scratch_(std::make_unique<com
   hello_.job_id = rt_.config().job_id;
   hello_.start_steady_ns = rt_.start_anchor().steady_ns;
   hello_.start_utc_ns = rt_.start_anchor().utc_ns;
+  // A torch elastic restart's worker is a new incarnation of its rank: the aggregator keeps it
+  // beside the first instead of refusing a second process with the rank (docs/torchrun.md).
+  hello_.incarnation = TorchRestartCount().value_or(0);
   out_.reserve(wire::EventsFrameSize(kBatchEvents) * 2);
   wire::AppendHello(hello_frame_, hello_, rt_.config().secret);  // see transport.h: here, not on our thread
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {

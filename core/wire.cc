@@ -271,6 +271,9 @@ void AppendHelloBody(std::vector<uint8_t>& out, const Hello& h) {
   PutU64(out, h.start_utc_ns);
   PutStr(out, h.host);
   PutStr(out, h.job_id);
+  if (h.incarnation > 0) {  // the first incarnation's hello is the same bytes as before the field existed
+    PutU32(out, h.incarnation);
+  }
 }
 
 }  // namespace
@@ -506,6 +509,13 @@ Result<Hello> DecodeHello(std::span<const uint8_t> payload) {
   if (c.U32(h.rank, "rank") && c.U32(h.world_size, "world_size") && c.U32(h.pid, "pid") &&
       c.U64(h.start_steady_ns, "start_steady_ns") && c.U64(h.start_utc_ns, "start_utc_ns") && c.Str(h.host, "host") &&
       c.Str(h.job_id, "job_id")) {
+    // `incarnation` is there only when above 0: then 4 bytes stand before the proof.
+    if (c.Remaining() == kProofSize + 4) {
+      c.U32(h.incarnation, "incarnation");
+      if (h.incarnation == 0) {
+        return Corrupt("hello frame, field 'incarnation': 0 is written by leaving the field out");
+      }
+    }
     c.Raw(h.proof.data(), h.proof.size(), "proof");
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());

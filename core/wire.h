@@ -37,8 +37,8 @@ inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // The longest hello payload that can decode: rank, world_size, pid (3 x u32), the two start
 // times (2 x u64), host and job_id (u32 length + at most kMaxStringLen bytes each), the proof.
 // Before a connection is authenticated the aggregator reads no more than this.
-inline constexpr size_t kMaxHelloPayload = 3 * 4 + 2 * 8 + 2 * (4 + kMaxStringLen) + kProofSize;
-static_assert(kMaxHelloPayload == 68 + 2 * kMaxStringLen);
+inline constexpr size_t kMaxHelloPayload = 3 * 4 + 2 * 8 + 2 * (4 + kMaxStringLen) + 4 + kProofSize;  // + incarnation
+static_assert(kMaxHelloPayload == 72 + 2 * kMaxStringLen);
 // A relay hello: job_id, host and shard path (u32 length + at most kMaxStringLen bytes each), pid,
 // the proof. The first frame of a connection may be this long at most.
 inline constexpr size_t kMaxRelayHelloPayload = 3 * (4 + kMaxStringLen) + 4 + kProofSize;
@@ -80,6 +80,9 @@ struct Hello {
   uint64_t start_utc_ns = 0;     // ... and UTC, read together at collector start
   std::string host;
   std::string job_id;
+  // Which incarnation of the rank this process is: 0 first, K after K elastic restarts of a torch
+  // launcher's workers (TORCHELASTIC_RESTART_COUNT). On the wire only when above 0, after job_id.
+  uint32_t incarnation = 0;
   // Spool files: HMAC-SHA256(secret, payload bytes before the proof). Over TCP:
   // HMAC-SHA256(secret, challenge nonce || payload bytes before the proof), so a hello seen once
   // (captured, or read from a spool file) cannot authenticate another connection.

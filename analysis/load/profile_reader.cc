@@ -296,6 +296,14 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   }
   info.job_id = Read(f, root_attr::kJobId).value_or("");
   info.command_line = Read(f, root_attr::kCommandLine).value_or("");
+  info.incarnation = Read(f, root_attr::kIncarnation).value_or(0);
+  if (const std::string names = Read(f, root_attr::kRestartFiles).value_or(""); !names.empty()) {
+    for (size_t at = 0; at <= names.size();) {
+      const size_t comma = std::min(names.find(',', at), names.size());
+      info.restart_files.push_back(names.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   info.world_size = Read(f, root_attr::kWorldSize).value_or(0);
   if (info.world_size > kMaxFileWorldSize) {
     return Corrupt(path + ": root attribute '" + root_attr::kWorldSize.name + "' is " +

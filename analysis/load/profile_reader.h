@@ -67,6 +67,10 @@ struct ProfileInfo {
   uint64_t format_version = 0;
   std::string job_id;
   std::string command_line;
+  // Elastic restarts (docs/torchrun.md#elastic-restarts): in a later incarnation's file its number,
+  // in the job's file the later incarnations' file names (root attributes; 0 and empty otherwise).
+  uint64_t incarnation = 0;
+  std::vector<std::string> restart_files;
   uint64_t world_size = 0;
   uint64_t start_epoch_ns = 0;
   bool finalized = false;

@@ -1,8 +1,10 @@
 /* A non-MPI program that uses the public C API; `commprof run -- ./c_api_program` profiles it
- * directly (no launcher). Two threads, nested ranges, marks and steps, known counts. */
+ * directly (no launcher). Two threads, nested ranges, marks and steps, known counts. With
+ * COMMPROF_TEST_EXIT_CODE=N in its environment it exits N after all that (a worker that fails). */
 #include <commprof/commprof.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 static void spin_us(long us) {
@@ -42,5 +44,6 @@ int main(void) {
   commprof_range_pop(); /* a pop with nothing open is ignored */
   pthread_join(t, NULL);
   printf("c_api_program: done\n");
-  return 0;
+  const char* code = getenv("COMMPROF_TEST_EXIT_CODE");
+  return code != NULL ? atoi(code) : 0;
 }

@@ -8,8 +8,11 @@ Usage: compression_e2e.py CASE --build BUILD_DIR --work WORK_DIR
 Cases and their truth:
   default_lz4  `commprof run` with no option: every events table has HDF5's shuffle filter and then
                LZ4 (filter 32004). For MPI-heavy jobs of 2, 4 and 8 ranks (10000, 5000 and 2000
-               allreduce iterations of 8 bytes each) the whole file, /analysis included, takes at
-               most 32 bytes per event. h5py through the system plugin and through hdf5plugin
+               allreduce iterations of 8 bytes each) the events tables take at most 16 bytes per
+               row (64 uncompressed) and the whole file, /analysis included, at most 48 bytes per
+               event. (Timestamps compress worse when the machine is loaded: 4 ranks measured 5.3
+               bytes per row and 28 per event on an idle 2-core VM, 7.7 and 37 with other work on
+               it; the typical figures are benchmarks, bench/README.md#compression.) h5py through the system plugin and through hdf5plugin
                reads every table with exactly events_written rows, the two agree byte for byte, and
                the rows are the job's: one MPI_Allreduce event per iteration and rank, with
                consecutive seq numbers. h5dump prints rows. commprof itself reads the file with no plugin
@@ -103,7 +106,11 @@ def case_default_lz4(ctx):
         total = sum(written.values())
         per_event = os.path.getsize(out) / total
         print(f"{ranks} ranks x {iters} iterations: {total} events, {per_event:.1f} bytes/event on disk")
-        expect(per_event <= 32, f"{out}: {per_event:.1f} bytes per event on disk, the target is 32")
+        expect(per_event <= 48, f"{out}: {per_event:.1f} bytes per event on disk, at most 48 expected")
+        with h5py.File(out, "r") as f:
+            table_bytes = sum(f["ranks"][str(r)]["events"].id.get_storage_size() for r in range(ranks))
+        expect(table_bytes / total <= 16, f"{out}: events tables take {table_bytes / total:.1f} bytes per row, "
+               "at most 16 expected (64 uncompressed)")
 
         system = read_tables(ctx, out, f"system-{ranks}", "")
         other = read_tables(ctx, out, f"hdf5plugin-{ranks}", "import hdf5plugin")

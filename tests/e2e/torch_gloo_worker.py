@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A torch.distributed worker on CPU (gloo) that marks its steps and ranges through commprof's C API
 (ctypes; libcommprof.so is preloaded by `commprof run`): STEPS steps, each an all_reduce inside a
-range named "gloo_allreduce" whose result it checks. Prints its rank and the sum it saw."""
+range named "gloo_allreduce" whose result it checks. Prints its rank and the sum it saw. With
+COMMPROF_TEST_FAIL_FIRST_RANK=R, rank R exits 1 in the first incarnation (TORCHELASTIC_RESTART_COUNT 0)."""
 import ctypes
 import os
 import sys
@@ -18,6 +19,11 @@ def main():
     lib.commprof_range_push.argtypes = [ctypes.c_char_p]
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    # A planted failure for the elastic-restart test: this rank fails in the first incarnation only.
+    if (os.environ.get("COMMPROF_TEST_FAIL_FIRST_RANK") == str(rank) and
+            os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"):
+        print(f"rank {rank}: failing the first incarnation on purpose", file=sys.stderr)
+        return 1
     for step in range(STEPS):
         lib.commprof_step(step)
         lib.commprof_range_push(b"gloo_allreduce")

@@ -17,6 +17,19 @@ Cases and their truth:
                --nproc_per_node 2 torch_gloo_worker.py` (torch 1.13 spelling; CPU, gloo; each worker checks its all_reduce):
                ranks 0 and 1, each with 3 steps and 3 "gloo_allreduce" ranges, local_rank = rank.
                Skipped (exit 77) when torch is not installed.
+  restart      Elastic restarts (docs/torchrun.md#elastic-restarts): the launcher of `launcher` with
+               --max-restarts 1, whose rank 2 fails in the first incarnation (exits 3 after its work), so
+               every worker starts again with TORCHELASTIC_RESTART_COUNT=1. commprof run exits 0 (the
+               launcher's code), refuses no worker, and keeps both incarnations: job.h5 holds ranks
+               0-3 of the first (restart_count 0) and names job.restart-1.h5 in restart_files;
+               job.restart-1.h5 holds ranks 0-3 of the second (incarnation 1, restart_count 1, other
+               pids), each complete with c_api_program's 5 steps, and its /analysis. A restart file
+               an earlier run left (job.restart-2.h5) is removed, not taken for this job's. The same
+               launcher spooling (no aggregator) and `commprof merge`: merged.h5 and
+               merged.restart-1.h5, ranks 0-1 with their 5 steps in each.
+  torchrun_restart  Debian's torch.distributed.run with --max_restarts 1 and two gloo workers, rank 1
+               failing the first incarnation: torchrun.h5 (first) and torchrun.restart-1.h5 (second:
+               ranks 0 and 1 each with 3 steps and 3 checked all_reduce ranges). Skipped without torch.
 """
 import json
 import os
@@ -115,5 +128,79 @@ def case_torchrun(ctx):
         expect(a.get("local_rank") == r and a.get("torch_launched") == 1, f"rank {r}: attributes {a}")
 
 
+def case_restart(ctx):
+    out, restart, stale = ctx.path("job.h5"), ctx.path("job.restart-1.h5"), ctx.path("job.restart-2.h5")
+    with open(stale, "w") as f:
+        f.write("an earlier run's file")
+    p = run([ctx.commprof, "run", "-o", out, "--"] + LAUNCHER +
+            ["--nproc-per-node", "4", "--max-restarts", "1", "--fail-first-rank", "2", "--",
+             ctx.test_program("c_api_program")], cwd=ctx.work, timeout=180)
+    expect(p.returncode == 0, f"commprof run: exit {p.returncode}, expected the launcher's 0\n{p.stderr}")
+    expect("already connected or stored" not in p.stderr, f"a restarted worker was refused:\n{p.stderr}")
+    expect(f"incarnation 1 of the workers goes to {restart}" in p.stderr and "elastic restart 1: 4 rank(s)" in p.stderr,
+           f"the restart is not named on stderr:\n{p.stderr}")
+    first, ranks0 = ranks_of(ctx, out)
+    expect(sorted(ranks0) == [0, 1, 2, 3] and first["incarnation"] == 0 and
+           first["restart_files"] == ["job.restart-1.h5"], f"job.h5: ranks {sorted(ranks0)}, {first}")
+    second, ranks1 = ranks_of(ctx, restart)
+    expect(sorted(ranks1) == [0, 1, 2, 3] and second["incarnation"] == 1 and second["world_size"] == 4 and
+           second["restart_files"] == [], f"job.restart-1.h5: ranks {sorted(ranks1)}, {second}")
+    for r in range(4):
+        a0, a1 = attrs(out, r), attrs(restart, r)
+        expect(a0.get("restart_count") == 0 and a1.get("restart_count") == 1, f"rank {r}: {a0} / {a1}")
+        expect(a0.get("pid") != a1.get("pid"), f"rank {r}: the same pid in both incarnations")
+        e = ranks1[r]
+        expect(e["status"] == "complete" and e["events_by_kind"].get("step") == 5 and
+               e["events_by_name"].get("worker-iter") == 10, f"incarnation 1 rank {r}: {e}")
+        expect(ranks0[r]["event_count"] > 0, f"incarnation 0 rank {r} recorded nothing: {ranks0[r]}")
+    with h5py.File(restart, "r") as f:
+        expect("analysis" in f and int(f.attrs["incarnation"]) == 1, f"job.restart-1.h5: {list(f)} {dict(f.attrs)}")
+    expect(not os.path.exists(stale), "an earlier run's job.restart-2.h5 was left beside the new job")
+    text = run([ctx.commprof, "info", out], check_rc=0).stdout
+    expect("restarts:" in text and "job.restart-1.h5" in text, f"commprof info does not name the restart:\n{text}")
+
+    # Without an aggregator the workers spool; `commprof merge` sorts the spools by incarnation the same way.
+    spool, merged = ctx.path("spool"), ctx.path("merged.h5")
+    env = {"COMMPROF_AGGREGATOR": "", "COMMPROF_SPOOL_DIR": spool, "COMMPROF_JOB_ID": "spooljob",
+           "LD_PRELOAD": ctx.library}
+    p = run(LAUNCHER + ["--nproc-per-node", "2", "--max-restarts", "1", "--fail-first-rank", "1", "--",
+                        ctx.test_program("c_api_program")], env=env, cwd=ctx.work, timeout=180)
+    expect(p.returncode == 0, f"the spooling launcher: exit {p.returncode}\n{p.stderr}")
+    p = run([ctx.commprof, "merge", spool, "-o", merged], check_rc=0)
+    expect("already connected or stored" not in p.stderr, f"merge refused a restarted worker:\n{p.stderr}")
+    m0, mr0 = ranks_of(ctx, merged)
+    m1, mr1 = ranks_of(ctx, ctx.path("merged.restart-1.h5"))
+    expect(sorted(mr0) == [0, 1] and sorted(mr1) == [0, 1] and m0["restart_files"] == ["merged.restart-1.h5"] and
+           m1["incarnation"] == 1, f"merge: {m0['restart_files']} {sorted(mr0)} / {sorted(mr1)}")
+    expect(all(e["events_by_kind"].get("step") == 5 for e in list(mr0.values()) + list(mr1.values())),
+           "merge: every rank of both incarnations has its 5 steps")
+
+
+def case_torchrun_restart(ctx):
+    probe = subprocess.run([sys.executable, "-c", "import torch.distributed.run"], capture_output=True)
+    if probe.returncode != 0:
+        print("SKIPPED: python3-torch is not installed (Debian: apt install python3-torch)")
+        sys.exit(77)
+    out, restart = ctx.path("torchrun.h5"), ctx.path("torchrun.restart-1.h5")
+    p = run([ctx.commprof, "run", "-o", out, "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+             "--nproc_per_node", "2", "--max_restarts", "1", "--monitor_interval", "1",
+             "--redirects", "0:1,1:1", "--tee", "0:1,1:1", "--log_dir", ctx.path("torch-logs"),
+             os.path.join(HERE, "torch_gloo_worker.py")], env={"COMMPROF_TEST_FAIL_FIRST_RANK": "1"},
+            cwd=ctx.work, timeout=300)
+    expect(p.returncode == 0, f"commprof run: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    expect("already connected or stored" not in p.stderr, f"a restarted worker was refused:\n{p.stderr}")
+    expect(p.stdout.count(": ok") == 2, f"the second incarnation's all_reduce checks:\n{p.stdout}\n{p.stderr}")
+    first, ranks0 = ranks_of(ctx, out)
+    expect(sorted(ranks0) == [0, 1] and first["restart_files"] == ["torchrun.restart-1.h5"],
+           f"torchrun.h5: ranks {sorted(ranks0)}, restart files {first['restart_files']}")
+    second, ranks1 = ranks_of(ctx, restart)
+    expect(sorted(ranks1) == [0, 1] and second["incarnation"] == 1, f"torchrun.restart-1.h5: {sorted(ranks1)}")
+    for r, e in ranks1.items():
+        expect(e["events_by_kind"].get("step") == 3 and e["events_by_name"].get("gloo_allreduce") == 3,
+               f"incarnation 1 rank {r}: {e['events_by_kind']} {e['events_by_name']}")
+        expect(attrs(restart, r).get("restart_count") == 1, f"rank {r}: {attrs(restart, r)}")
+
+
 if __name__ == "__main__":
-    run_cases({"launcher": case_launcher, "multi_node": case_multi_node, "torchrun": case_torchrun})
+    run_cases({"launcher": case_launcher, "multi_node": case_multi_node, "torchrun": case_torchrun,
+               "restart": case_restart, "torchrun_restart": case_torchrun_restart})

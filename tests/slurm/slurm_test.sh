@@ -140,7 +140,11 @@ with h5py.File(path, "r") as f:
         assert len(seen_nodes) == nodes, f"slurm_nodeid values {seen_nodes}, expected {nodes} nodes"
 rep = json.loads(subprocess.run([commprof, "report", path, "--format", "json"], check=True,
                                 stdout=subprocess.PIPE, text=True).stdout)
-assert [s["rank"] for s in rep["stragglers"]] == [slow], f"stragglers {rep['stragglers']}"
+# The planted rank first, persistent; another rank only as a transient one-off (a loaded machine can
+# stall a rank for a few hundred ms once, and the report is right to name that as transient).
+sg = rep["stragglers"]
+assert sg and sg[0]["rank"] == slow and sg[0]["pattern"] == "persistent", f"stragglers {sg}"
+assert all(s["pattern"] == "transient" for s in sg[1:]), f"stragglers {sg}"
 print(f"  {path}: job {job}, {n} ranks, straggler {slow}")
 PY
 }
@@ -198,7 +202,9 @@ with h5py.File(sys.argv[1], "r") as f:
     assert sorted(int(r) for r in f["ranks"]) == [0, 1, 2, 3], list(f["ranks"])
 rep = json.loads(subprocess.run([sys.argv[2], "report", sys.argv[1], "--format", "json"], check=True,
                                 stdout=subprocess.PIPE, text=True).stdout)
-assert [s["rank"] for s in rep["stragglers"]] == [3], rep["stragglers"]
+sg = rep["stragglers"]
+assert sg and sg[0]["rank"] == 3 and sg[0]["pattern"] == "persistent", sg
+assert all(s["pattern"] == "transient" for s in sg[1:]), sg
 print("  commprof run -- srun: 4 ranks, straggler 3")
 PY
 fi

@@ -157,6 +157,7 @@ TEST_F(PreauthTest, HelloOfExactlyTheLongestValidLengthIsAccepted) {
   ASSERT_TRUE(c.challenge().has_value());
   wire::Hello h = MakeHello(1, 2, long_job);
   h.host = std::string(wire::kMaxStringLen, 'h');
+  h.incarnation = 1;  // the longest hello carries an incarnation (an elastic restart's worker)
   Bytes frame;
   wire::AppendHello(frame, h, kSecret, *c.challenge());
   ASSERT_EQ(frame.size() - wire::kHeaderSize, wire::kMaxHelloPayload);

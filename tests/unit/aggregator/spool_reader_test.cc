@@ -179,6 +179,62 @@ TEST_F(SpoolTest, MissingSpoolFileIsAnIoError) {
   EXPECT_FALSE(ReadSpoolHello(dir_ / "absent.cpspool").ok());
 }
 
+// An elastic restart's worker (hello incarnation 1) with the rank of one already stored: with a
+// router it goes to its incarnation's ingest and is kept there whole; the first stays as it was.
+// Without one (a relay) it is refused as before, naming the rank.
+TEST_F(SpoolTest, ARestartedIncarnationGoesWhereTheRouterSaysAndIsRefusedWithoutOne) {
+  std::string first = dir_ / "first.cpspool", again = dir_ / "again.cpspool";
+  WriteFile(first, CompleteSpool(0, "s"));
+  Bytes restarted;
+  wire::Hello h = MakeHello(0, "job-sp", 778);
+  h.incarnation = 1;
+  wire::AppendHello(restarted, h, "s");
+  const Bytes rest = CompleteSpool(0, "s");
+  Bytes first_hello;
+  wire::AppendHello(first_hello, MakeHello(0), "s");
+  restarted.insert(restarted.end(), rest.begin() + static_cast<std::ptrdiff_t>(first_hello.size()), rest.end());
+  WriteFile(again, restarted);
+
+  ASSERT_TRUE(IngestSpoolFile(*ingest_, first, StreamPolicy{}).accepted);
+  SpoolResult refused = IngestSpoolFile(*ingest_, again, StreamPolicy{});
+  EXPECT_FALSE(refused.accepted);
+  EXPECT_NE(refused.status.message().find("already connected or stored"), std::string::npos);
+
+  JobMeta meta;
+  meta.job_id = "job-sp";
+  auto second = Ingest::Start(dir_ / "out.restart-1.h5", meta, WriterOptions{}, 50);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  std::vector<uint32_t> asked;
+  IncarnationRouter router = [&](uint32_t k) -> Result<Ingest*> {
+    asked.push_back(k);
+    return second.value().get();
+  };
+  SpoolResult kept = IngestSpoolFile(*ingest_, again, StreamPolicy{}, router);
+  EXPECT_TRUE(kept.accepted) << kept.status.message();
+  EXPECT_EQ(kept.incarnation, 1u);
+  EXPECT_EQ(asked, std::vector<uint32_t>{1});
+  // A first incarnation never asks the router.
+  SpoolResult resend = IngestSpoolFile(*ingest_, first, StreamPolicy{}, router);
+  EXPECT_TRUE(resend.status.ok()) << resend.status.message();
+  EXPECT_EQ(asked.size(), 1u);
+  // A router that refuses: the hello is refused with its reason.
+  IncarnationRouter full = [](uint32_t) -> Result<Ingest*> { return InvalidArgument("no room for incarnation 1"); };
+  SpoolResult no_room = IngestSpoolFile(*ingest_, again, StreamPolicy{}, full);
+  EXPECT_FALSE(no_room.accepted);
+  EXPECT_NE(no_room.status.message().find("no room for incarnation 1"), std::string::npos) << no_room.status.message();
+
+  ASSERT_TRUE(second.value()->Finish().ok());
+  auto r = FinishAndRead();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->info().ranks.at(0).pid, 77u);
+  EXPECT_EQ(r->info().ranks.at(0).event_count, 5u);
+  auto r2 = ProfileReader::Open(dir_ / "out.restart-1.h5");
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2.value()->info().ranks.at(0).pid, 778u);
+  EXPECT_EQ(r2.value()->info().ranks.at(0).event_count, 5u);
+  EXPECT_EQ(r2.value()->info().ranks.at(0).status, "complete");
+}
+
 TEST_F(SpoolTest, SecondSpoolOfTheSameProcessAddsNothingAndAnotherProcessIsRefused) {
   std::string a = dir_ / "a.cpspool", b = dir_ / "b.cpspool", c = dir_ / "c.cpspool";
   WriteFile(a, CompleteSpool(0, "s"));

@@ -609,11 +609,45 @@ TEST(WireCodec, LongestHelloIsExactlyKMaxHelloPayloadAndDecodes) {
   Hello h = MakeHello();
   h.host = std::string(kMaxStringLen + 100, 'h');  // the encoder cuts strings at the limit
   h.job_id = std::string(kMaxStringLen, 'j');
+  h.incarnation = 7;
   Bytes frame;
   AppendHello(frame, h, "k");
   EXPECT_EQ(frame.size() - kHeaderSize, kMaxHelloPayload);
-  EXPECT_EQ(kMaxHelloPayload, 68u + 2 * 4096u);
+  EXPECT_EQ(kMaxHelloPayload, 72u + 2 * 4096u);
   EXPECT_TRUE(DecodeHello(PayloadOf(frame, FrameType::kHello)).ok());
+}
+
+// An elastic restart's incarnation (docs/wire-protocol.md, hello): on the wire only when above 0,
+// so a first incarnation's hello is the bytes of a collector from before the field; the proof
+// covers it.
+TEST(WireCodec, HelloIncarnationIsWrittenOnlyAboveZeroAndCoveredByTheProof) {
+  Hello h = MakeHello();
+  Bytes first, restarted;
+  AppendHello(first, h, "k");
+  h.incarnation = 2;
+  AppendHello(restarted, h, "k");
+  ASSERT_EQ(restarted.size(), first.size() + 4);
+  auto a = DecodeHello(PayloadOf(first, FrameType::kHello));
+  auto b = DecodeHello(PayloadOf(restarted, FrameType::kHello));
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << b.status().message();
+  EXPECT_EQ(a->incarnation, 0u);
+  EXPECT_EQ(b->incarnation, 2u);
+  EXPECT_TRUE(VerifyHelloProof(PayloadOf(restarted, FrameType::kHello), "k"));
+  // The incarnation changed after signing: the proof no longer holds.
+  Bytes tampered = restarted;
+  const size_t at = tampered.size() - kProofSize - 4;
+  tampered[at] = 3;
+  EXPECT_FALSE(VerifyHelloProof(PayloadOf(tampered, FrameType::kHello), "k"));
+  // Written as 0: refused, naming the field.
+  Bytes zero;
+  h.incarnation = 0;
+  AppendHello(zero, h, "k");
+  const auto zero_payload = PayloadOf(zero, FrameType::kHello);
+  std::vector<uint8_t> payload(zero_payload.begin(), zero_payload.end());
+  payload.insert(payload.end() - kProofSize, 4, 0);
+  auto z = DecodeHello(payload);
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("incarnation"), std::string::npos) << z.status().message();
 }
 
 // ---- challenge and the TCP proof ----
