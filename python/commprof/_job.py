@@ -56,7 +56,8 @@ def _align(local_ns, points):
 
 class Job:
     """One job's file. `ranks`: the ranks with data, ascending; `world_size`; `clock`: per rank its
-    clock model's summary; `missing`: ranks below world_size without data."""
+    clock model's summary; `missing`: ranks below world_size without data; `incarnation` and
+    `restart_files`: torch elastic restarts (the later incarnations' files, `commprof.open` each)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -73,6 +74,11 @@ class Job:
         self.job_id = _text(attrs.get("job_id", ""))
         self.world_size = int(attrs.get("world_size", 0))
         self.start_epoch_ns = int(attrs.get("start_epoch_ns", 0))
+        # Elastic restarts (docs/torchrun.md#elastic-restarts): this file's incarnation (0: the first),
+        # and in the first's file the paths of the later incarnations' files beside it.
+        self.incarnation = int(attrs.get("incarnation", 0))
+        here = os.path.dirname(self.path)
+        self.restart_files = [os.path.join(here, n) for n in _text(attrs.get("restart_files", "")).split(",") if n]
         ranks_group = self._f.get("ranks")
         names = list(ranks_group.keys()) if ranks_group is not None else []
         self.ranks = sorted(int(n) for n in names if n.isdigit() and "events" in ranks_group[n])

@@ -145,6 +145,26 @@ def test_errors_name_the_file_and_the_part(tmp_path, synthetic):
             job.events(ranks=[99])
 
 
+def test_elastic_restart_files_are_listed_as_commprof_info_lists_them(tmp_path, synthetic):
+    import h5py
+    first, second = str(tmp_path / "job.h5"), str(tmp_path / "job.restart-1.h5")
+    shutil.copy(synthetic, first)
+    shutil.copy(synthetic, second)
+    with h5py.File(first, "a") as f:  # the root attributes the aggregator writes (docs/file-format.md)
+        f.attrs["restart_files"] = "job.restart-1.h5"
+    with h5py.File(second, "a") as f:
+        f.attrs["incarnation"] = np.uint64(1)
+    info = json.loads(cli("info", "--json", first))
+    with commprof.open(first) as job:
+        assert job.incarnation == 0 and job.restart_files == [second]
+        assert [os.path.basename(p) for p in job.restart_files] == info["restart_files"]
+        with commprof.open(job.restart_files[0]) as later:
+            assert later.incarnation == json.loads(cli("info", "--json", second))["incarnation"] == 1
+            assert later.restart_files == []
+    with commprof.open(synthetic) as plain:
+        assert plain.incarnation == 0 and plain.restart_files == []
+
+
 def test_a_partial_import_lists_its_ranks_and_the_missing(tmp_path):
     trace = os.path.join(os.path.dirname(SOURCE), "shared", "data", "kineto", "hta-trace-filter-2rank")
     if not os.path.isdir(trace):
