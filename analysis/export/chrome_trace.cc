@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <type_traits>
 #include <utility>
 
 #include "core/schema/enums.h"
@@ -94,43 +95,18 @@ class ChromeEncoder final : public TraceEncoder {
       names_.emplace_back();
       AppendJsonEscaped(names_.back(), s);
     }
-    std::string name = "rank " + std::to_string(r.rank);
-    if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
-      name += " (missing)";
-    } else {
-      name += " (" + r.host + ", pid " + std::to_string(r.pid) + ")";
-    }
-    std::string& b = sink_.buf();
-    BeginRecord();
-    b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
-    AppendUint(b, pid_);
-    b += ",\"args\":{\"name\":";
-    AppendQuoted(b, name);
-    b += "}}";
-    BeginRecord();
-    b += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":";
-    AppendUint(b, pid_);
-    b += ",\"args\":{\"sort_index\":";
-    AppendUint(b, r.rank);
-    b += "}}";
+    Metadata("process_name", 0, "name", RankProcessName(r));
+    Metadata("process_sort_index", 0, "sort_index", r.rank);
     if (r.status != schema::RankStatusName(schema::RankStatus::kComplete)) {
-      BeginRecord();
-      b += "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":";
-      AppendUint(b, pid_);
-      b += ",\"args\":{\"labels\":";
-      AppendQuoted(b, r.status);
-      b += "}}";
+      Metadata("process_labels", 0, "labels", r.status);
     }
   }
 
   void BeginTrack(const RankInfo& /*r*/, std::string_view name, uint32_t first_lane, uint32_t lanes,
                   uint32_t sort_index) override {
     for (uint32_t l = 0; l < lanes; ++l) {
-      std::string lane_name(name);
-      if (l > 0) {
-        lane_name += " (lane " + std::to_string(l + 1) + ")";
-      }
-      ThreadMetadata(first_lane + l, lane_name, sort_index + l);
+      Metadata("thread_name", first_lane + l, "name", LaneName(name, l));
+      Metadata("thread_sort_index", first_lane + l, "sort_index", sort_index + l);
     }
   }
 
@@ -163,23 +139,28 @@ class ChromeEncoder final : public TraceEncoder {
     sink_.buf() += first_record_ ? "\n" : ",\n";
     first_record_ = false;
   }
-  void ThreadMetadata(uint32_t tid, const std::string& name, uint32_t sort_index) {
+  // One metadata record of the current rank: {"ph":"M","name":WHAT,"pid":P[,"tid":TID],"args":{KEY:VALUE}},
+  // VALUE a quoted string or a number; `tid` 0: a process's record.
+  template <typename Value>
+  void Metadata(const char* what, uint32_t tid, const char* key, const Value& value) {
     std::string& b = sink_.buf();
     BeginRecord();
-    b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
+    b += "{\"ph\":\"M\",\"name\":\"";
+    b += what;
+    b += "\",\"pid\":";
     AppendUint(b, pid_);
-    b += ",\"tid\":";
-    AppendUint(b, tid);
-    b += ",\"args\":{\"name\":";
-    AppendQuoted(b, name);
-    b += "}}";
-    BeginRecord();
-    b += "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":";
-    AppendUint(b, pid_);
-    b += ",\"tid\":";
-    AppendUint(b, tid);
-    b += ",\"args\":{\"sort_index\":";
-    AppendUint(b, sort_index);
+    if (tid != 0) {
+      b += ",\"tid\":";
+      AppendUint(b, tid);
+    }
+    b += ",\"args\":{\"";
+    b += key;
+    b += "\":";
+    if constexpr (std::is_integral_v<Value>) {
+      AppendUint(b, value);
+    } else {
+      AppendQuoted(b, value);
+    }
     b += "}}";
   }
   // A flow step: "s" on the last arriver's slice, "f" (bound to the enclosing slice) on another

@@ -460,15 +460,9 @@ void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& st
   name_iids_.assign(strings.size(), Interned{});
   other_name_iids_.clear();
   process_uuid_ = r.rank + 1;  // lane ids are above every rank + 1
-  std::string name = "rank " + std::to_string(r.rank);
-  if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
-    name += " (missing)";
-  } else {
-    name += " (" + r.host + ", pid " + std::to_string(r.pid) + ")";
-  }
   std::string proc;
   VarintField(proc, track::kPid, r.rank + 1);  // pid 0 is the idle process to Perfetto
-  TextField(proc, track::kProcessName, name);
+  TextField(proc, track::kProcessName, RankProcessName(r));
   if (r.status != schema::RankStatusName(schema::RankStatus::kComplete)) {
     TextField(proc, track::kProcessLabels, r.status);
   }
@@ -481,13 +475,9 @@ void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& st
 void PerfettoEncoder::BeginTrack(const RankInfo& /*r*/, std::string_view name, uint32_t first_lane, uint32_t lanes,
                                  uint32_t sort_index) {
   for (uint32_t l = 0; l < lanes; ++l) {
-    std::string lane_name(name);
-    if (l > 0) {
-      lane_name += " (lane " + std::to_string(l + 1) + ")";
-    }
     std::string desc;
     VarintField(desc, track::kUuid, first_lane + l);
-    TextField(desc, track::kName, lane_name);
+    TextField(desc, track::kName, LaneName(name, l));
     VarintField(desc, track::kParentUuid, process_uuid_);
     VarintField(desc, track::kSiblingOrderRank, sort_index + l);
     Descriptor(desc);

@@ -60,6 +60,17 @@ const char* TraceArgName(TraceArgKey key) {
   return kNames[static_cast<size_t>(key)];
 }
 
+std::string RankProcessName(const RankInfo& r) {
+  if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
+    return "rank " + std::to_string(r.rank) + " (missing)";
+  }
+  return "rank " + std::to_string(r.rank) + " (" + r.host + ", pid " + std::to_string(r.pid) + ")";
+}
+
+std::string LaneName(std::string_view track, uint32_t l) {
+  return l == 0 ? std::string(track) : std::string(track) + " (lane " + std::to_string(l + 1) + ")";
+}
+
 std::string FormatUtcNs(int64_t epoch_ns) {
   const int64_t secs = epoch_ns >= 0 ? epoch_ns / 1000000000 : -((-epoch_ns + 999999999) / 1000000000);
   const int64_t sub = epoch_ns - secs * 1000000000;

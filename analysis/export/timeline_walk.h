@@ -206,6 +206,11 @@ bool ParseTimeRange(const std::string& spec, TraceTimeRange& out, std::string& w
 // Parses --steps A-B or A. False with `why` set when malformed.
 bool ParseStepRange(const std::string& spec, TraceStepRange& out, std::string& why);
 
+// What both formats call a rank's process: "rank R (HOST, pid PID)", or "rank R (missing)".
+std::string RankProcessName(const RankInfo& r);
+// Lane `l` (from 0) of the track named `track`: the track's name, then "TRACK (lane L+1)".
+std::string LaneName(std::string_view track, uint32_t l);
+
 // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ".
 std::string FormatUtcNs(int64_t epoch_ns);
 

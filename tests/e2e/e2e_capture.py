@@ -706,11 +706,14 @@ def case_report_straggler(ctx):
     expect(all(s["pattern"] == "transient" for s in rep["stragglers"]),
            f"balanced busy: only transient lateness from descheduling, but the verdict is {rep['stragglers']}")
     # Sleeping compute: on a quiet machine nothing is late; on a loaded one a sleeper is woken late
-    # now and then, which can only ever be transient.
+    # now and then (transient), and under a sustained load sharing one rank's core that rank is
+    # woken a few tens of µs late every time: real, persistent, but the scheduler's wake-up delay,
+    # not a plant. So: nothing named, or only lateness far below the plant's (under 10 % of the
+    # 1 ms compute, where the planted straggler is slow_us late).
     out = ctx.path("balanced-sleep.h5")
     profile(ctx, out, ["--iters", str(iters), "--compute-us", "1000", "--compute", "sleep"], env=EXACT_ENV)
     rep = report_json(ctx, out)
-    expect(all(s["pattern"] == "transient" for s in rep["stragglers"]),
+    expect(all(s["pattern"] == "transient" or s["typical_lateness_ns"] < 100_000 for s in rep["stragglers"]),
            f"balanced-sleep: no planted straggler, but the verdict is {rep['stragglers']}")
     if not rep["stragglers"]:
         expect("no straggler" in run([ctx.commprof, "report", out], check_rc=0).stdout, "text says there is none")
