@@ -51,6 +51,10 @@ Status RankStream::OnHello(std::span<const uint8_t> payload) {
     return Unauthenticated("hello from rank " + std::to_string(h->rank) + " is for job '" + h->job_id +
                            "', not this job '" + policy_.job_id + "'");
   }
+  if (h->incarnation > 0 && policy_.refuse_restarts) {
+    return InvalidArgument("rank " + std::to_string(h->rank) + " is incarnation " + std::to_string(h->incarnation) +
+                           " of an elastic restart, which a relay does not keep (docs/torchrun.md#elastic-restarts)");
+  }
   if (h->incarnation > 0 && router_) {
     Result<Ingest*> routed = router_(h->incarnation);
     if (!routed.ok()) {

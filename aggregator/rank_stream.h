@@ -17,6 +17,9 @@ namespace commprof {
 struct StreamPolicy {
   std::optional<std::string> secret;  // unset: do not check the proof (local spool files)
   std::string job_id;                 // empty: accept any job id
+  // A relay's: a hello of an incarnation above 0 (an elastic restart's worker) is refused, whatever
+  // ranks this stream's ingest holds (a shard keeps the first incarnation only).
+  bool refuse_restarts = false;
 };
 
 // Where a rank's stream goes by its hello's incarnation, for the incarnations above 0 (the workers of

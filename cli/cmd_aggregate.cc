@@ -224,7 +224,7 @@ int Aggregate(Options o) {
     std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
   }
-  if (!sum.status.ok()) {
+  if (!sum.status.ok() || !sum.restart_error.ok()) {
     return 1;
   }
   if (c.hang_aborted()) {

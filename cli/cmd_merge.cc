@@ -72,7 +72,11 @@ int RunMerge(const Options& o) {
     policy.secret = o.secret;
   }
   // Spools of restarted workers (docs/torchrun.md#elastic-restarts) go to OUTPUT.restart-K.h5.
-  RestartFiles restarts(o.output, meta, ResolveCompression(o.compression), 1000, uint64_t{256} << 20, "commprof merge");
+  // Each restart file learns its world size from its own hellos (a restart may have fewer workers).
+  JobMeta restart_meta = meta;
+  restart_meta.world_size = 0;
+  RestartFiles restarts(o.output, restart_meta, ResolveCompression(o.compression), 1000, uint64_t{256} << 20,
+                        "commprof merge");
   int bad = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     SpoolResult r = IngestSpoolFile(*ingest.value(), files[i], policy, restarts.Router());
@@ -100,6 +104,9 @@ int RunMerge(const Options& o) {
                static_cast<unsigned long long>(ingest.value()->events_written()));
   (void)StoreAnalysis(o.output, "commprof merge");
   RemoveStaleRestartFiles(o.output, restart_files);
+  if (!restarts.error().ok()) {
+    return 1;
+  }
   return bad == 0 ? 0 : 1;
 }
 

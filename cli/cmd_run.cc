@@ -594,7 +594,7 @@ int RunJob(Options o) {
   if (job_rc != 0) {
     return job_rc;
   }
-  if (!st.ok()) {
+  if (!st.ok() || !sum.restart_error.ok()) {
     return 1;
   }
   return sum.ranks == 0 && sum.refused == 0 ? kExitNothingRecorded : 0;

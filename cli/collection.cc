@@ -175,7 +175,7 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
     c->ingest_->SetWriterDelayForTests(std::chrono::microseconds(std::strtoll(delay, nullptr, 10)));
     limits.receive_buffer_bytes = 64 << 10;
   }
-  StreamPolicy policy{options.secret, options.meta.job_id};
+  StreamPolicy policy{options.secret, options.meta.job_id, !options.keep_restarts};
   if (options.hang_timeout_s > 0) {
     HangWatchOptions hw;
     hw.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(options.hang_timeout_s * 1000)));
@@ -433,7 +433,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   // Ranks that could not reach the aggregator spooled: fold their spools into the same file.
   std::error_code ec;
   if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
-    StreamPolicy policy{options_.secret, options_.meta.job_id};
+    StreamPolicy policy{options_.secret, options_.meta.job_id, !options_.keep_restarts};
     const std::vector<uint32_t> claimed = ingest_->ranks_claimed();
     for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
       if (entry.path().extension() != ".cpspool") {
@@ -468,6 +468,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   if (restarts_ != nullptr) {
     NameRestartFiles(*ingest_, *restarts_);
     sum.restart_files = restarts_->Finish(analyze);
+    sum.restart_error = restarts_->error();
   }
   sum.status = ingest_->Finish();
   sum.events = ingest_->events_written();

@@ -71,8 +71,10 @@ struct CollectionSummary {
   bool write_failed = false;
   // The output existed before and was kept (nothing recorded, or the new file failed).
   bool previous_kept = false;
-  // Elastic restarts: the files of incarnations above 0, by incarnation.
+  // Elastic restarts: the files of incarnations above 0, by incarnation; a failure to create or
+  // write one (the command then exits 1, as for its own file).
   std::vector<std::string> restart_files;
+  Status restart_error;
 };
 
 // What Start checks before it creates anything, so that a bad argument leaves no file behind
@@ -122,6 +124,9 @@ class Collection {
   std::string command_;
   std::string write_path_;  // options_.output, or the temporary name beside an existing output
   std::unique_ptr<Ingest> ingest_;
+  // Elastic restarts' files; null for a relay. Before io_, so that sessions (whose routers point
+  // here) go first.
+  std::unique_ptr<RestartFiles> restarts_;
   boost::asio::io_context io_;
   std::shared_ptr<HangWatch> hang_watch_;  // null without --hang-timeout
   std::unique_ptr<Server> server_;
@@ -131,7 +136,6 @@ class Collection {
   SpoolScanCache spool_scan_;
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
-  std::unique_ptr<RestartFiles> restarts_;                 // elastic restarts' files; null for a relay
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

@@ -1,6 +1,7 @@
 #include "cli/restart_files.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 
@@ -34,6 +35,9 @@ Result<Ingest*> RestartFiles::For(uint32_t k) {
   if (!ingest.ok()) {
     std::fprintf(stderr, "%s: error: cannot keep elastic restart %u: %s\n", command_.c_str(), k,
                  ingest.status().message().c_str());
+    if (error_.ok()) {
+      error_ = Status(ingest.status().code(), path + ": " + ingest.status().message());
+    }
     return Status(ingest.status().code(),
                   "the file of incarnation " + std::to_string(k) + " cannot be written: " + ingest.status().message());
   }
@@ -57,11 +61,15 @@ void RemoveStaleRestartFiles(const std::string& output, const std::vector<std::s
         name.compare(name.size() - 3, 3, ".h5") != 0) {
       continue;
     }
-    const std::string k = name.substr(prefix.size(), name.size() - prefix.size() - 3);
-    if (k.empty() || k.find_first_not_of("0123456789") != std::string::npos) {
+    // K as this code writes it: 1 to kMaxIncarnations, no sign, no leading zero.
+    const std::string_view digits = std::string_view(name).substr(prefix.size(), name.size() - prefix.size() - 3);
+    uint32_t k = 0;
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+    if (parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size() || digits.front() == '0' || k == 0 ||
+        k > RestartFiles::kMaxIncarnations) {
       continue;
     }
-    const std::string path = RestartFilePath(output, static_cast<uint32_t>(std::stoul(k)));
+    const std::string path = RestartFilePath(output, k);
     if (std::find(kept.begin(), kept.end(), path) == kept.end() && fs::remove(entry.path(), ec)) {
       std::fprintf(stderr, "commprof: removed %s: an earlier run's elastic restart, not this job's\n",
                    entry.path().c_str());
@@ -102,6 +110,9 @@ std::vector<std::string> RestartFiles::Finish(bool analyze) {
     ingest.reset();
     if (!st.ok()) {
       std::fprintf(stderr, "%s: error: writing %s: %s\n", command_.c_str(), path.c_str(), st.message().c_str());
+      if (error_.ok()) {
+        error_ = Status(st.code(), path + ": " + st.message());
+      }
     } else {
       std::fprintf(stderr, "commprof: elastic restart %u: %zu rank(s), %llu events in %s\n", k, ranks,
                    static_cast<unsigned long long>(events), path.c_str());

@@ -52,8 +52,11 @@ class RestartFiles {
   // The files' names (not paths), comma-separated: the job file's restart_files attribute.
   std::string Names();
   // Finishes every file: finalized, named on stderr with its ranks and events, and with `analyze`
-  // given its /analysis. Returns their paths, by incarnation.
+  // given its /analysis. Returns their paths, by incarnation; error() says whether one failed.
   std::vector<std::string> Finish(bool analyze);
+  // The first failure of Finish (a file not written whole: the command exits 1), or of creating
+  // a file (its workers were refused).
+  const Status& error() const { return error_; }
 
  private:
   std::string output_;
@@ -64,6 +67,7 @@ class RestartFiles {
   std::string command_;
   std::mutex mu_;
   std::map<uint32_t, std::unique_ptr<Ingest>> ingests_;  // incarnation -> its file's ingest
+  Status error_;
 };
 
 // Writes the job file's restart_files attribute (docs/file-format.md) through its writer, when

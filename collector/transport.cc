@@ -265,8 +265,10 @@ Result<std::unique_ptr<Transport>> OpenSpool(const std::string& dir, const wire:
                                              std::span<const uint8_t> hello_frame, std::string* path_out) {
   COMMPROF_RETURN_IF_ERROR(MakeDirs(dir));
   std::string job = hello.job_id.empty() ? std::string("nojob") : hello.job_id;
-  std::string path =
-      dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" + std::to_string(hello.pid) + ".cpspool";
+  // An elastic restart's worker may get its predecessor's pid (a container): its incarnation keeps
+  // the names apart.
+  std::string path = dir + "/" + job + "-rank" + std::to_string(hello.rank) + "-pid" + std::to_string(hello.pid) +
+                     (hello.incarnation > 0 ? "-inc" + std::to_string(hello.incarnation) : std::string()) + ".cpspool";
   // 0600 (and fchmod for a file left by an earlier run): a spool file holds the rank's events and
   // a hello proving the job secret.
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -217,6 +217,13 @@ TEST_F(SpoolTest, ARestartedIncarnationGoesWhereTheRouterSaysAndIsRefusedWithout
   SpoolResult resend = IngestSpoolFile(*ingest_, first, StreamPolicy{}, router);
   EXPECT_TRUE(resend.status.ok()) << resend.status.message();
   EXPECT_EQ(asked.size(), 1u);
+  // A relay's stream refuses any restarted worker, router or not, and says why.
+  StreamPolicy relay;
+  relay.refuse_restarts = true;
+  SpoolResult at_relay = IngestSpoolFile(*ingest_, again, relay, router);
+  EXPECT_FALSE(at_relay.accepted);
+  EXPECT_NE(at_relay.status.message().find("a relay does not keep"), std::string::npos) << at_relay.status.message();
+  EXPECT_EQ(asked.size(), 1u);
   // A router that refuses: the hello is refused with its reason.
   IncarnationRouter full = [](uint32_t) -> Result<Ingest*> { return InvalidArgument("no room for incarnation 1"); };
   SpoolResult no_room = IngestSpoolFile(*ingest_, again, StreamPolicy{}, full);
