@@ -91,6 +91,7 @@ char* PutClose(char* len_at, char* p) {
 }
 
 // Field numbers of Perfetto's public trace format (docs/perfetto-trace.md lists the subset).
+constexpr uint32_t kTracePacket = 1;  // Trace.packet: the file is a stream of these
 namespace packet {
 constexpr uint32_t kClockSnapshot = 6, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kInternedData = 12,
                    kSequenceFlags = 13, kDefaults = 59, kTrackDescriptor = 60;
@@ -225,10 +226,7 @@ void PerfettoEncoder::Descriptor(const std::string& desc) {
   pkt_.clear();
   VarintField(pkt_, packet::kSequenceId, kDescriptorSequence);
   BytesField(pkt_, packet::kTrackDescriptor, desc);
-  std::string& b = sink_.buf();
-  Tag(b, 1, kLengthDelimited);
-  Varint(b, pkt_.size());
-  b += pkt_;
+  BytesField(sink_.buf(), kTracePacket, pkt_);
 }
 
 // The sequence's first packet: clears its incremental state, makes `default_track` the track of
@@ -259,10 +257,7 @@ void PerfettoEncoder::StartSequence(uint64_t default_track, int64_t t0) {
   VarintField(ann_, defaults::kTimestampClockId, clock::kSequenceDelta);
   BytesField(ann_, defaults::kTrackEventDefaults, elem_);
   BytesField(pkt_, packet::kDefaults, ann_);
-  std::string& b = sink_.buf();
-  Tag(b, 1, kLengthDelimited);
-  Varint(b, pkt_.size());
-  b += pkt_;
+  BytesField(sink_.buf(), kTracePacket, pkt_);
 }
 
 char* PerfettoEncoder::BeginEvent(int64_t ts, size_t room) {
@@ -289,7 +284,7 @@ void PerfettoEncoder::EndEvent(char* p) {
     char len[10];
     packet_len += 1 + static_cast<size_t>(PutVarint(len, interned) - len) + interned;
   }
-  h = PutVarint(h, (1u << 3) | kLengthDelimited);
+  h = PutVarint(h, (uint64_t{kTracePacket} << 3) | kLengthDelimited);
   h = PutVarint(h, packet_len);
   std::string& b = sink_.buf();
   b.append(head, static_cast<size_t>(h - head));
@@ -450,10 +445,7 @@ void PerfettoEncoder::Begin(const Header& h) {
   VarintField(pkt_, packet::kTimestamp, static_cast<uint64_t>(stats.cut ? stats.cut_from_ns : 0));
   VarintField(pkt_, packet::kSequenceId, kDescriptorSequence);
   BytesField(pkt_, packet::kTrackEvent, te_);
-  std::string& b = sink_.buf();
-  Tag(b, 1, kLengthDelimited);
-  Varint(b, pkt_.size());
-  b += pkt_;
+  BytesField(sink_.buf(), kTracePacket, pkt_);
 }
 
 void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& strings) {
