@@ -7,13 +7,13 @@
 #include <ctime>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 
 #include "analysis/compare/run_diff.h"
 #include "analysis/export/chrome_trace.h"
 #include "analysis/export/lane_assigner.h"
 #include "analysis/match/collective_instances.h"
+#include "analysis/match/collective_key_index.h"
 #include "analysis/metrics/memory_usage.h"
 #include "analysis/metrics/step_table.h"
 #include "analysis/metrics/wait_metrics.h"
@@ -205,11 +205,11 @@ struct InstanceTable {
     uint64_t flow_base = 0;   // flow id of arrival j is flow_base + j
   };
   std::vector<Row> rows;
-  std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> by_key;
+  CollectiveKeyIndex by_key;  // numbers the rows: instance keys are unique
 
   const Row* Find(const CollectiveKey& key) const {
-    auto it = by_key.find(key);
-    return it == by_key.end() ? nullptr : &rows[it->second];
+    const std::optional<uint32_t> number = by_key.Find(key);
+    return number ? &rows[*number] : nullptr;
   }
 };
 
@@ -405,8 +405,9 @@ Status Walker::ReadInstancesAndOrigin() {
     row.flow_base = next_flow;
     next_flow += in.arrivals.size();
     row.in = std::move(in);
-    instances_.by_key.emplace(row.in.key(), static_cast<uint32_t>(instances_.rows.size()));
-    instances_.rows.push_back(std::move(row));
+    if (instances_.by_key.FindOrInsert(row.in.key()).second) {
+      instances_.rows.push_back(std::move(row));
+    }
   }
   return ResolveCut(marks);
 }

@@ -1,9 +1,10 @@
 #include "analysis/load/event_screen.h"
 
-#include <unordered_map>
-#include <unordered_set>
+#include <algorithm>
+#include <optional>
 
 #include "analysis/match/collective_instances.h"
+#include "analysis/match/collective_key_index.h"
 #include "core/schema/enums.h"
 
 namespace commprof {
@@ -12,12 +13,19 @@ size_t ScreenEventRows(ProfileReader& reader) {
   // The collectives of the ranks accepted so far: (key) -> (op, first rank), so a later rank that
   // recorded another operation under the same identity is the one left out (the matching would
   // otherwise refuse the whole file; docs/metrics.md §1).
-  std::unordered_map<CollectiveKey, std::pair<uint8_t, uint32_t>, CollectiveKeyHash> accepted;
+  CollectiveKeyIndex accepted;
+  std::vector<std::pair<uint8_t, uint32_t>> accepted_by;  // by the index's number: (op, first rank)
   std::vector<std::pair<uint32_t, std::string>> bad;
   const ProfileInfo& info = reader.info();
   for (const RankInfo& r : info.ranks) {
     const std::string where = info.path + ": /ranks/" + std::to_string(r.rank) + "/events row ";
-    std::unordered_map<CollectiveKey, std::pair<uint8_t, uint64_t>, CollectiveKeyHash> mine;  // -> (op, row)
+    struct Mine {
+      CollectiveKey key;
+      uint8_t op = 0;
+      uint64_t row = 0;
+    };
+    CollectiveKeyIndex mine_index(static_cast<size_t>(std::min<uint64_t>(r.event_count, uint64_t{1} << 20)));
+    std::vector<Mine> mine;  // by the index's number, so in row order
     if (auto strings = reader.Strings(r.rank); !strings.ok()) {
       bad.emplace_back(r.rank, strings.status().message());
       continue;
@@ -38,40 +46,43 @@ size_t ScreenEventRows(ProfileReader& reader) {
         if (!IsMatchableCollective(e) && !IsMatchableNonblockingCollective(e)) {
           continue;
         }
-        auto [it, inserted] = mine.emplace(KeyOf(e), std::make_pair(e.subtype, at));
+        const CollectiveKey key = KeyOf(e);
+        const auto [number, inserted] = mine_index.FindOrInsert(key);
         if (!inserted) {
           fault = where + std::to_string(at) + ": a second " + schema::CollectiveOpName(e.subtype) +
                   " with communicator " + std::to_string(e.comm_id) + " sequence " + std::to_string(e.seq) +
-                  " on the same rank (row " + std::to_string(it->second.second) +
+                  " on the same rank (row " + std::to_string(mine[number].row) +
                   " has it; sequence numbers are unique per communicator)";
           return;
         }
+        mine.push_back({key, e.subtype, at});
       }
     });
     if (!st.ok()) {
       bad.emplace_back(r.rank, st.message());
       continue;
     }
-    uint64_t first_row = UINT64_MAX;  // the earliest disagreeing row, so the message is deterministic
-    for (const auto& [key, op_row] : mine) {
-      if (!fault.empty() && first_row == UINT64_MAX) {
-        break;  // a row fault of the stream itself
-      }
-      auto other = accepted.find(key);
-      if (other != accepted.end() && other->second.first != op_row.first && op_row.second < first_row) {
-        first_row = op_row.second;
-        fault = where + std::to_string(op_row.second) + ": " + schema::CollectiveOpName(op_row.first) +
-                " with communicator " + std::to_string(key.comm_id) + " sequence " + std::to_string(key.seq) +
-                ", but rank " + std::to_string(other->second.second) + " recorded " +
-                schema::CollectiveOpName(other->second.first) + " for the same call";
+    // In row order: the first disagreement is the earliest row, so the message is deterministic.
+    if (fault.empty()) {
+      for (const Mine& m : mine) {
+        const std::optional<uint32_t> other = accepted.Find(m.key);
+        if (other && accepted_by[*other].first != m.op) {
+          fault = where + std::to_string(m.row) + ": " + schema::CollectiveOpName(m.op) + " with communicator " +
+                  std::to_string(m.key.comm_id) + " sequence " + std::to_string(m.key.seq) + ", but rank " +
+                  std::to_string(accepted_by[*other].second) + " recorded " +
+                  schema::CollectiveOpName(accepted_by[*other].first) + " for the same call";
+          break;
+        }
       }
     }
     if (!fault.empty()) {
       bad.emplace_back(r.rank, std::move(fault));
       continue;
     }
-    for (const auto& [key, op_row] : mine) {
-      accepted.emplace(key, std::make_pair(op_row.first, r.rank));
+    for (const Mine& m : mine) {
+      if (accepted.FindOrInsert(m.key).second) {
+        accepted_by.emplace_back(m.op, r.rank);
+      }
     }
   }
   for (auto& [rank, message] : bad) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/match/collective_key_index.h"
 #include "analysis/match/comm_membership.h"
 #include "analysis/metrics/wait_metrics.h"
 #include "core/schema/enums.h"
@@ -61,7 +62,15 @@ struct CompletionCall {
 
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
                                                                 bool nonblocking, const ChunkObserver& observe) {
-  std::unordered_map<CollectiveKey, CollectiveInstance, CollectiveKeyHash> by_key;
+  // Instances in the order first seen, numbered by the index (no node per instance).
+  std::vector<CollectiveInstance> instances;
+  uint64_t largest_rank = 0;  // a rank's events bound its collectives: sizes the index once
+  for (const RankInfo& r : reader.info().ranks) {
+    largest_rank = std::max(largest_rank, r.event_count);
+  }
+  CollectiveKeyIndex index(static_cast<size_t>(std::min<uint64_t>(largest_rank, uint64_t{1} << 20)));
+  // Room for every arrival at once in the usual small communicator (one allocation, not several).
+  const size_t arrivals_hint = std::min<size_t>(reader.info().world_size, 8);
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
   Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
@@ -84,7 +93,11 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         end = model.ToReference(end);
         blocked = model.ToReference(blocked);
       }
-      CollectiveInstance& in = by_key[key];
+      const auto [number, fresh] = index.FindOrInsert(key);
+      if (fresh) {
+        instances.emplace_back().arrivals.reserve(arrivals_hint);
+      }
+      CollectiveInstance& in = instances[number];
       if (in.arrivals.empty()) {
         in.comm_id = e.comm_id;
         in.seq = key.seq;
@@ -181,9 +194,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
       COMMPROF_RETURN_IF_ERROR(bad);
     }
   }
-  std::vector<CollectiveInstance> out;
-  out.reserve(by_key.size());
-  for (auto& [key, in] : by_key) {
+  for (CollectiveInstance& in : instances) {
     in.comm_size = members.Size(in.comm_id);
     // A v2 NCCL plugin (NCCL 2.24/2.25) is told nothing about the communicator: without its init
     // record, an NCCL communicator is taken to span the job (docs/metrics.md §1).
@@ -200,8 +211,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     }
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.world_rank < b.world_rank; });
-    out.push_back(std::move(in));
   }
+  std::vector<CollectiveInstance>& out = instances;
   // Order by earliest entry, computed once per instance rather than in every comparison.
   std::vector<std::pair<int64_t, size_t>> order(out.size());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -215,7 +226,9 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     if (x.first != y.first) {
       return x.first < y.first;
     }
-    return std::tie(out[x.second].comm_id, out[x.second].seq) < std::tie(out[y.second].comm_id, out[y.second].seq);
+    // Last, the order first seen: equal keys of different types (NCCL and MPI) sort the same every time.
+    return std::tie(out[x.second].comm_id, out[x.second].seq, x.second) <
+           std::tie(out[y.second].comm_id, out[y.second].seq, y.second);
   });
   std::vector<CollectiveInstance> sorted;
   sorted.reserve(out.size());

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
-#include <unordered_map>
+
+#include "analysis/match/collective_key_index.h"
 
 namespace commprof {
 namespace {
@@ -47,9 +49,12 @@ Result<CallSiteReport> ComputeCallSites(const ProfileReader& reader, const Stack
   if (stacks.empty()) {
     return out;
   }
-  std::unordered_map<CollectiveKey, size_t, CollectiveKeyHash> instance_of;
+  CollectiveKeyIndex instance_index(instances.size());
+  std::vector<size_t> instance_at;  // by the index's number
   for (size_t i = 0; i < instances.size(); ++i) {
-    instance_of.emplace(instances[i].key(), i);
+    if (instance_index.FindOrInsert(instances[i].key()).second) {
+      instance_at.push_back(i);
+    }
   }
   std::map<SiteKey, SiteSum> sums;
   for (const RankInfo& r : reader.info().ranks) {
@@ -91,11 +96,12 @@ Result<CallSiteReport> ComputeCallSites(const ProfileReader& reader, const Stack
       int64_t wait = time;
       if (e.kind == COMMPROF_KIND_MPI_COLLECTIVE) {
         wait = 0;  // unless the instance is found
-        if (auto in = instance_of.find(KeyOf(e)); in != instance_of.end()) {
-          const CollectiveInstance& ci = instances[in->second];
+        if (const std::optional<uint32_t> number = instance_index.Find(KeyOf(e))) {
+          const size_t i = instance_at[*number];
+          const CollectiveInstance& ci = instances[i];
           for (size_t a = 0; a < ci.arrivals.size(); ++a) {
-            if (ci.arrivals[a].world_rank == r.rank && a < measured[in->second].waits.size()) {
-              wait = measured[in->second].waits[a];
+            if (ci.arrivals[a].world_rank == r.rank && a < measured[i].waits.size()) {
+              wait = measured[i].waits[a];
             }
           }
         }

@@ -1,0 +1,57 @@
+#include "analysis/match/collective_key_index.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <tuple>
+
+namespace commprof {
+namespace {
+
+TEST(CollectiveKeyIndex, NumbersKeysInTheOrderFirstSeen) {
+  CollectiveKeyIndex index;
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_FALSE(index.Find({1, 0, 0}).has_value());
+  EXPECT_EQ(index.FindOrInsert({1, 0, 0}), std::make_pair(0u, true));
+  EXPECT_EQ(index.FindOrInsert({1, 1, 0}), std::make_pair(1u, true));
+  EXPECT_EQ(index.FindOrInsert({1, 0, 0}), std::make_pair(0u, false));
+  // The same communicator and sequence under another type (an NCCL operation) is another key.
+  EXPECT_EQ(index.FindOrInsert({1, 0, 0x101}), std::make_pair(2u, true));
+  EXPECT_EQ(index.Find({1, 1, 0}), 1u);
+  EXPECT_EQ(index.Find({1, 0, 0x101}), 2u);
+  EXPECT_FALSE(index.Find({2, 0, 0}).has_value());
+  EXPECT_EQ(index.size(), 3u);
+}
+
+// Far past its hint (it grows, moving every key): the numbers agree with a std::map fed the same
+// keys, in the patterns a job has (consecutive sequences on a few communicators, NCCL and MPI
+// keys that differ by type only, random 64-bit communicator ids), and absent keys stay absent.
+TEST(CollectiveKeyIndex, AgreesWithAMapWhileGrowingFarPastItsHint) {
+  CollectiveKeyIndex index(4);
+  std::map<std::tuple<uint64_t, uint64_t, uint32_t>, uint32_t> truth;
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> comms = {1, 2, 0xFFFFFFFFFFFFFFFFull, random(), random(), random()};
+  for (int round = 0; round < 3; ++round) {  // the second and third rounds find what the first put in
+    for (uint64_t comm : comms) {
+      for (uint64_t seq = 0; seq < 20000; ++seq) {
+        for (uint32_t type : {0u, 0x100u + static_cast<uint32_t>(seq % 3)}) {
+          const CollectiveKey key{comm, seq, type};
+          const auto [it, fresh] = truth.try_emplace({comm, seq, type}, static_cast<uint32_t>(truth.size()));
+          const auto [number, inserted] = index.FindOrInsert(key);
+          ASSERT_EQ(inserted, fresh) << comm << " " << seq << " " << type;
+          ASSERT_EQ(number, it->second) << comm << " " << seq << " " << type;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(index.size(), truth.size());
+  for (uint64_t comm : comms) {
+    EXPECT_FALSE(index.Find({comm, 20000, 0}).has_value());
+    EXPECT_FALSE(index.Find({comm, 5, 0x1FF}).has_value());
+    EXPECT_EQ(index.Find({comm, 19999, 0}), truth.at({comm, 19999, 0}));
+  }
+}
+
+}  // namespace
+}  // namespace commprof
