@@ -189,29 +189,43 @@ TEST(Hdf5Writer, EveryCodecReadsBackTheSameEventsAndLz4IsTheDefault) {
   EXPECT_EQ(WriterOptions{}.compression, Compression::kLz4);
 }
 
-TEST(Hdf5Writer, TheShuffleIsHdf5sForAnyRecordCountAndSize) {
+TEST(Hdf5Writer, TheShuffleIsHdf5sForAnyRecordCountAndSizeOnEveryInstructionPath) {
   // Byte j of record i goes to out[j * n + i], HDF5's shuffle filter; the fast paths (16 and 8
-  // records at a time) and the tail must all agree with it.
-  for (size_t size : {64, 24, 12, 5}) {
-    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 1023, 1024}) {
-      std::vector<uint8_t> in(n * size);
-      for (size_t k = 0; k < in.size(); ++k) {
-        in[k] = static_cast<uint8_t>(k * 131 + k / 7);
-      }
-      std::vector<uint8_t> out(in.size(), 0xEE);
-      h5::ShuffleRecords(in, size, out.data());
-      size_t wrong = 0;
-      for (size_t i = 0; i < n; ++i) {
-        for (size_t j = 0; j < size; ++j) {
-          wrong += out[j * n + i] != in[i * size + j];
+  // records at a time, with the widest vectors the processor has or narrower ones) and the tail
+  // must all agree with it. Sizes that are multiples of 64 take AVX-512, of 32 AVX2, of 16 SSE2.
+  int paths_run = 0;
+  for (h5::ShufflePath path :
+       {h5::ShufflePath::kAvx512, h5::ShufflePath::kAvx2, h5::ShufflePath::kSse2, h5::ShufflePath::kPortable}) {
+    if (!h5::ShufflePathAvailable(path)) {
+      continue;
+    }
+    ++paths_run;
+    for (size_t size : {64, 128, 96, 32, 48, 24, 12, 5}) {
+      for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 1023, 1024}) {
+        std::vector<uint8_t> in(n * size);
+        for (size_t k = 0; k < in.size(); ++k) {
+          in[k] = static_cast<uint8_t>(k * 131 + k / 7);
         }
+        std::vector<uint8_t> out(in.size(), 0xEE);
+        h5::ShuffleRecordsUsing(path, in, size, out.data());
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t j = 0; j < size; ++j) {
+            wrong += out[j * n + i] != in[i * size + j];
+          }
+        }
+        EXPECT_EQ(wrong, 0u) << n << " records of " << size << " bytes, path " << static_cast<int>(path);
+        std::vector<uint8_t> back(in.size(), 0xEE);
+        h5::ShuffleRecordsUsing(path, out, n, back.data());  // the planes are n records of `size` bytes
+        EXPECT_EQ(back, in) << "unshuffled " << n << " records of " << size << " bytes, path "
+                            << static_cast<int>(path);
+        std::vector<uint8_t> best(in.size(), 0xEE);
+        h5::ShuffleRecords(in, size, best.data());
+        EXPECT_EQ(best, out) << "the default path, " << n << " records of " << size << " bytes";
       }
-      EXPECT_EQ(wrong, 0u) << n << " records of " << size << " bytes";
-      std::vector<uint8_t> back(in.size(), 0xEE);
-      h5::UnshuffleRecords(out, size, back.data());
-      EXPECT_EQ(back, in) << "unshuffled " << n << " records of " << size << " bytes";
     }
   }
+  EXPECT_GE(paths_run, 1);  // the portable one at least
 }
 
 TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStillRead) {
