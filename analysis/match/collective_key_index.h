@@ -21,7 +21,8 @@ namespace commprof {
 
 class CollectiveKeyIndex {
  public:
-  // `expected`: keys the caller expects (a hint; the table grows past it).
+  // `expected`: keys the caller expects (a hint; the table grows past it). The table is zeroed at
+  // once, 48 bytes per expected key: callers cap a hint taken from a rank's whole event count.
   explicit CollectiveKeyIndex(size_t expected = 0) { Rebuild(CapacityFor(expected)); }
 
   // The number of `key`, given the next one (size() before the call) when it is new; `.second`

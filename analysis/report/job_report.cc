@@ -123,19 +123,26 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   }
   rep.instances = std::move(instances.value());
   stages.Done("collective matching");
+  // The third read of the file (overlap, memory, time parts), then the hang diagnosis's read, run
+  // while the instances are measured and the wait and delay costs computed: from here to the join
+  // only that thread touches the file (HDF5 is not thread-safe here), and the two write different
+  // variables until the join. (Given `sources`, both come from elsewhere instead.)
+  Result<std::vector<RankPass>> passes = std::vector<RankPass>{};
+  Result<std::optional<hang::FileHang>> hang = std::optional<hang::FileHang>{};
+  std::jthread third_read;
+  if (!sources.rank_passes) {
+    third_read = std::jthread([&] {
+      passes = ComputeRankPasses(reader);
+      if (passes.ok() && !sources.may_have_hung) {  // diagnosed_by_third_read below
+        hang = hang::DiagnoseFile(reader);
+      }
+    });
+  }
   rep.clock = CountClockViolations(rep.instances);
   rep.measured = MeasureInstances(rep.instances, SkewThresholdNs(rep.info));
   rep.wait = ComputeWaitMetrics(rep.info, rep.instances, rep.measured);
   stages.Done("wait metrics");
   COMMPROF_RETURN_IF_ERROR(take_p2p());
-  // The third read of the file (overlap, memory, time parts) runs while the delay costs are
-  // computed: only that thread touches the file (HDF5 is not thread-safe here), and the two write
-  // different members of `rep` until the join.
-  Result<std::vector<RankPass>> passes = std::vector<RankPass>{};
-  std::jthread third_read;
-  if (!sources.rank_passes) {
-    third_read = std::jthread([&] { passes = ComputeRankPasses(reader); });
-  }
   const StepModel step_model = BuildStepModel(rep.info, step_marks);
   step_marks.clear();
   StepOf step_of;
@@ -175,13 +182,14 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   }
   COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
   stages.Done("call sites");
-  if (!sources.may_have_hung || sources.may_have_hung()) {
-    auto hang = hang::DiagnoseFile(reader);
-    if (!hang.ok()) {
-      return hang.status();
-    }
-    rep.hang = std::move(hang.value());
+  const bool diagnosed_by_third_read = !sources.rank_passes && !sources.may_have_hung;
+  if (!diagnosed_by_third_read && (!sources.may_have_hung || sources.may_have_hung())) {
+    hang = hang::DiagnoseFile(reader);
   }
+  if (!hang.ok()) {
+    return hang.status();
+  }
+  rep.hang = std::move(hang.value());
   stages.Done("hang diagnosis");
   return rep;
 }
