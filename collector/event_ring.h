@@ -26,7 +26,10 @@ class EventRing {
     uint32_t c = RoundedCapacity(capacity);
     capacity_ = c;
     mask_ = c - 1;
-    slots_ = std::make_unique<commprof_event[]>(c);
+    // Not zeroed: a slot is read only after it was written, and zeroing 4 MiB (the default) cost
+    // every rank a millisecond or two of page faults at MPI_Init, in series with the job's start.
+    // Untouched pages cost nothing; a thread that records little never faults most of them in.
+    slots_ = std::make_unique_for_overwrite<commprof_event[]>(c);
   }
 
   // Producer side. Returns false (and counts the drop) when the ring is full.

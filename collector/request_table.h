@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 
 #include "collector/inflight.h"
 #include "commprof/event.h"
@@ -21,22 +20,28 @@ namespace commprof {
 
 class RequestTable {
  public:
+  // The slots (about 90 bytes each, 65536 by default) are allocated at the first Insert: a program
+  // that never starts a non-blocking operation does not pay for zeroing them at MPI_Init (a few
+  // milliseconds of page faults per rank, in series with the job's start).
   explicit RequestTable(uint32_t slots) {
     uint32_t c = 64;
     while (c < slots) {
       c <<= 1;
     }
     mask_ = c - 1;
-    slots_ = std::make_unique<Slot[]>(c);
   }
+  ~RequestTable() { delete[] slots_.load(std::memory_order_acquire); }
+  RequestTable(const RequestTable&) = delete;
+  RequestTable& operator=(const RequestTable&) = delete;
 
   // `stack`: the issuing call's call-site stack id (--stacks), kept for the in-flight view.
   bool Insert(uintptr_t key, const commprof_event& e, uint32_t stack = 0) {
     if (key <= kBusy) {
       return false;
     }
+    Slot* slots = Allocated();
     for (uint32_t i = 0; i < kProbe; ++i) {
-      Slot& s = slots_[(Hash(key) + i) & mask_];
+      Slot& s = slots[(Hash(key) + i) & mask_];
       uintptr_t expect = kEmpty;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
         s.event.Store(e, stack);
@@ -50,11 +55,12 @@ class RequestTable {
 
   // Removes the entry for `key`; false when it was never tracked (not ours, or it overflowed).
   bool Take(uintptr_t key, commprof_event& out) {
-    if (key <= kBusy) {
+    Slot* slots = slots_.load(std::memory_order_acquire);
+    if (key <= kBusy || slots == nullptr) {
       return false;
     }
     for (uint32_t i = 0; i < kProbe; ++i) {
-      Slot& s = slots_[(Hash(key) + i) & mask_];
+      Slot& s = slots[(Hash(key) + i) & mask_];
       uintptr_t expect = key;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
         out = s.event.Load();
@@ -70,8 +76,9 @@ class RequestTable {
   // inserted or taken meanwhile may be missed or seen once more, never torn.
   template <typename Fn>
   void ForEachPending(Fn&& fn) const {
-    for (uint32_t i = 0; i <= mask_; ++i) {
-      const Slot& s = slots_[i];
+    const Slot* slots = slots_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; slots != nullptr && i <= mask_; ++i) {
+      const Slot& s = slots[i];
       if (s.key.load(std::memory_order_acquire) <= kBusy) {
         continue;
       }
@@ -88,8 +95,9 @@ class RequestTable {
   // Removes every entry still parked (at shutdown: operations never seen to complete).
   template <typename Fn>
   void TakeAll(Fn&& fn) {
-    for (uint32_t i = 0; i <= mask_; ++i) {
-      Slot& s = slots_[i];
+    Slot* slots = slots_.load(std::memory_order_acquire);
+    for (uint32_t i = 0; slots != nullptr && i <= mask_; ++i) {
+      Slot& s = slots[i];
       uintptr_t key = s.key.load(std::memory_order_acquire);
       if (key <= kBusy) {
         continue;
@@ -115,8 +123,22 @@ class RequestTable {
 
   static uint64_t Hash(uintptr_t k) { return (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 20; }
 
+  // The slots, made by the first Insert; threads racing to make them keep the first one made.
+  Slot* Allocated() {
+    Slot* slots = slots_.load(std::memory_order_acquire);
+    if (slots != nullptr) {
+      return slots;
+    }
+    Slot* made = new Slot[static_cast<size_t>(mask_) + 1]();
+    if (slots_.compare_exchange_strong(slots, made, std::memory_order_acq_rel)) {
+      return made;
+    }
+    delete[] made;
+    return slots;  // the winner's
+  }
+
   uint32_t mask_ = 0;
-  std::unique_ptr<Slot[]> slots_;
+  std::atomic<Slot*> slots_{nullptr};
   std::atomic<uint64_t> overflow_{0};
 };
 

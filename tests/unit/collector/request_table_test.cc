@@ -63,6 +63,39 @@ TEST(RequestTable, TakeOfAnUnknownKeyIsFalseAndLeavesOutUntouched) {
   EXPECT_EQ(out.seq, 1u);
 }
 
+// The slots are made by the first Insert: before it every reader sees an empty table, and threads
+// racing to insert first share one set of slots (none of their requests is lost).
+TEST(RequestTable, BeforeTheFirstInsertTheTableIsEmptyAndConcurrentFirstInsertsShareOneTable) {
+  RequestTable t(4096);
+  commprof_event out = Ev(5);
+  EXPECT_FALSE(t.Take(0x5000, out));
+  EXPECT_EQ(out.seq, 5u);
+  int seen = 0;
+  t.ForEachPending([&](const commprof_event&, uint32_t) { ++seen; });
+  t.TakeAll([&](const commprof_event&) { ++seen; });
+  EXPECT_EQ(seen, 0);
+
+  constexpr int kThreads = 8;
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      start.arrive_and_wait();
+      EXPECT_TRUE(t.Insert(0x10000 + 0x40 * static_cast<uintptr_t>(k), Ev(static_cast<uint64_t>(k))));
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  std::vector<bool> found(kThreads, false);
+  t.ForEachPending([&](const commprof_event& e, uint32_t) { found.at(e.seq) = true; });
+  for (int k = 0; k < kThreads; ++k) {
+    EXPECT_TRUE(found[k]) << "request of thread " << k;
+    ASSERT_TRUE(t.Take(0x10000 + 0x40 * static_cast<uintptr_t>(k), out));
+    EXPECT_EQ(out.seq, static_cast<uint64_t>(k));
+  }
+}
+
 TEST(RequestTable, ReservedKeysZeroAndOneAreNeverTracked) {
   RequestTable t(64);
   commprof_event out{};
