@@ -47,6 +47,9 @@ std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* co
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers
 // that produced a good file keep their own exit code.
 bool StoreAnalysis(const std::string& path, const char* command);
+// For the analysis: freed memory stays in the heap for reuse (see util.cc). Not for the collecting
+// commands while they collect (their memory is bounded by --queue-mb).
+void KeepFreedMemoryForReuse();
 
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
 // an empty list included.

@@ -1,6 +1,4 @@
 // commprof: the command-line front end (docs/cli.md).
-#include <malloc.h>
-
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -109,27 +107,22 @@ int Main(int argc, char** argv) {
   }
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {
+      // The collecting commands keep memory bounded by --queue-mb; they turn this on for their
+      // final analysis only (StoreAnalysis).
+      const std::string name = sub->get_name();
+      if (name != "run" && name != "aggregate" && name != "relay") {
+        commprof::cli::KeepFreedMemoryForReuse();
+      }
       return run();
     }
   }
   return 2;
 }
 
-// Every command builds and drops large tables (decoded chunks, instances, per-rank passes), each
-// up to some MiB. glibc serves those from fresh mmap()s and unmaps them when freed, so the next one
-// faults its pages in again (about a microsecond a page on a VM); a tenth of a report's time went
-// there. Kept in the heap instead, freed memory is reused; what is free above 256 MiB still goes back.
-void KeepFreedMemoryForReuse() {
-  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc takes; bigger blocks are still mapped
-  (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  (void)mallopt(M_TOP_PAD, 16 << 20);
-}
-
 }  // namespace
 
 // Nothing escapes main: an exception a command did not handle becomes exit code 1 with its message.
 int main(int argc, char** argv) {
-  KeepFreedMemoryForReuse();
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

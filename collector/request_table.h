@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <type_traits>
 
 #include "collector/inflight.h"
 #include "commprof/event.h"
@@ -20,17 +22,23 @@ namespace commprof {
 
 class RequestTable {
  public:
-  // The slots (about 90 bytes each, 65536 by default) are allocated at the first Insert: a program
-  // that never starts a non-blocking operation does not pay for zeroing them at MPI_Init (a few
-  // milliseconds of page faults per rank, in series with the job's start).
+  // The slots (about 90 bytes each, 65536 by default) come zeroed from calloc, which takes a block
+  // this large straight from mmap: the kernel's zero pages, faulted in only where a request lands.
+  // Zeroing them here (new Slot[n]()) cost every rank a few milliseconds of page faults at MPI_Init,
+  // in series with the job's start. All-zero bytes are the empty table: every key kEmpty (0) and
+  // every seqlock word 0, as for lock-free atomics in shared memory (asserted below).
   explicit RequestTable(uint32_t slots) {
     uint32_t c = 64;
     while (c < slots) {
       c <<= 1;
     }
     mask_ = c - 1;
+    slots_ = static_cast<Slot*>(std::calloc(c, sizeof(Slot)));
+    if (slots_ == nullptr) {
+      mask_ = 0;  // no memory: every request overflows (counted), none is tracked
+    }
   }
-  ~RequestTable() { delete[] slots_.load(std::memory_order_acquire); }
+  ~RequestTable() { std::free(slots_); }
   RequestTable(const RequestTable&) = delete;
   RequestTable& operator=(const RequestTable&) = delete;
 
@@ -39,9 +47,8 @@ class RequestTable {
     if (key <= kBusy) {
       return false;
     }
-    Slot* slots = Allocated();
-    for (uint32_t i = 0; i < kProbe; ++i) {
-      Slot& s = slots[(Hash(key) + i) & mask_];
+    for (uint32_t i = 0; slots_ != nullptr && i < kProbe; ++i) {
+      Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = kEmpty;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
         s.event.Store(e, stack);
@@ -55,12 +62,11 @@ class RequestTable {
 
   // Removes the entry for `key`; false when it was never tracked (not ours, or it overflowed).
   bool Take(uintptr_t key, commprof_event& out) {
-    Slot* slots = slots_.load(std::memory_order_acquire);
-    if (key <= kBusy || slots == nullptr) {
+    if (key <= kBusy || slots_ == nullptr) {
       return false;
     }
     for (uint32_t i = 0; i < kProbe; ++i) {
-      Slot& s = slots[(Hash(key) + i) & mask_];
+      Slot& s = slots_[(Hash(key) + i) & mask_];
       uintptr_t expect = key;
       if (s.key.compare_exchange_strong(expect, kBusy, std::memory_order_acquire)) {
         out = s.event.Load();
@@ -76,9 +82,8 @@ class RequestTable {
   // inserted or taken meanwhile may be missed or seen once more, never torn.
   template <typename Fn>
   void ForEachPending(Fn&& fn) const {
-    const Slot* slots = slots_.load(std::memory_order_acquire);
-    for (uint32_t i = 0; slots != nullptr && i <= mask_; ++i) {
-      const Slot& s = slots[i];
+    for (uint32_t i = 0; slots_ != nullptr && i <= mask_; ++i) {
+      const Slot& s = slots_[i];
       if (s.key.load(std::memory_order_acquire) <= kBusy) {
         continue;
       }
@@ -95,9 +100,8 @@ class RequestTable {
   // Removes every entry still parked (at shutdown: operations never seen to complete).
   template <typename Fn>
   void TakeAll(Fn&& fn) {
-    Slot* slots = slots_.load(std::memory_order_acquire);
-    for (uint32_t i = 0; slots != nullptr && i <= mask_; ++i) {
-      Slot& s = slots[i];
+    for (uint32_t i = 0; slots_ != nullptr && i <= mask_; ++i) {
+      Slot& s = slots_[i];
       uintptr_t key = s.key.load(std::memory_order_acquire);
       if (key <= kBusy) {
         continue;
@@ -123,22 +127,11 @@ class RequestTable {
 
   static uint64_t Hash(uintptr_t k) { return (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 20; }
 
-  // The slots, made by the first Insert; threads racing to make them keep the first one made.
-  Slot* Allocated() {
-    Slot* slots = slots_.load(std::memory_order_acquire);
-    if (slots != nullptr) {
-      return slots;
-    }
-    Slot* made = new Slot[static_cast<size_t>(mask_) + 1]();
-    if (slots_.compare_exchange_strong(slots, made, std::memory_order_acq_rel)) {
-      return made;
-    }
-    delete[] made;
-    return slots;  // the winner's
-  }
+  static_assert(std::atomic<uintptr_t>::is_always_lock_free && std::is_trivially_destructible_v<Slot>,
+                "the table is zeroed memory from calloc, freed with free");
 
   uint32_t mask_ = 0;
-  std::atomic<Slot*> slots_{nullptr};
+  Slot* slots_ = nullptr;
   std::atomic<uint64_t> overflow_{0};
 };
 

@@ -397,6 +397,7 @@ Status Walker::ReadInstancesAndOrigin() {
   std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
   uint64_t next_flow = 1;
   instances_.rows.reserve(loaded.value().size());
+  instances_.by_key = CollectiveKeyIndex(loaded.value().size());
   for (size_t k = 0; k < loaded.value().size(); ++k) {
     CollectiveInstance& in = loaded.value()[k];
     InstanceTable::Row row;

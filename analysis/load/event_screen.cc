@@ -24,7 +24,7 @@ size_t ScreenEventRows(ProfileReader& reader) {
       uint8_t op = 0;
       uint64_t row = 0;
     };
-    CollectiveKeyIndex mine_index(static_cast<size_t>(std::min<uint64_t>(r.event_count, uint64_t{1} << 16)));
+    CollectiveKeyIndex mine_index(static_cast<size_t>(std::min<uint64_t>(r.event_count, uint64_t{1} << 14)));
     std::vector<Mine> mine;  // by the index's number, so in row order
     if (auto strings = reader.Strings(r.rank); !strings.ok()) {
       bad.emplace_back(r.rank, strings.status().message());

@@ -68,7 +68,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   for (const RankInfo& r : reader.info().ranks) {
     largest_rank = std::max(largest_rank, r.event_count);
   }
-  CollectiveKeyIndex index(static_cast<size_t>(std::min<uint64_t>(largest_rank, uint64_t{1} << 16)));
+  CollectiveKeyIndex index(static_cast<size_t>(std::min<uint64_t>(largest_rank, uint64_t{1} << 17)));
   // Room for every arrival at once in the usual small communicator (one allocation, not several).
   const size_t arrivals_hint = std::min<size_t>(reader.info().world_size, 8);
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).

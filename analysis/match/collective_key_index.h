@@ -22,7 +22,7 @@ namespace commprof {
 class CollectiveKeyIndex {
  public:
   // `expected`: keys the caller expects (a hint; the table grows past it). The table is zeroed at
-  // once, 48 bytes per expected key: callers cap a hint taken from a rank's whole event count.
+  // once, 48 to 96 bytes per expected key: callers cap a hint taken from a rank's event count.
   explicit CollectiveKeyIndex(size_t expected = 0) { Rebuild(CapacityFor(expected)); }
 
   // The number of `key`, given the next one (size() before the call) when it is new; `.second`
@@ -34,11 +34,10 @@ class CollectiveKeyIndex {
     for (size_t i = Home(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.number == kEmpty) {
-        s.key = key;
-        s.number = static_cast<uint32_t>(size_++);
+        s = Slot{key.comm_id, key.seq, key.type, static_cast<uint32_t>(size_++)};
         return {s.number, true};
       }
-      if (s.key == key) {
+      if (s.Holds(key)) {
         return {s.number, false};
       }
     }
@@ -50,7 +49,7 @@ class CollectiveKeyIndex {
       if (s.number == kEmpty) {
         return std::nullopt;
       }
-      if (s.key == key) {
+      if (s.Holds(key)) {
         return s.number;
       }
     }
@@ -60,10 +59,15 @@ class CollectiveKeyIndex {
 
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
+  // 24 bytes: the number sits where CollectiveKey would pad.
   struct Slot {
-    CollectiveKey key;
+    uint64_t comm_id = 0;
+    uint64_t seq = 0;
+    uint32_t type = 0;
     uint32_t number = kEmpty;
+    bool Holds(const CollectiveKey& k) const { return comm_id == k.comm_id && seq == k.seq && type == k.type; }
   };
+  static_assert(sizeof(Slot) == 24);
 
   static size_t CapacityFor(size_t keys) {
     size_t c = 16;
@@ -75,9 +79,10 @@ class CollectiveKeyIndex {
 
   // Sequence numbers are consecutive, so the low bits of the key alone would fill runs of slots:
   // the whole key is mixed (a 64-bit finalizer) before the table's bits are taken.
-  size_t Home(const CollectiveKey& k) const {
-    uint64_t h = k.comm_id * 0x9E3779B97F4A7C15ull + k.seq;
-    h ^= static_cast<uint64_t>(k.type) << 40;
+  size_t Home(const CollectiveKey& k) const { return Home(k.comm_id, k.seq, k.type); }
+  size_t Home(uint64_t comm_id, uint64_t seq, uint32_t type) const {
+    uint64_t h = comm_id * 0x9E3779B97F4A7C15ull + seq;
+    h ^= static_cast<uint64_t>(type) * 0xD6E8FEB86659FD93ull;
     h ^= h >> 31;
     h *= 0xBF58476D1CE4E5B9ull;
     h ^= h >> 29;
@@ -92,7 +97,7 @@ class CollectiveKeyIndex {
       if (s.number == kEmpty) {
         continue;
       }
-      size_t i = Home(s.key);
+      size_t i = Home(s.comm_id, s.seq, s.type);
       while (slots_[i].number != kEmpty) {
         i = (i + 1) & mask_;
       }

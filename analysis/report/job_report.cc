@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <string>
 #include <thread>
 
 #include "core/log.h"
@@ -130,11 +132,18 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   Result<std::vector<RankPass>> passes = std::vector<RankPass>{};
   Result<std::optional<hang::FileHang>> hang = std::optional<hang::FileHang>{};
   std::jthread third_read;
-  if (!sources.rank_passes) {
+  const bool third_read_here = !sources.rank_passes;
+  if (third_read_here) {
+    // A given point-to-point part is taken before the thread starts: its source may read the file.
+    COMMPROF_RETURN_IF_ERROR(take_p2p());
     third_read = std::jthread([&] {
-      passes = ComputeRankPasses(reader);
-      if (passes.ok() && !sources.may_have_hung) {  // diagnosed_by_third_read below
-        hang = hang::DiagnoseFile(reader);
+      try {
+        passes = ComputeRankPasses(reader);
+        if (passes.ok() && !sources.may_have_hung) {  // diagnosed_by_third_read below
+          hang = hang::DiagnoseFile(reader);
+        }
+      } catch (const std::exception& e) {  // out of memory: an error, as on the calling thread
+        passes = Internal(std::string("overlap and memory: ") + e.what());
       }
     });
   }
@@ -142,7 +151,9 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   rep.measured = MeasureInstances(rep.instances, SkewThresholdNs(rep.info));
   rep.wait = ComputeWaitMetrics(rep.info, rep.instances, rep.measured);
   stages.Done("wait metrics");
-  COMMPROF_RETURN_IF_ERROR(take_p2p());
+  if (!third_read_here) {
+    COMMPROF_RETURN_IF_ERROR(take_p2p());  // given meanwhile by another process (distributed report)
+  }
   const StepModel step_model = BuildStepModel(rep.info, step_marks);
   step_marks.clear();
   StepOf step_of;
@@ -182,7 +193,7 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   }
   COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
   stages.Done("call sites");
-  const bool diagnosed_by_third_read = !sources.rank_passes && !sources.may_have_hung;
+  const bool diagnosed_by_third_read = third_read_here && !sources.may_have_hung;
   if (!diagnosed_by_third_read && (!sources.may_have_hung || sources.may_have_hung())) {
     hang = hang::DiagnoseFile(reader);
   }

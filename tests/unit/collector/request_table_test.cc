@@ -63,9 +63,9 @@ TEST(RequestTable, TakeOfAnUnknownKeyIsFalseAndLeavesOutUntouched) {
   EXPECT_EQ(out.seq, 1u);
 }
 
-// The slots are made by the first Insert: before it every reader sees an empty table, and threads
-// racing to insert first share one set of slots (none of their requests is lost).
-TEST(RequestTable, BeforeTheFirstInsertTheTableIsEmptyAndConcurrentFirstInsertsShareOneTable) {
+// The slots start as zeroed memory never written: every reader sees an empty table, and the first
+// requests of several threads at once are all kept.
+TEST(RequestTable, AFreshTableIsEmptyAndConcurrentFirstInsertsAreAllKept) {
   RequestTable t(4096);
   commprof_event out = Ev(5);
   EXPECT_FALSE(t.Take(0x5000, out));
