@@ -15,7 +15,6 @@
 #include "analysis/compare/diff_output.h"
 #include "analysis/compare/run_diff.h"
 #include "analysis/compare/run_summary.h"
-#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/op_stats.h"
 #include "analysis/report/job_report.h"
@@ -231,11 +230,10 @@ int RunCheck(const Options& o) {
   if (!SelectWindowIfAsked(*reader, o.window, "check")) {
     return 2;
   }
-  ScreenEventRows(*reader);
+  auto report = AnalyzeReadable(*reader);  // unreadable ranks left out (screened when needed)
   for (const RankFault& fault : reader->info().faults) {
     std::fprintf(stderr, "commprof check: %s\n", fault.message.c_str());
   }
-  auto report = AnalyzeJob(*reader);
   if (!report.ok()) {
     std::fprintf(stderr, "commprof check: %s\n", report.status().message().c_str());
     return 2;

@@ -264,16 +264,17 @@ void PrintFaults(const ProfileReader& reader) {
 }
 
 // The first process (the only one without MPI): the analysis, /analysis when asked, the output.
-// Without MPI it screens the rows first; with it, process 1 screens them meanwhile.
+// Without MPI the rows are screened when the analysis needs it (AnalyzeReadable); with it, process
+// 1 screens them meanwhile.
 int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, AnalysisWorld* world) {
   std::optional<GivenParts> given;
-  if (world == nullptr) {
-    ScreenEventRows(*reader);
-    PrintFaults(*reader);
-  } else {
+  if (world != nullptr) {
     given.emplace(*world, *reader);
   }
-  auto report = AnalyzeJob(*reader, given ? given->Sources() : AnalysisSources{});
+  auto report = given ? AnalyzeJob(*reader, given->Sources()) : AnalyzeReadable(*reader);  // screened when needed
+  if (!given) {
+    PrintFaults(*reader);
+  }
   if (given && given->analyze_again()) {
     report = AnalyzeJob(*reader, given->Sources());  // the screened ranks, as one process analyses them
   }

@@ -9,6 +9,14 @@
 
 namespace commprof {
 
+size_t UnreadableStringTables(const ProfileReader& reader) {
+  size_t bad = 0;
+  for (const RankInfo& r : reader.info().ranks) {
+    bad += reader.Strings(r.rank).ok() ? 0 : 1;
+  }
+  return bad;
+}
+
 size_t ScreenEventRows(ProfileReader& reader) {
   // The collectives of the ranks accepted so far: (key) -> (op, first rank), so a later rank that
   // recorded another operation under the same identity is the one left out (the matching would

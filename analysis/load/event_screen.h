@@ -11,5 +11,8 @@ namespace commprof {
 
 // Returns the number of ranks it marked unreadable.
 size_t ScreenEventRows(ProfileReader& reader);
+// How many ranks' string tables cannot be read (a part of ScreenEventRows that reads no events);
+// marks nothing.
+size_t UnreadableStringTables(const ProfileReader& reader);
 
 }  // namespace commprof

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "analysis/load/event_screen.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -203,6 +204,19 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   rep.hang = std::move(hang.value());
   stages.Done("hang diagnosis");
   return rep;
+}
+
+Result<JobReport> AnalyzeReadable(ProfileReader& reader) {
+  if (UnreadableStringTables(reader) == 0) {
+    auto report = AnalyzeJob(reader);
+    if (report.ok()) {
+      return report;  // the screening would have left nothing out
+    }
+  }
+  // Screened as it always was (the same ranks left out, their faults in the same order), then
+  // analysed; an error that is not a rank's stands.
+  ScreenEventRows(reader);
+  return AnalyzeJob(reader);
 }
 
 }  // namespace commprof

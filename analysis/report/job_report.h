@@ -83,6 +83,15 @@ inline constexpr StatusCode kAnalyzeAgain = StatusCode::kUnavailable;
 // collective instance is measured once (`measured`), for the wait metrics and the /analysis tables.
 Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources& sources = {});
 
+// ScreenEventRows, then AnalyzeJob: a rank whose string table cannot be read, or whose event rows
+// the matching refuses (a row that ends before it starts, a sequence number used twice, a
+// collective the ranks disagree on, an unreadable chunk), is marked unreadable in `reader` and the
+// others are analysed. When every string table reads, the analysis of every rank is tried first and
+// the rows are screened only if it fails: a file the screening would find nothing in (nearly every
+// file) is then read once less, and one it would leave ranks out of cannot be analysed whole (the
+// matching checks the same rules), so the result is always that of screening first.
+Result<JobReport> AnalyzeReadable(ProfileReader& reader);
+
 // The versioned JSON report (schema "commprof-report", version kReportSchemaVersion): the report
 // model's JSON (report_json.h).
 nlohmann::ordered_json ReportToJson(const JobReport& report);
