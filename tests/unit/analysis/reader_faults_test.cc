@@ -204,6 +204,41 @@ TEST(ReaderFaults, ARepeatedSequenceOrADisagreeingOperationMarksThatRank) {
   EXPECT_EQ(rep->wait.incomplete, 5u);
 }
 
+// AnalyzeReadable screens the rows only when the analysis of every rank fails (or a string table
+// is unreadable): for a clean file and for each kind of refused row, its faults and its report are
+// those of screening first.
+TEST(ReaderFaults, AnalyzeReadableGivesWhatScreeningFirstGives) {
+  TempDir dir("commprof-rf");
+  std::vector<std::pair<std::string, std::vector<RankData>>> files;
+  files.emplace_back("clean.h5", FourRanks());
+  files.emplace_back("row.h5", FourRanks());
+  std::swap(files.back().second[2].events[3].start_ns, files.back().second[2].events[3].end_ns);
+  files.emplace_back("seq.h5", FourRanks());
+  files.back().second[1].events[4].seq = 1;
+  files.emplace_back("op.h5", FourRanks());
+  files.back().second[3].events[2].subtype = COMMPROF_OP_BCAST;
+  for (const auto& [name, ranks] : files) {
+    const std::string path = dir / name;
+    ASSERT_NE(WriteProfile(path, ranks), nullptr);
+    auto first = ProfileReader::Open(path);
+    auto lazy = ProfileReader::Open(path);
+    ASSERT_TRUE(first.ok() && lazy.ok()) << name;
+    ScreenEventRows(*first.value());
+    auto expected = AnalyzeJob(*first.value());
+    auto got = AnalyzeReadable(*lazy.value());
+    ASSERT_TRUE(expected.ok()) << name << ": " << expected.status().message();
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status().message();
+    ASSERT_EQ(got->info.faults.size(), expected->info.faults.size()) << name;
+    for (size_t i = 0; i < expected->info.faults.size(); ++i) {
+      EXPECT_EQ(got->info.faults[i].rank, expected->info.faults[i].rank) << name;
+      EXPECT_EQ(got->info.faults[i].message, expected->info.faults[i].message) << name;
+    }
+    EXPECT_EQ(RanksOf(lazy.value()->info()), RanksOf(first.value()->info())) << name;
+    EXPECT_EQ(ReportToJson(got.value()).dump(), ReportToJson(expected.value()).dump()) << name;
+    EXPECT_EQ(got->info.faults.empty(), name == "clean.h5") << name;
+  }
+}
+
 TEST(ReaderFaults, LostBatchesAndTheirEventsAreCountedAndTheRankIsNotWhole) {
   TempDir dir("commprof-rf");
   const std::string path = dir / "lost.h5";
