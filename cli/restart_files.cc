@@ -35,9 +35,7 @@ Result<Ingest*> RestartFiles::For(uint32_t k) {
   if (!ingest.ok()) {
     std::fprintf(stderr, "%s: error: cannot keep elastic restart %u: %s\n", command_.c_str(), k,
                  ingest.status().message().c_str());
-    if (error_.ok()) {
-      error_ = Status(ingest.status().code(), path + ": " + ingest.status().message());
-    }
+    NoteFailure(path, ingest.status());
     return Status(ingest.status().code(),
                   "the file of incarnation " + std::to_string(k) + " cannot be written: " + ingest.status().message());
   }
@@ -86,6 +84,17 @@ std::set<uint32_t> RestartFiles::RanksDone() {
   return done;
 }
 
+void RestartFiles::NoteFailure(const std::string& path, const Status& st) {
+  if (error_.ok()) {
+    error_ = Status(st.code(), path + ": " + st.message());
+  }
+}
+
+Status RestartFiles::error() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
 std::string RestartFiles::Names() {
   std::string names;
   std::lock_guard<std::mutex> lock(mu_);
@@ -110,9 +119,8 @@ std::vector<std::string> RestartFiles::Finish(bool analyze) {
     ingest.reset();
     if (!st.ok()) {
       std::fprintf(stderr, "%s: error: writing %s: %s\n", command_.c_str(), path.c_str(), st.message().c_str());
-      if (error_.ok()) {
-        error_ = Status(st.code(), path + ": " + st.message());
-      }
+      std::lock_guard<std::mutex> lock(mu_);
+      NoteFailure(path, st);
     } else {
       std::fprintf(stderr, "commprof: elastic restart %u: %zu rank(s), %llu events in %s\n", k, ranks,
                    static_cast<unsigned long long>(events), path.c_str());

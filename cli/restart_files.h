@@ -56,9 +56,12 @@ class RestartFiles {
   std::vector<std::string> Finish(bool analyze);
   // The first failure of Finish (a file not written whole: the command exits 1), or of creating
   // a file (its workers were refused).
-  const Status& error() const { return error_; }
+  Status error();
 
  private:
+  // Keeps the first failure, naming its file (mu_ held).
+  void NoteFailure(const std::string& path, const Status& st);
+
   std::string output_;
   JobMeta meta_;
   WriterOptions writer_;
@@ -67,7 +70,7 @@ class RestartFiles {
   std::string command_;
   std::mutex mu_;
   std::map<uint32_t, std::unique_ptr<Ingest>> ingests_;  // incarnation -> its file's ingest
-  Status error_;
+  Status error_;                                         // the first failure (mu_)
 };
 
 // Writes the job file's restart_files attribute (docs/file-format.md) through its writer, when

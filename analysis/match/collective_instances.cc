@@ -98,7 +98,7 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         instances.emplace_back().arrivals.reserve(arrivals_hint);
       }
       CollectiveInstance& in = instances[number];
-      if (in.arrivals.empty()) {
+      if (fresh) {
         in.comm_id = e.comm_id;
         in.seq = key.seq;
         in.nccl = nccl;

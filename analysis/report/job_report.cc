@@ -134,13 +134,16 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   Result<std::optional<hang::FileHang>> hang = std::optional<hang::FileHang>{};
   std::jthread third_read;
   const bool third_read_here = !sources.rank_passes;
+  // Whether the hang diagnosis rides on the third read; otherwise it runs after the join, when
+  // `may_have_hung` (a distributed report's) does not rule it out.
+  const bool hang_in_third_read = third_read_here && !sources.may_have_hung;
   if (third_read_here) {
     // A given point-to-point part is taken before the thread starts: its source may read the file.
     COMMPROF_RETURN_IF_ERROR(take_p2p());
     third_read = std::jthread([&] {
       try {
         passes = ComputeRankPasses(reader);
-        if (passes.ok() && !sources.may_have_hung) {  // diagnosed_by_third_read below
+        if (passes.ok() && hang_in_third_read) {
           hang = hang::DiagnoseFile(reader);
         }
       } catch (const std::exception& e) {  // out of memory: an error, as on the calling thread
@@ -194,8 +197,7 @@ Result<JobReport> AnalyzeJob(const ProfileReader& reader, const AnalysisSources&
   }
   COMMPROF_RETURN_IF_ERROR(AnalyzeCallSites(reader, rep));
   stages.Done("call sites");
-  const bool diagnosed_by_third_read = third_read_here && !sources.may_have_hung;
-  if (!diagnosed_by_third_read && (!sources.may_have_hung || sources.may_have_hung())) {
+  if (!hang_in_third_read && (!sources.may_have_hung || sources.may_have_hung())) {
     hang = hang::DiagnoseFile(reader);
   }
   if (!hang.ok()) {
