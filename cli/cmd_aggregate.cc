@@ -18,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/background_analysis.h"
 #include "cli/collection.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -42,7 +43,7 @@ struct Options {
   CompressionChoice compression;
   uint64_t queue_mb = 256;
   uint32_t flush_ms = 1000;
-  bool analyze = true;
+  AnalysisOptions analysis;  // --analysis, --no-analysis
   bool quiet = false;
   std::string hang_timeout = "0";  // --hang-timeout, checked by ParseHangOptions
   std::string on_hang = "report";
@@ -114,6 +115,11 @@ bool LoadSecret(const Options& o, std::string& secret, std::string& error) {
 int Aggregate(Options o) {
   if (o.expect == 0) {
     std::fprintf(stderr, "commprof aggregate: --expect N (N >= 1 ranks) is required\n");
+    return 2;
+  }
+  AnalysisMode mode = AnalysisMode::kNow;
+  if (std::string error; !ResolveAnalysisMode(o.analysis, mode, error)) {
+    std::fprintf(stderr, "commprof aggregate: %s\n", error.c_str());
     return 2;
   }
   std::string host;
@@ -219,10 +225,16 @@ int Aggregate(Options o) {
   }
   // With every rank done, no connection should still be open: a short grace is only for ranks
   // beyond the expected count. Interrupted or timed out, the grace lets open ranks finish.
-  CollectionSummary sum = c.Finish(o.grace_s, o.spool_dir, o.analyze);
+  CollectionSummary sum = c.Finish(o.grace_s, o.spool_dir, mode == AnalysisMode::kNow);
   if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
     std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
+  }
+  if (mode == AnalysisMode::kBackground && sum.status.ok() && !sum.write_failed && !sum.previous_kept &&
+      sum.ranks > 0) {
+    std::vector<std::string> files{o.output};
+    files.insert(files.end(), sum.restart_files.begin(), sum.restart_files.end());
+    StoreAnalysisLater(files, "commprof aggregate");
   }
   if (!sum.status.ok() || !sum.restart_error.ok()) {
     return 1;
@@ -266,7 +278,7 @@ Runner AddAggregateCommand(CLI::App& app) {
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);
   sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
-  sub->add_flag("!--no-analysis", o->analyze, "do not store the cross-rank analysis (/analysis) at the end");
+  AddAnalysisOptions(sub, o->analysis);
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
   sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");

@@ -20,6 +20,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli/background_analysis.h"
 #include "cli/collection.h"
 #include "cli/commands.h"
 #include "core/capture_options.h"
@@ -46,7 +47,8 @@ struct Options {
   double grace_s = 10.0;
   uint32_t flush_ms = 1000;
   bool quiet = false;
-  bool analyze = true;  // --no-analysis turns it off
+  AnalysisOptions analysis;  // --analysis, --no-analysis
+  AnalysisMode analysis_mode = AnalysisMode::kNow;
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
   CaptureTexts capture;            // --schedule, --delay, --duration, --step-range, --step-every as given
@@ -122,18 +124,6 @@ std::string FindLibrary(const Options& o) {
     }
   }
   return {};
-}
-
-// Async-signal-safe (it runs between fork and exec in a multi-threaded process).
-void CloseDescriptorsAbove2() {
-#ifdef SYS_close_range
-  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
-    return;
-  }
-#endif
-  for (int fd = 3; fd < 65536; ++fd) {
-    ::close(fd);
-  }
 }
 
 bool IsOpenMpiLauncher(const std::string& arg0) {
@@ -393,6 +383,10 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
     return 2;
   }
+  if (std::string error; !ResolveAnalysisMode(o.analysis, o.analysis_mode, error)) {
+    std::fprintf(stderr, "commprof run: %s\n", error.c_str());
+    return 2;
+  }
   std::string relay_env;
   if (!ParseRelay(o.relay, relay_env)) {
     std::fprintf(stderr, "commprof run: --relay %s: expected off, node, or a number of ranks per relay (1 or more)\n",
@@ -565,7 +559,7 @@ int RunJob(Options o) {
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
   // The job is gone: the ranks' last frames, their spools, the file and its analysis.
-  CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, o.analyze);
+  CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, o.analysis_mode == AnalysisMode::kNow);
   const Status& st = sum.status;
   // After a write error the error line (Collection::Finish) stands in for "wrote", which the
   // file would belie.
@@ -581,6 +575,12 @@ int RunJob(Options o) {
   } else if (!o.quiet) {
     std::fprintf(stderr, "commprof: %u rank(s) connected, %u refused; job exit code %d\n", sum.accepted, sum.refused,
                  job_rc);
+  }
+  if (o.analysis_mode == AnalysisMode::kBackground && st.ok() && !sum.write_failed && !sum.previous_kept &&
+      sum.ranks > 0) {
+    std::vector<std::string> files{o.output};
+    files.insert(files.end(), sum.restart_files.begin(), sum.restart_files.end());
+    StoreAnalysisLater(files, "commprof");
   }
   if (sum.ranks == 0 && sum.refused == 0) {
     ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc, sum.previous_kept);
@@ -654,9 +654,7 @@ Runner AddRunCommand(CLI::App& app) {
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
   sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "no progress lines on stderr");
-  sub->add_flag("!--no-analysis", o->analyze,
-                "do not compute the cross-rank analysis into the file's /analysis group "
-                "at the end (commprof report --save does it later)");
+  AddAnalysisOptions(sub, o->analysis);
   sub->footer("Environment read by the ranks (set them before `commprof run`; they are forwarded):\n" + []() {
     std::string s;
     for (const auto& opt : ConfigOptions()) {

@@ -45,11 +45,15 @@ std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* co
 
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers
-// that produced a good file keep their own exit code.
-bool StoreAnalysis(const std::string& path, const char* command);
+// that produced a good file keep their own exit code. `shown_path`, when given, is the path the
+// stored report names instead of `path` (a copy analysed in its file's stead).
+bool StoreAnalysis(const std::string& path, const char* command, const std::string& shown_path = "");
 // For the analysis: freed memory stays in the heap for reuse (see util.cc). Not for the collecting
 // commands while they collect (their memory is bounded by --queue-mb).
 void KeepFreedMemoryForReuse();
+
+// Closes every descriptor above stderr; async-signal-safe (for a child between fork and exec).
+void CloseDescriptorsAbove2();
 
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
 // an empty list included.

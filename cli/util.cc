@@ -1,4 +1,6 @@
 #include <malloc.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -133,6 +135,18 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
   return true;
 }
 
+// Async-signal-safe (it runs between fork and exec in a multi-threaded process).
+void CloseDescriptorsAbove2() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
+    return;
+  }
+#endif
+  for (int fd = 3; fd < 65536; ++fd) {
+    ::close(fd);
+  }
+}
+
 // `--stacks` frames are symbolized once, into /stacks, before the analysis reads them. A failure
 // leaves the analysis with the collector's own names; it never fails the command.
 void StoreStacks(const std::string& path, const char* command) {
@@ -164,7 +178,7 @@ void KeepFreedMemoryForReuse() {
   (void)mallopt(M_TOP_PAD, 16 << 20);
 }
 
-bool StoreAnalysis(const std::string& path, const char* command) {
+bool StoreAnalysis(const std::string& path, const char* command, const std::string& shown_path) {
   KeepFreedMemoryForReuse();  // collection is over
   StoreStacks(path, command);
   auto reader = ProfileReader::Open(path);
@@ -177,6 +191,9 @@ bool StoreAnalysis(const std::string& path, const char* command) {
   if (!report.ok()) {
     std::fprintf(stderr, "%s: analysis not stored: %s\n", command, report.status().message().c_str());
     return false;
+  }
+  if (!shown_path.empty()) {
+    report.value().info.path = shown_path;  // a copy stands in for it (background_analysis.h)
   }
   Status st = WriteAnalysisGroup(path, report.value());
   if (!st.ok()) {

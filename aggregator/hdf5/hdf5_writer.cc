@@ -57,7 +57,7 @@ bool AppendRows(hid_t dset, hid_t type, const void* data, hsize_t have, hsize_t 
   hsize_t count[1] = {n};
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
   Handle mspace(H5Screate_simple(1, count, nullptr));
-  return H5Dwrite(dset, type, mspace.get(), fspace.get(), H5P_DEFAULT, data) >= 0;
+  return H5Dwrite(dset, type, mspace.get(), fspace.get(), h5::Transfer(n).id(), data) >= 0;
 }
 
 // (Re)writes an N x 3 table of 8-byte integers; nothing when there are no rows.

@@ -116,7 +116,7 @@ std::string ReadWriteStatus(hid_t f) {
   std::vector<char> buf(n + 1, '\0');
   Handle mtype(H5Tcopy(H5T_C_S1));
   H5Tset_size(mtype.get(), n + 1);
-  if (H5Dread(d.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
+  if (H5Dread(d.get(), mtype.get(), H5S_ALL, H5S_ALL, h5::Transfer(1, n + 1).id(), buf.data()) < 0) {
     return "";
   }
   return std::string(buf.data());
@@ -479,7 +479,7 @@ Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
   std::vector<char*> raw(n, nullptr);
-  if (n > 0 && H5Dread(d.get(), h5::VarStringType(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
+  if (n > 0 && H5Dread(d.get(), h5::VarStringType(), H5S_ALL, H5S_ALL, h5::Transfer(n).id(), raw.data()) < 0) {
     return Corrupt(info_.path + ": cannot read " + p);
   }
   std::vector<std::string> out;

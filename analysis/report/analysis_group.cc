@@ -60,14 +60,14 @@ bool WriteRows(hid_t group, const std::vector<Row>& rows) {
     return encoder.WriteRows(d.get(), 0,
                              std::span(reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(Row)));
   }
-  return H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0;
+  return H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, h5::Transfer(rows.size(), sizeof(Row)).id(), rows.data()) >= 0;
 }
 
 bool WriteStringDataset(hid_t group, const char* name, const std::string& value) {
   Handle space(H5Screate(H5S_SCALAR));
   Handle d(H5Dcreate2(group, name, h5::VarStringType(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   const char* p = value.c_str();
-  return d.valid() && H5Dwrite(d.get(), h5::VarStringType(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0;
+  return d.valid() && H5Dwrite(d.get(), h5::VarStringType(), H5S_ALL, H5S_ALL, h5::Transfer(1).id(), &p) >= 0;
 }
 
 }  // namespace
@@ -257,7 +257,8 @@ Result<std::vector<Row>> ReadAnalysisTable(const std::string& path) {
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
   std::vector<Row> rows(static_cast<size_t>(n));
   Handle type = h5::BuildCompound(sizeof(Row), Table::kColumns);
-  if (n > 0 && H5Dread(d.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0) {
+  if (n > 0 &&
+      H5Dread(d.get(), type.get(), H5S_ALL, H5S_ALL, h5::Transfer(rows.size(), sizeof(Row)).id(), rows.data()) < 0) {
     return Corrupt(where + ": cannot read");
   }
   return rows;

@@ -134,7 +134,9 @@ __attribute__((target("avx512bw"))) void Shuffle16RecordsAvx512(const uint8_t* r
 #endif
 #endif
 
-bool Has(ShufflePath path) {
+}  // namespace
+
+bool ShufflePathAvailable(ShufflePath path) {
 #if defined(__x86_64__)
   static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
   static const bool avx512 = __builtin_cpu_supports("avx512bw") != 0;
@@ -154,14 +156,10 @@ bool Has(ShufflePath path) {
 #endif
 }
 
-}  // namespace
-
-bool ShufflePathAvailable(ShufflePath path) { return Has(path); }
-
 void ShuffleRecords(std::span<const uint8_t> in, size_t record_size, uint8_t* out) {
   static const ShufflePath widest = [] {
     for (ShufflePath p : {ShufflePath::kAvx512, ShufflePath::kAvx2, ShufflePath::kSse2}) {
-      if (Has(p)) {
+      if (ShufflePathAvailable(p)) {
         return p;
       }
     }
@@ -179,12 +177,12 @@ void ShuffleRecordsUsing(ShufflePath widest, std::span<const uint8_t> in, size_t
   // byte-by-byte loop below was half the writer's time.
   size_t i = 0;
 #if defined(__x86_64__)
-  if (widest >= ShufflePath::kAvx512 && record_size % 64 == 0 && Has(ShufflePath::kAvx512)) {
+  if (widest >= ShufflePath::kAvx512 && record_size % 64 == 0 && ShufflePathAvailable(ShufflePath::kAvx512)) {
     for (; i + 16 <= n; i += 16) {
       Shuffle16RecordsAvx512(in.data() + i * record_size, record_size, n, out + i);
     }
   }
-  if (widest >= ShufflePath::kAvx2 && record_size % 32 == 0 && Has(ShufflePath::kAvx2)) {
+  if (widest >= ShufflePath::kAvx2 && record_size % 32 == 0 && ShufflePathAvailable(ShufflePath::kAvx2)) {
     for (; i + 16 <= n; i += 16) {
       Shuffle16RecordsAvx2(in.data() + i * record_size, record_size, n, out + i);
     }

@@ -1,5 +1,6 @@
 #include "core/h5/h5_util.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +68,14 @@ hid_t NativeType(schema::ColumnType type) {
 }
 
 }  // namespace
+
+Transfer::Transfer(size_t rows, size_t row_bytes) : list_(H5Pcreate(H5P_DATASET_XFER)) {
+  constexpr size_t kDefault = size_t{1} << 20;  // HDF5's H5D_TEMP_BUF_SIZE
+  const size_t bytes = std::clamp<size_t>(rows * std::max<size_t>(row_bytes, 16), 4096, kDefault);
+  if (list_.valid()) {
+    (void)H5Pset_buffer(list_.get(), bytes, nullptr, nullptr);
+  }
+}
 
 Handle BuildCompound(size_t size, std::span<const schema::Column> columns) {
   Handle t(H5Tcreate(H5T_COMPOUND, size));

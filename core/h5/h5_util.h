@@ -47,6 +47,20 @@ class Handle {
 hid_t EventType();      // a committed-once, process-lifetime type id; do not close
 hid_t VarStringType();  // variable-length UTF-8 string type; do not close
 
+// A transfer property list for reading or writing `rows` rows that need a type conversion
+// (variable-length strings, compounds): HDF5's default conversion buffers are 1 MiB each, zeroed on
+// every H5Dread/H5Dwrite, which cost a few strings far more than the strings themselves. Sized
+// here to the rows (16 bytes a row at least, 1 MiB at most, as the default).
+// Used as a temporary: H5Dwrite(d, type, ..., h5::Transfer(n).id(), data).
+class Transfer {
+ public:
+  explicit Transfer(size_t rows, size_t row_bytes = 16);
+  hid_t id() const { return list_.valid() ? list_.get() : H5P_DEFAULT; }
+
+ private:
+  Handle list_;
+};
+
 // The compound type of a row of `size` bytes with these columns (the caller owns it).
 Handle BuildCompound(size_t size, std::span<const schema::Column> columns);
 
