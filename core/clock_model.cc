@@ -46,6 +46,9 @@ ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(point
 namespace {
 // Offset on the line through a and b at t (a.local_ns != b.local_ns).
 int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
+  if (a.offset_ns == b.offset_ns) {
+    return a.offset_ns;  // no drift between them (ranks sharing a host clock): what the slope gives, exactly
+  }
   long double slope =
       static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
   return a.offset_ns + static_cast<int64_t>(std::llround(slope * static_cast<long double>(t - a.local_ns)));
