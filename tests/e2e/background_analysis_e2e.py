@@ -18,6 +18,10 @@ Cases:
   reader      a reader (h5py) that opened the file right after `run` returned and holds it while
               the analysis is stored reads every event whole afterwards; a fresh open sees
               /analysis.
+  aggregate   the same through `commprof aggregate --expect 2 --analysis background` and a job whose
+              ranks are pointed at it (LD_PRELOAD, COMMPROF_AGGREGATOR, COMMPROF_SECRET): exit 0
+              once both ranks said bye, the background line, then /analysis equal to what
+              `commprof report --save` stores, every event there.
   usage       `--analysis sometimes` and `--no-analysis --analysis background` are refused with
               exit 2 and one line, for run and for aggregate, before anything starts.
 """
@@ -157,6 +161,45 @@ def case_reader(ctx):
     return 0
 
 
+def case_aggregate(ctx):
+    out = ctx.path("agg.h5")
+    addr, secret = ctx.path("agg.addr"), ctx.path("agg.secret")
+    agg = subprocess.Popen([ctx.commprof, "aggregate", "--expect", "2", "--analysis", "background", "--listen",
+                            "127.0.0.1:0", "--job-id", "bgagg", "--secret-file", secret, "--address-file", addr,
+                            "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (os.path.exists(addr) and os.path.getsize(addr) > 0):
+        if agg.poll() is not None:
+            raise AssertionError(f"aggregate ended early: {agg.communicate()}")
+        expect(time.monotonic() < deadline, "aggregate did not publish its address in 60 s")
+        time.sleep(0.05)
+    with open(addr) as f:
+        address = f.read().strip()
+    with open(secret) as f:
+        key = f.read().strip()
+    job = mpirun(2) + ["-x", f"LD_PRELOAD={ctx.library}", "-x", "COMMPROF_AGGREGATOR", "-x", "COMMPROF_SECRET",
+                       "-x", "COMMPROF_JOB_ID", ctx.test_program("output_faults_program"), "500", "0"]
+    run(job, env={"COMMPROF_AGGREGATOR": address, "COMMPROF_SECRET": key, "COMMPROF_JOB_ID": "bgagg"},
+        timeout=300, check_rc=0)
+    _, err = agg.communicate(timeout=120)
+    expect(agg.returncode == 0, f"aggregate exited {agg.returncode}\n{err}")
+    m = re.search(r"commprof aggregate: (\S+) is complete; its analysis continues in the background \(pid (\d+)\)",
+                  err)
+    expect(m is not None and m.group(1) == out, f"no background-analysis line on stderr:\n{err}")
+    wait_gone(int(m.group(2)))
+    expect(leftovers(out) == [], f"left beside the file: {leftovers(out)}")
+    with h5py.File(out, "r") as f:
+        expect("analysis" in f, "no /analysis after the background analysis of aggregate's file")
+        events = sum(f["ranks"][r]["events"].shape[0] for r in f["ranks"])
+    expect(events == 2 * 502, f"{events} events, expected {2 * 502}")
+    again = ctx.path("agg-again.h5")
+    shutil.copyfile(out, again)
+    run([ctx.commprof, "report", "--save", again], check_rc=0)
+    expect(dump_analysis(out) == dump_analysis(again), "aggregate's background /analysis differs")
+    print("aggregate: exit 0, /analysis stored in the background equal to report --save's")
+    return 0
+
+
 def case_usage(ctx):
     for args, message in ((["--analysis", "sometimes"], "--analysis sometimes: expected now, background or off"),
                           (["--no-analysis", "--analysis", "background"],
@@ -173,7 +216,7 @@ def case_usage(ctx):
 
 
 def main():
-    a, ctx = case_arguments(choices=["identical", "moved", "reader", "usage"])
+    a, ctx = case_arguments(choices=["identical", "moved", "reader", "aggregate", "usage"])
     if shutil.which("h5dump") is None:
         sys.exit("h5dump is not installed (scripts/install-deps.sh installs hdf5-tools)")
     sys.exit(globals()["case_" + a.case](ctx) or 0)
