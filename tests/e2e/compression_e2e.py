@@ -21,6 +21,11 @@ Cases and their truth:
                --deflate 2 and --deflate 0: the tables say so, hold the same number of events as the
                job made, and commprof reads each. A bad codec, and --deflate with --compression,
                are usage errors (exit 2) that name the value, run nothing and create no file.
+  foreign_plugin  commprof links HDF5 statically (core/CMakeLists.txt): a copy of a recorded file
+               whose events tables h5repack re-filtered with Debian's bzip2 plugin (filter 307, a
+               plugin linked to the shared libhdf5) is read through that plugin: `commprof report
+               --format json` and `commprof info --json` say exactly what they say of the original.
+               Exits 77 (skipped), naming the reason, where h5repack cannot apply the filter.
 """
 import json
 import os
@@ -163,7 +168,36 @@ def case_codecs(ctx):
         expect(not os.path.exists(out), f"{options}: created {out}")
 
 
-CASES = {"default_lz4": case_default_lz4, "codecs": case_codecs}
+def case_foreign_plugin(ctx):
+    ranks, iters = 2, 500
+    out = ctx.path("plain.h5")
+    record(ctx, out, ranks, iters)
+    repacked = ctx.path("bzip2.h5")
+    spec = [a for r in range(ranks) for a in ("-f", f"/ranks/{r}/events:UD=307,0,1,9")]
+    p = run(["h5repack", *spec, out, repacked])
+    if p.returncode != 0:
+        print(f"SKIPPED: h5repack cannot apply the bzip2 plugin (filter 307; Debian: hdf5-filter-plugin): "
+              f"{p.stderr.strip()[:300]}")
+        sys.exit(77)
+    with h5py.File(repacked, "r") as f:
+        got = [filters(f["ranks"][str(r)]["events"]) for r in range(ranks)]
+    expect(got == [[307]] * ranks, f"the repacked events tables have filters {got}, expected bzip2 (307) alone")
+
+    def report(path):
+        text = run([ctx.commprof, "report", "--format", "json", path], check_rc=0).stdout
+        return text.replace(path, "FILE")
+
+    def info(path):
+        doc = json.loads(run([ctx.commprof, "info", "--json", path], check_rc=0).stdout)
+        doc.pop("path", None)
+        return doc
+
+    expect(report(repacked) == report(out), "the report of the bzip2 copy differs from the original's")
+    expect(info(repacked) == info(out), "`commprof info` of the bzip2 copy differs from the original's")
+    print("foreign_plugin: the bzip2-filtered copy reads as the original")
+
+
+CASES = {"default_lz4": case_default_lz4, "codecs": case_codecs, "foreign_plugin": case_foreign_plugin}
 
 
 if __name__ == "__main__":
