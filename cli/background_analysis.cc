@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/collection.h"
 #include "cli/commands.h"
 
 namespace commprof::cli {
@@ -128,7 +129,7 @@ bool ResolveAnalysisMode(const AnalysisOptions& o, AnalysisMode& mode, std::stri
     error = "--analysis " + o.mode + ": expected now, background or off";
     return false;
   }
-  if (!o.analyze && mode != AnalysisMode::kOff && o.mode != "now") {
+  if (!o.analyze && mode == AnalysisMode::kBackground) {
     error = "--no-analysis and --analysis " + o.mode + " contradict each other";
     return false;
   }
@@ -138,7 +139,12 @@ bool ResolveAnalysisMode(const AnalysisOptions& o, AnalysisMode& mode, std::stri
   return true;
 }
 
-void StoreAnalysisLater(const std::vector<std::string>& files, const char* command) {
+void StoreAnalysisLater(const std::string& output, const CollectionSummary& sum, const char* command) {
+  if (!sum.status.ok() || sum.write_failed || sum.previous_kept || sum.ranks == 0) {
+    return;
+  }
+  std::vector<std::string> files{output};
+  files.insert(files.end(), sum.restart_files.begin(), sum.restart_files.end());
   auto pid = StartBackgroundAnalysis(files, command);
   if (!pid.ok()) {
     std::fprintf(stderr, "%s: %s; storing the analysis now\n", command, pid.status().message().c_str());

@@ -19,6 +19,8 @@ class App;
 
 namespace commprof::cli {
 
+struct CollectionSummary;
+
 // When the cross-rank analysis is stored: at the end of the command (now), after it (background),
 // or not at all (off; `commprof report --save` stores it later).
 enum class AnalysisMode { kNow, kBackground, kOff };
@@ -36,10 +38,11 @@ void AddAnalysisOptions(CLI::App* sub, AnalysisOptions& o);
 // another mode than off.
 bool ResolveAnalysisMode(const AnalysisOptions& o, AnalysisMode& mode, std::string& error);
 
-// After a collecting command's file (and its restart files) are complete and mode is background:
-// starts the background analysis and says so on stderr, or, if it cannot start, stores the analysis
-// now. `files` holds the output first.
-void StoreAnalysisLater(const std::vector<std::string>& files, const char* command);
+// After a collecting command with --analysis background finished: when it wrote `output` whole
+// (some rank recorded, no write failed, an older file was not kept), starts the background
+// analysis of it and of its restart files and says so on stderr, or, if that cannot start, stores
+// the analysis now; otherwise does nothing.
+void StoreAnalysisLater(const std::string& output, const CollectionSummary& sum, const char* command);
 
 // The log a background analysis writes its messages to: PATH.analysis.log. Removed when the
 // analysis succeeded without a message; kept (and named on stderr at the start) otherwise.

@@ -230,11 +230,8 @@ int Aggregate(Options o) {
     std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
                  o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
   }
-  if (mode == AnalysisMode::kBackground && sum.status.ok() && !sum.write_failed && !sum.previous_kept &&
-      sum.ranks > 0) {
-    std::vector<std::string> files{o.output};
-    files.insert(files.end(), sum.restart_files.begin(), sum.restart_files.end());
-    StoreAnalysisLater(files, "commprof aggregate");
+  if (mode == AnalysisMode::kBackground) {
+    StoreAnalysisLater(o.output, sum, "commprof aggregate");
   }
   if (!sum.status.ok() || !sum.restart_error.ok()) {
     return 1;

@@ -48,7 +48,6 @@ struct Options {
   uint32_t flush_ms = 1000;
   bool quiet = false;
   AnalysisOptions analysis;  // --analysis, --no-analysis
-  AnalysisMode analysis_mode = AnalysisMode::kNow;
   std::string activities = "all";
   uint32_t activity_mask = kActivityAll;
   CaptureTexts capture;            // --schedule, --delay, --duration, --step-range, --step-every as given
@@ -383,7 +382,8 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
     return 2;
   }
-  if (std::string error; !ResolveAnalysisMode(o.analysis, o.analysis_mode, error)) {
+  AnalysisMode analysis_mode = AnalysisMode::kNow;
+  if (std::string error; !ResolveAnalysisMode(o.analysis, analysis_mode, error)) {
     std::fprintf(stderr, "commprof run: %s\n", error.c_str());
     return 2;
   }
@@ -559,7 +559,7 @@ int RunJob(Options o) {
   int job_rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 
   // The job is gone: the ranks' last frames, their spools, the file and its analysis.
-  CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, o.analysis_mode == AnalysisMode::kNow);
+  CollectionSummary sum = collection.value()->Finish(o.grace_s, o.spool_dir, analysis_mode == AnalysisMode::kNow);
   const Status& st = sum.status;
   // After a write error the error line (Collection::Finish) stands in for "wrote", which the
   // file would belie.
@@ -576,11 +576,8 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof: %u rank(s) connected, %u refused; job exit code %d\n", sum.accepted, sum.refused,
                  job_rc);
   }
-  if (o.analysis_mode == AnalysisMode::kBackground && st.ok() && !sum.write_failed && !sum.previous_kept &&
-      sum.ranks > 0) {
-    std::vector<std::string> files{o.output};
-    files.insert(files.end(), sum.restart_files.begin(), sum.restart_files.end());
-    StoreAnalysisLater(files, "commprof");
+  if (analysis_mode == AnalysisMode::kBackground) {
+    StoreAnalysisLater(o.output, sum, "commprof");
   }
   if (sum.ranks == 0 && sum.refused == 0) {
     ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc, sum.previous_kept);
