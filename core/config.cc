@@ -208,10 +208,6 @@ constexpr OptionSpec kEnvironment[] = {
      "set by `commprof run` and the SPANK plugin to libcommprof.so (cuda, memory activities); a value already "
      "set is kept.",
      kLauncher},
-    {"OMPI_MCA_odls_base_sigkill_timeout", "",
-     "set to 5 by `commprof run` for Open MPI's mpirun unless already set: the seconds between the SIGTERM and "
-     "the SIGKILL mpirun sends its ranks, time for their collectors to store what they were blocked in.",
-     kLauncher},
 };
 
 constexpr size_t CountCollectorOptions() {

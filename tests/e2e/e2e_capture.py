@@ -315,9 +315,21 @@ def case_killed_rank(ctx):
     """SIGKILL of one rank mid-run leaves a readable file with the other ranks' data and the
     killed rank marked disconnected."""
     out = ctx.path("killed.h5")
-    p = profile(ctx, out, ["--iters", "400", "--compute-us", "2000"], env={"MPI_STRAGGLER_ABORT_RANK": "1"},
-                check_rc=None)
+    args = ["--iters", "400", "--compute-us", "2000"]
+    env = {"MPI_STRAGGLER_ABORT_RANK": "1"}
+    # The same failing job bare, then profiled: mpirun ends the survivors the same way both times.
+    # commprof run once asked mpirun for 5 s between SIGTERM and SIGKILL, and mpirun sleeps that
+    # long twice when it ends a job early: the failed job then took 6 s longer than bare.
+    t0 = time.monotonic()
+    bare = run(mpirun(4) + [ctx.example] + args, env=env, check_rc=None)
+    bare_s = time.monotonic() - t0
+    expect(bare.returncode != 0, "the bare job with a killed rank exited 0")
+    t0 = time.monotonic()
+    p = profile(ctx, out, args, env=env, check_rc=None)
+    profiled_s = time.monotonic() - t0
     expect(p.returncode != 0, "a killed rank must make the job fail")
+    expect(profiled_s < bare_s + 4.0,
+           f"the failed job took {profiled_s:.1f} s under commprof run, {bare_s:.1f} s bare (allowed: + 4 s)")
     with h5py.File(out, "r") as f:
         g1 = f["ranks"]["1"]
         expect(g1.attrs["status"] == "disconnected", f"killed rank status {g1.attrs['status']}")
