@@ -63,9 +63,9 @@ Ingest::Durable Ingest::DurableOf(uint32_t rank) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = progress_.find(rank);
   if (it == progress_.end()) {
-    return {};
+    return {0, false, writer_failed_};
   }
-  return {it->second.durable_batches, it->second.bye_durable};
+  return {it->second.durable_batches, it->second.bye_durable, writer_failed_};
 }
 
 std::set<uint32_t> Ingest::ranks_done() const {
@@ -257,6 +257,7 @@ void Ingest::Apply(Command& c) {
       c);
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
+    writer_failed_ = writer_failed_ || writer_->failed();
     // A failed writer answers every later frame with the same error: said once, not per frame.
     bool repeat = writer_->failed() && first_error_.code() == StatusCode::kIoError;
     if (!repeat) {
@@ -296,6 +297,7 @@ void Ingest::Loop() {
         if (Status s = writer_->Flush(); !s.ok()) {
           COMMPROF_LOG_ERROR("writer: %s; nothing more is stored, events are counted", s.message().c_str());
           std::lock_guard<std::mutex> lock(mu_);
+          writer_failed_ = writer_failed_ || writer_->failed();
           if (first_error_.ok() || first_error_.code() != StatusCode::kIoError) {
             first_error_ = s;
           }

@@ -72,10 +72,12 @@ class Ingest {
   void RunOnWriter(std::string what, WriterTask task);
 
   // What of `rank` is written and flushed to disk, so the aggregator can acknowledge it: batches
-  // with batch_seq below `batches`, and whether the bye (the rank's end) is too.
+  // with batch_seq below `batches`, and whether the bye (the rank's end) is too. `never`: the
+  // writer has failed, so nothing more becomes durable (a session then stops waiting for it).
   struct Durable {
     uint64_t batches = 0;
     bool bye = false;
+    bool never = false;
   };
   Durable DurableOf(uint32_t rank) const;
 
@@ -178,6 +180,7 @@ class Ingest {
   std::map<uint32_t, RankProgress> progress_;
   bool stop_ = false;
   Status first_error_;
+  bool writer_failed_ = false;  // writer_->failed(), kept under mu_ for the sessions (DurableOf)
   uint64_t events_written_ = 0;
   uint64_t linked_events_ = 0;  // in the shards of relays, linked into the file
   uint64_t events_not_stored_ = 0;

@@ -376,6 +376,12 @@ class Session : public std::enable_shared_from_this<Session>, public HangPeer {
       wire::AppendBatchAck(frame, wire::BatchAck{batches, bye});
       Write(std::move(frame));
     }
+    // A failed writer makes nothing durable any more: end the session at once, so that the rank,
+    // waiting for its bye's acknowledgement, sees the connection close and spools what it holds
+    // instead of waiting out COMMPROF_BYE_ACK_MS (and this session kByeAckDeadline).
+    if (stream_.said_bye() && !bye && d.never) {
+      return Finish("bye (not acknowledged: the writer failed)");
+    }
     if (stream_.said_bye() && (bye || std::chrono::steady_clock::now() >= bye_deadline_)) {
       if (!bye) {
         COMMPROF_LOG_WARN("rank %u: its stream could not be flushed to disk within %lld s; not acknowledged",

@@ -323,10 +323,11 @@ void Shipper::ReadAcks() {
   }
 }
 
-bool Shipper::AwaitByeAck() {
+bool Shipper::AwaitByeAck(std::string& why) {
   uint64_t deadline = MonotonicMs() + rt_.config().bye_ack_ms;
   wire::FrameHeader h;
   std::vector<uint8_t> payload;
+  why = "the aggregator did not confirm this rank's stream within COMMPROF_BYE_ACK_MS";
   while (transport_ != nullptr && !bye_acked_) {
     uint64_t now = MonotonicMs();
     if (now >= deadline) {
@@ -334,9 +335,15 @@ bool Shipper::AwaitByeAck() {
     }
     Status st = transport_->Receive(h, payload, static_cast<uint32_t>(deadline - now));
     if (!st.ok()) {
+      // A timeout keeps the message above; an aggregator that could not store the stream (its
+      // writer failed) closes the connection instead of confirming.
+      if (MonotonicMs() < deadline) {
+        why = "the aggregator closed the connection without confirming this rank's stream (" + st.message() + ")";
+      }
       return false;
     }
     if (h.type == wire::FrameType::kBatchAck && !ApplyAck(payload).ok()) {
+      why = "the aggregator's confirmation of this rank's stream was malformed";
       return false;
     }
   }
@@ -586,10 +593,10 @@ void Shipper::Finish(uint64_t signo) {
   };
   std::vector<uint8_t> frames = tail();
   Send(frames);
-  if (transport_ != nullptr && transport_->acknowledges() && !AwaitByeAck()) {
+  if (std::string why; transport_ != nullptr && transport_->acknowledges() && !AwaitByeAck(why)) {
     // Not confirmed: everything the aggregator did not acknowledge goes to the spool, and the
     // merge at the end of the job skips what it stored after all.
-    SwitchToSpool("the aggregator did not confirm this rank's stream within COMMPROF_BYE_ACK_MS");
+    SwitchToSpool(why);
     frames = tail();
     Send(frames);
   }

@@ -85,7 +85,8 @@ class Shipper {
   void OnAck(const wire::BatchAck& ack);
   // Decodes a batch-ack frame's payload and applies it (OnAck); a malformed one is an error.
   Status ApplyAck(const std::vector<uint8_t>& payload);
-  bool AwaitByeAck();
+  // Waits up to COMMPROF_BYE_ACK_MS for the bye's acknowledgement; false, saying why, when none came.
+  bool AwaitByeAck(std::string& why);
   void Finish(uint64_t signo);
   // Clock alignment for ranks without MPI: ping-pong against the aggregator over this connection.
   bool TcpSyncWanted() const;

@@ -164,6 +164,13 @@ def case_disk_full(ctx):
             lost = int(lines[0][len(prefix):].split()[0])
             expect(0 < lost <= 2 * 40002, f"events not stored: {lost}")
             expect(f"job exit code {job_rc}" in p.stderr, p.stderr)
+            # Nobody waits for what can no longer be stored: the aggregator closes each rank's
+            # connection after its bye instead of leaving it to wait out COMMPROF_BYE_ACK_MS (5 s),
+            # and so sees every connection end rather than waiting out its 10 s grace.
+            closed = [l for l in p.stderr.splitlines() if "closed the connection without confirming" in l]
+            expect(len(closed) == 2 and "COMMPROF_BYE_ACK_MS" not in p.stderr,
+                   f"the ranks did not learn at once that their streams could not be stored:\n{p.stderr}")
+            expect("still open after" not in p.stderr, f"connections outlived the job:\n{p.stderr}")
             status = write_status(out)
             expect(status == f"failed: No space left on device; {lost} events not stored",
                    f"write_status {status!r} does not match the error line")

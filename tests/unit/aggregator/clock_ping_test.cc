@@ -27,6 +27,7 @@
 #include "collector/runtime.h"
 #include "core/clock.h"
 #include "core/wire.h"
+#include "support/live_aggregator.h"
 #include "support/test_support.h"
 
 namespace commprof {

@@ -18,6 +18,7 @@
 #include "aggregator/server.h"
 #include "collector/transport.h"
 #include "core/wire.h"
+#include "support/live_aggregator.h"
 #include "support/test_support.h"
 
 namespace commprof_test {

@@ -23,6 +23,7 @@
 
 #include "analysis/load/profile_reader.h"
 #include "core/wire.h"
+#include "support/live_aggregator.h"
 #include "support/test_support.h"
 
 namespace commprof_test {

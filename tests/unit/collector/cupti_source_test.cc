@@ -22,6 +22,7 @@
 #include "collector/cupti_translate.h"
 #include "collector/runtime.h"
 #include "core/log.h"
+#include "support/live_aggregator.h"
 #include "support/test_support.h"
 
 // These tests dlopen the real libcupti, whose exit handlers first touch its dynamic TLS on the main

@@ -24,6 +24,7 @@
 #include "analysis/load/profile_reader.h"
 #include "collector/transport.h"
 #include "collector_sim.h"
+#include "support/live_aggregator.h"
 #include "support/test_support.h"
 
 namespace commprof {

@@ -1,5 +1,5 @@
-// Setup shared by the unit tests: temporary directories, polling, a live aggregator (Ingest +
-// Server + io thread on 127.0.0.1:<any port>), a raw TCP client that speaks frames, hand-made
+// Setup shared by the unit tests: temporary directories, polling, a raw TCP client that speaks
+// frames, hand-made
 // profiles written through the real Hdf5Writer and the events they hold, reading a rank's events
 // back, comparing events and taking a frame's payload.
 #pragma once
@@ -17,8 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "aggregator/ingest.h"
-#include "aggregator/server.h"
 #include "analysis/load/profile_reader.h"
 #include "commprof/event.h"
 #include "core/wire.h"
@@ -45,65 +43,6 @@ class TempDir {
 
 // Polls `done` every 2 ms until it holds (true) or timeout_ms pass (false).
 bool WaitFor(const std::function<bool()>& done, int timeout_ms = 10000);
-
-// Ingest + Server on 127.0.0.1:<any port>, served by one io thread.
-class LiveAggregator {
- public:
-  LiveAggregator() = default;
-  // Starts at once (see Start); ok() says whether it serves.
-  LiveAggregator(const std::string& path, StreamPolicy policy, uint32_t world_size);
-  ~LiveAggregator() { (void)Finish(); }
-  LiveAggregator(const LiveAggregator&) = delete;
-  LiveAggregator& operator=(const LiveAggregator&) = delete;
-
-  // Ingest into `path` for job policy.job_id with world_size ranks, then the server and its io
-  // thread. A step that fails is a fatal test failure and leaves ok() false.
-  void Start(const std::string& path, StreamPolicy policy, uint32_t world_size,
-             const ServerLimits& limits = ServerLimits{});
-
-  bool ok() const { return server_ != nullptr; }
-  uint16_t port() const { return server_->port(); }
-  const ServerStats& stats() const { return server_->stats(); }
-
-  // Closes the server, stops and joins the io thread and finishes the ingest (once; later calls
-  // return Ok).
-  Status Finish();
-
- private:
-  std::unique_ptr<Ingest> ingest_;
-  boost::asio::io_context io_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-  bool finished_ = false;
-};
-
-// A test fixture around a LiveAggregator writing <temp dir>/out.h5: subclasses start it in SetUp
-// (agg_.Start(dir_ / "out.h5", ...)); TearDown stops it and expects the ingest to finish cleanly.
-class LiveAggregatorTest : public ::testing::Test {
- protected:
-  explicit LiveAggregatorTest(const std::string& temp_prefix) : dir_(temp_prefix) {}
-
-  void TearDown() override { Stop(); }
-
-  void Stop() {
-    Status st = agg_.Finish();
-    EXPECT_TRUE(st.ok()) << st.message();
-  }
-
-  // Stops the server and opens what it wrote.
-  std::unique_ptr<ProfileReader> StopAndRead() {
-    Stop();
-    auto r = ProfileReader::Open(dir_ / "out.h5");
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? std::move(r.value()) : nullptr;
-  }
-
-  uint16_t port() const { return agg_.port(); }
-  const ServerStats& stats() const { return agg_.stats(); }
-
-  TempDir dir_;
-  LiveAggregator agg_;
-};
 
 // A blocking TCP client to 127.0.0.1:port with a 5 s receive timeout and TCP_NODELAY (small
 // frames go out at once, no Nagle wait for the server's delayed ack). Unless told not to, it
