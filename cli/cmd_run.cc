@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "core/capture_options.h"
 #include "core/clock.h"
+#include "core/clock_domain.h"
 #include "core/config.h"
 #include "core/log.h"
 
@@ -451,6 +452,8 @@ int RunJob(Options o) {
       {"COMMPROF_SECRET", secret},
       {"COMMPROF_JOB_ID", job_id},
       {"COMMPROF_SPOOL_DIR", o.spool_dir},
+      // Ranks without MPI that read this very clock take it exactly instead of measuring it.
+      {"COMMPROF_AGGREGATOR_CLOCK", FormatClockDomain(SystemClockDomain())},
       {"COMMPROF_ACTIVITIES", ActivitiesToString(o.activity_mask)}};
   AddCaptureVariables(o.capture, vars);
   if (o.stacks > 0) {

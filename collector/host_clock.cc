@@ -1,48 +1,12 @@
 #include "collector/host_clock.h"
 
-#include <unistd.h>
-
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/hash.h"
 #include "core/log.h"
 
 namespace commprof {
-namespace {
-
-std::string ReadSmallFile(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A final mix over Fnv1a64 (core/hash.h), which is stable across processes and builds.
-uint64_t Mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-
-}  // namespace
-
-uint64_t SystemClockDomain() {
-  // The boot id changes at every boot of every machine; CLOCK_MONOTONIC counts from that boot, and
-  // the clock source is what it is read from. A time namespace may offset CLOCK_MONOTONIC.
-  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
-  std::string source = ReadSmallFile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  std::string timens = ReadSmallFile("/proc/self/timens_offsets");
-  if (id.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    id = std::string("host:") + host;
-  }
-  return Mix(Fnv1a64(id + "\n" + source + "\n" + timens));
-}
 
 ClockAnchor HostClock::Anchor() const {
   ClockAnchor a = TakeClockAnchor();
@@ -68,7 +32,7 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
       host_shift.drift_ppm = v;
       host_shifted = true;
     }
-    domain = Mix(Fnv1a64("commprof fake host " + std::to_string(h)));
+    domain = MixBits(Fnv1a64("commprof fake host " + std::to_string(h)));
     COMMPROF_LOG_WARN(
         "testing aid active: this rank is on simulated host %u, whose clock is shifted by %lld ns and "
         "drifts %.3f ppm",
@@ -87,7 +51,7 @@ std::unique_ptr<HostClock> MakeHostClock(const Config& config, uint32_t rank) {
   ClockShift rank_shift;
   if (has_offset || has_drift) {
     rank_shift = ClockShift{static_cast<int64_t>(offset), drift, SteadyNowNs()};
-    domain = Mix(domain ^ Fnv1a64("commprof fake clock rank " + std::to_string(rank)));
+    domain = MixBits(domain ^ Fnv1a64("commprof fake clock rank " + std::to_string(rank)));
     COMMPROF_LOG_WARN("testing aid active: this rank's clock is shifted by %lld ns and drifts %.3f ppm",
                       static_cast<long long>(rank_shift.offset_ns), drift);
   }

@@ -13,16 +13,13 @@
 #include <memory>
 
 #include "core/clock.h"
+#include "core/clock_domain.h"
 #include "core/config.h"
 
 namespace commprof {
 
-// Which ranks read one clock: a hash of the kernel's boot id, the clock source and the time
-// namespace's offsets (a container with its own CLOCK_MONOTONIC offset is another clock), read
-// from /proc and /sys. Ranks with equal keys are aligned exactly to each other
-// (docs/clock-alignment.md, "Hosts and the tree"). Where none of these can be read the key is the
-// host name's hash.
-uint64_t SystemClockDomain();
+// SystemClockDomain() (core/clock_domain.h) says which ranks read one clock: ranks with equal keys
+// are aligned exactly to each other (docs/clock-alignment.md, "Hosts and the tree").
 
 class HostClock {
  public:

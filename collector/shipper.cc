@@ -352,10 +352,21 @@ bool Shipper::AwaitByeAck(std::string& why) {
 
 bool Shipper::TcpSyncWanted() const {
   return rt_.config().clock_sync && !rt_.identity().mpi && !rt_.clock_by_mpi() && !tcp_sync_failed_ &&
-         transport_ != nullptr && !spooling_;
+         !tcp_same_clock_ && transport_ != nullptr && !spooling_;
 }
 
 void Shipper::TcpEpoch(uint32_t rounds) {
+  // A rank on the aggregator's very clock (same boot, clock source and time namespace) is aligned
+  // exactly: offset 0, drift 0, bound 0, once. Measuring it would only add the ping-pongs' noise
+  // (a microsecond or two of offset, ppm of drift) and clock-condition violations the raw clocks
+  // do not have.
+  if (const std::optional<uint64_t>& key = rt_.config().aggregator_clock_domain;
+      key && rt_.host_clock().Domain() == *key) {
+    tcp_same_clock_ = true;
+    tcp_points_.assign(1, ClockPoint{static_cast<int64_t>(rt_.Now()), 0, 0});
+    rt_.PublishClock(tcp_points_, {}, "tcp-same-host");
+    return;
+  }
   std::vector<ClockSample> epoch;
   std::vector<uint8_t> frame, payload;
   for (uint32_t k = 0; k < rounds; ++k) {

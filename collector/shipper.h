@@ -118,6 +118,7 @@ class Shipper {
   uint64_t resent_batches_ = 0;
   std::vector<ClockPoint> tcp_points_;
   uint64_t next_tcp_sync_ns_ = 0;
+  bool tcp_same_clock_ = false;   // on the aggregator's clock (COMMPROF_AGGREGATOR_CLOCK): nothing to measure
   bool tcp_sync_failed_ = false;  // an exchange broke: the stream's state is unknown, stop trying
   std::vector<uint8_t> out_;
   std::unique_ptr<commprof_event[]> scratch_;

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/clock_domain.h"
 #include "core/log.h"
 
 namespace commprof {
@@ -73,6 +74,10 @@ constexpr OptionSpec kEnvironment[] = {
      kCollector},
     {"COMMPROF_CLOCK_SYNC", "on",
      "clock alignment against rank 0 (MPI) or the aggregator (TCP); off, 0, false or no turn it off.", kCollector},
+    {"COMMPROF_AGGREGATOR_CLOCK", "",
+     "which clock the aggregator reads (16 hex digits); set by `commprof run`. A rank without MPI on the "
+     "aggregator's clock takes offset 0, drift 0 and bound 0 instead of measuring.",
+     kCollector},
     {"COMMPROF_CLOCK_SYNC_INTERVAL_MS", "2000",
      "period of re-synchronization during the run (0: only at start and end).", kCollector},
     {"COMMPROF_CLOCK_SYNC_ROUNDS", "64",
@@ -406,6 +411,13 @@ Config ConfigFromEnv() {
   c.signal_handlers = !(signals == "off" || signals == "0" || signals == "false" || signals == "no");
   std::string sync = EnvOr("COMMPROF_CLOCK_SYNC");
   c.clock_sync = !(sync == "off" || sync == "0" || sync == "false" || sync == "no");
+  if (std::string key = EnvOr("COMMPROF_AGGREGATOR_CLOCK"); !key.empty()) {
+    c.aggregator_clock_domain = ParseClockDomain(key);
+    if (!c.aggregator_clock_domain) {
+      COMMPROF_LOG_WARN("COMMPROF_AGGREGATOR_CLOCK=%s is not 16 hex digits; ignored (clocks aligned by ping-pong)",
+                        key.c_str());
+    }
+  }
   c.clock_sync_interval_ms = EnvU32("COMMPROF_CLOCK_SYNC_INTERVAL_MS", 0);
   c.clock_sync_rounds = EnvU32("COMMPROF_CLOCK_SYNC_ROUNDS", 1);
   c.fake_clock_offset_ns = EnvOr("COMMPROF_FAKE_CLOCK_OFFSET_NS");

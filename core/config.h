@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -83,6 +84,10 @@ struct Config {
   bool signal_handlers = true;       // ship on fatal signals
   uint32_t hang_history = 16;  // completed collectives kept per communicator for a hang-state (1..kMaxHangHistory)
   bool clock_sync = true;
+  // The aggregator's SystemClockDomain() (COMMPROF_AGGREGATOR_CLOCK, set by `commprof run`); a
+  // rank without MPI whose clock has this key shares the aggregator's clock: aligned exactly,
+  // without ping-pongs. nullopt: unknown.
+  std::optional<uint64_t> aggregator_clock_domain;
   uint32_t clock_sync_interval_ms = 0;
   uint32_t clock_sync_rounds = 0;
   std::string fake_clock_offset_ns;  // testing aid: per-rank lists, see kOptions

@@ -18,4 +18,12 @@ constexpr uint64_t Fnv1a64(std::string_view s) {
   return h;
 }
 
+// A final mix (MurmurHash3's) over Fnv1a64, so that keys from similar strings differ in every bit.
+constexpr uint64_t MixBits(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
 }  // namespace commprof

@@ -116,7 +116,7 @@ struct Clock {
   double drift_ppm = 0.0;
   int64_t error_bound_ns = -1;  // -1: not measured
   uint64_t anchor_local_ns = 0;
-  std::string method;  // "none", "mpi-pingpong", "tcp-pingpong"
+  std::string method;  // "none", "mpi-pingpong", "tcp-pingpong", ... (docs/wire-protocol.md)
   std::vector<ClockPoint> points;
   // The samples taken since the previous clock frame (a frame stays small however long the run):
   // readers append them. `points` is always the whole model.

@@ -552,6 +552,19 @@ def case_clock_tcp(ctx):
     expect(abs(r["clock_offset_ns"] + 7_000_000) <= bound, f"offset {r['clock_offset_ns']} vs -7000000 +- {bound}")
     with h5py.File(out, "r") as f:
         expect(len(f["ranks"]["0"]["clock_points"]) >= 2, "start and end epochs")
+    # Without an injected offset the program reads the aggregator's very clock (commprof run passes
+    # its key in COMMPROF_AGGREGATOR_CLOCK): aligned exactly, nothing measured. Measured, the same
+    # program got a few ns of offset, tens of ppm of drift and a bound of microseconds.
+    out = ctx.path("tcpsame.h5")
+    run([ctx.commprof, "run", "-o", out, "--", exe], check_rc=0)
+    r = json.loads(run([ctx.commprof, "info", "--json", out], check_rc=0).stdout)["ranks"][0]
+    expect(r["clock_method"] == "tcp-same-host" and r["clock_offset_ns"] == 0 and r["clock_drift_ppm"] == 0 and
+           r["clock_error_bound_ns"] == 0, f"same clock as the aggregator: {r}")
+    with h5py.File(out, "r") as f:
+        pts = f["ranks"]["0"]["clock_points"][...]
+        expect(pts.shape == (1, 3) and pts[0][1] == 0 and pts[0][2] == 0 and  # local_ns, offset_ns, half_rtt_ns
+               ("clock_samples" not in f["ranks"]["0"] or len(f["ranks"]["0"]["clock_samples"]) == 0),
+               f"one exact point, no samples: {pts}")
 
 
 def report_json(ctx, out):

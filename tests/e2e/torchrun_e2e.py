@@ -72,6 +72,9 @@ def case_launcher(ctx):
         a = attrs(out, r)
         expect(a.get("local_rank") == r and a.get("group_rank") == 0 and a.get("torch_launched") == 1 and
                a.get("restart_count") == 0, f"rank {r}: attributes {a}")
+        # Workers without MPI on the machine of `commprof run`'s aggregator share its clock exactly.
+        expect(entry["clock_method"] == "tcp-same-host" and entry["clock_offset_ns"] == 0 and
+               entry["clock_error_bound_ns"] == 0, f"rank {r}: clock {entry}")
     expect(not os.path.exists(os.path.join(ctx.work, "commprof-spool")) or
            not os.listdir(os.path.join(ctx.work, "commprof-spool")), "spool files left")
 
@@ -103,6 +106,10 @@ def case_multi_node(ctx):
         a = attrs(out, r)
         expect(a.get("group_rank") == r // 2 and a.get("local_rank") == r % 2, f"rank {r}: attributes {a}")
         expect(ranks[r]["events_by_kind"].get("step") == 5, f"rank {r}: {ranks[r]['events_by_kind']}")
+        # A standalone aggregator's clock is not named to the workers (no COMMPROF_AGGREGATOR_CLOCK
+        # here): they measure it, as workers on another machine must.
+        expect(ranks[r]["clock_method"] == "tcp-pingpong" and ranks[r]["clock_error_bound_ns"] > 0,
+               f"rank {r}: clock {ranks[r]}")
 
 
 def case_torchrun(ctx):
@@ -126,6 +133,9 @@ def case_torchrun(ctx):
                f"rank {r}: {entry['events_by_kind']} {entry['events_by_name']}")
         a = attrs(out, r)
         expect(a.get("local_rank") == r and a.get("torch_launched") == 1, f"rank {r}: attributes {a}")
+        expect(entry["clock_method"] == "tcp-same-host" and entry["clock_error_bound_ns"] == 0, f"rank {r}: {entry}")
+    # One machine, one clock: alignment adds no clock-condition violation to the raw clocks'.
+    expect(info["clock"]["violations"] == info["clock"]["violations_unaligned"], f"violations {info['clock']}")
 
 
 def case_restart(ctx):

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -126,6 +127,34 @@ TEST(ClockTree, OffsetsComposeAlongTheTreeAndEveryHostsTruthIsWithinItsSummedBou
       EXPECT_LE(p.half_rtt_ns, depth * 200'000);
     }
   }
+}
+
+// The scale of issue 20: 1024 hosts (8192 ranks at 8 per host, or 1024 ranks each its own host)
+// are aligned in ceil(log2 1024) = 10 rounds, no leader serves more than 10 children, and at depth
+// 10 every host's truth is still within its summed bound.
+TEST(ClockTree, AThousandAndTwentyFourHostsTakeTenRoundsAndEveryTruthIsWithinItsBound) {
+  constexpr int kHosts = 1024;
+  EXPECT_EQ(ClockTreeRounds(kHosts), 10);
+  std::mt19937 pick(1024);
+  std::uniform_int_distribution<int64_t> offset(-50'000'000'000, 50'000'000'000);
+  std::vector<int64_t> truth(kHosts);
+  for (int64_t& t : truth) t = offset(pick);
+  SimulatedTree sim(truth, 7);
+  int deepest = 0;
+  size_t most_children = 0;
+  for (int h = 1; h < kHosts; ++h) {
+    SCOPED_TRACE(testing::Message() << "host " << h);
+    const ClockPoint& p = sim.points[static_cast<size_t>(h)];
+    EXPECT_LE(std::llabs(p.offset_ns - (truth[0] - truth[static_cast<size_t>(h)])), p.half_rtt_ns);
+    int depth = 0;
+    for (int k = h; k != 0; k = ClockTreeParent(k)) ++depth;
+    deepest = std::max(deepest, depth);
+    EXPECT_LE(p.half_rtt_ns, depth * 200'000);
+    most_children = std::max(most_children, ClockTreeChildren(h, kHosts).size());
+  }
+  EXPECT_EQ(deepest, 10);
+  EXPECT_EQ(ClockTreeChildren(0, kHosts).size(), 10u);
+  EXPECT_LE(most_children, 9u);
 }
 
 TEST(ClockTree, AParentsErrorIsAddedToTheChildsOwnHalfRoundTrip) {

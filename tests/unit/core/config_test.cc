@@ -14,14 +14,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/clock_domain.h"
+
 namespace commprof {
 namespace {
 
-const char* const kVars[] = {"COMMPROF_AGGREGATOR",   "COMMPROF_SECRET",        "COMMPROF_JOB_ID",
-                             "COMMPROF_SPOOL_DIR",    "COMMPROF_BUFFER_EVENTS", "COMMPROF_MEMORY_MB",
-                             "COMMPROF_FLUSH_MS",     "COMMPROF_REQUEST_SLOTS", "COMMPROF_CONNECT_TIMEOUT_MS",
-                             "COMMPROF_ACTIVITIES",   "COMMPROF_CUDA_API",      "COMMPROF_CUPTI_BUFFER_KB",
-                             "COMMPROF_CUPTI_BUFFERS"};
+const char* const kVars[] = {"COMMPROF_AGGREGATOR",    "COMMPROF_SECRET",          "COMMPROF_JOB_ID",
+                             "COMMPROF_SPOOL_DIR",     "COMMPROF_BUFFER_EVENTS",   "COMMPROF_MEMORY_MB",
+                             "COMMPROF_FLUSH_MS",      "COMMPROF_REQUEST_SLOTS",   "COMMPROF_CONNECT_TIMEOUT_MS",
+                             "COMMPROF_ACTIVITIES",    "COMMPROF_CUDA_API",        "COMMPROF_CUPTI_BUFFER_KB",
+                             "COMMPROF_CUPTI_BUFFERS", "COMMPROF_AGGREGATOR_CLOCK"};
 
 // Clears the COMMPROF_* variables for one test and restores them afterwards.
 class ConfigEnv : public ::testing::Test {
@@ -100,6 +102,24 @@ TEST_F(ConfigEnv, EnvironmentOverridesEveryOption) {
   EXPECT_EQ(c.flush_ms, 5u);
   EXPECT_EQ(c.request_slots, 2048u);
   EXPECT_EQ(c.connect_timeout_ms, 0u);
+}
+
+// COMMPROF_AGGREGATOR_CLOCK, as `commprof run` writes it (FormatClockDomain of its clock's key):
+// read back to the very key; anything but 16 hex digits is no key (the rank then measures).
+TEST_F(ConfigEnv, TheAggregatorsClockKeyIsReadBackExactlyAndAnythingElseIsNoKey) {
+  EXPECT_FALSE(ConfigFromEnv().aggregator_clock_domain.has_value());
+  for (uint64_t key : {uint64_t{0}, uint64_t{255}, SystemClockDomain(), ~uint64_t{0}}) {
+    const std::string text = FormatClockDomain(key);
+    EXPECT_EQ(text.size(), 16u) << text;
+    Set("COMMPROF_AGGREGATOR_CLOCK", text.c_str());
+    EXPECT_EQ(ConfigFromEnv().aggregator_clock_domain, std::optional<uint64_t>(key)) << text;
+  }
+  Set("COMMPROF_AGGREGATOR_CLOCK", "00000000000000FF");  // upper case too
+  EXPECT_EQ(ConfigFromEnv().aggregator_clock_domain, std::optional<uint64_t>(255));
+  for (const char* bad : {"ff", "00000000000000ff0", "0000000000000x00", "-000000000000001", " 00000000000000f"}) {
+    Set("COMMPROF_AGGREGATOR_CLOCK", bad);
+    EXPECT_FALSE(ConfigFromEnv().aggregator_clock_domain.has_value()) << bad;
+  }
 }
 
 TEST_F(ConfigEnv, LargestThirtyTwoBitValueIsAccepted) {
