@@ -359,9 +359,10 @@ void Shipper::TcpEpoch(uint32_t rounds) {
   // A rank on the aggregator's very clock (same boot, clock source and time namespace) is aligned
   // exactly: offset 0, drift 0, bound 0, once. Measuring it would only add the ping-pongs' noise
   // (a microsecond or two of offset, ppm of drift) and clock-condition violations the raw clocks
-  // do not have.
+  // do not have. Looked at before the first point only: the key is read from /proc and /sys, and
+  // a rank that measured once keeps measuring.
   if (const std::optional<uint64_t>& key = rt_.config().aggregator_clock_domain;
-      key && rt_.host_clock().Domain() == *key) {
+      tcp_points_.empty() && key && rt_.host_clock().Domain() == *key) {
     tcp_same_clock_ = true;
     tcp_points_.assign(1, ClockPoint{static_cast<int64_t>(rt_.Now()), 0, 0});
     rt_.PublishClock(tcp_points_, {}, "tcp-same-host");

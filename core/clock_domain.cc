@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
@@ -42,22 +43,10 @@ std::string FormatClockDomain(uint64_t domain) {
 }
 
 std::optional<uint64_t> ParseClockDomain(std::string_view text) {
-  if (text.size() != 16) {
-    return std::nullopt;
-  }
   uint64_t v = 0;
-  for (char c : text) {
-    int digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else {
-      return std::nullopt;
-    }
-    v = (v << 4) | static_cast<uint64_t>(digit);
+  const char* end = text.data() + text.size();
+  if (text.size() != 16 || std::from_chars(text.data(), end, v, 16).ptr != end) {
+    return std::nullopt;
   }
   return v;
 }
