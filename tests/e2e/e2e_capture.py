@@ -614,26 +614,80 @@ def sole_lateness_from_raw_entries(f, name, slow):
     return np.maximum(stack[slow] - others, 0)
 
 
+def direct_cost_from_raw_entries(f, n):
+    """Per rank, the waiting it directly caused at the job's blocking collectives, from the raw
+    steady-clock entry times alone (one-node jobs: every rank reads the same CLOCK_MONOTONIC):
+    each instance, matched by (communicator, sequence number), is sorted by entry; while k of its
+    m ranks are in and the rest missing, each missing rank is charged k / (m - k) of the time
+    (docs/metrics.md §9.1's equal shares, without §9.2's propagation and split). The analysis can
+    only charge a rank less than this (what it splits off as transfer tail is unattributed), so it
+    is the ceiling of a rank's delay cost at collectives, and what a loaded machine really made a
+    rank cost when the scheduler, not the plant, made it late."""
+    arrivals = {}
+    for r in range(n):
+        _, ev, _ = load_rank(f, r)
+        coll = ev[(ev["kind"] == KIND["mpi_collective"]) & ((ev["flags"] & FLAG_NONBLOCKING) == 0)]
+        for c, s, t in zip(coll["comm_id"].tolist(), coll["seq"].tolist(), coll["start_ns"].tolist()):
+            arrivals.setdefault((c, s), []).append((t, r))
+    cost = np.zeros(n)
+    for entries in arrivals.values():
+        entries.sort()
+        m = len(entries)
+        for k in range(1, m):
+            dt = entries[k][0] - entries[k - 1][0]
+            for _, r in entries[k:]:
+                cost[r] += dt * k / (m - k)
+    return cost
+
+
+def unplanted_stragglers_confirmed(f, n, named, planted):
+    """The ranks `named` by the verdict beyond the `planted` ones, each checked against the raw
+    entries: on a loaded machine the scheduler makes some rank late now and then (a rank that
+    polls with sched_yield next to a CPU hog leaves each collective ~2 ms late), which the verdict
+    rightly names. Such a name is accepted only when the raw entries show that rank directly
+    caused at least half the delay cost the report charges it (so it was late, not misjudged);
+    returns a line per accepted rank (printed by the caller, so a loaded run says what it saw)."""
+    extra = [s for s in named if s["rank"] not in planted]
+    if not extra:
+        return []
+    raw = direct_cost_from_raw_entries(f, n)
+    lines = []
+    for s in extra:
+        expect(raw[s["rank"]] >= 0.5 * s["delay_cost_ns"],
+               f"rank {s['rank']} is named ({s['pattern']}, cause {s['cause']}, delay cost "
+               f"{s['delay_cost_ns'] / 1e6:.1f} ms) but was not planted, and the raw entries show it directly "
+               f"caused only {raw[s['rank']] / 1e6:.1f} ms; planted {sorted(planted)}")
+        lines.append(f"rank {s['rank']} also named ({s['pattern']}, cause {s['cause']}, "
+                     f"{s['delay_cost_ns'] / 1e6:.1f} ms; the raw entries: {raw[s['rank']] / 1e6:.1f} ms): "
+                     f"the machine's load made it late")
+    return lines
+
+
 def case_report_straggler(ctx):
     """The report's verdict names the planted straggler, for two collectives and two ranks, every
-    other rank waits what the straggler really was late per iteration (15 %: the planted 3 ms as it
+    other rank waits what the straggler really was late per iteration (15 %: the planted 12 ms as it
     was slept in this run, measured from the file, at least the plant), and none is named when none
-    is planted."""
-    iters, slow_us = 150, 3000
+    is planted. The plant is 6 x the 2 ms compute step: a loaded machine wakes a rank a few ms late
+    now and then, which must stay small against it (a 3 ms plant on a 1 ms step lost a third of
+    its delay cost to such noise with one CPU hog beside the job)."""
+    iters, slow_us = 80, 12000
     for collective, slow in (("allreduce", 2), ("allgather", 1)):
         out = ctx.path(f"straggler-{collective}.h5")
-        profile(ctx, out, ["--iters", str(iters), "--compute-us", "1000", "--slow-rank", str(slow), "--slow-us",
+        profile(ctx, out, ["--iters", str(iters), "--compute-us", "2000", "--slow-rank", str(slow), "--slow-us",
                            str(slow_us), "--collective", collective, "--bytes", "4096", "--compute", "sleep"],
                 env=EXACT_ENV)
         rep = report_json(ctx, out)
         expect(rep["schema"] == "commprof-report" and rep["schema_version"] == 3 and rep["world_size"] == 4,
                "report header")
         expect(rep["instances"]["matched"] == iters + 3 and rep["instances"]["incomplete"] == 0, f"{rep['instances']}")
-        # The planted rank first; on a loaded machine the scheduler may also make another rank late
-        # for a while, which the verdict rightly names, as transient (metrics.md §9.3), never more.
-        expect(len(rep["stragglers"]) >= 1 and rep["stragglers"][0]["rank"] == slow and
-               all(x["pattern"] == "transient" for x in rep["stragglers"][1:]),
+        # The planted rank first; on a loaded machine the scheduler may also make another rank late,
+        # which the verdict rightly names after it when the raw entries show that rank's lateness.
+        expect(len(rep["stragglers"]) >= 1 and rep["stragglers"][0]["rank"] == slow,
                f"{collective}: stragglers {rep['stragglers']}, planted rank {slow}")
+        with h5py.File(out, "r") as f:
+            for line in unplanted_stragglers_confirmed(f, 4, rep["stragglers"], {slow}):
+                print(f"{collective}: {line}")
+            raw_cost = direct_cost_from_raw_entries(f, 4)
         s = rep["stragglers"][0]
         # metrics.md §9: 3 waiters x 3 ms x iters of delay cost, most of the waiting, persistent
         expect(s["share"] >= 0.6 and s["cause"] == "compute" and s["pattern"] == "persistent", f"{collective}: {s}")
@@ -647,11 +701,14 @@ def case_report_straggler(ctx):
         late = sum(realized.values()) / len(realized)
         expect(late >= 0.85 * slow_us * 1000, f"{collective}: the straggler was late {late / 1e6:.3f} ms per iteration, "
                f"less than the planted {slow_us / 1000} ms")
-        # Its cost: 3 waiters x its lateness x iters; shared (Shapley) with any rank the load made
-        # late at the same calls, so the floor is the plant and the ceiling the realized lateness.
-        floor, ceiling = 3 * slow_us * 1000 * iters, 3 * late * iters
-        expect(0.85 * floor <= s["delay_cost_ns"] <= 1.35 * ceiling, f"{collective}: delay cost {s['delay_cost_ns']}, "
-               f"planted {floor}, realized {ceiling}")
+        # Its cost: 3 waiters x its lateness x iters. The ceiling is what the raw entries show it
+        # directly caused (equal shares with any rank the load made late at the same calls); the
+        # analysis charges less only where the straggler itself was held in the previous call's
+        # transfer tail (unattributed, metrics.md §9.2), a few ms at most against the 12 ms plant.
+        floor, ceiling = 3 * slow_us * 1000 * iters, raw_cost[slow]
+        expect(0.8 * floor <= s["delay_cost_ns"] <= 1.02 * ceiling + 1000,
+               f"{collective}: delay cost {s['delay_cost_ns']}, planted {floor}, realized {3 * late * iters}, "
+               f"from the raw entries {raw_cost[slow]}")
         with h5py.File(out, "r") as f:
             sole = sole_lateness_from_raw_entries(f, call, slow)
         ranks = {r["rank"]: r for r in rep["ranks"]}
@@ -663,7 +720,7 @@ def case_report_straggler(ctx):
                 per_iter = m["wait_time_ns"] / iters
                 expect(abs(per_iter - raw_wait[r]) <= 0.15 * raw_wait[r] and per_iter >= 0.85 * slow_us * 1000,
                        f"{collective}: rank {r} waits {per_iter / 1e6:.3f} ms per iteration; from the raw entries "
-                       f"{raw_wait[r] / 1e6:.3f} ms, planted 3 ms; +-15 %")
+                       f"{raw_wait[r] / 1e6:.3f} ms, planted {slow_us / 1000} ms; +-15 %")
         # the straggler alone caused its lateness per iteration (the second-latest arrival is that
         # much earlier): the plant at least, at most its lateness as the raw entries show it (a rank
         # descheduled on its way out of one call is late at the next beyond its extra compute)
@@ -679,7 +736,7 @@ def case_report_straggler(ctx):
         factor = 2 * 3 / 4 if collective == "allreduce" else 3 / 4  # nccl-tests, n = 4
         expect(abs(t["busbw_gbps"] - t["algbw_gbps"] * factor) <= 1e-9 * max(1.0, t["busbw_gbps"]), f"busbw factor {t}")
         worst = rep["worst_instances"]
-        # largest total wait first; each at least the planted 3 x 3 ms less 15 %; mostly the straggler's
+        # largest total wait first; each at least the planted 3 x 12 ms less 15 %; mostly the straggler's
         # (an instance where the scheduler also delayed another rank can top the list)
         expect(len(worst) == 10 and all(a["total_wait_ns"] >= b["total_wait_ns"] for a, b in zip(worst, worst[1:])),
                f"worst {worst}")
@@ -717,7 +774,9 @@ def case_report_straggler(ctx):
                f"check on a straggler run: rc {p.returncode}\n{p.stdout}{p.stderr}")
         body = [line for line in text.splitlines() if not line.startswith("commprof report:")]  # the path may be long
         expect(max(len(line) for line in body) <= 100, "text report fits 100 columns")
-    # The issue's exact command (busy compute, 4 ranks sharing 2 cores): the verdict still holds.
+    # The issue's exact command (busy compute, 4 ranks sharing 2 cores, 150 iterations, 3 ms late):
+    # the verdict still holds.
+    iters, slow_us = 150, 3000
     out = ctx.path("straggler-busy.h5")
     profile(ctx, out, ["--iters", str(iters), "--compute-us", "1000", "--slow-rank", "2", "--slow-us", str(slow_us)])
     rep = report_json(ctx, out)
@@ -734,12 +793,17 @@ def case_report_straggler(ctx):
     # now and then (transient), and under a sustained load sharing one rank's core that rank is
     # woken a few tens of µs late every time: real, persistent, but the scheduler's wake-up delay,
     # not a plant. So: nothing named, or only lateness far below the plant's (under 10 % of the
-    # 1 ms compute, where the planted straggler is slow_us late).
+    # 1 ms compute, where the planted straggler is slow_us late), or lateness from inside the calls.
     out = ctx.path("balanced-sleep.h5")
     profile(ctx, out, ["--iters", str(iters), "--compute-us", "1000", "--compute", "sleep"], env=EXACT_ENV)
     rep = report_json(ctx, out)
-    expect(all(s["pattern"] == "transient" or s["typical_lateness_ns"] < 100_000 for s in rep["stragglers"]),
-           f"balanced-sleep: no planted straggler, but the verdict is {rep['stragglers']}")
+    expect(all(s["pattern"] == "transient" or s["typical_lateness_ns"] < 100_000 or s["cause"] == "transfer"
+               for s in rep["stragglers"]), f"balanced-sleep: no planted straggler, but the verdict is {rep['stragglers']}")
+    # A rank polling with sched_yield beside a CPU hog leaves every collective ~2 ms late (cause
+    # transfer): named only where the raw entries show it.
+    with h5py.File(out, "r") as f:
+        for line in unplanted_stragglers_confirmed(f, 4, rep["stragglers"], set()):
+            print(f"balanced-sleep: {line}")
     if not rep["stragglers"]:
         expect("no straggler" in run([ctx.commprof, "report", out], check_rc=0).stdout, "text says there is none")
         p = run([ctx.commprof, "check", out, "--max", "straggler_share=0.4", "--max", "incomplete=0"])
