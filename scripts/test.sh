@@ -22,9 +22,12 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$JOBS"
 
 SANITIZER_LOG=build/sanitizers-build.log
-# In a session of its own (setsid), so that its whole process group can be ended at once.
-setsid -w nice -n 19 bash -c "cmake --preset asan && cmake --build --preset asan -j $JOBS &&
-                              cmake --preset tsan && cmake --build --preset tsan -j $JOBS" >"$SANITIZER_LOG" 2>&1 &
+# In a session of its own (setsid), so that its whole process group can be ended at once. A new
+# session is also a new scheduling autogroup (Linux's sched_autogroup), which competes with ours
+# as an equal whatever its processes' nice values: the group itself is niced to 19 as well.
+setsid -w bash -c "{ echo 19 >/proc/self/autogroup; } 2>/dev/null; exec nice -n 19 bash -c '
+    cmake --preset asan && cmake --build --preset asan -j $JOBS &&
+    cmake --preset tsan && cmake --build --preset tsan -j $JOBS'" >"$SANITIZER_LOG" 2>&1 &
 sanitizer_build=$!
 # A failing step below ends the script: the background build must not outlive it.
 trap 'kill -- "-$sanitizer_build" 2>/dev/null || true' EXIT
