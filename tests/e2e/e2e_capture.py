@@ -640,19 +640,15 @@ def direct_cost_from_raw_entries(f, n):
     return cost
 
 
-def unplanted_stragglers_confirmed(f, n, named, planted):
-    """The ranks `named` by the verdict beyond the `planted` ones, each checked against the raw
-    entries: on a loaded machine the scheduler makes some rank late now and then (a rank that
-    polls with sched_yield next to a CPU hog leaves each collective ~2 ms late), which the verdict
-    rightly names. Such a name is accepted only when the raw entries show that rank directly
+def unplanted_stragglers_confirmed(raw, named, planted):
+    """The ranks `named` by the verdict beyond the `planted` ones, each checked against `raw` (the
+    same file's direct_cost_from_raw_entries): on a loaded machine the scheduler makes some rank
+    late now and then (a rank that polls with sched_yield next to a CPU hog leaves each collective
+    ~2 ms late), which the verdict rightly names. Such a name is accepted only when the raw entries show that rank directly
     caused at least half the delay cost the report charges it (so it was late, not misjudged);
     returns a line per accepted rank (printed by the caller, so a loaded run says what it saw)."""
-    extra = [s for s in named if s["rank"] not in planted]
-    if not extra:
-        return []
-    raw = direct_cost_from_raw_entries(f, n)
     lines = []
-    for s in extra:
+    for s in (s for s in named if s["rank"] not in planted):
         expect(raw[s["rank"]] >= 0.5 * s["delay_cost_ns"],
                f"rank {s['rank']} is named ({s['pattern']}, cause {s['cause']}, delay cost "
                f"{s['delay_cost_ns'] / 1e6:.1f} ms) but was not planted, and the raw entries show it directly "
@@ -684,12 +680,8 @@ def case_report_straggler(ctx):
         # which the verdict rightly names after it when the raw entries show that rank's lateness.
         expect(len(rep["stragglers"]) >= 1 and rep["stragglers"][0]["rank"] == slow,
                f"{collective}: stragglers {rep['stragglers']}, planted rank {slow}")
-        with h5py.File(out, "r") as f:
-            for line in unplanted_stragglers_confirmed(f, 4, rep["stragglers"], {slow}):
-                print(f"{collective}: {line}")
-            raw_cost = direct_cost_from_raw_entries(f, 4)
         s = rep["stragglers"][0]
-        # metrics.md §9: 3 waiters x 3 ms x iters of delay cost, most of the waiting, persistent
+        # metrics.md §9: 3 waiters x the plant x iters of delay cost, most of the waiting, persistent
         expect(s["share"] >= 0.6 and s["cause"] == "compute" and s["pattern"] == "persistent", f"{collective}: {s}")
         # The lateness as it happened: the straggler's time between calls less the others'. The
         # plant is its floor (a sleep is never shorter); a busy machine may stretch it.
@@ -697,6 +689,9 @@ def case_report_straggler(ctx):
         with h5py.File(out, "r") as f:
             gaps = {r: mean_gap_between_calls(f, r, call) for r in range(4)}
             raw_wait = mean_wait_from_raw_entries(f, call)
+            raw_cost = direct_cost_from_raw_entries(f, 4)
+        for line in unplanted_stragglers_confirmed(raw_cost, rep["stragglers"], {slow}):
+            print(f"{collective}: {line}")
         realized = {r: gaps[slow] - gaps[r] for r in range(4) if r != slow}
         late = sum(realized.values()) / len(realized)
         expect(late >= 0.85 * slow_us * 1000, f"{collective}: the straggler was late {late / 1e6:.3f} ms per iteration, "
@@ -802,8 +797,9 @@ def case_report_straggler(ctx):
     # A rank polling with sched_yield beside a CPU hog leaves every collective ~2 ms late (cause
     # transfer): named only where the raw entries show it.
     with h5py.File(out, "r") as f:
-        for line in unplanted_stragglers_confirmed(f, 4, rep["stragglers"], set()):
-            print(f"balanced-sleep: {line}")
+        raw_cost = direct_cost_from_raw_entries(f, 4)
+    for line in unplanted_stragglers_confirmed(raw_cost, rep["stragglers"], set()):
+        print(f"balanced-sleep: {line}")
     if not rep["stragglers"]:
         expect("no straggler" in run([ctx.commprof, "report", out], check_rc=0).stdout, "text says there is none")
         p = run([ctx.commprof, "check", out, "--max", "straggler_share=0.4", "--max", "incomplete=0"])

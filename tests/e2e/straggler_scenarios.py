@@ -99,7 +99,8 @@ import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_capture import (EXACT_ENV, KIND, FLAG_NONBLOCKING, expect, load_rank, mpirun,  # noqa: E402
-                         report_json, run, to_reference, unplanted_stragglers_confirmed)
+                         report_json, run, to_reference, direct_cost_from_raw_entries,
+                         unplanted_stragglers_confirmed)
 from e2e_support import case_arguments  # noqa: E402
 
 MS = 1_000_000
@@ -352,8 +353,9 @@ def check_report(ctx, sc, h5, raw):
     expect(names[:len(planted)] == planted,
            f"stragglers {names} ({[(s['rank'], s['delay_cost_ns']) for s in rep['stragglers']]}), planted {planted}")
     with h5py.File(h5, "r") as f:
-        for line in unplanted_stragglers_confirmed(f, sc.n, rep["stragglers"][len(planted):], set(planted)):
-            print(f"{sc.name}: {line}")
+        raw_cost = direct_cost_from_raw_entries(f, sc.n)
+    for line in unplanted_stragglers_confirmed(raw_cost, rep["stragglers"][len(planted):], set(planted)):
+        print(f"{sc.name}: {line}")
     costs = [s["delay_cost_ns"] for s in rep["stragglers"]]
     expect(costs == sorted(costs, reverse=True), f"stragglers not ranked by delay cost: {costs}")
     ranks = check_time(sc, rep)
@@ -527,8 +529,9 @@ def case_jitter(ctx, raw_only):
     expect(rep["schema_version"] == 3, f"schema_version {rep['schema_version']}")
     # nobody planted: no straggler, unless the machine's load made a rank late (raw-confirmed)
     with h5py.File(h5, "r") as f:
-        for line in unplanted_stragglers_confirmed(f, 4, rep["stragglers"], set()):
-            print(f"jitter: {line}")
+        raw_cost = direct_cost_from_raw_entries(f, 4)
+    for line in unplanted_stragglers_confirmed(raw_cost, rep["stragglers"], set()):
+        print(f"jitter: {line}")
     check_time(sc, rep)
     text = run([ctx.commprof, "report", h5], check_rc=0).stdout
     expect(bool(rep["stragglers"]) or re.search(r"no straggler", text, re.I), f"text report names a straggler:\n{text}")
