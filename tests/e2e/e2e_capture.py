@@ -1403,11 +1403,20 @@ V_EARLY_REDUCE = {3, 5, 6}              # Reduce, Gather(v): the root waits for 
 V_SCAN = 15
 V_EXSCAN = 16
 V_MS = 1_000_000
-# The planted lateness is an intended sleep. On a busy machine the scheduler wakes a sleeper late:
-# 4 ms on every sleep with two CPU hogs on the 2 cores. So the planted values are held, as
-# medians over a phase, to +-5 ms (D = 20 ms: 25 %; it still tells ~D from 0 and from 2D); the
-# exact per-instance check is against the application's own clock reads (v_app_truth, 2 ms).
-V_PLANTED_TOL = 5 * V_MS
+# The planted lateness is an intended sleep, and a busy machine does not keep it: the scheduler
+# wakes a sleeper, or the rank it waits for, a tick (4 ms at HZ=250) or two late. The application's
+# own clock reads, beside one CPU hog on the 2 cores, gave phase medians of rank 0's wait in the
+# unbarriered sub-communicator pipeline (D = 20 ms) of 14.4, 14.4 and 23.8 ms, and a CI run beside
+# the background sanitizer build 13.6 ms: the error is some ticks whatever D is. So each planted
+# value is held, as a median over its phase, to V_PLANTED_SHARE of its scenario's plant D, and the
+# plants are long enough (30-40 ms) that a few ticks stay well inside that share; the share still
+# tells ~D from 0 and from 2D. The exact per-instance check is against the application's own clock
+# reads (v_app_truth, 2 ms): what commprof measured is held there, what the plant meant is held here.
+V_PLANTED_SHARE = 0.3
+
+
+def v_planted_tol(plant_ns):
+    return V_PLANTED_SHARE * plant_ns
 
 
 def v_bus_factor(op, n):
@@ -1724,6 +1733,8 @@ def v_xfail(key, detail):
 
 
 def v_near(got, want, tol, what):
+    if os.environ.get("COMMPROF_TEST_SHOW_MARGINS"):  # to size the tolerances on a loaded machine
+        print(f"margin: {what}: {(got - want) / V_MS:+.3f} ms of +-{tol / V_MS:.3f} ms")
     expect(abs(got - want) <= tol, f"{what}: {got / V_MS:.3f} ms, planted {want / V_MS:.3f} ms +- {tol / V_MS:.3f} ms")
 
 
@@ -1956,7 +1967,7 @@ def v_app_truth(h5, prefix, measured, members, thr):
 def v_collectives(ctx):
     """Run 1: tests/e2e/verify_collectives.c (rooted collectives, sub-communicators, 8 MiB), with
     injected clock offsets and drifts (alignment must remove them)."""
-    K, D, L = 6, 20, 4
+    K, D, L = 6, 40, 4
     d = D * V_MS
     h5 = ctx.path("collectives.h5")
     prefix = ctx.path("collectives.times")
@@ -1978,14 +1989,14 @@ def v_collectives(ctx):
     phases = [calls[i * K:(i + 1) * K] for i in range(8)] + [calls[8 * K + 3 * L:9 * K + 3 * L],
                                                              calls[9 * K + 3 * L:]]
 
-    # The planted truth, as medians over the K instances of a phase (V_PLANTED_TOL; each instance
+    # The planted truth, as medians over the K instances of a phase (V_PLANTED_SHARE; each instance
     # is held to the application's own times above). Zeros that the docs' rule gives by role alone
     # (a Bcast root, a Reduce non-root, Scan rank 0) must be exact in every instance.
     def med(keys, fn):
         return v_median([fn(measured[k]) for k in keys])
 
     def planted(keys, fn, want, what):
-        v_near(med(keys, fn), want, V_PLANTED_TOL, what + " (median over the phase)")
+        v_near(med(keys, fn), want, v_planted_tol(d), what + " (median over the phase)")
 
     def stragglers(keys, rank, what):  # the planted rank is the straggler (all but one instance)
         n = sum(measured[k]["straggler"] == rank for k in keys)
@@ -2118,7 +2129,8 @@ def v_shift(ctx, schedule, sleep_ms, name):
     # busy machine; each instance is held to the application's own times in v_app_truth)
     hits = sum(measured[k]["straggler"] == late for k, late in zip(order, plan))
     expect(hits >= len(plan) - 2, f"{name}: the planted rank is the straggler in {hits} of {len(plan)}")
-    v_near(v_median([measured[k]["delay"] for k in order]), sleep_ms * V_MS, V_PLANTED_TOL, f"{name}: median delay")
+    v_near(v_median([measured[k]["delay"] for k in order]), sleep_ms * V_MS, v_planted_tol(sleep_ms * V_MS),
+           f"{name}: median delay")
     v_check_export(ctx, h5, measured, {}, name)
     return h5, rep, [measured[k] for k in order]
 
@@ -2126,7 +2138,7 @@ def v_shift(ctx, schedule, sleep_ms, name):
 def v_verdict(ctx):
     """(d) The straggler changes during the run (metrics.md §9.3 verdict: every rank whose delay cost
     is a material share of the waiting, ranked by it, with its pattern)."""
-    D = 10
+    D = 30
     # rank 1 late by D in the first 30 of 50 instances, rank 3 in the last 20: each plant is waited
     # for by the 3 others, so rank 1's delay cost is ~3 x 30 D and rank 3's ~3 x 20 D; both are
     # named, rank 1 first, both transient (late in one part of the run), both from compute.
@@ -2144,8 +2156,8 @@ def v_verdict(ctx):
     # planted waits (medians per instance): ranks 0, 2 wait ~D in all 50, rank 3 in the first 30
     # (and ~0 after), rank 1 in the last 20 (and ~0 before)
     for r, first, last in ((0, D, D), (2, D, D), (3, D, 0), (1, 0, D)):
-        v_near(v_median([m["wait"][r] for m in inst[:30]]), first * V_MS, V_PLANTED_TOL, f"60/40: rank {r} wait, first 30")
-        v_near(v_median([m["wait"][r] for m in inst[30:]]), last * V_MS, V_PLANTED_TOL, f"60/40: rank {r} wait, last 20")
+        v_near(v_median([m["wait"][r] for m in inst[:30]]), first * V_MS, v_planted_tol(D * V_MS), f"60/40: rank {r} wait, first 30")
+        v_near(v_median([m["wait"][r] for m in inst[30:]]), last * V_MS, v_planted_tol(D * V_MS), f"60/40: rank {r} wait, last 20")
     expect(28 <= ranks[1]["times_last"] <= 32 and 18 <= ranks[3]["times_last"] <= 22,
            f"60/40: times last {ranks[1]['times_last']} and {ranks[3]['times_last']}, planted 30 and 20")
     text = v_text_report(ctx, h5)
@@ -2278,12 +2290,12 @@ def v_p2p(ctx):
                abs(ranks[r]["late_receiver_wait_ns"] - lr) <= 4 * ncalls,
                f"rank {r}: late sender/receiver {ranks[r]['late_sender_wait_ns']}/{ranks[r]['late_receiver_wait_ns']}"
                f", metrics.md §5 on the raw events gives {ls}/{lr}")
-    # The planted truth per call: the median of the K charged calls (V_PLANTED_TOL; one stretched
+    # The planted truth per call: the median of the K charged calls (V_PLANTED_SHARE; one stretched
     # sleep was seen at +28 ms); the report's sums equal the per-call charges above, to the ns.
     expect(len(per_call[0][0]) == K and len(per_call[3][1]) == K,
            f"charged calls: rank 0 {len(per_call[0][0])} Late Sender, rank 3 {len(per_call[3][1])} Late Receiver")
-    v_near(v_median(per_call[0][0]), (S2 - C) * V_MS, V_PLANTED_TOL, "rank 0 Late Sender per Waitall (median)")
-    v_near(v_median(per_call[3][1]), S1 * V_MS, V_PLANTED_TOL, "rank 3 Late Receiver per Wait (median)")
+    v_near(v_median(per_call[0][0]), (S2 - C) * V_MS, v_planted_tol((S2 - C) * V_MS), "rank 0 Late Sender per Waitall (median)")
+    v_near(v_median(per_call[3][1]), S1 * V_MS, v_planted_tol(S1 * V_MS), "rank 3 Late Receiver per Wait (median)")
     expect(p["late_sender_wait_ns"] == sum(r["late_sender_wait_ns"] for r in ranks.values()) and
            p["late_receiver_wait_ns"] == sum(r["late_receiver_wait_ns"] for r in ranks.values()), f"job sums {p}")
     for r in (1, 2):
