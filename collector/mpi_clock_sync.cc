@@ -96,13 +96,17 @@ void MpiClockSync::ServeChildren(uint32_t rounds, bool measured) {
   // Readings are mapped by the model through this epoch's point, and are as good as that point:
   // without one (no usable sample, or a parent without one), an older point's bound would not
   // cover the extrapolation since then, so the children get no point either.
+  // A reading past the newest point is extrapolated, and its error grows with the time since
+  // (ParentReadingErrorNs). Rank 0's clock is the reference itself: exact.
   const ClockModel model(points_);
-  const int64_t error = measured ? points_.back().half_rtt_ns : kParentUnaligned;
+  const bool reference = parent_ < 0;
   for (int child : children_) {
     for (uint32_t k = 0; k < rounds; ++k) {
       uint64_t ping = 0;
       PMPI_Recv(&ping, 1, MPI_UINT64_T, child, kTagPing, comm_, MPI_STATUS_IGNORE);
-      int64_t pong[2] = {model.ToReference(static_cast<int64_t>(rt_.Now())), error};
+      const auto now = static_cast<int64_t>(rt_.Now());
+      const int64_t error = measured ? ParentReadingErrorNs(points_.back(), now, reference) : kParentUnaligned;
+      int64_t pong[2] = {model.ToReference(now), error};
       PMPI_Send(pong, 2, MPI_INT64_T, child, kTagPong, comm_);
     }
   }

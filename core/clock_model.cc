@@ -5,37 +5,58 @@
 
 namespace commprof {
 
+int64_t DriftAllowanceNs(int64_t elapsed_ns) {
+  // |elapsed| in unsigned arithmetic (INT64_MIN has no signed magnitude), then ceil(e x ppm / 1e6)
+  // without overflow: the result is at most about 9.2e14
+  const auto u = static_cast<uint64_t>(elapsed_ns);
+  const uint64_t e = elapsed_ns < 0 ? ~u + 1 : u;
+  constexpr auto kPpm = static_cast<uint64_t>(kUnmeasuredDriftPpm);
+  return static_cast<int64_t>(e / 1'000'000 * kPpm + (e % 1'000'000 * kPpm + 999'999) / 1'000'000);
+}
+
 bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
   bool found = false;
   int64_t best_rtt = 0;
-  // Each sample confines the offset to [ref - recv, ref - send]; all of them hold at once, so
-  // their intersection does too, and it is never wider than the minimum round trip.
-  int64_t lo = INT64_MIN, hi = INT64_MAX;
   for (const auto& s : samples) {
     int64_t rtt = static_cast<int64_t>(s.local_recv_ns - s.local_send_ns);
     if (rtt < 0) {
       continue;
     }
-    auto ref = static_cast<int64_t>(s.reference_ns);
-    lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns));
-    hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns));
     if (!found || rtt < best_rtt) {
       found = true;
       best_rtt = rtt;
       // Midpoint without overflow: send + rtt/2.
       int64_t mid = static_cast<int64_t>(s.local_send_ns) + rtt / 2;
       out.local_ns = mid;
-      out.offset_ns = ref - mid;
+      out.offset_ns = static_cast<int64_t>(s.reference_ns) - mid;
       out.half_rtt_ns = (rtt + 1) / 2;  // round up: the bound must hold
     }
   }
-  if (found && lo <= hi && hi - lo < 2 * out.half_rtt_ns) {
+  if (!found) {
+    return false;
+  }
+  // Each sample confines the offset AT ITS TIME to [ref - recv, ref - send]; at the kept sample's
+  // time it may have moved by the unmeasured drift over the distance between them, so each
+  // interval is widened by that much (the kept sample's own by nothing). All of them then hold at
+  // once, so their intersection does too, and it is never wider than the minimum round trip.
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  for (const auto& s : samples) {
+    int64_t rtt = static_cast<int64_t>(s.local_recv_ns - s.local_send_ns);
+    if (rtt < 0) {
+      continue;
+    }
+    const int64_t widen = DriftAllowanceNs(static_cast<int64_t>(s.local_send_ns) + rtt / 2 - out.local_ns);
+    auto ref = static_cast<int64_t>(s.reference_ns);
+    lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns) - widen);
+    hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns) + widen);
+  }
+  if (lo <= hi && hi - lo < 2 * out.half_rtt_ns) {
     // Tighter than the minimum-round-trip sample alone, and still guaranteed. (An empty
     // intersection means a clock stepped during the epoch: then the min-RTT sample stands.)
     out.offset_ns = lo + (hi - lo) / 2;
     out.half_rtt_ns = (hi - lo + 1) / 2;
   }
-  return found;
+  return true;
 }
 
 ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {

@@ -8,7 +8,8 @@
 // the round trip. An *epoch* is a burst of samples (at MPI_Init, periodically, at MPI_Finalize);
 // it keeps its minimum-round-trip sample, which gives a point (local time, offset, half RTT), and
 // narrows it to the intersection of all its samples' intervals when that is tighter (it still
-// holds the truth whatever the delays; the epoch is short enough for drift not to matter).
+// holds the truth whatever the delays, each interval widened by what an unmeasured drift may have
+// moved the offset between its sample and the kept one).
 // The *model* is piecewise linear through the epoch points (one segment per pair of consecutive
 // epochs, extended flat-slope beyond the ends), so drift is tracked as it changes.
 // Error bound: the largest half round trip among the points plus the residual of the points
@@ -36,10 +37,23 @@ struct ClockPoint {
   int64_t half_rtt_ns = 0;
 };
 
+// The rate difference between a clock and the reference that a bound allows for where nothing
+// measured it: between the samples of one epoch, and in a parent's reading extrapolated past its
+// newest point. Quartz oscillators are specified to tens of ppm; two of them, or a clock that NTP
+// is slewing, may differ by more, and then the bound may not hold (docs/clock-alignment.md).
+inline constexpr int64_t kUnmeasuredDriftPpm = 100;
+
+// How far a clock may move against the reference in `elapsed_ns` at kUnmeasuredDriftPpm, rounded
+// up: 100 ns per ms. On an idle machine an epoch lasts about a millisecond; on a loaded one a
+// descheduled rank stretches it to tens of milliseconds, and this is what keeps its bound honest.
+int64_t DriftAllowanceNs(int64_t elapsed_ns);
+
 // One epoch's point: the minimum-round-trip sample (ties: the earliest), narrowed to the
 // intersection of all samples' feasible intervals when that is non-empty and tighter; half_rtt_ns
-// is then half the intersection's width. Samples with a negative round trip (a broken clock) are
-// ignored; returns false when none is usable.
+// is then half the intersection's width. Each interval holds the offset at its own sample's time,
+// so before intersecting it is widened by DriftAllowanceNs of its distance from the kept sample.
+// Samples with a negative round trip (a broken clock) are ignored; returns false when none is
+// usable.
 bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out);
 
 class ClockModel {

@@ -50,6 +50,10 @@ bool EstimateEpochThroughParent(std::span<const ClockSample> samples, int64_t pa
   return true;
 }
 
+int64_t ParentReadingErrorNs(const ClockPoint& newest, int64_t now_ns, bool is_reference) {
+  return newest.half_rtt_ns + (is_reference ? 0 : DriftAllowanceNs(now_ns - newest.local_ns));
+}
+
 bool KeepEpochPoint(std::span<const ClockPoint> kept, const ClockPoint& p) {
   if (kept.empty()) {
     return true;

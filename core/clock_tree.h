@@ -45,6 +45,13 @@ ClockHosts GroupByClockDomain(std::span<const uint64_t> keys);
 // latest point's half_rtt_ns) added to half_rtt_ns. False when no sample is usable.
 bool EstimateEpochThroughParent(std::span<const ClockSample> samples, int64_t parent_error_ns, ClockPoint& out);
 
+// The error bound a parent sends with a reading of its clock mapped to the reference at local
+// time `now_ns`: its newest point's half_rtt_ns, plus DriftAllowanceNs of the time since that
+// point (the model extrapolates past it, and an unmeasured drift moves the reading meanwhile:
+// serving earlier children, or descheduled on a loaded machine). `is_reference`: the parent is
+// rank 0, whose clock is the reference itself, exact at any time.
+int64_t ParentReadingErrorNs(const ClockPoint& newest, int64_t now_ns, bool is_reference);
+
 // Whether a leader keeps an epoch's point (`kept`: its points so far). An epoch in which every
 // sample was slow (the leader or its parent descheduled throughout: a loaded machine) has a large
 // half round trip and an offset off by as much; kept, it would widen the bound of the whole run.

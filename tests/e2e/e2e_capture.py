@@ -1054,10 +1054,12 @@ def to_reference(group, local_ns):
     return t + a[:, 1] + np.rint(slope * (t - a[:, 0])).astype(np.int64)
 
 
-def expected_instances(h5_path):
+def expected_instances(h5_path, ends=None):
     """Matched blocking collective instances, from the file with h5py (independent of commprof):
-    (comm_id, seq) -> {rank: aligned entry}, complete ones only (every member recorded it)."""
+    (comm_id, seq) -> {rank: aligned entry}, complete ones only (every member recorded it). With a
+    dict `ends`, also fills it with (comm_id, seq) -> {rank: aligned exit}."""
     by_key, comm_size = {}, {1: None}
+    exits = {}
     with h5py.File(h5_path, "r") as f:
         world = int(f.attrs["world_size"])
         comm_size[1] = world
@@ -1067,10 +1069,14 @@ def expected_instances(h5_path):
             for c in comm:
                 comm_size[int(c["comm_id"])] = int(c["bytes"])
             coll = ev[(ev["kind"] == KIND["mpi_collective"]) & ((ev["flags"] & 7) == 0)]
-            starts = to_reference(g, coll["start_ns"])
-            for c, s in zip(coll, starts):
+            starts, stops = to_reference(g, coll["start_ns"]), to_reference(g, coll["end_ns"])
+            for c, s, e in zip(coll, starts, stops):
                 by_key.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = int(s)
-    return {k: v for k, v in by_key.items() if comm_size.get(k[0]) == len(v)}
+                exits.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = int(e)
+    complete = {k: v for k, v in by_key.items() if comm_size.get(k[0]) == len(v)}
+    if ends is not None:
+        ends.update({k: exits[k] for k in complete})
+    return complete
 
 
 def check_trace(trace, h5_path, info, ranks):
@@ -1140,7 +1146,8 @@ def check_trace(trace, h5_path, info, ranks):
     expect(len(starts) == len([e for e in ev if e["ph"] == "s"]), "flow ids are unique")
     expect(set(starts) == set(finishes), "every flow start has its finish")
     expect(meta["flows"] == len(starts), f"metadata flows {meta['flows']} vs {len(starts)}")
-    expected = expected_instances(h5_path)
+    ends = {}
+    expected = expected_instances(h5_path, ends)
     edges = {}
     for fid, s in starts.items():
         f = finishes[fid]
@@ -1158,17 +1165,20 @@ def check_trace(trace, h5_path, info, ranks):
         expect(src["args"]["last_rank"] == src["pid"] - 1 and dst["args"]["last_rank"] == src["pid"] - 1,
                f"flow {fid}: last_rank args")
         edges.setdefault(key, set()).add(dst["pid"] - 1)
-    # ... to every other exported participant of every matched instance whose last arriver is exported.
-    want_edges = 0
+    # ... to every other exported participant of every matched instance whose last arriver is
+    # exported, that was still in its call when the last one arrived (docs/chrome-trace.md; 3 ns
+    # clear of its end). Those that had left (on the aligned times) are returned as `early`.
+    want_edges, early = 0, []
     for key, inst in expected.items():
         last = max(inst, key=lambda r: inst[r])  # ties: the lowest rank, as MeasureInstance
         if last not in ranks:
             continue
-        others = {r for r in inst if r != last and r in ranks}
+        others = {r for r in inst if r != last and r in ranks and inst[last] <= max(inst[r], ends[key][r] - 3)}
+        early += [(key, r, inst[last] - ends[key][r]) for r in inst if r != last and r in ranks and r not in others]
         want_edges += len(others)
         expect(edges.get(key, set()) == others, f"{key}: flows to {edges.get(key)}, expected {others}")
     return {"slices": slices, "instants": instants, "threads": threads, "starts": starts, "expected": expected,
-            "edges": sum(len(v) for v in edges.values()), "want_edges": want_edges, "meta": meta}
+            "edges": sum(len(v) for v in edges.values()), "want_edges": want_edges, "early": early, "meta": meta}
 
 
 def export(ctx, h5, out, *extra, rc=0):
@@ -1251,8 +1261,20 @@ def case_export_trace(ctx):
     # iters allreduces + the first barrier on the world (3 flows each), one barrier in each of the
     # two split communicators (1 flow each).
     expect(len(s["expected"]) == iters + 3, f"{len(s['expected'])} matched instances")
-    expect(s["edges"] == s["want_edges"] == 3 * (iters + 1) + 2,
-           f"{s['edges']} flows ({s['want_edges']} from the file), expected {3 * (iters + 1) + 2}")
+    # Nobody leaves a barrier or an allreduce before the last rank arrives, so a participant that
+    # left first on the aligned times can only be clock-alignment error (a loaded machine: the
+    # last two arrivals a few us apart): rare, and within the two ranks' error bounds.
+    with h5py.File(h5, "r") as f:
+        bound = max(int(f["ranks"][n].attrs["clock_error_bound_ns"]) for n in f["ranks"])
+    early = s["early"]
+    expect(len(early) <= 3 and all(gap <= 2 * bound + 1000 for _, _, gap in early),
+           f"participants that left before the last arrival (instance, rank, ns early): {early}, bound {bound} ns")
+    for key, r, gap in early:
+        print(f"export_trace: {key} rank {r} left {gap} ns before the last arrival on the aligned clocks "
+              f"(bound {bound} ns): no arrow, as documented")
+    expect(s["edges"] == s["want_edges"] == 3 * (iters + 1) + 2 - len(early),
+           f"{s['edges']} flows ({s['want_edges']} from the file), expected {3 * (iters + 1) + 2} less "
+           f"{len(early)} early")
     rep = report_json(ctx, h5)
     expect(rep["instances"]["matched"] == len(s["expected"]), "the report matches the same instances")
     # wait_ns args add up to the report's per-rank wait time (same instances, same formula).

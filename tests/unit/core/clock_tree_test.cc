@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -169,6 +170,39 @@ TEST(ClockTree, AParentsErrorIsAddedToTheChildsOwnHalfRoundTrip) {
   EXPECT_EQ(through.local_ns, alone.local_ns);
   const ClockSample broken{1100, 5050, 1000};  // a negative round trip is unusable
   EXPECT_FALSE(EstimateEpochThroughParent(std::span<const ClockSample>(&broken, 1), 700, through));
+}
+
+TEST(ClockTree, AParentsReadingLongAfterItsPointCarriesTheDriftItMayHaveHadMeanwhile) {
+  // A parent whose clock runs 40 ppm slow against the reference: reference - local = 5 ms + 40e-6 L.
+  // Its one point, measured exactly (symmetric 1 us legs) at local 1 s: offset 5'040'000, half 1000.
+  constexpr double kDrift = 40e-6;
+  auto parent_truth = [&](int64_t local) { return 5'000'000 + std::llround(kDrift * static_cast<double>(local)); };
+  const ClockPoint newest{1'000'000'000, parent_truth(1'000'000'000), 1'000};
+  const ClockModel parent_model({newest});
+  // A loaded machine: the child's ping arrives 30 ms later. The model extrapolates flat, so the
+  // reading is 40 ppm x 30 ms = 1200 ns off, more than the point's own half (1000).
+  const int64_t now = newest.local_ns + 30'000'000;
+  const int64_t reading = parent_model.ToReference(now);
+  const int64_t true_reference = now + parent_truth(now);
+  ASSERT_GT(std::llabs(reading - true_reference), newest.half_rtt_ns);
+  // The error sent with it: the half plus 100 ns per ms elapsed (kUnmeasuredDriftPpm), 1000 + 3000.
+  const int64_t error = ParentReadingErrorNs(newest, now, false);
+  EXPECT_EQ(error, 4'000);
+  EXPECT_LE(std::llabs(reading - true_reference), error);
+  // A child sharing nothing with the parent (offset 7 ms, no drift), one ping-pong of 100 ns legs
+  // around that reading: its point holds the truth within its own half plus that error.
+  const int64_t child_truth = true_reference - now + 7'000'000;  // reference - child local at that moment
+  const int64_t child_mid = now - 7'000'000;
+  const ClockSample s{static_cast<uint64_t>(child_mid - 100), static_cast<uint64_t>(reading),
+                      static_cast<uint64_t>(child_mid + 100)};
+  ClockPoint child;
+  ASSERT_TRUE(EstimateEpochThroughParent(std::span<const ClockSample>(&s, 1), error, child));
+  EXPECT_EQ(child.local_ns, child_mid);
+  EXPECT_LE(std::llabs(child.offset_ns - child_truth), child.half_rtt_ns);
+  EXPECT_GT(std::llabs(child.offset_ns - child_truth), 100 + newest.half_rtt_ns);  // what the bound missed before
+  // Rank 0's readings are the reference itself: no allowance however late; none at the point's own time.
+  EXPECT_EQ(ParentReadingErrorNs(ClockPoint{now, 0, 0}, now + 30'000'000, true), 0);
+  EXPECT_EQ(ParentReadingErrorNs(newest, newest.local_ns, false), 1'000);
 }
 
 TEST(ClockTree, AnEpochWhoseEverySampleWasSlowIsNotKept) {
