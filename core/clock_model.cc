@@ -29,23 +29,27 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
       int64_t mid = static_cast<int64_t>(s.local_send_ns) + rtt / 2;
       out.local_ns = mid;
       out.offset_ns = static_cast<int64_t>(s.reference_ns) - mid;
-      out.half_rtt_ns = (rtt + 1) / 2;  // round up: the bound must hold
+      // Round up: the bound must hold. The reference read its clock somewhere inside the round
+      // trip, up to half of it from the midpoint: the drift allowance of that too.
+      out.half_rtt_ns = (rtt + 1) / 2 + DriftAllowanceNs((rtt + 1) / 2);
     }
   }
   if (!found) {
     return false;
   }
-  // Each sample confines the offset AT ITS TIME to [ref - recv, ref - send]; at the kept sample's
-  // time it may have moved by the unmeasured drift over the distance between them, so each
-  // interval is widened by that much (the kept sample's own by nothing). All of them then hold at
-  // once, so their intersection does too, and it is never wider than the minimum round trip.
+  // Each sample confines the offset AT THE MOMENT THE REFERENCE READ ITS CLOCK (somewhere in that
+  // sample's round trip) to [ref - recv, ref - send]; at the kept midpoint the offset may have
+  // moved by the unmeasured drift over the distance, at most |midpoint - kept| + half the round
+  // trip, so each interval is widened by that much. All of them then hold at once, so their
+  // intersection does too, and it is never wider than the kept sample's own.
   int64_t lo = INT64_MIN, hi = INT64_MAX;
   for (const auto& s : samples) {
     int64_t rtt = static_cast<int64_t>(s.local_recv_ns - s.local_send_ns);
     if (rtt < 0) {
       continue;
     }
-    const int64_t widen = DriftAllowanceNs(static_cast<int64_t>(s.local_send_ns) + rtt / 2 - out.local_ns);
+    const int64_t from_kept = static_cast<int64_t>(s.local_send_ns) + rtt / 2 - out.local_ns;
+    const int64_t widen = DriftAllowanceNs((from_kept < 0 ? -from_kept : from_kept) + (rtt + 1) / 2);
     auto ref = static_cast<int64_t>(s.reference_ns);
     lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns) - widen);
     hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns) + widen);

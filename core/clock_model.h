@@ -50,10 +50,11 @@ int64_t DriftAllowanceNs(int64_t elapsed_ns);
 
 // One epoch's point: the minimum-round-trip sample (ties: the earliest), narrowed to the
 // intersection of all samples' feasible intervals when that is non-empty and tighter; half_rtt_ns
-// is then half the intersection's width. Each interval holds the offset at its own sample's time,
-// so before intersecting it is widened by DriftAllowanceNs of its distance from the kept sample.
-// Samples with a negative round trip (a broken clock) are ignored; returns false when none is
-// usable.
+// is then half the intersection's width. Each interval holds the offset at the moment the
+// reference read its clock (within its round trip), so before intersecting it is widened by
+// DriftAllowanceNs of the most that moment can lie from the kept midpoint; the kept sample's half
+// round trip carries the allowance of itself. Samples with a negative round trip (a broken clock)
+// are ignored; returns false when none is usable.
 bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out);
 
 class ClockModel {

@@ -45,6 +45,7 @@ No timing is asserted: counts, links, clocks against their injected truth, and e
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -247,7 +248,7 @@ def case_relay_killed(ctx):
         ctx.example, "--iters", "600", "--compute-us", "10000", "--compute", "sleep"]
     job = subprocess.Popen(cmd, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
-    victim = None
+    victim, found = None, []
     for _ in range(600):  # the relay of simulated host 1, once its ranks stream to it
         found = glob.glob(out + ".shards/simhost1-0-*.h5")
         if found and os.path.getsize(found[0]) > 0:
@@ -259,7 +260,24 @@ def case_relay_killed(ctx):
         expect(job.poll() is None, "the job ended before its relays started")
         time.sleep(0.05)
     expect(victim is not None, "simulated host 1's relay never started")
-    time.sleep(1.0)  # its ranks stream to it for a while
+    # Its ranks stream to it and its writer flushes every second. Killed once a flush has stored
+    # events of both its ranks (read from a copy of the shard: the relay holds the file open). A
+    # fixed second after the shard appeared was too short on a loaded machine: the ranks were still
+    # connecting, the shard held no rank and was removed.
+    held, deadline = {}, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        expect(job.poll() is None, f"the job ended before the relay's shard held its ranks' events ({held})")
+        copy = ctx.path("shard-probe.h5")
+        shutil.copyfile(found[0], copy)
+        try:
+            with h5py.File(copy, "r") as f:
+                held = {r: f["ranks"][r]["events"].shape[0] for r in ("2", "3") if r in f["ranks"]}
+        except (OSError, KeyError):  # a copy torn by a write in progress: try again
+            held = {}
+        if len(held) == 2 and min(held.values()) > 0:
+            break
+        time.sleep(0.2)
+    expect(len(held) == 2 and min(held.values()) > 0, f"the relay's shard held no events of ranks 2 and 3 in 60 s: {held}")
     os.kill(victim, signal.SIGKILL)
     stdout, stderr = job.communicate(timeout=280)
     expect(job.returncode == 0, f"run exit {job.returncode}, the job's own is 0:\n{stderr[-3000:]}")

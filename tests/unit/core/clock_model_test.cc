@@ -38,7 +38,9 @@ TEST(EstimateEpoch, SymmetricDelaysGiveTheExactOffsetAtTheMidpoint) {
   EXPECT_EQ(one[0].local_recv_ns, 10100u);
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(one, p));
-  ExpectPoint(p, 10050, 1000, 50);
+  // half: 50, plus the drift allowance of 50 ns (the reference read within 50 ns of the
+  // midpoint: 100 ppm of it, rounded up, 1 ns). Every half below carries that 1 ns.
+  ExpectPoint(p, 10050, 1000, 51);
 }
 
 TEST(EstimateEpoch, AmongSymmetricSamplesTheMinimumRoundTripOneIsKept) {
@@ -47,7 +49,7 @@ TEST(EstimateEpoch, AmongSymmetricSamplesTheMinimumRoundTripOneIsKept) {
   std::vector<ClockSample> s = {Sample(0, 1000, 30, 30), Sample(1000, 1000, 20, 20), Sample(2000, 1000, 80, 80)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 1020, 1000, 20);
+  ExpectPoint(p, 1020, 1000, 21);
 }
 
 TEST(EstimateEpoch, AsymmetricDelaysGiveAnOffsetWithinHalfTheRoundTripOfTheTruth) {
@@ -56,24 +58,25 @@ TEST(EstimateEpoch, AsymmetricDelaysGiveAnOffsetWithinHalfTheRoundTripOfTheTruth
   std::vector<ClockSample> s = {Sample(10000, 1000, 90, 10)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 10050, 1040, 50);
+  ExpectPoint(p, 10050, 1040, 51);
   EXPECT_LE(std::llabs(p.offset_ns - 1000), p.half_rtt_ns);
   // the mirror image errs the other way by the same amount
   std::vector<ClockSample> m = {Sample(10000, 1000, 10, 90)};
   ASSERT_TRUE(EstimateEpoch(m, p));
-  ExpectPoint(p, 10050, 960, 50);
+  ExpectPoint(p, 10050, 960, 51);
 }
 
 TEST(EstimateEpoch, AnOddRoundTripRoundsTheHalfUpSoTheBoundStillHolds) {
-  // rtt 101: midpoint send + 50, half (101 + 1) / 2 = 51. Truth -700, 101 ns out, 0 back:
-  // reference read at local 10101 -> 9401. The sample's own interval [9401 - 10101, 9401 - 10000]
-  // = [-700, -599] is 101 wide, narrower than 2 x 51, so the intersection rule takes over even
-  // for one sample: offset -700 + 101 / 2 = -650 (not the midpoint estimate 9401 - 10050 = -649),
-  // half (101 + 1) / 2 = 51; 50 from the truth.
+  // rtt 101: midpoint send + 50, half (101 + 1) / 2 = 51, plus 1 ns of drift allowance: 52.
+  // Truth -700, 101 ns out, 0 back: reference read at local 10101 -> 9401. The sample's own
+  // interval [9401 - 10101, 9401 - 10000] = [-700, -599], widened by the 1 ns to [-701, -598], is
+  // 103 wide, narrower than 2 x 52, so the intersection rule takes over even for one sample:
+  // offset -701 + 103 / 2 = -650 (not the midpoint estimate 9401 - 10050 = -649), half
+  // (103 + 1) / 2 = 52; 50 from the truth.
   std::vector<ClockSample> s = {Sample(10000, -700, 101, 0)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 10050, -650, 51);
+  ExpectPoint(p, 10050, -650, 52);
   EXPECT_LE(std::llabs(p.offset_ns - (-700)), p.half_rtt_ns);
 }
 
@@ -86,22 +89,24 @@ TEST(EstimateEpoch, AnOutlierWithAHugeRoundTripChangesNothing) {
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
   ExpectPoint(p, base.local_ns, base.offset_ns, base.half_rtt_ns);
-  ExpectPoint(p, 1020, 1000, 20);
+  ExpectPoint(p, 1020, 1000, 21);
 }
 
 TEST(EstimateEpoch, IntersectingIntervalsNarrowTheMinimumRoundTripSample) {
   // truth 1000. A: 10 out, 40 back (rtt 50) -> [960, 1010]; B: 45 out, 15 back (rtt 60) -> [985, 1045].
-  // A alone: local 25, offset 1010 - 25 = 985, half 25. Intersection [985, 1010] (width 25 < 50):
-  // offset 985 + 25/2 = 997, half (25 + 1)/2 = 13; local stays A's midpoint.
+  // A alone: local 25, offset 1010 - 25 = 985, half 25 + 1. Each interval widened by 1 ns of drift
+  // allowance (A: its half round trip; B: 1005 ns from A's midpoint plus its half, 1035 ns):
+  // [959, 1011] and [984, 1046]. Intersection [984, 1011] (width 27 < 52): offset 984 + 27/2 = 997,
+  // half (27 + 1)/2 = 14; local stays A's midpoint.
   std::vector<ClockSample> s = {Sample(0, 1000, 10, 40), Sample(1000, 1000, 45, 15)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 25, 997, 13);
+  ExpectPoint(p, 25, 997, 14);
   EXPECT_LE(std::llabs(p.offset_ns - 1000), p.half_rtt_ns);
   // order does not matter
   std::vector<ClockSample> r = {s[1], s[0]};
   ASSERT_TRUE(EstimateEpoch(r, p));
-  ExpectPoint(p, 25, 997, 13);
+  ExpectPoint(p, 25, 997, 14);
 }
 
 TEST(EstimateEpoch, AnEmptyIntersectionLeavesTheMinimumRoundTripSample) {
@@ -109,14 +114,14 @@ TEST(EstimateEpoch, AnEmptyIntersectionLeavesTheMinimumRoundTripSample) {
   std::vector<ClockSample> s = {Sample(0, 1000, 10, 40), ClockSample{3000, 5100, 3100}};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 25, 985, 25);
+  ExpectPoint(p, 25, 985, 26);
 }
 
 TEST(EstimateEpoch, TiesOnTheRoundTripKeepTheEarliestSample) {
   std::vector<ClockSample> s = {Sample(0, 1000, 50, 50), Sample(5000, 1000, 50, 50)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 50, 1000, 50);
+  ExpectPoint(p, 50, 1000, 51);
 }
 
 TEST(EstimateEpoch, NegativeRoundTripSamplesAreIgnored) {
@@ -126,7 +131,7 @@ TEST(EstimateEpoch, NegativeRoundTripSamplesAreIgnored) {
   std::vector<ClockSample> s = {broken, Sample(0, 1000, 10, 40), broken, Sample(1000, 1000, 45, 15), broken};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 25, 997, 13);
+  ExpectPoint(p, 25, 997, 14);
 }
 
 TEST(EstimateEpoch, OnlyNegativeRoundTripsOrNoSamplesAtAllGiveNoPoint) {
@@ -161,12 +166,13 @@ TEST(EstimateEpoch, ASampleFarFromTheKeptOneNarrowsOnlyByWhatTheDriftCannotHaveM
   // (out 2000, in 200, rtt 2200, kept): interval [800, 3000] at offset 1000. B 10 ms later (out
   // 2100, in 200, rtt 2300) at offset 1400: interval [1200, 3500]. Intersected as if simultaneous
   // they give [1200, 3000], offset 2100 +- 900, which misses A's truth (1000) by 1100. B's interval
-  // widened by 100 ppm x 10 ms = 1000 ns is [200, 4500]: it narrows nothing, and A stands:
-  // offset 3000 - 1100 = 1900, half 1100, 900 from the truth.
+  // widened by 100 ppm x (10 ms + 50 ns + its half round trip) = 1001 ns is [199, 4501]: it
+  // narrows nothing (A's own, widened by 1 ns, is [799, 3001]), and A stands: offset
+  // 3000 - 1100 = 1900, half 1100 + 1, 900 from the truth.
   std::vector<ClockSample> s = {Sample(0, 1000, 2000, 200), Sample(10'000'000, 1400, 2100, 200)};
   ClockPoint p;
   ASSERT_TRUE(EstimateEpoch(s, p));
-  ExpectPoint(p, 1100, 1900, 1100);
+  ExpectPoint(p, 1100, 1900, 1101);
   EXPECT_LE(std::llabs(p.offset_ns - 1000), p.half_rtt_ns);
 }
 

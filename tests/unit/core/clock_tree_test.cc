@@ -159,13 +159,13 @@ TEST(ClockTree, AThousandAndTwentyFourHostsTakeTenRoundsAndEveryTruthIsWithinIts
 }
 
 TEST(ClockTree, AParentsErrorIsAddedToTheChildsOwnHalfRoundTrip) {
-  // one sample, round trip 100 ns: own half 50, plus the parent's 700
+  // one sample, round trip 100 ns: own half 50 (+1 ns of drift allowance), plus the parent's 700
   const ClockSample s{1000, 5050, 1100};
   ClockPoint alone, through;
   ASSERT_TRUE(EstimateEpoch(std::span<const ClockSample>(&s, 1), alone));
   ASSERT_TRUE(EstimateEpochThroughParent(std::span<const ClockSample>(&s, 1), 700, through));
-  EXPECT_EQ(alone.half_rtt_ns, 50);
-  EXPECT_EQ(through.half_rtt_ns, 750);
+  EXPECT_EQ(alone.half_rtt_ns, 51);
+  EXPECT_EQ(through.half_rtt_ns, 751);
   EXPECT_EQ(through.offset_ns, alone.offset_ns);
   EXPECT_EQ(through.local_ns, alone.local_ns);
   const ClockSample broken{1100, 5050, 1000};  // a negative round trip is unusable
