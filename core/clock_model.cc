@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace commprof {
 
@@ -49,7 +50,7 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
       continue;
     }
     const int64_t from_kept = static_cast<int64_t>(s.local_send_ns) + rtt / 2 - out.local_ns;
-    const int64_t widen = DriftAllowanceNs((from_kept < 0 ? -from_kept : from_kept) + (rtt + 1) / 2);
+    const int64_t widen = DriftAllowanceNs(std::llabs(from_kept) + (rtt + 1) / 2);
     auto ref = static_cast<int64_t>(s.reference_ns);
     lo = std::max(lo, ref - static_cast<int64_t>(s.local_recv_ns) - widen);
     hi = std::min(hi, ref - static_cast<int64_t>(s.local_send_ns) + widen);

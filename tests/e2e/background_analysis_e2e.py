@@ -5,8 +5,8 @@ with a clear message), done with real 2-rank Open MPI jobs and read back with h5
 Usage: background_analysis_e2e.py CASE --build BUILD_DIR --work WORK_DIR
 
 Cases:
-  identical   a job exiting 3, and a job with a planted straggler (rank 1, +8 ms a step): `run` returns 3,
-              says on stderr that the analysis continues in the background and names its pid and
+  identical   a job exiting 3 (`run` returns 3), then one with a planted straggler (rank 1, +8 ms a step):
+              each time `run` says on stderr that the analysis continues in the background and names its pid and
               log; the pipes of `run` close when `run` exits (subprocess returns while the
               background process may still run); once that process is gone: no copy and no log
               are left, /analysis is in the file, and it is byte for byte (h5dump) what
@@ -42,7 +42,6 @@ from e2e_support import case_arguments, expect, mpirun, run
 # in that beside two CPU hogs (nobody named), 8 ms stays clear of it.
 STRAGGLER = ["--iters", "100", "--bytes", "8", "--compute-us", "1000", "--slow-rank", "1", "--slow-us", "8000",
              "--compute", "sleep"]
-STRAGGLER_ITERS = 100
 
 
 def start_background_job(ctx, out, iters=300, exit_code=None):
@@ -107,7 +106,7 @@ def case_identical(ctx):
 
     # The planted straggler, through the same path: the verdict names rank 1.
     out2 = ctx.path("straggler.h5")
-    p, pid = start_background_job(ctx, out2, iters=STRAGGLER_ITERS)
+    p, pid = start_background_job(ctx, out2, iters=int(STRAGGLER[1]))
     expect(p.returncode == 0, f"run returned {p.returncode}\n{p.stderr}")
     wait_gone(pid)
     with h5py.File(out2, "r") as f:

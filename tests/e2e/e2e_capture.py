@@ -1054,12 +1054,11 @@ def to_reference(group, local_ns):
     return t + a[:, 1] + np.rint(slope * (t - a[:, 0])).astype(np.int64)
 
 
-def expected_instances(h5_path, ends=None):
-    """Matched blocking collective instances, from the file with h5py (independent of commprof):
-    (comm_id, seq) -> {rank: aligned entry}, complete ones only (every member recorded it). With a
-    dict `ends`, also fills it with (comm_id, seq) -> {rank: aligned exit}."""
-    by_key, comm_size = {}, {1: None}
-    exits = {}
+def expected_instances(h5_path):
+    """Matched blocking collective instances, from the file with h5py (independent of commprof),
+    complete ones only (every member recorded it): (entries, exits), each (comm_id, seq) ->
+    {rank: aligned time}."""
+    by_key, exits, comm_size = {}, {}, {1: None}
     with h5py.File(h5_path, "r") as f:
         world = int(f.attrs["world_size"])
         comm_size[1] = world
@@ -1074,9 +1073,7 @@ def expected_instances(h5_path, ends=None):
                 by_key.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = int(s)
                 exits.setdefault((int(c["comm_id"]), int(c["seq"])), {})[r] = int(e)
     complete = {k: v for k, v in by_key.items() if comm_size.get(k[0]) == len(v)}
-    if ends is not None:
-        ends.update({k: exits[k] for k in complete})
-    return complete
+    return complete, {k: exits[k] for k in complete}
 
 
 def check_trace(trace, h5_path, info, ranks):
@@ -1146,8 +1143,7 @@ def check_trace(trace, h5_path, info, ranks):
     expect(len(starts) == len([e for e in ev if e["ph"] == "s"]), "flow ids are unique")
     expect(set(starts) == set(finishes), "every flow start has its finish")
     expect(meta["flows"] == len(starts), f"metadata flows {meta['flows']} vs {len(starts)}")
-    ends = {}
-    expected = expected_instances(h5_path, ends)
+    expected, ends = expected_instances(h5_path)
     edges = {}
     for fid, s in starts.items():
         f = finishes[fid]
@@ -1173,8 +1169,9 @@ def check_trace(trace, h5_path, info, ranks):
         last = max(inst, key=lambda r: inst[r])  # ties: the lowest rank, as MeasureInstance
         if last not in ranks:
             continue
-        others = {r for r in inst if r != last and r in ranks and inst[last] <= max(inst[r], ends[key][r] - 3)}
-        early += [(key, r, inst[last] - ends[key][r]) for r in inst if r != last and r in ranks and r not in others]
+        participants = [r for r in inst if r != last and r in ranks]
+        others = {r for r in participants if inst[last] <= max(inst[r], ends[key][r] - 3)}
+        early += [(key, r, inst[last] - ends[key][r]) for r in participants if r not in others]
         want_edges += len(others)
         expect(edges.get(key, set()) == others, f"{key}: flows to {edges.get(key)}, expected {others}")
     return {"slices": slices, "instants": instants, "threads": threads, "starts": starts, "expected": expected,
