@@ -113,6 +113,18 @@ class Cursor {
     pos_ += n;
     return true;
   }
+  // The next n bytes in place (no copy): for a caller that copies and checks them in one pass.
+  bool Take(size_t n, const uint8_t*& at, const char* field) {
+    if (!err_.empty()) {
+      return false;
+    }
+    if (n > Remaining()) {
+      return Fail(field, "truncated");
+    }
+    at = b_.data() + pos_;
+    pos_ += n;
+    return true;
+  }
   bool Raw(void* dst, size_t n, const char* field) {
     if (!err_.empty()) {
       return false;
@@ -580,22 +592,27 @@ Result<Events> DecodeEvents(std::span<const uint8_t> payload) {
   Cursor c(payload, "events");
   Events e;
   uint32_t count = 0;
+  const uint8_t* raw = nullptr;
   if (c.U64(e.batch_seq, "batch_seq") && c.U32(count, "count") &&
-      c.CheckCount(count, sizeof(commprof_event), "count")) {
-    e.events.resize(count);
-    c.Raw(e.events.data(), count * sizeof(commprof_event), "events");
+      c.CheckCount(count, sizeof(commprof_event), "count") &&
+      c.Take(size_t{count} * sizeof(commprof_event), raw, "events")) {
+    // Copied and checked in one pass, into a vector that is reserved rather than resized: a
+    // resize would zero every event first, a tenth of the aggregator's receiving CPU.
+    e.events.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      commprof_event ev;
+      std::memcpy(&ev, raw + size_t{i} * sizeof ev, sizeof ev);
+      if (ev.kind == COMMPROF_KIND_NONE || ev.kind >= COMMPROF_KIND_COUNT_) {
+        return Corrupt("events frame, event " + std::to_string(i) + ", field 'kind': unknown kind " +
+                       std::to_string(ev.kind));
+      }
+      if (ev.end_ns < ev.start_ns) {
+        return Corrupt("events frame, event " + std::to_string(i) + ", field 'end_ns': ends before it starts");
+      }
+      e.events.push_back(ev);
+    }
   }
   COMMPROF_RETURN_IF_ERROR(c.Finish());
-  for (size_t i = 0; i < e.events.size(); ++i) {
-    const auto& ev = e.events[i];
-    if (ev.kind == COMMPROF_KIND_NONE || ev.kind >= COMMPROF_KIND_COUNT_) {
-      return Corrupt("events frame, event " + std::to_string(i) + ", field 'kind': unknown kind " +
-                     std::to_string(ev.kind));
-    }
-    if (ev.end_ns < ev.start_ns) {
-      return Corrupt("events frame, event " + std::to_string(i) + ", field 'end_ns': ends before it starts");
-    }
-  }
   return e;
 }
 
