@@ -197,4 +197,18 @@ int AnalysisWorld::FromFirst(int value) {
   return value;
 }
 
+std::string AnalysisWorld::TextFromFirst(std::string text) {
+  uint64_t length = text.size();
+  MPI_Request r;
+  MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &r);
+  WaitPolitely(r);
+  text.resize(length);
+  for (size_t at = 0; at < text.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, text.size() - at));
+    MPI_Ibcast(text.data() + at, n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    WaitPolitely(r);
+  }
+  return text;
+}
+
 }  // namespace commprof::cli

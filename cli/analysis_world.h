@@ -57,6 +57,8 @@ class AnalysisWorld {
   void Barrier();
   // The first process's `value`, on every process.
   int FromFirst(int value);
+  // The first process's `text`, on every process (the others' own `text` is replaced).
+  std::string TextFromFirst(std::string text);
 
  private:
   AnalysisWorld(int rank, int size) : rank_(rank), size_(size) {}

@@ -225,6 +225,76 @@ Result<std::unique_ptr<ProfileReader>> OpenWindow(const Options& o, int& fail_co
   return std::move(reader.value());
 }
 
+// What a process of a distributed report sees in the file, one line per fact: the job, each
+// readable rank (status, rows, shard) and each part left out. The processes split the work by
+// position, so they must see the same: a node with another file at the same path, or without the
+// relays' shards, would otherwise mix two views into one report without a word.
+std::vector<std::string> ViewOf(const ProfileReader& reader) {
+  const ProfileInfo& info = reader.info();
+  std::vector<std::string> lines;
+  lines.push_back("job " + info.job_id + ", world size " + std::to_string(info.world_size) + ", format version " +
+                  std::to_string(info.format_version) + ", incarnation " + std::to_string(info.incarnation) +
+                  (info.finalized ? ", finalized" : ", not finalized"));
+  for (const RankInfo& r : info.ranks) {
+    lines.push_back("rank " + std::to_string(r.rank) + ": " + r.status + ", " + std::to_string(r.event_count) +
+                    " events, pid " + std::to_string(r.pid) + ", started " + std::to_string(r.start_steady_ns) +
+                    (r.shard.empty() ? "" : ", in shard " + r.shard));
+  }
+  for (const RankFault& f : info.faults) {
+    lines.push_back("left out: " + f.message);
+  }
+  return lines;
+}
+
+std::string JoinLines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) {
+    out += l;
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream is(text);
+  for (std::string l; std::getline(is, l);) {
+    out.push_back(l);
+  }
+  return out;
+}
+
+// True on every process when every process sees what the first does. A process that sees
+// something else names the first fact that differs; the first process then says that the
+// processes disagree.
+bool SameViewEverywhere(AnalysisWorld& world, const ProfileReader& reader, const std::string& path) {
+  const std::vector<std::string> mine = ViewOf(reader);
+  const std::vector<std::string> firsts = SplitLines(world.TextFromFirst(JoinLines(mine)));
+  const bool same = mine == firsts;
+  if (!same) {
+    size_t i = 0;
+    while (i < mine.size() && i < firsts.size() && mine[i] == firsts[i]) {
+      ++i;
+    }
+    std::fprintf(stderr,
+                 "commprof report (process %d of %d): %s is not what the first process reads: here \"%s\", there "
+                 "\"%s\"\n",
+                 world.rank(), world.size(), path.c_str(), i < mine.size() ? mine[i].c_str() : "(nothing more)",
+                 i < firsts.size() ? firsts[i].c_str() : "(nothing more)");
+  }
+  if (world.AllOk(same)) {
+    return true;
+  }
+  if (world.first()) {
+    std::fprintf(stderr,
+                 "commprof report: the processes of this distributed report do not read the same %s (another file "
+                 "at that path, or shards some node cannot see; their messages are above): every process must see "
+                 "the same file and shards\n",
+                 path.c_str());
+  }
+  return false;
+}
+
 // Writes the report of `report` in the asked form to stdout or o.output; returns the exit code.
 int WriteReport(const Options& o, JobReport& report, bool some_ranks_unreadable) {
   // One model, built once, for whichever form is asked for.
@@ -345,6 +415,9 @@ int RunReport(const Options& o) {
                    o.path.c_str());
     }
     return first_ok ? kExitUnreadable : code;
+  }
+  if (!SameViewEverywhere(*world, *reader.value(), o.path)) {
+    return kExitUnreadable;
   }
   if (first) {
     return world->FromFirst(AnalyzeAndWrite(o, std::move(reader.value()), world.get()));

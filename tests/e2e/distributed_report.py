@@ -29,6 +29,15 @@ Cases and their truth:
               (three JSON documents on stdout). `export` and `stats`, which are not distributed,
               refuse to run as 3 processes (exit 2, told once, no output written) and run under
               `mpirun -np 1`.
+  differing_views  Every process must read the same file and shards; here they do not. A real 4-rank
+              job through `--relay node` on two simulated hosts, and a second run of it without
+              relays, at the same file name in another directory. Under mpirun -np 3, process P
+              (1, then 2) reads from a directory holding only the relay run's job file (its shards
+              out of sight), then from the one holding the other run's file: every time the job
+              exits 2, process P names itself, the file and the first fact it reads differently
+              (the left-out shard, the other job id), the first process says once that the
+              processes disagree, and no report is written. (Before: exit 0 and a report with no
+              point-to-point part, or two jobs mixed, or an error naming neither file nor process.)
 No timing is asserted: the outputs are compared with the one-process output, byte for byte.
 """
 import os
@@ -187,5 +196,45 @@ def case_errors(ctx):
         expect(os.path.exists(cmd[-1]), f"{cmd[0]} under mpirun -np 1 wrote nothing")
 
 
+def case_differing_views(ctx):
+    exe = ctx.test_program("mpi_p2p_late")
+    relay_dir, other_dir, shardless_dir = ctx.path("relay"), ctx.path("other"), ctx.path("shardless")
+    for d in (relay_dir, other_dir, shardless_dir):
+        os.makedirs(d, exist_ok=True)
+    job = "job.h5"
+    run([ctx.commprof, "run", "-q", "--relay", "node", "-o", job, "--"] + mpirun(4) +
+        ["-x", "COMMPROF_FAKE_HOST", exe, "--iters", "4", "--sleep-ms", "5"],
+        env={"COMMPROF_FAKE_HOST": "0,0,1,1"}, cwd=relay_dir, check_rc=0, timeout=200)
+    expect(os.path.isdir(os.path.join(relay_dir, job + ".shards")), "the relay run wrote no shards")
+    run([ctx.commprof, "run", "-q", "-o", job, "--"] + mpirun(4) + [exe, "--iters", "4", "--sleep-ms", "5"],
+        cwd=other_dir, check_rc=0, timeout=200)
+    shutil.copy(os.path.join(relay_dir, job), os.path.join(shardless_dir, job))
+    with h5py.File(os.path.join(relay_dir, job), "r") as f:
+        relay_job_id = f.attrs["job_id"]
+        relay_job_id = relay_job_id.decode() if isinstance(relay_job_id, bytes) else str(relay_job_id)
+    for elsewhere, what in ((shardless_dir, "which cannot be opened"), (other_dir, "job ")):
+        for odd in (1, 2):
+            out = ctx.path(f"views_{odd}_{os.path.basename(elsewhere)}.json")
+            script = (f'if [ "$OMPI_COMM_WORLD_RANK" = {odd} ]; then cd {elsewhere}; fi; '
+                      f'exec {ctx.commprof} report --format json {job} -o {out}')
+            p = run(mpirun(3) + ["sh", "-c", script], cwd=relay_dir, timeout=200)
+            where = f"{os.path.basename(elsewhere)}, process {odd}"
+            expect(p.returncode == 2, f"{where}: exit {p.returncode}, expected 2\n{p.stderr}")
+            named = f"commprof report (process {odd} of 3): {job} is not what the first process reads: here "
+            expect(p.stderr.count(named) == 1, f"{where}: process {odd} did not name itself once:\n{p.stderr}")
+            line = next(l for l in p.stderr.splitlines() if named in l)
+            expect(what in line.split(", there ")[0],
+                   f"{where}: the difference named is not the {what!r} one:\n{line}")
+            if elsewhere == other_dir:
+                expect(relay_job_id in line.split(", there ")[1], f"{where}: the first's job id is not named:\n{line}")
+            told = p.stderr.count("do not read the same " + job)
+            expect(told == 1, f"{where}: the first process told the disagreement {told} times:\n{p.stderr}")
+            expect(not os.path.exists(out), f"{where}: a report was written though the views differ")
+    # The same commands with every process in one directory make the one-process report.
+    one = report(ctx, os.path.join(relay_dir, job), 1)
+    expect(report(ctx, os.path.join(relay_dir, job), 3) == one, "relay file: 3 processes differ from one")
+
+
 if __name__ == "__main__":
-    run_cases({"identical": case_identical, "real_job": case_real_job, "screened": case_screened, "save": case_save, "errors": case_errors})
+    run_cases({"identical": case_identical, "real_job": case_real_job, "screened": case_screened, "save": case_save, "errors": case_errors,
+               "differing_views": case_differing_views})
