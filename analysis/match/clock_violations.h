@@ -5,7 +5,7 @@
 // Dependencies by operation: Barrier, Allreduce, Allgather(v), Alltoall(v), Reduce_scatter(_block):
 // every rank waits for every rank. Bcast, Scatter(v): the non-roots wait for the root.
 // Reduce, Gather(v): the root waits for everyone. Scan: rank i waits for ranks 0..i.
-// Zero-byte calls (every rank passed count 0; not barriers) wait for nobody and are not checked.
+// Zero-byte calls (every rank passed count 0; not barriers or alltoallvs) wait for nobody and are not checked.
 #pragma once
 
 #include <cstdint>

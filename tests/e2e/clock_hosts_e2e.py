@@ -23,7 +23,11 @@ Cases and their truth:
   zero_byte  MPI_Allreduce with count 0 after a planted 2r ms spread, then MPI_Barrier
              (zero_byte_program.c): the allreduces return at once (on the raw clocks ranks leave
              before the last one came), yet they are not checked for clock-condition violations and
-             charge no wait and no skew; the barriers do.
+             charge no wait and no skew; the barriers do. Each iteration then plants the 2r ms spread
+             again before an MPI_Alltoallv with every count 0, which Open MPI does synchronise (on the
+             shared raw clock no rank leaves one before the last arrived): those are checked (no
+             violation) and charge the planted wait (median skew at least half the 6 ms spread,
+             mean wait over 1 ms; sleeps can only run late).
 No timing is asserted: only exact models, the bound's honesty and counts.
 """
 import json
@@ -36,6 +40,7 @@ from e2e_support import expect, mpirun, run, run_cases
 
 KIND_MPI_COLLECTIVE = 3
 OP_ALLREDUCE = 4
+OP_ALLTOALLV = 12
 
 
 def info_json(ctx, out):
@@ -185,25 +190,33 @@ def case_zero_byte(ctx):
     out = ctx.path("zero_byte.h5")
     iters = 20
     run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.test_program("zero_byte_program"), "--iters",
-                                                              str(iters)], check_rc=0, timeout=300)
+                                                              str(iters), "--alltoallv"], check_rc=0, timeout=300)
     # The premise, from the raw events: the count-0 allreduces really did not wait (some rank left
     # before the last one arrived in most of them), so the old rule would have counted them.
     early = 0
     with h5py.File(out, "r") as f:
-        per_rank = []
+        per_rank, a2av = [], []
         for i in range(4):
             ev = f["ranks"][str(i)]["events"][...]
             ar = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLREDUCE)]
             expect(len(ar) == iters and not ar["bytes"].any(), f"rank {i}: {len(ar)} zero-byte allreduces {ar['bytes']}")
             per_rank.append({int(e["seq"]): (int(e["start_ns"]), int(e["end_ns"])) for e in ar})
+            av = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLTOALLV)]
+            expect(len(av) == iters and not av["bytes"].any(), f"rank {i}: {len(av)} zero-byte alltoallvs {av['bytes']}")
+            a2av.append({int(e["seq"]): (int(e["start_ns"]), int(e["end_ns"])) for e in av})
         for seq in per_rank[0]:
             last_start = max(r[seq][0] for r in per_rank)
             early += any(r[seq][1] < last_start for r in per_rank)
+        # One host, one clock: a zero-byte alltoallv that synchronises ends nowhere before its last arrival.
+        for seq in a2av[0]:
+            last_start = max(r[seq][0] for r in a2av)
+            expect(all(r[seq][1] >= last_start for r in a2av),
+                   f"alltoallv #{seq}: a rank left before the last arrived: Open MPI no longer synchronises it")
     expect(early >= iters // 2, f"only {early} of {iters} zero-byte allreduces returned early: not the premise")
     info = info_json(ctx, out)
     c = info["clock"]
-    # the barriers only, one per iteration
-    expect(c["instances_checked"] == iters, f"zero-byte allreduces are not checked: {c}")
+    # the barriers and the alltoallvs, one each per iteration; not the zero-byte allreduces
+    expect(c["instances_checked"] == 2 * iters, f"only the barriers and alltoallvs are checked: {c}")
     expect(c["violations"] == 0 and c["violations_unaligned"] == 0, f"no violations: {c}")
     rep = json.loads(run([ctx.commprof, "report", "--format", "json", out], check_rc=0).stdout)
     types = {t["type"]: t for t in rep["collectives"]}
@@ -213,6 +226,10 @@ def case_zero_byte(ctx):
            f"zero-byte allreduces charge no wait and no skew: {a}")
     b = types["barrier"]
     expect(b["mean_wait_ns"] > 0, f"the barriers wait for the spread: {b}")
+    v = types["alltoallv"]
+    expect(v["count"] == iters and v["bytes"] == 0, f"alltoallv row {v}")
+    expect(v["skew_p50_ns"] >= 3_000_000 and v["mean_wait_ns"] >= 1_000_000,
+           f"the zero-byte alltoallvs wait for the planted 6 ms spread (median skew >= 3 ms, mean wait >= 1 ms): {v}")
     expect(all(w["type"] != "allreduce" for w in rep["worst_instances"]), f"worst {rep['worst_instances']}")
 
 

@@ -105,8 +105,9 @@ TEST_F(ClockViolationsTest, BarrierAllgatherAlltoallAndReduceScatterFollowTheAll
 TEST_F(ClockViolationsTest, ZeroByteCollectivesAreNotCheckedButZeroByteBarriersAre) {
   // Rank 1 leaves every call (550) before rank 0 enters it (600). With count 0 on every rank
   // (Open MPI returns at once) that is no violation and the instance is not checked; one rank with
-  // data, or a barrier (0 bytes by definition, but it synchronises), is checked as usual.
-  const uint8_t ops[] = {COMMPROF_OP_ALLREDUCE, COMMPROF_OP_BCAST, COMMPROF_OP_REDUCE, COMMPROF_OP_ALLTOALLV,
+  // data, or a barrier (0 bytes by definition, but it synchronises), or an Alltoallv (Open MPI
+  // still exchanges empty messages with every peer) is checked as usual.
+  const uint8_t ops[] = {COMMPROF_OP_ALLREDUCE, COMMPROF_OP_BCAST, COMMPROF_OP_REDUCE, COMMPROF_OP_ALLGATHERV,
                          COMMPROF_OP_SCAN};
   for (uint8_t op : ops) {
     SCOPED_TRACE(static_cast<int>(op));
@@ -119,17 +120,20 @@ TEST_F(ClockViolationsTest, ZeroByteCollectivesAreNotCheckedButZeroByteBarriersA
     ClockViolations v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 1u) << "only the call with data";
     EXPECT_EQ(v.violations, 1u);
-    // data on one rank only (an Alltoallv where rank 1 sends nothing) is still a real exchange
+    // data on one rank only (an Allgatherv where rank 1 contributes nothing) is still a real exchange
     r[0].events[0].bytes = 4;
     v = CountUnaligned(r);
     EXPECT_EQ(v.instances_checked, 2u);
   }
-  std::vector<RankData> b(2);
-  b[0].events = {Collective(COMMPROF_OP_BARRIER, 0, 600, 700)};
-  b[1].events = {Collective(COMMPROF_OP_BARRIER, 0, 500, 550)};
-  ClockViolations v = CountUnaligned(b);
-  EXPECT_EQ(v.instances_checked, 1u);
-  EXPECT_EQ(v.violations, 1u);
+  for (uint8_t op : {COMMPROF_OP_BARRIER, COMMPROF_OP_ALLTOALLV}) {
+    SCOPED_TRACE(static_cast<int>(op));
+    std::vector<RankData> b(2);
+    b[0].events = {ZeroByte(op, 0, 600, 700, -1)};
+    b[1].events = {ZeroByte(op, 0, 500, 550, -1)};
+    ClockViolations v = CountUnaligned(b);
+    EXPECT_EQ(v.instances_checked, 1u);
+    EXPECT_EQ(v.violations, 1u);
+  }
 }
 
 TEST_F(ClockViolationsTest, BcastViolatesOnlyWhenANonRootEndsBeforeTheRootStarts) {

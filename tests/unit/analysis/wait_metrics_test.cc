@@ -432,6 +432,12 @@ TEST(WaitMetrics, ZeroByteCollectivesChargeNoWaitNoSkewAndNoStragglerButZeroByte
   EXPECT_FALSE(barrier.zero_byte());
   EXPECT_EQ(MeasureInstance(barrier, 1000).total_wait_ns, 200);
   EXPECT_EQ(MeasureInstance(barrier, 1000).skew_ns, 9000);
+  // nor does Open MPI's Alltoallv with every count 0: its pairwise exchange of empty messages waits
+  CollectiveInstance alltoallv = zero;
+  alltoallv.op = COMMPROF_OP_ALLTOALLV;
+  EXPECT_FALSE(alltoallv.zero_byte());
+  EXPECT_EQ(MeasureInstance(alltoallv, 1000).total_wait_ns, 200);
+  EXPECT_EQ(MeasureInstance(alltoallv, 1000).straggler_index, 2);
   // the job's figures: no wait, no delay, no straggler verdict, no lateness from the zero-byte calls
   std::vector<CollectiveInstance> all;
   for (uint64_t k = 0; k < 10; ++k) {
