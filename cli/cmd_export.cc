@@ -27,6 +27,7 @@
 #include "analysis/metrics/memory_timeline.h"
 #include "cli/analysis_world.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "commprof/event.h"
 
 namespace commprof::cli {
@@ -62,51 +63,6 @@ std::string DefaultOutput(const std::string& input, const std::string& format) {
     return p.string() + ".pftrace";
   }
   return p.string() + ".trace.json";
-}
-
-// Writes `write`'s output to `output` ('-': stdout). A new or regular file is written beside
-// itself and renamed into place when complete, so a failed export never leaves a truncated file.
-// Anything else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over
-// it would replace the device or the link itself.
-Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
-  if (output == "-") {
-    Status st = write(std::cout);
-    std::cout.flush();
-    if (st.ok() && !std::cout) {
-      st = IoError("<stdout>: write failed");
-    }
-    return st;
-  }
-  std::error_code ec;
-  const auto status = std::filesystem::symlink_status(output, ec);
-  const bool replace =
-      status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
-  const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
-  std::ofstream f(target, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    // Name the output asked for (not the temporary file beside it) and why it cannot be made.
-    const int why = errno;
-    const std::filesystem::path dir = std::filesystem::path(output).parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-      return IoError("cannot create " + output + ": no directory " + dir.string());
-    }
-    return IoError("cannot create " + output + ": " + std::strerror(why));
-  }
-  Status st = write(f);
-  f.close();
-  if (st.ok() && !f) {
-    st = IoError(output + ": write failed (disk full?)");
-  }
-  if (replace && st.ok()) {
-    std::filesystem::rename(target, output, ec);
-    if (ec) {
-      st = IoError(output + ": cannot rename " + target + " into place: " + ec.message());
-    }
-  }
-  if (replace && !st.ok()) {
-    std::filesystem::remove(target, ec);
-  }
-  return st;
 }
 
 // A cut's end as the user would write it back (ns, us, ms or s).

@@ -20,6 +20,7 @@
 #include "analysis/report/text_report.h"
 #include "cli/analysis_world.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "core/log.h"
 
 namespace commprof::cli {
@@ -314,14 +315,12 @@ int WriteReport(const Options& o, JobReport& report, bool some_ranks_unreadable)
   }
   // Exit 1 when some ranks could not be read, although the report of the others was written.
   const int done = some_ranks_unreadable ? 1 : 0;
-  if (o.output.empty()) {
-    std::cout << os.str();
-    return done;
-  }
-  std::ofstream f(o.output);
-  f << os.str();
-  if (!f) {
-    std::fprintf(stderr, "commprof report: cannot write %s\n", o.output.c_str());
+  const Status st = WriteOutput(o.output.empty() ? "-" : o.output, [&os](std::ostream& out) {
+    out << os.str();
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
     return 1;
   }
   return done;
@@ -388,6 +387,21 @@ int RunReport(const Options& o) {
       std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
     }
     return 2;
+  }
+  // An output that cannot be written is found before the analysis, not after it (the first
+  // process writes it: its answer is every process's).
+  int output_code = 0;
+  if (first && !o.output.empty()) {
+    if (Status st = CheckOutputTarget(o.output, OutputKind::kStream); !st.ok()) {
+      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
+      output_code = 1;
+    }
+  }
+  if (world != nullptr) {
+    output_code = world->FromFirst(output_code);
+  }
+  if (output_code != 0) {
+    return output_code;
   }
   int fail_code = 0;
   auto reader = OpenWindow(o, fail_code);

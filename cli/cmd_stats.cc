@@ -18,6 +18,7 @@
 #include "analysis/report/stats_output.h"
 #include "cli/analysis_world.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "core/schema/enums.h"
 
 namespace commprof::cli {
@@ -102,6 +103,12 @@ int RunStats(const Options& o) {
   if (!CheckUsage(o, so)) {
     return 2;
   }
+  if (!o.output.empty()) {  // found before the work, not after it
+    if (Status st = CheckOutputTarget(o.output, OutputKind::kStream); !st.ok()) {
+      std::fprintf(stderr, "commprof stats: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
   auto reader = OpenOrSay(o.path, "stats");
   if (reader == nullptr) {
     return kExitUnreadable;
@@ -172,14 +179,13 @@ int RunStats(const Options& o) {
   }
   // Exit 1 when part of the file could not be read, although the stats of the rest were written.
   const int done = ctx.faults.empty() ? 0 : 1;
-  if (o.output.empty() || o.output == "-") {  // `-o -`: standard output, as `commprof export` takes it
-    std::cout << os.str();
-    return done;
-  }
-  std::ofstream f(o.output);
-  f << os.str();
-  if (!f) {
-    std::fprintf(stderr, "commprof stats: cannot write %s\n", o.output.c_str());
+  // `-o -`: standard output, as `commprof export` takes it.
+  const Status st = WriteOutput(o.output.empty() ? "-" : o.output, [&os](std::ostream& out) {
+    out << os.str();
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    std::fprintf(stderr, "commprof stats: %s\n", st.message().c_str());
     return 1;
   }
   return done;

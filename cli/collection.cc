@@ -20,6 +20,7 @@
 #include "analysis/hang/hang_store.h"
 #include "analysis/load/profile_reader.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "core/clock.h"
 #include "core/h5/h5_util.h"
 #include "core/schema/file_schema.h"
@@ -124,32 +125,8 @@ Status CheckCollectionTargets(const CollectionOptions& options, const char* comm
                          ec.message());
     }
   }
-  const std::string& out = options.output;
-  if (out.empty()) {
-    return InvalidArgument(prefix + "the output file name is empty");
-  }
-  std::error_code fec;
-  fs::file_status st = fs::status(out, fec);
-  if (fs::is_directory(st)) {
-    return IoError(prefix + "cannot write " + out + ": it is a directory");
-  }
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    return IoError(prefix + "cannot write " + out + ": it exists and is not a regular file");
-  }
-  fs::path dir = fs::path(out).parent_path();
-  if (dir.empty()) {
-    dir = ".";
-  }
-  fs::file_status dst = fs::status(dir, fec);
-  if (!fs::exists(dst)) {
-    return IoError(prefix + "cannot write " + out + ": directory " + dir.string() + " does not exist");
-  }
-  if (!fs::is_directory(dst)) {
-    return IoError(prefix + "cannot write " + out + ": " + dir.string() + " is not a directory");
-  }
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return IoError(prefix + "cannot write " + out + ": cannot create files in " + dir.string() + ": " +
-                   std::strerror(errno));
+  if (Status st = CheckOutputTarget(options.output, OutputKind::kRegularFile); !st.ok()) {
+    return Status(st.code(), prefix + st.message());
   }
   return Status::Ok();
 }

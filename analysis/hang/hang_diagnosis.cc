@@ -5,8 +5,8 @@
 // seqNumber counts per type). For every stream some rank has an operation in flight on, each
 // member's first sequence number not completed is taken from its snapshot: the lowest in-flight
 // sequence number on the stream, else one past the last completed one (`recent`), else 0. The
-// lowest of these over the members is the stuck operation. Members that neither wait in it nor
-// completed it never entered it (culprits, with what they do instead); the ranks that entered or
+// lowest of these over the members that did not die (a dead rank's last records may have died
+// with it) is the stuck operation. Members that neither wait in it nor completed it never entered it (culprits, with what they do instead); the ranks that entered or
 // completed it are compared field by field (type, root, size, datatype, reduction) and the
 // minority side of a disagreement is blamed. Blocked point-to-point calls get one wait-for step
 // (what the peer does); they blame the peer only when no stuck collective explains the hang.
@@ -509,9 +509,21 @@ class Diagnoser {
     if (!any_inflight || first_open.empty()) {
       return std::nullopt;
     }
+    // The stuck operation is the lowest first-open number of the members still there. A rank that
+    // died may have completed calls whose records died with it (in its rings, not yet shipped): its
+    // number is only a lower bound, and one that shipped nothing would otherwise pull the stuck
+    // operation down to #0. It counts only when every member with a state died.
     uint64_t q = UINT64_MAX;
-    for (const auto& [m, open] : first_open) {
-      q = std::min(q, open);
+    for (const bool survivors_only : {true, false}) {
+      for (const auto& [m, open] : first_open) {
+        const RankSnapshot* snap = Snap(m);
+        if (!survivors_only || snap == nullptr || snap->condition != RankCondition::kDied) {
+          q = std::min(q, open);
+        }
+      }
+      if (q != UINT64_MAX) {
+        break;
+      }
     }
 
     CommFinding f;
@@ -640,7 +652,9 @@ class Diagnoser {
   }
 
   std::string Verdict(const CommFinding& f) const {
-    const std::string what = f.op + " #" + std::to_string(f.seq) + " on " + f.comm_name;
+    // No member's records show the operation itself (older than every history kept): its number.
+    const std::string what =
+        (f.op.empty() ? std::string("operation") : f.op) + " #" + std::to_string(f.seq) + " on " + f.comm_name;
     std::vector<std::string> parts;
     if (!f.not_entered.empty()) {
       std::vector<uint32_t> ranks;

@@ -263,6 +263,48 @@ TEST(HangDiagnosis, DeadRankIsTheCulprit) {
       << r.verdict;
 }
 
+// From a file, a rank killed before its shipper sent anything has a state with no records (the
+// others completed #0-#10 and wait in #11), or only its older ones (records up to #5 shipped, the
+// rest lost in its rings). Neither may pull the stuck operation below what the living ranks show:
+// the verdict is #11, named, not "#0" with no operation name.
+TEST(HangDiagnosis, DeadRankWhoseLastRecordsDiedWithItDoesNotMoveTheStuckOperation) {
+  for (const uint64_t shipped_up_to : {UINT64_MAX, uint64_t{5}}) {
+    SCOPED_TRACE(shipped_up_to);
+    Job j(4);
+    j.in_.source = "file";
+    j.History({0, 1, 2}, kWorld, 10);
+    if (shipped_up_to != UINT64_MAX) {
+      j.History({3}, kWorld, shipped_up_to);
+    }
+    for (uint32_t r : {0u, 1u, 2u}) {
+      j.In(r, Coll(COMMPROF_OP_ALLREDUCE, kWorld, 11), 1);
+    }
+    j.R(3).condition = RankCondition::kDied;
+    j.R(3).end_reason = "connection closed";
+    HangReport r = Diagnose(j.in_);
+    const CommFinding& f = Only(r);
+    EXPECT_EQ(f.seq, 11u);
+    EXPECT_EQ(f.op, "MPI_Allreduce");
+    EXPECT_EQ(r.culprits, std::vector<uint32_t>{3});
+    EXPECT_EQ(f.waiting.size(), 3u);
+    ASSERT_EQ(f.not_entered.size(), 1u);
+    EXPECT_EQ(f.not_entered[0].state, "died");
+    EXPECT_NE(r.verdict.find("rank 3 never entered MPI_Allreduce #11 on MPI_COMM_WORLD (died"), std::string::npos)
+        << r.verdict;
+  }
+  // When every member died, their records are all there is: the lowest still counts.
+  Job j(2);
+  j.in_.source = "file";
+  j.History({0}, kWorld, 3);
+  j.In(0, Coll(COMMPROF_OP_ALLREDUCE, kWorld, 4), 1);
+  for (uint32_t r : {0u, 1u}) {
+    j.R(r).condition = RankCondition::kDied;
+  }
+  j.History({1}, kWorld, 1);
+  HangReport r = Diagnose(j.in_);
+  EXPECT_EQ(Only(r).seq, 2u) << RenderText(r);
+}
+
 // The count-mismatch crash as the file shows it: rank 2 died, rank 3 waits with twice the bytes.
 // Both are culprits of the one finding; rank 3 waiting in it is not "held up" behind rank 2.
 TEST(HangDiagnosis, MismatchCulpritWaitingBesideADeadRankIsNotHeldUpByIt) {

@@ -322,6 +322,34 @@ TEST_F(StatsCli, FailuresExitWith1NamingTheFileAndAnUnreadableFileWith2) {
   EXPECT_NE(r.err.find("cannot write " + (dir_ / "no/such/dir/out.txt")), std::string::npos) << r.err;
 }
 
+// An output that cannot be written is named with the reason, for `stats` and `report` alike (one
+// check, cli/output_file.h), before the analysis; an existing output is left whole; a device is
+// written directly.
+TEST_F(StatsCli, AnOutputThatCannotBeWrittenIsNamedWithTheReasonAndLeavesTheOldOneWhole) {
+  for (const char* command : {"stats", "report"}) {
+    SCOPED_TRACE(command);
+    const std::string missing = dir_ / "no/such/dir/out.txt";
+    Ran r = Commprof(dir_, std::string(command) + " " + file_ + " -o " + missing);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("cannot write " + missing + ": directory " + (dir_ / "no/such/dir") + " does not exist"),
+              std::string::npos)
+        << r.err;
+    r = Commprof(dir_, std::string(command) + " " + file_ + " -o " + dir_.path());
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("cannot write " + dir_.path() + ": it is a directory"), std::string::npos) << r.err;
+    r = Commprof(dir_, std::string(command) + " " + file_ + " -o /dev/null");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    const std::string kept = dir_ / (std::string(command) + ".kept");
+    { std::ofstream(kept) << "an earlier output\n"; }
+    r = Commprof(dir_, std::string(command) + " " + file_ + " -o " + kept);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    std::ifstream in(kept);
+    std::string first;
+    std::getline(in, first);
+    EXPECT_NE(first, "an earlier output") << "the output was not replaced";
+  }
+}
+
 TEST_F(StatsCli, ARankWithABadRowIsNamedAndTheOthersAreCountedWithExit1) {
   auto ranks = op_stats_golden::GoldenRanks();
   commprof_event bad = op_stats_golden::Range(COMMPROF_KIND_USER_RANGE, op_stats_golden::kFwdUser, 900, 100);

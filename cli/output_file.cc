@@ -1,0 +1,92 @@
+// The output files of the commands (output_file.h).
+#include "cli/output_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace commprof::cli {
+
+namespace fs = std::filesystem;
+
+Status CheckOutputTarget(const std::string& out, OutputKind kind) {
+  if (out.empty()) {
+    return InvalidArgument("the output file name is empty");
+  }
+  if (out == "-" && kind == OutputKind::kStream) {
+    return Status::Ok();
+  }
+  std::error_code fec;
+  fs::file_status st = fs::status(out, fec);
+  if (fs::is_directory(st)) {
+    return IoError("cannot write " + out + ": it is a directory");
+  }
+  if (kind == OutputKind::kRegularFile && fs::exists(st) && !fs::is_regular_file(st)) {
+    return IoError("cannot write " + out + ": it exists and is not a regular file");
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    return Status::Ok();  // a device or FIFO: written directly, its directory does not matter
+  }
+  fs::path dir = fs::path(out).parent_path();
+  if (dir.empty()) {
+    dir = ".";
+  }
+  fs::file_status dst = fs::status(dir, fec);
+  if (!fs::exists(dst)) {
+    return IoError("cannot write " + out + ": directory " + dir.string() + " does not exist");
+  }
+  if (!fs::is_directory(dst)) {
+    return IoError("cannot write " + out + ": " + dir.string() + " is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return IoError("cannot write " + out + ": cannot create files in " + dir.string() + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
+  if (output == "-") {
+    Status st = write(std::cout);
+    std::cout.flush();
+    if (st.ok() && !std::cout) {
+      st = IoError("<stdout>: write failed");
+    }
+    return st;
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(output, ec);
+  const bool replace =
+      status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
+  const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+  std::ofstream f(target, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    // Name the output asked for (not the temporary file beside it) and why it cannot be made.
+    const int why = errno;
+    const std::filesystem::path dir = std::filesystem::path(output).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      return IoError("cannot create " + output + ": no directory " + dir.string());
+    }
+    return IoError("cannot create " + output + ": " + std::strerror(why));
+  }
+  Status st = write(f);
+  f.close();
+  if (st.ok() && !f) {
+    st = IoError(output + ": write failed (disk full?)");
+  }
+  if (replace && st.ok()) {
+    std::filesystem::rename(target, output, ec);
+    if (ec) {
+      st = IoError(output + ": cannot rename " + target + " into place: " + ec.message());
+    }
+  }
+  if (replace && !st.ok()) {
+    std::filesystem::remove(target, ec);
+  }
+  return st;
+}
+
+}  // namespace commprof::cli

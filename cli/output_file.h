@@ -1,0 +1,30 @@
+// The output files of the commands: checked before the work that fills them, written whole or not
+// at all. Shared by `run`/`aggregate` (the HDF5 file) and `report`, `stats`, `export` (text,
+// JSON, HTML, traces), so every command names the same faults the same way.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "core/status.h"
+
+namespace commprof::cli {
+
+enum class OutputKind {
+  kRegularFile,  // must be a regular file or not exist yet (an HDF5 file)
+  kStream,       // also a device, FIFO or symlink to one (/dev/null, /dev/stdout): written directly
+};
+
+// Whether `output` can be created or replaced, checked before any work is done: an empty name, a
+// directory, a directory that does not exist or cannot be written in, and (kRegularFile) an
+// existing file that is not a regular file. The message starts "cannot write OUTPUT: ".
+Status CheckOutputTarget(const std::string& output, OutputKind kind);
+
+// Writes `write`'s output to `output` ('-': stdout). A new or regular file is written beside
+// itself and renamed into place when complete, so a failed write never leaves a truncated file.
+// Anything else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over
+// it would replace the device or the link itself.
+Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write);
+
+}  // namespace commprof::cli
