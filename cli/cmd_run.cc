@@ -422,15 +422,23 @@ int RunJob(Options o) {
   std::string shard_dir;
   std::string self_exe;
   if (!relay_env.empty()) {
-    std::error_code ec;
     shard_dir = fs::absolute(o.output + ".shards").string();
-    fs::create_directories(shard_dir, ec);
-    self_exe = fs::canonical("/proc/self/exe", ec).string();
-    if (!fs::is_directory(shard_dir) || ::access(shard_dir.c_str(), W_OK) != 0) {
+    std::error_code ec;
+    std::string why;
+    if (fs::exists(shard_dir, ec) && !fs::is_directory(shard_dir, ec)) {
+      why = "it exists and is not a directory";
+    } else if (fs::create_directories(shard_dir, ec); ec) {
+      why = ec.message();
+    } else if (::access(shard_dir.c_str(), W_OK | X_OK) != 0) {
+      why = std::strerror(errno);
+    }
+    if (!why.empty()) {
       std::fprintf(stderr, "commprof run: cannot create the relays' shard directory %s: %s\n", shard_dir.c_str(),
-                   ec ? ec.message().c_str() : std::strerror(errno));
+                   why.c_str());
       return 1;
     }
+    std::error_code exe_ec;
+    self_exe = fs::canonical("/proc/self/exe", exe_ec).string();
   }
   std::string secret = RandomHex(32);
   copts.meta.start_epoch_ns = UtcNowNs();

@@ -39,7 +39,9 @@ Cases and their truth:
                  is killed (SIGKILL) while they stream: the relay says so, finishes its shard anyway (finalized, every rank
                  complete with all its events) and exits 0.
   usage          `--relay bogus`, `--relay 0x`, and `--relay node --hang-timeout 5` are usage errors (exit 2)
-                 naming the value; `commprof relay` without the job's environment exits 2.
+                 naming the value; `commprof relay` without the job's environment exits 2; a plain
+                 file where OUTPUT.shards goes is exit 1 naming it ("it exists and is not a
+                 directory"), nothing written.
 No timing is asserted: counts, links, clocks against their injected truth, and exit codes.
 """
 import glob
@@ -396,6 +398,13 @@ def case_usage(ctx):
             unset=("COMMPROF_SECRET", "COMMPROF_JOB_ID"))
     expect("COMMPROF_SECRET" in p.stderr, p.stderr)
     expect(not os.path.exists(ctx.path("x.h5")), "nothing written")
+    # A plain file where the shard directory goes: named with the reason, nothing started or written.
+    with open(ctx.path("y.h5.shards"), "w") as f:
+        f.write("not a directory\n")
+    p = run([ctx.commprof, "run", "--relay", "2", "-o", ctx.path("y.h5"), "--", "true"], check_rc=1)
+    expect(f"cannot create the relays' shard directory {ctx.path('y.h5.shards')}: it exists and is not a directory"
+           in p.stderr, p.stderr)
+    expect(not os.path.exists(ctx.path("y.h5")), "nothing written")
 
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
