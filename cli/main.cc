@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/analysis_world.h"
 #include "cli/commands.h"
 #include "cli/help_format.h"
 #include "core/config.h"
@@ -102,6 +103,15 @@ int Main(int argc, char** argv) {
   try {
     app.parse(parse_argc, argv);
   } catch (const CLI::ParseError& e) {
+    // `mpirun -np K commprof report|export|stats` with a bad command line: told once, by the
+    // launcher's rank 0, which exits 2 while the others exit 0 without a word (as a refused launch:
+    // a launcher ending the job at the first failure cannot cut the message off). Other commands
+    // may run inside a rank's environment (the relays): they always speak.
+    const bool analysis = parse_argc > 1 && (std::string(argv[1]) == "report" || std::string(argv[1]) == "export" ||
+                                             std::string(argv[1]) == "stats");
+    if (analysis && !commprof::cli::AnalysisWorld::SpeaksForAll()) {
+      return 0;
+    }
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // usage errors are exit code 2, as documented
   }

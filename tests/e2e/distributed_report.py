@@ -24,7 +24,8 @@ Cases and their truth:
   save        `mpirun -np 3 commprof report --save` stores /analysis (read back with h5py) equal,
               table by table, to what one process's `--save` stores in a copy of the file.
   errors      Under mpirun -np 3: a missing file exits 2 (unreadable input) and is told once;
-              `--format xml` exits 2, told once; `--window 7` of a file without windows exits 1,
+              `--format xml` exits 2, told once; so do an unknown option and a missing file
+              argument (CLI11's usage errors, told by the launcher's rank 0 only); `--window 7` of a file without windows exits 1,
               told once. With COMMPROF_ANALYSIS_MPI=off each process is a whole report of its own
               (three JSON documents on stdout). `export` and `stats`, which are not distributed,
               refuse to run as 3 processes (exit 2, told once, no output written) and run under
@@ -169,6 +170,11 @@ def case_errors(ctx):
     p = run(mpirun(3) + [ctx.commprof, "report", "--format", "xml", path], timeout=120)
     expect(p.returncode == 2, f"--format xml: exit {p.returncode}, expected 2\n{p.stderr}")
     expect(p.stderr.count("--format xml") == 1, f"--format xml: told {p.stderr.count('--format xml')} times")
+    for bad in (["--bogus"], []):  # an unknown option, the file argument missing: CLI11's usage errors
+        p = run(mpirun(3) + [ctx.commprof, "report"] + ([path] if bad else []) + bad, timeout=120)
+        said = "--bogus" if bad else "file is required"
+        expect(p.returncode == 2, f"usage error {bad}: exit {p.returncode}, expected 2\n{p.stderr}")
+        expect(p.stderr.count(said) == 1, f"usage error {bad}: told {p.stderr.count(said)} times:\n{p.stderr}")
     p = run(mpirun(3) + [ctx.commprof, "report", "--window", "7", path], timeout=120)
     expect(p.returncode == 1, f"--window 7: exit {p.returncode}, expected 1\n{p.stderr}")
     expect(p.stderr.count("window") >= 1 and p.stderr.count(path) == 1,
