@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -68,9 +69,17 @@ bool ParseRelay(const std::string& text, std::string& env_value) {
     env_value = text;
     return true;
   }
-  char* end = nullptr;
-  unsigned long n = std::strtoul(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || end == nullptr || *end != '\0' || n == 0 || n > 0xffffffffUL) {
+  // Decimal digits only (no sign, no space): "00" is off like "0"; N is 1 to 4294967295.
+  if (text.empty() || text.size() > 10 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  const unsigned long long n = std::stoull(text);
+  if (n == 0) {
+    env_value.clear();
+    return true;
+  }
+  if (n > 0xffffffffULL) {
     return false;
   }
   env_value = std::to_string(n);

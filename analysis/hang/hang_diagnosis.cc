@@ -5,13 +5,13 @@
 // seqNumber counts per type). For every stream some rank has an operation in flight on, each
 // member's first sequence number not completed is taken from its snapshot: the lowest in-flight
 // sequence number on the stream, else one past the last completed one (`recent`), else 0. The
-// lowest of these over the members that did not die (a dead rank's last records may have died
-// with it) is the stuck operation. Members that neither wait in it nor completed it never entered it (culprits, with what they do instead); the ranks that entered or
-// completed it are compared field by field (type, root, size, datatype, reduction) and the
-// minority side of a disagreement is blamed. Blocked point-to-point calls get one wait-for step
-// (what the peer does); they blame the peer only when no stuck collective explains the hang.
-// Every time is an age on the rank's own clock (its now minus the call's entry), so no clock
-// alignment is needed.
+// lowest of these over the members is the stuck operation (a dead rank's number is set aside when a
+// living member's records show that every member entered it: its last records died with it).
+// Members that neither wait in it nor completed it never entered it (culprits, with
+// what they do instead); the ranks that entered or completed it are compared field by field (type, root, size,
+// datatype, reduction) and the minority side of a disagreement is blamed. Blocked point-to-point calls get one wait-for
+// step (what the peer does); they blame the peer only when no stuck collective explains the hang. Every time is an age
+// on the rank's own clock (its now minus the call's entry), so no clock alignment is needed.
 #include "analysis/hang/hang_diagnosis.h"
 
 #include <algorithm>
@@ -477,6 +477,45 @@ class Diagnoser {
     return m;
   }
 
+  // Whether a member that did not die completed operation q of stream k where that shows that
+  // every member entered it: its record of q is a barrier or a collective with data that waits for
+  // all (not a rooted one), or its history no longer holds q (older than every kept record).
+  bool LivingMemberCompletedForAll(const StreamKey& k, uint64_t q, const std::map<uint32_t, uint64_t>& first_open) {
+    for (const auto& [m, open] : first_open) {
+      const RankSnapshot* snap = Snap(m);
+      const wire::HangState* st = State(m);
+      if (open <= q || snap == nullptr || st == nullptr || snap->condition == RankCondition::kDied) {
+        continue;
+      }
+      const commprof_event* at_q = nullptr;
+      for (const commprof_event& e : st->recent) {
+        if (IsCollective(e) && KeyOf(e) == k && e.seq == q) {
+          at_q = &e;
+        }
+      }
+      if (at_q == nullptr || NeedsEveryMember(*at_q)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  static bool NeedsEveryMember(const commprof_event& e) {
+    switch (e.subtype) {
+      case COMMPROF_OP_BARRIER:
+        return true;
+      case COMMPROF_OP_ALLREDUCE:
+      case COMMPROF_OP_ALLGATHER:
+      case COMMPROF_OP_ALLGATHERV:
+      case COMMPROF_OP_ALLTOALL:
+      case COMMPROF_OP_ALLTOALLV:
+      case COMMPROF_OP_REDUCE_SCATTER:
+      case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
+        return e.bytes > 0;
+      default:
+        return false;
+    }
+  }
+
   std::optional<CommFinding> Stream(const StreamKey& k) {
     const std::vector<uint32_t> members = Members(k.comm);
     // Each member's first not-completed sequence number, its op there (in flight or completed).
@@ -509,20 +548,39 @@ class Diagnoser {
     if (!any_inflight || first_open.empty()) {
       return std::nullopt;
     }
-    // The stuck operation is the lowest first-open number of the members still there. A rank that
-    // died may have completed calls whose records died with it (in its rings, not yet shipped): its
-    // number is only a lower bound, and one that shipped nothing would otherwise pull the stuck
-    // operation down to #0. It counts only when every member with a state died.
+    // The stuck operation is the lowest first-open number. A rank that died may have completed
+    // calls whose records died with it (in its rings, not yet shipped): its number is only a lower
+    // bound. It stands unless a living member completed that operation where that needs every
+    // member (a barrier, an allreduce with data, ...) or where no living member's history shows
+    // the operation any more (a dead rank that shipped nothing would otherwise give "#0"); then
+    // the dead rank's number is set aside and the next lowest taken. A rooted operation completed
+    // without it (a broadcast from another root) does not contradict it: it never entered that.
+    std::set<uint32_t> set_aside;
     uint64_t q = UINT64_MAX;
-    for (const bool survivors_only : {true, false}) {
+    for (;;) {
+      q = UINT64_MAX;
       for (const auto& [m, open] : first_open) {
-        const RankSnapshot* snap = Snap(m);
-        if (!survivors_only || snap == nullptr || snap->condition != RankCondition::kDied) {
+        if (set_aside.count(m) == 0) {
           q = std::min(q, open);
         }
       }
-      if (q != UINT64_MAX) {
+      if (q == UINT64_MAX || !LivingMemberCompletedForAll(k, q, first_open)) {
         break;
+      }
+      bool more = false;
+      for (const auto& [m, open] : first_open) {
+        const RankSnapshot* snap = Snap(m);
+        if (open == q && snap != nullptr && snap->condition == RankCondition::kDied && set_aside.insert(m).second) {
+          more = true;
+        }
+      }
+      if (!more) {
+        break;
+      }
+    }
+    if (q == UINT64_MAX) {  // every member set aside: the lowest is all there is
+      for (const auto& [m, open] : first_open) {
+        q = std::min(q, open);
       }
     }
 

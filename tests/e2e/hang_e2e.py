@@ -398,9 +398,10 @@ def allreduce_bytes(ctx, live):
     3 by its SIZE when another survivor waits beside it). From the file, the diagnosis must match
     what the file holds, whichever way the race went: the flushed ranks wait in allreduce #2, the
     dead ones never entered it, and when rank 3 and another flushed, the SIZE mismatch names rank 3
-    alone on its side; culprits are exactly the dead plus rank 3. When a dead rank had shipped only
-    up to allreduce #1 (seen beside a compile), the diagnosis stops at #1: the dead ranks whose
-    stored calls end there never entered it and are the culprits; every other rank completed it."""
+    alone on its side; culprits are exactly the dead plus rank 3. A dead rank may have shipped only
+    up to allreduce #0 or #1 (seen beside a compile: its last records died in its buffers); the
+    flushed ranks completed #1, an allreduce with data that needs every member, so the dead rank
+    did enter it and the diagnosis is still #2 (docs/hangs.md: a dead rank's number is set aside)."""
     out = ctx.path("bytes.h5")
     args = ["allreduce-bytes", "3", "2"]
     rc, _, se = run_to_end(ctx, job_cmd(ctx, out, args, 4, hang_timeout=TIMEOUT_S if live else None))
@@ -429,19 +430,12 @@ def allreduce_bytes(ctx, live):
     es.expect(len(rep["comms"]) == 1, f"findings: {d}")
     c = rep["comms"][0]
     es.expect(sorted(r["rank"] for r in rep["ranks"] if r["condition"] == "died") == died, f"died: {d}")
-    # A dead rank's last allreduces may not have been shipped before its exit: the stuck number is
-    # then the lowest a dead rank's stored calls reach, which the flushed ranks completed.
-    seq = min([2] + [done[r] for r in died])
-    es.expect(c["comm_id"] == WORLD and c["seq"] == seq and c["op"] == "MPI_Allreduce", f"finding (#{seq}): {d}")
-    if seq < 2:
-        # The dead ranks whose stored calls end at #seq never entered it; every other rank (the
-        # flushed ones, and a dead one that had shipped #seq before it died) completed it.
-        short = [r for r in died if done[r] == seq]
-        completed = [r for r in range(4) if r not in short]
-        es.expect(c["completed"] == completed and c["waiting"] == [] and rep["culprits"] == short and
-                  [(a["rank"], a["state"]) for a in c["not_entered"]] == [(r, "died") for r in short], f"#{seq}: {d}")
-        print(f"allreduce_bytes: dead rank(s) {short} stored calls ending before #2; the diagnosis stops at #{seq}")
-        return
+    # A dead rank's last allreduces may not have been shipped before its exit; the flushed ranks'
+    # completed #1 (with data: every member entered it) sets that short record aside.
+    es.expect(c["comm_id"] == WORLD and c["seq"] == 2 and c["op"] == "MPI_Allreduce", f"finding (#2): {d}")
+    if any(done[r] < 2 for r in died):
+        print(f"allreduce_bytes: dead rank(s) {[r for r in died if done[r] < 2]} stored calls ending before #2; "
+              "set aside, the diagnosis is #2")
     es.expect(sorted(w["rank"] for w in c["waiting"]) == flushed, f"waiting (the flushed, INCOMPLETE) ranks: {d}")
     es.expect([(a["rank"], a["state"]) for a in c["not_entered"]] == [(r, "died") for r in died], f"not entered: {d}")
     small = 8 * (1 << 20)

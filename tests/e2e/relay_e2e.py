@@ -38,7 +38,8 @@ Cases and their truth:
   parent_gone    A relay started by hand takes 4 simulated ranks (3 x 10^6 events each); its parent aggregator
                  is killed (SIGKILL) while they stream: the relay says so, finishes its shard anyway (finalized, every rank
                  complete with all its events) and exits 0.
-  usage          `--relay bogus`, `--relay 0x`, and `--relay node --hang-timeout 5` are usage errors (exit 2)
+  usage          `--relay bogus`, `0x`, `+2`, ` 2`, `2 `, `-1`, `4294967296` and `--relay node --hang-timeout 5`
+                 are usage errors (exit 2)
                  naming the value; `commprof relay` without the job's environment exits 2; a plain
                  file where OUTPUT.shards goes is exit 1 naming it ("it exists and is not a
                  directory"), nothing written.
@@ -389,7 +390,7 @@ def case_parent_gone(ctx):
 
 
 def case_usage(ctx):
-    for bad in ("bogus", "0x"):
+    for bad in ("bogus", "0x", "+2", " 2", "2 ", "-1", "4294967296"):
         p = run([ctx.commprof, "run", "--relay", bad, "--", "true"], check_rc=2)
         expect(f"--relay {bad}" in p.stderr, p.stderr)
     p = run([ctx.commprof, "run", "--relay", "node", "--hang-timeout", "5", "--", "true"], check_rc=2)

@@ -264,9 +264,9 @@ TEST(HangDiagnosis, DeadRankIsTheCulprit) {
 }
 
 // From a file, a rank killed before its shipper sent anything has a state with no records (the
-// others completed #0-#10 and wait in #11), or only its older ones (records up to #5 shipped, the
-// rest lost in its rings). Neither may pull the stuck operation below what the living ranks show:
-// the verdict is #11, named, not "#0" with no operation name.
+// others completed allreduces #0-#10, which need every member, and wait in #11), or only its older
+// ones (records up to #5 shipped, the rest lost in its rings). Neither may pull the stuck operation
+// below what the living ranks show: the verdict is #11, named, not "#0" with no operation name.
 TEST(HangDiagnosis, DeadRankWhoseLastRecordsDiedWithItDoesNotMoveTheStuckOperation) {
   for (const uint64_t shipped_up_to : {UINT64_MAX, uint64_t{5}}) {
     SCOPED_TRACE(shipped_up_to);
@@ -291,6 +291,24 @@ TEST(HangDiagnosis, DeadRankWhoseLastRecordsDiedWithItDoesNotMoveTheStuckOperati
     EXPECT_EQ(f.not_entered[0].state, "died");
     EXPECT_NE(r.verdict.find("rank 3 never entered MPI_Allreduce #11 on MPI_COMM_WORLD (died"), std::string::npos)
         << r.verdict;
+  }
+  // A dead rank's records stand where the living completed without it: rank 3 shipped everything
+  // up to #4, the others completed a broadcast #5 from root 0 (which needs no rank 3) and wait in
+  // a barrier #6. Rank 3 never entered the broadcast.
+  {
+    Job j(4);
+    j.in_.source = "file";
+    j.History(j.All(), kWorld, 4);
+    for (uint32_t r : {0u, 1u, 2u}) {
+      j.Done(r, Coll(COMMPROF_OP_BCAST, kWorld, 5, 4096, 0));
+      j.In(r, Coll(COMMPROF_OP_BARRIER, kWorld, 6), 1);
+    }
+    j.R(3).condition = RankCondition::kDied;
+    HangReport r = Diagnose(j.in_);
+    const CommFinding& f = Only(r);
+    EXPECT_EQ(f.seq, 5u) << RenderText(r);
+    EXPECT_EQ(f.op, "MPI_Bcast");
+    EXPECT_EQ(r.culprits, std::vector<uint32_t>{3});
   }
   // When every member died, their records are all there is: the lowest still counts.
   Job j(2);
