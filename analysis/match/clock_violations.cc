@@ -51,6 +51,13 @@ bool Violates(const CollectiveInstance& in) {
         }
       }
       return false;
+    case COMMPROF_OP_EXSCAN:  // rank i waits for ranks 0 ... i-1; rank 0 for nobody
+      for (const auto& x : a) {
+        if (x.end < max_start_where([&](const Arrival& y) { return y.local_rank < x.local_rank; })) {
+          return true;
+        }
+      }
+      return false;
     default: {
       int64_t last = max_start_where([](const Arrival&) { return true; });
       for (const auto& x : a) {
