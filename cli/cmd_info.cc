@@ -1,5 +1,6 @@
 // `commprof info FILE.h5 [--json]`: job metadata and, per rank, host, pid, status, event counts
 // by kind and by name, dropped counts and the clock model.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -181,6 +182,8 @@ int RunInfo(const Options& o) {
       jr["counters"] = r.counters;
       jr["clock_offset_ns"] = r.clock_offset_ns;
       jr["clock_drift_ppm"] = r.clock_drift_ppm;
+      const std::optional<double> drift_pm = r.clock_drift_uncertainty_ppm();
+      jr["clock_drift_uncertainty_ppm"] = drift_pm ? nlohmann::ordered_json(*drift_pm) : nlohmann::ordered_json();
       jr["clock_error_bound_ns"] = r.clock_error_bound_ns;
       jr["clock_method"] = r.clock_method;
       jr["shard"] = r.shard;
@@ -249,6 +252,29 @@ int RunInfo(const Options& o) {
                 static_cast<unsigned long long>(r.pid), StatusShown(r).c_str(), static_cast<unsigned long long>(events),
                 MissingShown(r).c_str(), static_cast<unsigned long long>(r.batches_lost),
                 static_cast<long long>(r.clock_offset_ns), r.clock_drift_ppm, bound.c_str(), EndReasonShown(r).c_str());
+  }
+  // A drift read from points a few ms apart is mostly their noise: say how much, once.
+  std::vector<uint32_t> vague;
+  double widest = 0;
+  for (const RankInfo& r : info.ranks) {
+    if (auto u = r.clock_drift_uncertainty_ppm(); u && *u >= 1.0) {
+      vague.push_back(r.rank);
+      widest = std::max(widest, *u);
+    }
+  }
+  if (!vague.empty()) {
+    RankRanges ranges;
+    for (uint32_t r : vague) {
+      if (!ranges.empty() && ranges.back().second + 1 == r) {
+        ranges.back().second = r;
+      } else {
+        ranges.emplace_back(r, r);
+      }
+    }
+    std::printf(
+        "drift of rank(s) %s: uncertain by up to %.2f ppm (their clock points span too little time to "
+        "measure a slope; the offsets hold within their bounds)\n",
+        FormatRankRanges(ranges).c_str(), widest);
   }
   for (const RankFault& f : info.faults) {
     std::printf("%-5s unreadable, left out: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-", f.message.c_str());

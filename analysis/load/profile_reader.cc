@@ -203,6 +203,14 @@ uint64_t ProfileInfo::lost_batches() const {
   return n;
 }
 
+std::optional<double> RankInfo::clock_drift_uncertainty_ppm() const {
+  if (clock_points.size() < 2 || clock_points.back().local_ns <= clock_points.front().local_ns) {
+    return std::nullopt;
+  }
+  const double span = static_cast<double>(clock_points.back().local_ns - clock_points.front().local_ns);
+  return static_cast<double>(clock_points.front().half_rtt_ns + clock_points.back().half_rtt_ns) / span * 1e6;
+}
+
 uint64_t ProfileInfo::missing_events() const {
   uint64_t n = 0;
   for (const RankInfo& r : ranks) {

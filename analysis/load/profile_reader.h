@@ -38,6 +38,10 @@ struct RankInfo {
   uint64_t start_steady_ns = 0;
   uint64_t start_utc_ns = 0;  // UTC at start_steady_ns (0: not recorded)
   ClockModel clock_model() const { return ClockModel(clock_points); }
+  // How far clock_drift_ppm (the slope from the first to the last point) may be off: the two
+  // points' half round trips over the time between them, in ppm. Over a short job this exceeds the
+  // drift itself. nullopt with fewer than two points.
+  std::optional<double> clock_drift_uncertainty_ppm() const;
   std::map<std::string, uint64_t> counters;  // events_recorded, dropped_*, ...
   uint64_t dropped_events = 0;               // attribute dropped_events: lost inside the collector
   uint64_t batches_lost = 0;                 // attribute batches_lost: events frames that never arrived

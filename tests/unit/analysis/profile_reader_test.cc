@@ -391,5 +391,20 @@ TEST(ProfileReaderKinds, KindNamesCoverEveryKindAndRejectOthers) {
   }
 }
 
+// The drift's uncertainty: the first and last points' half round trips over their distance.
+TEST(RankInfoDrift, UncertaintyIsTheEndPointsHalfRoundTripsOverTheirSpan) {
+  RankInfo r;
+  EXPECT_FALSE(r.clock_drift_uncertainty_ppm().has_value()) << "no point";
+  r.clock_points = {{1'000'000, 5, 2'000}};
+  EXPECT_FALSE(r.clock_drift_uncertainty_ppm().has_value()) << "one point";
+  // 2 us + 3 us over 5 ms: 1000 ppm, whatever lies between
+  r.clock_points = {{1'000'000, 5, 2'000}, {3'000'000, 7, 100'000}, {6'000'000, 9, 3'000}};
+  ASSERT_TRUE(r.clock_drift_uncertainty_ppm().has_value());
+  EXPECT_DOUBLE_EQ(*r.clock_drift_uncertainty_ppm(), 1000.0);
+  // ranks of one host: exact points, no uncertainty
+  r.clock_points = {{0, 0, 0}, {2'000'000'000, 0, 0}};
+  EXPECT_DOUBLE_EQ(*r.clock_drift_uncertainty_ppm(), 0.0);
+}
+
 }  // namespace
 }  // namespace commprof
