@@ -4,7 +4,10 @@ environment goes: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, RO
 ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT,
 TORCHELASTIC_MAX_RESTARTS (the agent's own environment passed on, as torchrun does), and restarts
 them as torch elastic does: when a worker fails and restarts are left, the others are stopped
-(SIGTERM) and every worker starts again with TORCHELASTIC_RESTART_COUNT one higher.
+(SIGTERM) and every worker starts again with TORCHELASTIC_RESTART_COUNT one higher. The others
+get up to GRACE_S to end on their own first (torch's agent too notices a failure only at its next
+monitor interval): on a loaded machine a worker may not even have started when the failing one
+is done, and one stopped before it recorded anything would make the incarnation look empty.
 
 Usage: torch_style_launcher.py --nproc-per-node N [--nnodes M --node-rank G] [--restart-count K]
                                [--max-restarts R --fail-first-rank F] -- PROGRAM ARGS...
@@ -17,6 +20,8 @@ import os
 import subprocess
 import sys
 import time
+
+GRACE_S = 20.0
 
 def start(a, program, restart_count, fail_rank):
     n, world = a.nproc_per_node, a.nproc_per_node * a.nnodes
@@ -58,6 +63,9 @@ def main():
         failed = failed if failed is not None else next((w.returncode for w in workers if w.returncode != 0), None)
         if failed is None:
             return 0
+        deadline = time.monotonic() + GRACE_S
+        while any(w.poll() is None for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
         for w in workers:
             if w.poll() is None:
                 w.terminate()
