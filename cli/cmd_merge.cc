@@ -1,5 +1,7 @@
 // `commprof merge DIR|FILE... -o FILE.h5`: turns spool files into the same HDF5 file a live
 // aggregator would have written.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -39,9 +41,14 @@ int RunMerge(const Options& o) {
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    std::fprintf(stderr, "commprof merge: no .cpspool files found\n");
+    std::string where;
+    for (const auto& in : o.inputs) {
+      where += (where.empty() ? "" : ", ") + in;
+    }
+    std::fprintf(stderr, "commprof merge: no .cpspool files found in %s\n", where.c_str());
     return 1;
   }
+  const bool progress = isatty(STDERR_FILENO) == 1;
   JobMeta meta;
   meta.command_line = "commprof merge";
   for (const auto& in : o.inputs) {
@@ -89,9 +96,13 @@ int RunMerge(const Options& o) {
       std::fprintf(stderr, "commprof merge: %s%s\n", r.status.message().c_str(),
                    r.accepted ? " (frames before it are kept)" : " (file skipped)");
     }
-    std::fprintf(stderr, "\rcommprof merge: %zu/%zu spool files", i + 1, files.size());
+    if (progress) {  // a line redrawn in place on a terminal only: in a log it would run together
+      std::fprintf(stderr, "\rcommprof merge: %zu/%zu spool files", i + 1, files.size());
+    }
   }
-  std::fprintf(stderr, "\n");
+  if (progress) {
+    std::fprintf(stderr, "\n");
+  }
   NameRestartFiles(*ingest.value(), restarts);
   const std::vector<std::string> restart_files = restarts.Finish(true);
   Status st = ingest.value()->Finish();

@@ -5,8 +5,14 @@
 # group), report.json, report.html and the merged Chrome/Perfetto trace demo.trace.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-cmake --preset release >/dev/null
+scripts/install-deps.sh --demo  # the build and run set only (scripts/test.sh installs the test toolchain)
+# Without the test toolchain (a fresh machine) the tree is configured without tests and benchmarks,
+# which need it; scripts/test.sh turns them on again.
+CONFIGURE=(cmake --preset release)
+if ! dpkg-query -W -f='${Status}' libgtest-dev 2>/dev/null | grep -q "install ok installed"; then
+  CONFIGURE+=(-DCOMMPROF_BUILD_TESTS=OFF -DCOMMPROF_BUILD_BENCH=OFF)
+fi
+"${CONFIGURE[@]}" >/dev/null
 # Only what the demo runs (the command, with the collector and NCCL plugin it depends on, and the
 # example job): not the tests and benchmarks, which scripts/test.sh builds.
 cmake --build --preset release --target commprof_cli mpi_straggler
@@ -22,5 +28,7 @@ build/release/cli/commprof report --format json -o demo-output/report.json demo-
 build/release/cli/commprof report --format html -o demo-output/report.html demo-output/demo.h5
 build/release/cli/commprof export --format chrome -o demo-output/demo.trace.json demo-output/demo.h5
 echo
-echo "demo: wrote demo-output/demo.h5 (read it with h5py: docs/file-format.md), report.json, report.html"
+out="$PWD/demo-output"
+echo "demo: wrote $out/demo.h5 (read it with h5py: docs/file-format.md), report.json, report.html"
 echo "      and demo.trace.json (open it in https://ui.perfetto.dev or chrome://tracing)"
+echo "      the command: $PWD/build/release/cli/commprof (docs/cli.md)"

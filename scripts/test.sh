@@ -18,7 +18,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 JOBS=$(nproc)
 
-cmake --preset release >/dev/null
+# Tests and benchmarks on, whatever an earlier scripts/demo.sh configured.
+cmake --preset release -DCOMMPROF_BUILD_TESTS=ON -DCOMMPROF_BUILD_BENCH=ON >/dev/null
 cmake --build --preset release -j "$JOBS"
 
 SANITIZER_LOG=build/sanitizers-build.log

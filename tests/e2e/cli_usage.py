@@ -15,6 +15,13 @@ Cases and their truth:
               those need no source under tests/ or bench/, fewer build steps than the whole tree,
               and they link everything the demo runs (commprof, libcommprof.so, the NCCL plugin,
               examples/mpi_straggler). Read from ninja's plan (`ninja -t commands`), nothing built.
+  demo_packages `scripts/install-deps.sh --demo` (the demo's own install) is enough for what the demo
+              builds: a fresh tree configured as demo.sh configures it on a machine without the test
+              toolchain (tests and benchmarks off) finds nothing outside those packages and what they
+              depend on. Every file CMake found (compilers, headers, libraries, tools: the FILEPATH
+              entries of its cache and the paths in its MPI, HDF5 and Boost variables) is mapped to
+              its Debian package (`dpkg -S`), and each package must be in the demo list's dependency
+              closure (`apt-cache depends --recurse`). At least 10 files must be checked.
   partial_import The shipped 2-of-128-rank torch.profiler trace (../shared/data/kineto/
               hta-trace-filter-2rank; skipped, naming the path, without it) imported: the text report
               lists ranks 0 and 1 in each per-rank table and names ranks 2-127 in one line (no row of
@@ -28,6 +35,7 @@ Cases and their truth:
 import os
 import re
 import shutil
+import subprocess
 
 from e2e_support import expect, run, run_cases
 
@@ -144,7 +152,71 @@ def case_demo_targets(ctx):
     print(f"demo_targets: {len(plan)} build steps of {len(everything)}")
 
 
+def owners(path):
+    """The Debian packages owning `path` (merged /usr: dpkg may know it by /lib or /usr/lib)."""
+    candidates = {path, os.path.realpath(path)}
+    for c in list(candidates):
+        if c.startswith("/usr/lib/") or c.startswith("/usr/bin/"):
+            candidates.add(c[len("/usr"):])
+        elif c.startswith("/lib/") or c.startswith("/bin/"):
+            candidates.add("/usr" + c)
+    for c in sorted(candidates):
+        p = subprocess.run(["dpkg", "-S", c], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if p.returncode == 0:
+            line = p.stdout.splitlines()[0]
+            return {name.strip().split(":")[0] for name in line.rsplit(": ", 1)[0].split(",")}
+    return set()
+
+
+def case_demo_packages(ctx):
+    if shutil.which("dpkg") is None or shutil.which("apt-cache") is None:
+        print("SKIPPED: not a Debian system (no dpkg / apt-cache)")
+        raise SystemExit(77)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    demo = run([os.path.join(root, "scripts", "install-deps.sh"), "--list", "--demo"], check_rc=0).stdout.split()
+    closure = set()
+    deps = run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+                "--no-breaks", "--no-replaces", "--no-enhances", "--installed"] + demo, check_rc=0).stdout
+    for line in deps.splitlines():
+        name = line.split(":", 1)[-1].strip() if line.startswith(" ") else line.strip()
+        closure.add(name.strip("<>").split(":")[0])
+    expect(set(demo) <= closure, f"the demo's packages are not all installed: {sorted(set(demo) - closure)}")
+    tree = ctx.path("demo-configure")
+    shutil.rmtree(tree, ignore_errors=True)
+    run(["cmake", "-S", root, "-B", tree, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+         "-DCOMMPROF_BUILD_TESTS=OFF", "-DCOMMPROF_BUILD_BENCH=OFF"], check_rc=0, timeout=300)
+    # Optional finds of CMake's own modules that nothing of commprof uses (absent, the build is the same).
+    optional = {"HDF5_DIFF_EXECUTABLE": "FindHDF5's h5diff"}
+    found = set()
+    with open(os.path.join(tree, "CMakeCache.txt")) as f:
+        for line in f:
+            m = re.match(r"^([A-Za-z_0-9]+):(\w+)=(.*)$", line.strip())
+            if not m:
+                continue
+            name, kind, value = m.groups()
+            if name in optional or kind not in ("FILEPATH", "PATH", "STRING", "INTERNAL") or not re.search(
+                    r"(COMPILER|LIBRAR|INCLUDE|EXECUTABLE|_DIR$|PROGRAM|LINKER|_AR$|RANLIB)", name):
+                continue
+            for item in re.split(r"[;\s]+", value):
+                if item.startswith("/") and not item.startswith("/usr/local/") and not item.startswith(tree) \
+                        and os.path.isfile(item):
+                    found.add(item)
+    unowned, outside = [], {}
+    for path in sorted(found):
+        pkgs = owners(path)
+        if not pkgs:
+            unowned.append(path)
+        elif not pkgs & closure:
+            outside[path] = sorted(pkgs)
+    expect(len(found) - len(unowned) >= 10, f"only {len(found) - len(unowned)} files checked: {sorted(found)}")
+    expect(not outside, "the demo's configure found files of packages `install-deps.sh --demo` does not "
+                        f"install: {outside}")
+    print(f"demo_packages: {len(found) - len(unowned)} files found by CMake, every one from the {len(demo)} demo "
+          f"packages or their {len(closure)} dependencies ({len(unowned)} owned by no package: {unowned[:3]})")
+
+
 if __name__ == "__main__":
     run_cases({"help": case_help, "unknown": case_unknown, "demo_targets": case_demo_targets,
+               "demo_packages": case_demo_packages,
                "partial_import": case_partial_import,
                "unreadable": case_unreadable})

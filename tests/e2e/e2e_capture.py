@@ -364,6 +364,13 @@ def case_spool_and_merge(ctx):
     expect(len(files) == 4 and all(x.endswith(".cpspool") for x in files), f"spool files: {files}")
     out = ctx.path("merged.h5")
     p = run([ctx.commprof, "merge", spool, "-o", out], check_rc=0)
+    # stderr is a pipe here: no progress line redrawn with carriage returns
+    expect("\r" not in p.stderr, f"merge drew progress into a pipe: {p.stderr!r}")
+    empty = ctx.path("empty-spool")
+    os.makedirs(empty, exist_ok=True)
+    q = run([ctx.commprof, "merge", empty, "-o", ctx.path("none.h5")])
+    expect(q.returncode == 1 and f"no .cpspool files found in {empty}" in q.stderr,
+           f"merge of an empty directory: rc {q.returncode}\n{q.stderr}")
     with h5py.File(out, "r") as f:
         expect(f.attrs["job_id"] == "spooljob", f"job id {f.attrs['job_id']}")
         expect(int(f.attrs["world_size"]) == 4, "world size")
