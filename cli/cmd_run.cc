@@ -192,6 +192,17 @@ void ReportNothingRecorded(const Options& o, const std::string& library, const s
   if (::access(library.c_str(), R_OK) != 0) {
     unreadable = std::string(" (it cannot be read now: ") + std::strerror(errno) + ")";
   }
+  if (job_rc != 0 && unreadable.empty()) {
+    // A failed job that recorded nothing most often never started its ranks (a launcher refusing
+    // root, too few slots, a program not found): its own messages above say why, and the
+    // checklist below would point away from them.
+    std::fprintf(stderr,
+                 "commprof run: error: no rank recorded anything and the job exited %d: it most likely failed "
+                 "before its ranks started (its own messages are above); %s %s.\n"
+                 "  If the ranks did run, see docs/cli.md, \"When nothing is recorded\", for what to check.\n",
+                 job_rc, o.output.c_str(), previous_kept ? "is left as it was" : "holds no rank (world size 0)");
+    return;
+  }
   std::fprintf(stderr,
                "commprof run: error: no rank recorded anything: %s %s%s.\n"
                "  The job ran with LD_PRELOAD=%s%s\n"

@@ -98,7 +98,8 @@ def case_fortran(ctx, binding):
 
 def case_nothing_recorded(ctx):
     """A job in which no rank loads or calls libcommprof.so fails loudly with exit code 4 and
-    says what was preloaded; the application's own failure still wins; a normal run is
+    says what was preloaded; the application's own failure still wins (one line pointing at the
+    job's own messages: it most likely never started its ranks); a normal run is
     unaffected (the Fortran cases and every other e2e case run with exit code 0)."""
     out = ctx.path("nothing.h5")
     p = run([ctx.commprof, "run", "-o", out, "--"] + mpirun(2) + ["/bin/true"])
@@ -113,8 +114,10 @@ def case_nothing_recorded(ctx):
     expect(p.returncode == EXIT_NOTHING_RECORDED and "no rank recorded anything" in p.stderr,
            f"direct /bin/true: exit code {p.returncode}, expected 4\n{p.stderr}")
     p = run([ctx.commprof, "run", "-q", "-o", ctx.path("failed.h5"), "--", "/bin/sh", "-c", "exit 5"])
-    expect(p.returncode == 5 and "no rank recorded anything" in p.stderr,
+    expect(p.returncode == 5 and "no rank recorded anything and the job exited 5" in p.stderr,
            f"the job's own exit code comes first: {p.returncode}, expected 5\n{p.stderr}")
+    expect("its own messages are above" in p.stderr and "Check that" not in p.stderr,
+           f"a failed job points at its own output, not at the checklist:\n{p.stderr}")
     # A rank that records: exit code 0, no error.
     exe = os.path.join(ctx.build, "tests", "e2e", "mpi_all_calls")
     p = run([ctx.commprof, "run", "-o", ctx.path("normal.h5"), "--"] + mpirun(4) + [exe], check_rc=0)
