@@ -112,8 +112,22 @@ int Main(int argc, char** argv) {
     if (analysis && !commprof::cli::AnalysisWorld::SpeaksForAll()) {
       return 0;
     }
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // usage errors are exit code 2, as documented
+    if (e.get_exit_code() == 0) {  // --help, --version
+      return app.exit(e);
+    }
+    // Usage errors are exit code 2, as documented, and name the command they are about.
+    if (parse_argc > 1 && argv[1][0] != '-') {
+      std::fprintf(stderr, "commprof %s: %s (see commprof %s --help)\n", argv[1], e.what(), argv[1]);
+      return 2;
+    }
+    if (parse_argc > 1) {
+      std::fprintf(stderr, "commprof: %s is not an option of commprof itself (--help, --help-env, --version)\n",
+                   argv[1]);
+    } else {
+      std::fprintf(stderr, "commprof: a command is required (%s; `commprof help` explains them)\n",
+                   commprof::cli::CommandList(app).c_str());
+    }
+    return 2;
   }
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {

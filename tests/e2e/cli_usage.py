@@ -10,7 +10,9 @@ Cases and their truth:
               no option line shows parser notation: no "{...}" after a name, no "TYPE:TYPE", no
               " in [LOW - HIGH]"; `-h,--help` keeps both names.
   unknown     `commprof frobnicate` and `commprof help frobnicate` exit 2 naming the word and listing
-              the commands; `commprof` alone exits 2.
+              the commands; `commprof` alone exits 2 listing them; `commprof --frob` names the option;
+              a command's usage error (`info --bogus`, `report` without its file) is one line
+              starting `commprof CMD: ` and pointing at `commprof CMD --help`.
   demo_targets scripts/demo.sh builds only the targets it names with --target; from a clean tree
               those need no source under tests/ or bench/, fewer build steps than the whole tree,
               and they link everything the demo runs (commprof, libcommprof.so, the NCCL plugin,
@@ -81,7 +83,17 @@ def case_unknown(ctx):
         expect(f"'{word}' is not a commprof command" in p.stderr and "commands: " in p.stderr,
                f"commprof {' '.join(args)}: {p.stderr}")
     p = run([ctx.commprof])
-    expect(p.returncode == 2, f"commprof alone: exit {p.returncode}")
+    expect(p.returncode == 2 and "a command is required" in p.stderr and "commands: run, info" in p.stderr,
+           f"commprof alone: exit {p.returncode}\n{p.stderr}")
+    p = run([ctx.commprof, "--frob"])
+    expect(p.returncode == 2 and "--frob is not an option of commprof itself" in p.stderr,
+           f"commprof --frob: exit {p.returncode}\n{p.stderr}")
+    # A usage error of a command names the command and where its options are explained.
+    for args, said in ((["info", "--bogus", "x.h5"], "--bogus"), (["report"], "file is required"),
+                       (["import", "kineto"], "is required")):
+        p = run([ctx.commprof, *args])
+        expect(p.returncode == 2 and p.stderr.startswith(f"commprof {args[0]}: ") and said in p.stderr and
+               f"(see commprof {args[0]} --help)" in p.stderr, f"commprof {' '.join(args)}: {p.returncode}\n{p.stderr}")
 
 
 def case_unreadable(ctx):
