@@ -44,6 +44,40 @@ std::string CleanTypeName(const std::string& type_name) {
   return check == type ? type : type + " (" + check + ")";
 }
 
+std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
+  constexpr size_t kWidth = 100;
+  std::string text = sub->get_description();
+  // The first sentence: up to the first ". " (or the end), newlines read as spaces.
+  for (char& c : text) {
+    c = c == '\n' ? ' ' : c;
+  }
+  if (const size_t stop = text.find(". "); stop != std::string::npos) {
+    text = text.substr(0, stop + 1);
+  }
+  const size_t indent = column_width_;  // where CLI11 starts an option's description
+  std::string name = "  " + sub->get_display_name(true);
+  std::string out =
+      name.size() < indent ? name + std::string(indent - name.size(), ' ') : name + "\n" + std::string(indent, ' ');
+  size_t col = indent;
+  std::istringstream words(text);
+  bool first = true;
+  for (std::string w; words >> w;) {
+    if (!first && col + 1 + w.size() > kWidth) {
+      out += "\n" + std::string(indent, ' ');
+      col = indent;
+      first = true;
+    }
+    if (!first) {
+      out += ' ';
+      ++col;
+    }
+    out += w;
+    col += w.size();
+    first = false;
+  }
+  return out + "\n";
+}
+
 std::string HelpFormatter::make_usage(const CLI::App* app, std::string name) const {
   // The command's own words, not the path it was started by (build/release/cli/commprof).
   std::vector<std::string> words;

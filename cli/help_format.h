@@ -20,6 +20,9 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_usage(const CLI::App* app, std::string name) const override;
   std::string make_option_name(const CLI::Option* opt, bool is_positional) const override;
   std::string make_option_opts(const CLI::Option* opt) const override;
+  // A command in its parent's list: the first sentence of its description, wrapped to 100
+  // columns (`commprof help COMMAND` prints the whole of it).
+  std::string make_subcommand(const CLI::App* sub) const override;
 
  private:
   std::map<std::string, std::string> usage_;

@@ -4,7 +4,8 @@
 Usage: cli_usage.py CASE --build BUILD_DIR --work WORK_DIR
 
 Cases and their truth:
-  help        For every command `commprof help` lists (and `import kineto`): `commprof help CMD` prints
+  help        `commprof --help` lists each command with the first sentence of its description, within
+              100 columns. For every command `commprof help` lists (and `import kineto`): `commprof help CMD` prints
               exactly what `commprof CMD --help` prints, exit 0; its usage line starts with
               "Usage: commprof CMD" (run's is "Usage: commprof run [OPTIONS] -- LAUNCHER ARGS...");
               no option line shows parser notation: no "{...}" after a name, no "TYPE:TYPE", no
@@ -55,6 +56,12 @@ def commands(ctx):
 
 
 def case_help(ctx):
+    # The top-level list: each command's first sentence, wrapped within 100 columns.
+    top = run([ctx.commprof, "--help"], check_rc=0).stdout
+    listed = top.split("Subcommands:", 1)[1].splitlines()
+    expect(all(len(l) <= 100 for l in listed), f"command list lines over 100 columns: {[l for l in listed if len(l) > 100]}")
+    expect(any(l.startswith("  export ") for l in listed) and "flow arrows" not in top,
+           "the list shows export's first sentence only")
     for cmd in commands(ctx) + ["import kineto"]:
         words = cmd.split()
         by_flag = run([ctx.commprof, *words, "--help"], check_rc=0).stdout
