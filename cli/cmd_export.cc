@@ -280,8 +280,8 @@ Runner AddExportCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "export",
       "Write one merged timeline of the job as a Chrome/Perfetto JSON trace (--format chrome) or a Perfetto "
-      "protobuf trace (--format perfetto: about a quarter of the bytes, written faster): one process per rank, one "
-      "track "
+      "protobuf trace (--format perfetto: about a quarter of the bytes, written faster), or its memory timeline. "
+      "The timeline has one process per rank, one track "
       "per thread or GPU stream (split into lanes where slices overlap partially), times aligned across ranks "
       "(microseconds, ns precision, from the earliest event), flow arrows from the last rank to arrive at each "
       "matched blocking collective to every other participant, and wait/sequence/bytes args on collectives. "
