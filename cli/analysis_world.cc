@@ -110,6 +110,11 @@ bool AnalysisWorld::SpeaksForAll() { return LauncherRank().value_or(0) == 0; }
 
 int AnalysisWorld::RefusedExitCode() { return SpeaksForAll() ? 2 : 0; }
 
+bool AnalysisWorld::QuietBesideItsSpeaker() {
+  const bool several = LaunchedSize() != 1 || SlurmTasksWithoutMpi() > 1;
+  return several && !SpeaksForAll();
+}
+
 std::optional<int> AnalysisWorld::RefuseSeveral(const char* command) {
   if (LaunchedSize() <= 1 && SlurmTasksWithoutMpi() <= 1) {
     return std::nullopt;  // alone, or a count no launcher variable says: not refused on a guess

@@ -37,6 +37,10 @@ class AnalysisWorld {
   // the launcher's rank 0 (core/launcher_env.h: MPI's, srun's or a torch launcher's), or a process
   // no launcher started.
   static bool SpeaksForAll();
+  // Whether a launcher started this process as one of several that JoinIfLaunched would join or
+  // RefuseSeveral refuse (MPI's or srun's variables say more than one, COMMPROF_ANALYSIS_MPI is not
+  // "off"), and it is not the one that speaks for them: its usage errors are the speaker's too.
+  static bool QuietBesideItsSpeaker();
   ~AnalysisWorld();  // MPI_Finalize
   AnalysisWorld(const AnalysisWorld&) = delete;
   AnalysisWorld& operator=(const AnalysisWorld&) = delete;

@@ -269,10 +269,13 @@ std::vector<std::string> SplitLines(const std::string& text) {
 // something else names the first fact that differs; the first process then says that the
 // processes disagree.
 bool SameViewEverywhere(AnalysisWorld& world, const ProfileReader& reader, const std::string& path) {
-  const std::vector<std::string> mine = ViewOf(reader);
-  const std::vector<std::string> firsts = SplitLines(world.TextFromFirst(JoinLines(mine)));
-  const bool same = mine == firsts;
+  const std::vector<std::string> mine_lines = ViewOf(reader);
+  const std::string mine_text = JoinLines(mine_lines);
+  const std::string firsts_text = world.TextFromFirst(mine_text);
+  const bool same = mine_text == firsts_text;  // the text itself: a fact may hold a newline
   if (!same) {
+    const std::vector<std::string> mine = SplitLines(mine_text);
+    const std::vector<std::string> firsts = SplitLines(firsts_text);
     size_t i = 0;
     while (i < mine.size() && i < firsts.size() && mine[i] == firsts[i]) {
       ++i;

@@ -109,7 +109,7 @@ int Main(int argc, char** argv) {
     // may run inside a rank's environment (the relays): they always speak.
     const bool analysis = parse_argc > 1 && (std::string(argv[1]) == "report" || std::string(argv[1]) == "export" ||
                                              std::string(argv[1]) == "stats");
-    if (analysis && !commprof::cli::AnalysisWorld::SpeaksForAll()) {
+    if (analysis && commprof::cli::AnalysisWorld::QuietBesideItsSpeaker()) {
       return 0;
     }
     if (e.get_exit_code() == 0) {  // --help, --version
@@ -120,7 +120,9 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "commprof %s: %s (see commprof %s --help)\n", argv[1], e.what(), argv[1]);
       return 2;
     }
-    if (parse_argc > 1) {
+    if (parse_argc > 1 && std::string(argv[1]) == "--help-env") {
+      std::fprintf(stderr, "commprof: --help-env takes nothing else (commprof --help-env)\n");
+    } else if (parse_argc > 1) {
       std::fprintf(stderr, "commprof: %s is not an option of commprof itself (--help, --help-env, --version)\n",
                    argv[1]);
     } else {

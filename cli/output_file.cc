@@ -21,15 +21,20 @@ Status CheckOutputTarget(const std::string& out, OutputKind kind) {
     return Status::Ok();
   }
   std::error_code fec;
-  fs::file_status st = fs::status(out, fec);
+  fs::file_status st = fs::status(out, fec);  // what a link leads to
   if (fs::is_directory(st)) {
     return IoError("cannot write " + out + ": it is a directory");
   }
   if (kind == OutputKind::kRegularFile && fs::exists(st) && !fs::is_regular_file(st)) {
     return IoError("cannot write " + out + ": it exists and is not a regular file");
   }
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    return Status::Ok();  // a device or FIFO: written directly, its directory does not matter
+  if (kind == OutputKind::kStream && fs::exists(st)) {
+    // Written where it is (a device, a FIFO, /dev/stdout, a link, or a file in a directory we
+    // may not create in: WriteOutput falls back to writing it in place): it must be writable.
+    if (::access(out.c_str(), W_OK) != 0) {
+      return IoError("cannot write " + out + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
   }
   fs::path dir = fs::path(out).parent_path();
   if (dir.empty()) {
@@ -48,6 +53,21 @@ Status CheckOutputTarget(const std::string& out, OutputKind kind) {
   return Status::Ok();
 }
 
+namespace {
+Status WriteOutputInPlace(const std::string& output, const std::function<Status(std::ostream&)>& write) {
+  std::ofstream f(output, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    return IoError("cannot create " + output + ": " + std::strerror(errno));
+  }
+  Status st = write(f);
+  f.close();
+  if (st.ok() && !f) {
+    st = IoError(output + ": write failed (disk full?)");
+  }
+  return st;
+}
+}  // namespace
+
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
   if (output == "-") {
     Status st = write(std::cout);
@@ -63,6 +83,11 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
       status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
   const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
   std::ofstream f(target, std::ios::binary | std::ios::trunc);
+  if (!f && replace && status.type() == std::filesystem::file_type::regular && ::access(output.c_str(), W_OK) == 0) {
+    // No file can be created beside it (a directory we may not write in), but it can be written:
+    // in place, as a plain redirection would, not whole-or-nothing.
+    return WriteOutputInPlace(output, write);
+  }
   if (!f) {
     // Name the output asked for (not the temporary file beside it) and why it cannot be made.
     const int why = errno;

@@ -24,7 +24,8 @@ Status CheckOutputTarget(const std::string& output, OutputKind kind);
 // Writes `write`'s output to `output` ('-': stdout). A new or regular file is written beside
 // itself and renamed into place when complete, so a failed write never leaves a truncated file.
 // Anything else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over
-// it would replace the device or the link itself.
+// it would replace the device or the link itself. An existing file in a directory where nothing can
+// be created beside it is written in place.
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write);
 
 }  // namespace commprof::cli

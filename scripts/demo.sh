@@ -9,7 +9,8 @@ scripts/install-deps.sh --demo  # the build and run set only (scripts/test.sh in
 # Without the test toolchain (a fresh machine) the tree is configured without tests and benchmarks,
 # which need it; scripts/test.sh turns them on again.
 CONFIGURE=(cmake --preset release)
-if ! dpkg-query -W -f='${Status}' libgtest-dev 2>/dev/null | grep -q "install ok installed"; then
+if ! dpkg-query -W -f='${Status}' libgtest-dev 2>/dev/null | grep -q "install ok installed" ||
+  ! command -v python3 >/dev/null; then
   CONFIGURE+=(-DCOMMPROF_BUILD_TESTS=OFF -DCOMMPROF_BUILD_BENCH=OFF)
 fi
 "${CONFIGURE[@]}" >/dev/null

@@ -502,12 +502,12 @@ class Diagnoser {
   static bool NeedsEveryMember(const commprof_event& e) {
     switch (e.subtype) {
       case COMMPROF_OP_BARRIER:
+      case COMMPROF_OP_ALLTOALLV:  // with every count 0 too (CollectiveInstance::zero_byte)
         return true;
       case COMMPROF_OP_ALLREDUCE:
       case COMMPROF_OP_ALLGATHER:
       case COMMPROF_OP_ALLGATHERV:
       case COMMPROF_OP_ALLTOALL:
-      case COMMPROF_OP_ALLTOALLV:
       case COMMPROF_OP_REDUCE_SCATTER:
       case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
         return e.bytes > 0;

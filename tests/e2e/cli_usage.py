@@ -21,10 +21,12 @@ Cases and their truth:
   demo_packages `scripts/install-deps.sh --demo` (the demo's own install) is enough for what the demo
               builds: a fresh tree configured as demo.sh configures it on a machine without the test
               toolchain (tests and benchmarks off) finds nothing outside those packages and what they
-              depend on. Every file CMake found (compilers, headers, libraries, tools: the FILEPATH
-              entries of its cache and the paths in its MPI, HDF5 and Boost variables) is mapped to
-              its Debian package (`dpkg -S`), and each package must be in the demo list's dependency
-              closure (`apt-cache depends --recurse`). At least 10 files must be checked.
+              depend on. Every file CMake found (compilers, libraries, tools: the file paths of its
+              cache, its MPI, HDF5 and Boost variables) and one file of every package-specific
+              directory it found (CMake config dirs and header dirs: how CLI11, nlohmann_json, Boost
+              and simdjson show) is mapped to its Debian package (`dpkg -S`), and each package must be
+              in the demo list's dependency closure (`apt-cache depends --recurse`). At least 10 files
+              must be checked; leaving liblz4-dev or libcli11-dev out of the demo list fails it.
   partial_import The shipped 2-of-128-rank torch.profiler trace (../shared/data/kineto/
               hta-trace-filter-2rank; skipped, naming the path, without it) imported: the text report
               lists ranks 0 and 1 in each per-rank table and names ranks 2-127 in one line (no row of
@@ -95,6 +97,14 @@ def case_unknown(ctx):
     p = run([ctx.commprof, "--frob"])
     expect(p.returncode == 2 and "--frob is not an option of commprof itself" in p.stderr,
            f"commprof --frob: exit {p.returncode}\n{p.stderr}")
+    # Silent beside its speaker only when it is one of several an MPI launch or srun started: a
+    # torch worker's RANK, or COMMPROF_ANALYSIS_MPI=off, leaves every process its own messages.
+    for env in ({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "x"},
+                {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3", "COMMPROF_ANALYSIS_MPI": "off"}):
+        p = run([ctx.commprof, "stats", "--bogus", "x.h5"], env=env)
+        expect(p.returncode == 2 and "--bogus" in p.stderr, f"usage error with {env}: {p.returncode}\n{p.stderr}")
+    p = run([ctx.commprof, "stats", "--bogus", "x.h5"], env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3"})
+    expect(p.returncode == 0 and p.stderr == "", f"rank 1 of an mpirun of 3 leaves it to rank 0: {p.returncode}\n{p.stderr}")
     # A usage error of a command names the command and where its options are explained.
     for args, said in ((["info", "--bogus", "x.h5"], "--bogus"), (["report"], "file is required"),
                        (["import", "kineto"], "is required")):
@@ -187,6 +197,11 @@ def owners(path):
     return set()
 
 
+# Directories many packages put files in: no one file of them says which package CMake needed.
+GENERIC_DIRS = {"/usr/include", "/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/bin", "/usr/share", "/lib",
+                "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu/cmake", "/usr/share/cmake", "/usr/lib/cmake"}
+
+
 def case_demo_packages(ctx):
     if shutil.which("dpkg") is None or shutil.which("apt-cache") is None:
         print("SKIPPED: not a Debian system (no dpkg / apt-cache)")
@@ -217,9 +232,17 @@ def case_demo_packages(ctx):
                     r"(COMPILER|LIBRAR|INCLUDE|EXECUTABLE|_DIR$|PROGRAM|LINKER|_AR$|RANLIB)", name):
                 continue
             for item in re.split(r"[;\s]+", value):
-                if item.startswith("/") and not item.startswith("/usr/local/") and not item.startswith(tree) \
-                        and os.path.isfile(item):
+                if not item.startswith("/") or item.startswith("/usr/local/") or item.startswith(tree):
+                    continue
+                if os.path.isfile(item):
                     found.add(item)
+                elif os.path.isdir(item) and item.rstrip("/") not in GENERIC_DIRS:
+                    # A package's own directory (a CMake config dir, a header dir such as
+                    # /usr/include/hdf5/serial): what header-only packages show (CLI11,
+                    # nlohmann_json, Boost, simdjson). One file of it stands for it.
+                    files = sorted(f for f in os.listdir(item) if os.path.isfile(os.path.join(item, f)))
+                    if files:
+                        found.add(os.path.join(item, files[0]))
     unowned, outside = [], {}
     for path in sorted(found):
         pkgs = owners(path)

@@ -42,6 +42,7 @@ Cases and their truth:
 No timing is asserted: the outputs are compared with the one-process output, byte for byte.
 """
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -221,8 +222,9 @@ def case_differing_views(ctx):
     for elsewhere, what in ((shardless_dir, "which cannot be opened"), (other_dir, "job ")):
         for odd in (1, 2):
             out = ctx.path(f"views_{odd}_{os.path.basename(elsewhere)}.json")
-            script = (f'if [ "$OMPI_COMM_WORLD_RANK" = {odd} ]; then cd {elsewhere}; fi; '
-                      f'exec {ctx.commprof} report --format json {job} -o {out}')
+            q = shlex.quote
+            script = (f'if [ "$OMPI_COMM_WORLD_RANK" = {odd} ]; then cd {q(elsewhere)}; fi; '
+                      f'exec {q(ctx.commprof)} report --format json {job} -o {q(out)}')
             p = run(mpirun(3) + ["sh", "-c", script], cwd=relay_dir, timeout=200)
             where = f"{os.path.basename(elsewhere)}, process {odd}"
             expect(p.returncode == 2, f"{where}: exit {p.returncode}, expected 2\n{p.stderr}")

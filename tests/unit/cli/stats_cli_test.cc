@@ -339,6 +339,9 @@ TEST_F(StatsCli, AnOutputThatCannotBeWrittenIsNamedWithTheReasonAndLeavesTheOldO
     EXPECT_NE(r.err.find("cannot write " + dir_.path() + ": it is a directory"), std::string::npos) << r.err;
     r = Commprof(dir_, std::string(command) + " " + file_ + " -o /dev/null");
     EXPECT_EQ(r.rc, 0) << r.err;
+    r = Commprof(dir_, std::string(command) + " " + file_ + " -o /dev/stdout");  // a link to our pipe
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find(command == std::string("stats") ? "MPI_Allreduce" : "verdict"), std::string::npos) << r.out;
     const std::string kept = dir_ / (std::string(command) + ".kept");
     { std::ofstream(kept) << "an earlier output\n"; }
     r = Commprof(dir_, std::string(command) + " " + file_ + " -o " + kept);
