@@ -210,43 +210,28 @@ TEST_F(ClockViolationsTest, GatherAndGathervFollowTheReduceRule) {
   }
 }
 
-TEST_F(ClockViolationsTest, ScanRankWaitsOnlyForItselfAndTheRanksBelowIt) {
-  // seq 0: starts 100, 200, 300; rank 0 ends 150 (>= its own start), rank 1 ends 250 (>= 200),
-  //        rank 2 ends 350: fine, though rank 0 ends before rank 2 starts (all-wait would flag it)
+TEST_F(ClockViolationsTest, ScanAndExscanRanksWaitOnlyForTheRanksBelowThem) {
+  // Scan: rank i waits for ranks 0 ... i; Exscan: for ranks 0 ... i-1 (rank 0 for nobody). Before,
+  // Exscan fell under the all-wait default and counted seq 0 below as a violation.
+  // seq 0: starts 100, 200, 300; rank 0 ends 150, rank 1 250, rank 2 350: fine, though rank 0
+  //        ends before rank 2 starts (all-wait would flag it)
   // seq 1: starts 1000, 1200, 1100; rank 2 ends at 1150 < rank 1's start 1200: violation
   // seq 2: rank 1 ends (2050) before rank 2 starts (2100), which it need not wait for: fine
-  std::vector<RankData> r(3);
-  r[0].events = {Collective(COMMPROF_OP_SCAN, 0, 100, 150), Collective(COMMPROF_OP_SCAN, 1, 1000, 1050),
-                 Collective(COMMPROF_OP_SCAN, 2, 2000, 2010)};
-  r[1].events = {Collective(COMMPROF_OP_SCAN, 0, 200, 250), Collective(COMMPROF_OP_SCAN, 1, 1200, 1300),
-                 Collective(COMMPROF_OP_SCAN, 2, 2001, 2050)};
-  r[2].events = {Collective(COMMPROF_OP_SCAN, 0, 300, 350), Collective(COMMPROF_OP_SCAN, 1, 1100, 1150),
-                 Collective(COMMPROF_OP_SCAN, 2, 2100, 2200)};
-  ClockViolations v = CountUnaligned(r);
-  EXPECT_EQ(v.instances_checked, 3u);
-  EXPECT_EQ(v.violations, 1u);
-}
-
-TEST_F(ClockViolationsTest, ExscanRankWaitsOnlyForTheRanksBelowItAndRankZeroForNobody) {
-  // seq 0: starts 100, 200, 300; rank 0 ends at 150, before the others start: fine (it waits for
-  //        nobody; the all-wait rule Exscan fell under before flagged it); rank 1 ends 250, rank 2 350
-  // seq 1: starts 1000, 1200, 1100; rank 2 ends 1150 < rank 1's start 1200: violation
-  // seq 2: rank 1 ends (2050) before rank 2 starts (2100), which it need not wait for: fine
-  std::vector<RankData> r(3);
-  r[0].events = {Collective(COMMPROF_OP_EXSCAN, 0, 100, 150), Collective(COMMPROF_OP_EXSCAN, 1, 1000, 1050),
-                 Collective(COMMPROF_OP_EXSCAN, 2, 2000, 2010)};
-  r[1].events = {Collective(COMMPROF_OP_EXSCAN, 0, 200, 250), Collective(COMMPROF_OP_EXSCAN, 1, 1200, 1300),
-                 Collective(COMMPROF_OP_EXSCAN, 2, 2001, 2050)};
-  r[2].events = {Collective(COMMPROF_OP_EXSCAN, 0, 300, 350), Collective(COMMPROF_OP_EXSCAN, 1, 1100, 1150),
-                 Collective(COMMPROF_OP_EXSCAN, 2, 2100, 2200)};
-  ClockViolations v = CountUnaligned(r);
-  EXPECT_EQ(v.instances_checked, 3u);
-  EXPECT_EQ(v.violations, 1u);
-  // rank 1 ending (90) before rank 0 starts (100) is one
-  std::vector<RankData> late(2);
-  late[0].events = {Collective(COMMPROF_OP_EXSCAN, 0, 100, 150)};
-  late[1].events = {Collective(COMMPROF_OP_EXSCAN, 0, 50, 90)};
-  EXPECT_EQ(CountUnaligned(late).violations, 1u);
+  for (const uint8_t op : {COMMPROF_OP_SCAN, COMMPROF_OP_EXSCAN}) {
+    SCOPED_TRACE(static_cast<int>(op));
+    std::vector<RankData> r(3);
+    r[0].events = {Collective(op, 0, 100, 150), Collective(op, 1, 1000, 1050), Collective(op, 2, 2000, 2010)};
+    r[1].events = {Collective(op, 0, 200, 250), Collective(op, 1, 1200, 1300), Collective(op, 2, 2001, 2050)};
+    r[2].events = {Collective(op, 0, 300, 350), Collective(op, 1, 1100, 1150), Collective(op, 2, 2100, 2200)};
+    ClockViolations v = CountUnaligned(r);
+    EXPECT_EQ(v.instances_checked, 3u);
+    EXPECT_EQ(v.violations, 1u);
+    // rank 1 ending (90) before rank 0 starts (100) is one for both
+    std::vector<RankData> late(2);
+    late[0].events = {Collective(op, 0, 100, 150)};
+    late[1].events = {Collective(op, 0, 50, 90)};
+    EXPECT_EQ(CountUnaligned(late).violations, 1u);
+  }
 }
 
 TEST_F(ClockViolationsTest, NonBlockingIncompleteUntrackedAndNonCollectiveEventsAreIgnored) {
