@@ -99,8 +99,11 @@ Runner AddDiffCommand(CLI::App& app) {
                   "step_time_p50, step_time_p99, step_time_max, total, mean (docs/metrics.md §13)")
       ->type_name("[METRIC=]P%");
   sub->add_option("--format", o->format, "text (table) or json (schema commprof-diff, docs/diff-json.md)")
-      ->type_name("text|json");
-  sub->add_option("--top", o->top, "text: rows shown, largest relative change first (0: all)")->type_name("N");
+      ->type_name("text|json")
+      ->capture_default_str();
+  sub->add_option("--top", o->top, "text: rows shown, largest relative change first (0: all)")
+      ->type_name("N")
+      ->capture_default_str();
   sub->add_option("--noise-floor", o->noise_floor,
                   "the guard's floor: a per-call (or per-step) median or middle-half mean that moved less "
                   "than this beyond the base's spread is noise (default 100us; 0 for none; units ns, us, "

@@ -104,7 +104,8 @@ Runner AddImportCommand(CLI::App& app) {
   kin->add_option("--align", opts->align,
                   "none: trust the times as written (default); collective-ends: estimate per-rank clock offsets from "
                   "the ends of blocking collectives")
-      ->check(CLI::IsMember({"none", "collective-ends"}));
+      ->check(CLI::IsMember({"none", "collective-ends"}))
+      ->capture_default_str();
   kin->add_flag("-q,--quiet", opts->quiet, "no progress bar and no per-rank notes");
   return [opts] { return RunImportKineto(*opts); };
 }

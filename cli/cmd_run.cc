@@ -435,6 +435,15 @@ int RunJob(Options o) {
     std::fprintf(stderr, "commprof run: cannot find libcommprof.so (pass --library or set COMMPROF_LIBRARY)\n");
     return 1;
   }
+  // One that was named must be there: a preload that cannot load would only show as "nothing
+  // recorded" after the whole job ran.
+  if (std::error_code ec; !fs::is_regular_file(library, ec) || ::access(library.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "commprof run: cannot use %s %s: %s (nothing was written)\n",
+                 o.library.empty() ? "$COMMPROF_LIBRARY" : "--library", library.c_str(),
+                 fs::exists(library, ec) ? (fs::is_directory(library, ec) ? "it is a directory" : std::strerror(errno))
+                                         : "no such file");
+    return 1;
+  }
   if (o.spool_dir.empty()) {
     o.spool_dir = o.output + ".spool";
   }

@@ -8,7 +8,8 @@ Cases:
   bad_targets  -o in a missing directory, -o a directory, --listen not an IP, --listen an address
                of no interface (192.0.2.1, TEST-NET-1): for run and aggregate, one line naming
                the path or address and why, exit 1 (2 for a listen address that is not an IP),
-               no crash, nothing created (no output, no secret file).
+               no crash, nothing created (no output, no secret file). run with --library or
+               $COMMPROF_LIBRARY naming a missing file: exit 1 at once, naming it, nothing created.
   keep_existing  an existing good file survives `run` of a command that cannot start (127) and of
                a job in which no rank records (its own exit code); a job that records replaces it
                and leaves no temporary file.
@@ -75,7 +76,17 @@ def case_bad_targets(ctx):
         left = sorted(os.listdir(d))
         expect(left == ["adir"] and os.listdir(os.path.join(d, "adir")) == [],
                f"{args}: a failed start left files behind: {left}")
-    print("bad_targets: 8 refusals, one line each, nothing created")
+    # A library named that is not there: refused before the job runs (it would only show as
+    # "nothing recorded" after the whole job), nothing created.
+    for args, env in ((["--library", "/nonexistent-commprof/libcommprof.so"], {}),
+                      ([], {"COMMPROF_LIBRARY": "/nonexistent-commprof/libcommprof.so"})):
+        p = run_with_env([ctx.commprof, "run", *args, "-o", "lib.h5", "--", "true"], cwd=d, env=env,
+                         unset=("COMMPROF_SECRET",))
+        expect_rc(p, 1, f"run with a missing library {args or env}")
+        expect("/nonexistent-commprof/libcommprof.so: no such file (nothing was written)" in p.stderr,
+               f"missing library {args or env}: {p.stderr}")
+        expect(sorted(os.listdir(d)) == ["adir"], f"missing library {args or env}: files left {os.listdir(d)}")
+    print("bad_targets: 10 refusals, one line each, nothing created")
 
 
 def case_keep_existing(ctx):
