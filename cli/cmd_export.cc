@@ -298,6 +298,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "memory-html: the memory timeline page (per rank and "
                   "device, bytes in use stacked by memory kind, peaks with what was live); memory-json: the same "
                   "as JSON (docs/memory-timeline.md)")
+      ->type_name("chrome|perfetto|memory-html|memory-json")
       ->capture_default_str();
   sub->add_option(
       "-o,--output", o->output,

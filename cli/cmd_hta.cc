@@ -347,6 +347,7 @@ Runner AddHtaCommand(CLI::App& app) {
       "queue length per stream and kernel launch statistics. Exact ns on each rank's own clock.");
   sub->add_option("file", o->path, "commprof HDF5 file (recorded, or imported from torch.profiler)")->required();
   sub->add_option("--format", o->format, "text or json (versioned document, keys in docs/cli.md)")
+      ->type_name("text|json")
       ->capture_default_str();
   sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
   sub->add_option("--kernel-delay-us", o->kernel_delay_us,

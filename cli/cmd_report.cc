@@ -456,6 +456,7 @@ Runner AddReportCommand(CLI::App& app) {
                                      "(definitions: docs/metrics.md).");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--format", o->format, "text, json (schema in docs/report-json.md) or html (a self-contained page)")
+      ->type_name("text|json|html")
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");

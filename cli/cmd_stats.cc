@@ -210,7 +210,7 @@ Runner AddStatsCommand(CLI::App& app) {
                   "order rows by this column, largest first (names A-Z; comm, size, rank, maxrk ascending): name "
                   "kind calls total self mean p50 p99 max min bytes gbps imbal maxrk comm size rank")
       ->capture_default_str()
-      ->type_name("COLUMN");
+      ->type_name("name|kind|calls|total|self|mean|p50|p99|max|min|bytes|gbps|imbal|maxrk|comm|size|rank");
   sub->add_option("--top", o->top, "show the first N rows; 0: every row (default: 20 for text, every row for csv/json)")
       ->type_name("N");
   sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
@@ -218,9 +218,10 @@ Runner AddStatsCommand(CLI::App& app) {
                   "only these kinds (comma list): mpi, nccl, kernel, memcpy, memset, cuda_api, nvtx, "
                   "user, torch (docs/metrics.md §12.1)")
       ->delimiter(',')
-      ->type_name("LIST");
+      ->type_name("mpi|nccl|kernel|memcpy|memset|cuda_api|nvtx|user|torch");
   sub->add_option("--format", o->format,
                   "text (a table of 100 columns), csv (raw ns, header row) or json (docs/stats-json.md)")
+      ->type_name("text|csv|json")
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
