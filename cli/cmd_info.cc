@@ -262,19 +262,11 @@ int RunInfo(const Options& o) {
       widest = std::max(widest, *u);
     }
   }
-  if (!vague.empty()) {
-    RankRanges ranges;
-    for (uint32_t r : vague) {
-      if (!ranges.empty() && ranges.back().second + 1 == r) {
-        ranges.back().second = r;
-      } else {
-        ranges.emplace_back(r, r);
-      }
-    }
+  if (!vague.empty()) {  // info.ranks is sorted by rank
     std::printf(
         "drift of rank(s) %s: uncertain by up to %.2f ppm (their clock points span too little time to "
         "measure a slope; the offsets hold within their bounds)\n",
-        FormatRankRanges(ranges).c_str(), widest);
+        FormatRankRanges(RangesOfRanks(vague)).c_str(), widest);
   }
   for (const RankFault& f : info.faults) {
     std::printf("%-5s unreadable, left out: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-", f.message.c_str());

@@ -269,8 +269,7 @@ std::vector<std::string> SplitLines(const std::string& text) {
 // something else names the first fact that differs; the first process then says that the
 // processes disagree.
 bool SameViewEverywhere(AnalysisWorld& world, const ProfileReader& reader, const std::string& path) {
-  const std::vector<std::string> mine_lines = ViewOf(reader);
-  const std::string mine_text = JoinLines(mine_lines);
+  const std::string mine_text = JoinLines(ViewOf(reader));
   const std::string firsts_text = world.TextFromFirst(mine_text);
   const bool same = mine_text == firsts_text;  // the text itself: a fact may hold a newline
   if (!same) {

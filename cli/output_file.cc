@@ -53,21 +53,6 @@ Status CheckOutputTarget(const std::string& out, OutputKind kind) {
   return Status::Ok();
 }
 
-namespace {
-Status WriteOutputInPlace(const std::string& output, const std::function<Status(std::ostream&)>& write) {
-  std::ofstream f(output, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    return IoError("cannot create " + output + ": " + std::strerror(errno));
-  }
-  Status st = write(f);
-  f.close();
-  if (st.ok() && !f) {
-    st = IoError(output + ": write failed (disk full?)");
-  }
-  return st;
-}
-}  // namespace
-
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
   if (output == "-") {
     Status st = write(std::cout);
@@ -79,14 +64,16 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
   }
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(output, ec);
-  const bool replace =
+  bool replace =
       status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
-  const std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+  std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
   std::ofstream f(target, std::ios::binary | std::ios::trunc);
   if (!f && replace && status.type() == std::filesystem::file_type::regular && ::access(output.c_str(), W_OK) == 0) {
     // No file can be created beside it (a directory we may not write in), but it can be written:
     // in place, as a plain redirection would, not whole-or-nothing.
-    return WriteOutputInPlace(output, write);
+    replace = false;
+    target = output;
+    f.open(target, std::ios::binary | std::ios::trunc);
   }
   if (!f) {
     // Name the output asked for (not the temporary file beside it) and why it cannot be made.

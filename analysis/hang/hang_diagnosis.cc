@@ -555,6 +555,8 @@ class Diagnoser {
     // the operation any more (a dead rank that shipped nothing would otherwise give "#0"); then
     // the dead rank's number is set aside and the next lowest taken. A rooted operation completed
     // without it (a broadcast from another root) does not contradict it: it never entered that.
+    // Only dead members are set aside, and only while a living one (never set aside) vouches
+    // against them, so some member always remains to give q.
     std::set<uint32_t> set_aside;
     uint64_t q = UINT64_MAX;
     for (;;) {
@@ -564,7 +566,7 @@ class Diagnoser {
           q = std::min(q, open);
         }
       }
-      if (q == UINT64_MAX || !LivingMemberCompletedForAll(k, q, first_open)) {
+      if (!LivingMemberCompletedForAll(k, q, first_open)) {
         break;
       }
       bool more = false;
@@ -576,11 +578,6 @@ class Diagnoser {
       }
       if (!more) {
         break;
-      }
-    }
-    if (q == UINT64_MAX) {  // every member set aside: the lowest is all there is
-      for (const auto& [m, open] : first_open) {
-        q = std::min(q, open);
       }
     }
 

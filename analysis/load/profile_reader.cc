@@ -149,6 +149,18 @@ std::string FormatRankRanges(const RankRanges& ranges) {
   return out;
 }
 
+RankRanges RangesOfRanks(const std::vector<uint32_t>& sorted_ranks) {
+  RankRanges out;
+  for (uint32_t r : sorted_ranks) {
+    if (!out.empty() && out.back().second + 1 == r) {
+      out.back().second = r;
+    } else {
+      out.emplace_back(r, r);
+    }
+  }
+  return out;
+}
+
 RankRanges ProfileInfo::NeverConnected() const {
   // Every rank the file has something of (a readable group, or one that could not be read) is
   // present; a "missing" group is not. Cost: the groups, whatever world_size says.

@@ -63,7 +63,8 @@ struct RankFault {
 
 // Inclusive ranges of ranks, in order.
 using RankRanges = std::vector<std::pair<uint32_t, uint32_t>>;
-std::string FormatRankRanges(const RankRanges& ranges);  // "2-5,9"
+std::string FormatRankRanges(const RankRanges& ranges);               // "2-5,9"
+RankRanges RangesOfRanks(const std::vector<uint32_t>& sorted_ranks);  // {2,3,4,5,9} -> {2-5, 9}
 
 struct ProfileInfo {
   std::string path;
