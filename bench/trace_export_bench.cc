@@ -44,6 +44,7 @@ std::string Profile() {
 class NullEncoder final : public commprof::TraceEncoder {
  public:
   void Begin(const Header& /*h*/) override {}
+  void Continue(const commprof::TraceExportStats& /*before*/) override {}
   void Rank(const commprof::RankInfo& /*r*/, const std::vector<std::string>& /*strings*/) override {}
   void BeginTrack(const commprof::RankInfo& /*r*/, std::string_view /*name*/, uint32_t /*first_lane*/,
                   uint32_t /*lanes*/, uint32_t /*sort_index*/) override {}

@@ -84,8 +84,8 @@ std::unique_ptr<AnalysisWorld> AnalysisWorld::JoinIfLaunched(std::string& error,
   if (LaunchedSize() == 1) {
     if (const int tasks = SlurmTasksWithoutMpi(); tasks > 1) {
       error = "started by srun as one of " + std::to_string(tasks) +
-              " tasks without MPI support: run it as one task, or with srun --mpi=pmix to make one report of "
-              "them (COMMPROF_ANALYSIS_MPI=off: each task a report of its own)";
+              " tasks without MPI support: run it as one task, or with srun --mpi=pmix to make one output of "
+              "them (COMMPROF_ANALYSIS_MPI=off: each task an output of its own)";
       exit_code = RefusedExitCode();  // 2: the command line (the launch) is wrong, not the file
     }
     return nullptr;
@@ -113,20 +113,6 @@ int AnalysisWorld::RefusedExitCode() { return SpeaksForAll() ? 2 : 0; }
 bool AnalysisWorld::QuietBesideItsSpeaker() {
   const bool several = LaunchedSize() != 1 || SlurmTasksWithoutMpi() > 1;
   return several && !SpeaksForAll();
-}
-
-std::optional<int> AnalysisWorld::RefuseSeveral(const char* command) {
-  if (LaunchedSize() <= 1 && SlurmTasksWithoutMpi() <= 1) {
-    return std::nullopt;  // alone, or a count no launcher variable says: not refused on a guess
-  }
-  if (SpeaksForAll()) {
-    std::fprintf(stderr,
-                 "commprof %s: started as one of several processes (mpirun, srun), each of which would "
-                 "write the whole output; run it as one process (only `commprof report` is distributed), or set "
-                 "COMMPROF_ANALYSIS_MPI=off to let every process run it\n",
-                 command);
-  }
-  return RefusedExitCode();
 }
 
 // Leaving through an exception, the other processes may be waiting for this one: MPI_Finalize would
@@ -177,6 +163,26 @@ std::string AnalysisWorld::Receive(int source, int tag) {
     const int n = static_cast<int>(std::min(kPiece, bytes.size() - at));
     MPI_Irecv(bytes.data() + at, n, MPI_BYTE, source, tag, MPI_COMM_WORLD, &r);
     WaitPolitely(r);
+  }
+  return bytes;
+}
+
+void AnalysisWorld::SendAtOnce(int dest, int tag, const std::string& bytes) {
+  uint64_t length = bytes.size();
+  MPI_Send(&length, 1, MPI_UINT64_T, dest, tag, MPI_COMM_WORLD);
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, bytes.size() - at));
+    MPI_Send(bytes.data() + at, n, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+  }
+}
+
+std::string AnalysisWorld::ReceiveAtOnce(int source, int tag) {
+  uint64_t length = 0;
+  MPI_Recv(&length, 1, MPI_UINT64_T, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  std::string bytes(length, '\0');
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, bytes.size() - at));
+    MPI_Recv(bytes.data() + at, n, MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
   return bytes;
 }

@@ -24,11 +24,6 @@ class AnalysisWorld {
   // was asked for and could not start, or when srun started several tasks without MPI support (they cannot make one
   // report; the exit code is then RefusedExitCode's, and only the task that exits 2 should print `error`).
   static std::unique_ptr<AnalysisWorld> JoinIfLaunched(std::string& error, int& exit_code);
-  // For the commands that run as one process only: when a launcher started this process as one of
-  // several (as JoinIfLaunched would join), prints once (from the launcher's rank 0) that `command`
-  // is not distributed and returns the exit code to end with (RefusedExitCode) rather than let K
-  // processes write one output each; nullopt when this process may go on.
-  static std::optional<int> RefuseSeveral(const char* command);
   // The exit code of a process refused before MPI is joined: 2 for the one that told why
   // (SpeaksForAll), 0 for the others. mpirun ends the whole job at the first process that exits
   // non-zero, and could kill the speaker before its message is out; the job still exits 2.
@@ -38,7 +33,7 @@ class AnalysisWorld {
   // no launcher started.
   static bool SpeaksForAll();
   // Whether a launcher started this process as one of several that JoinIfLaunched would join or
-  // RefuseSeveral refuse (MPI's or srun's variables say more than one, COMMPROF_ANALYSIS_MPI is not
+  // refuse (MPI's or srun's variables say more than one, COMMPROF_ANALYSIS_MPI is not
   // "off"), and it is not the one that speaks for them: its usage errors are the speaker's too.
   static bool QuietBesideItsSpeaker();
   ~AnalysisWorld();  // MPI_Finalize
@@ -56,6 +51,10 @@ class AnalysisWorld {
   // Lets MPI move the pending sends on (a long computation between calls would hold them back).
   void Progress();
   std::string Receive(int source, int tag);
+  // For a transfer both sides are already in (the receiver asked for it): blocking MPI calls,
+  // without the polite waits' sleeps, which would hold a large message back between its pieces.
+  void SendAtOnce(int dest, int tag, const std::string& bytes);
+  std::string ReceiveAtOnce(int source, int tag);
   // True on every process when `ok` is true on every process.
   bool AllOk(bool ok);
   void Barrier();

@@ -25,9 +25,10 @@
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/memory_timeline.h"
-#include "cli/analysis_world.h"
+#include "cli/analysis_open.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
+#include "cli/trace_parts.h"
 #include "commprof/event.h"
 
 namespace commprof::cli {
@@ -152,61 +153,63 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
   return info.faults.empty() ? 0 : 1;
 }
 
-int RunExport(const Options& o) {
+// The whole command on one process of `world` (nullptr: alone); returns its exit code. Only the
+// first process (`tell`) prints, and it writes the output.
+int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
   if (o.format != "chrome" && o.format != "perfetto" && o.format != "memory-html" && o.format != "memory-json") {
-    std::fprintf(stderr, "commprof export: --format %s is not supported (chrome, perfetto, memory-html, memory-json)\n",
-                 o.format.c_str());
+    SayIf(tell, "commprof export: --format %s is not supported (chrome, perfetto, memory-html, memory-json)\n",
+          o.format.c_str());
     return 2;
   }
   const bool timeline = o.format == "chrome" || o.format == "perfetto";
   if (o.max_points != kDefaultMaxPoints && timeline) {
-    std::fprintf(stderr, "commprof export: --max-points applies to --format memory-html and memory-json only\n");
+    SayIf(tell, "commprof export: --max-points applies to --format memory-html and memory-json only\n");
     return 2;
   }
   if (o.max_points != kDefaultMaxPoints && (o.max_points < 0 || (o.max_points > 0 && o.max_points < 4))) {
     // A time bucket keeps 4 points (first, last, lowest, highest): fewer could not keep the peak.
-    std::fprintf(stderr, "commprof export: --max-points %lld: give 0 (every record) or at least 4\n",
-                 static_cast<long long>(o.max_points));
+    SayIf(tell, "commprof export: --max-points %lld: give 0 (every record) or at least 4\n",
+          static_cast<long long>(o.max_points));
     return 2;
   }
   if (o.output == "-" && o.format == "memory-html") {
-    std::fprintf(stderr, "commprof export: -o - (standard output) is for the JSON formats; name an .html file\n");
+    SayIf(tell, "commprof export: -o - (standard output) is for the JSON formats; name an .html file\n");
     return 2;
   }
   TraceExportOptions opts;
   if (!o.ranks.empty() && !ParseRankList(o.ranks, opts.ranks)) {
-    std::fprintf(stderr, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
+    SayIf(tell, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }
   if ((!o.time_range.empty() || !o.steps.empty()) && !timeline) {
-    std::fprintf(stderr, "commprof export: --time-range and --steps apply to --format chrome and perfetto only\n");
+    SayIf(tell, "commprof export: --time-range and --steps apply to --format chrome and perfetto only\n");
     return 2;
   }
   if (!o.time_range.empty() && !o.steps.empty()) {
-    std::fprintf(stderr, "commprof export: give --time-range or --steps, not both\n");
+    SayIf(tell, "commprof export: give --time-range or --steps, not both\n");
     return 2;
   }
   std::string why;
   if (!o.time_range.empty() && !ParseTimeRange(o.time_range, opts.time_range.emplace(), why)) {
-    std::fprintf(stderr, "commprof export: --time-range '%s': %s\n", o.time_range.c_str(), why.c_str());
+    SayIf(tell, "commprof export: --time-range '%s': %s\n", o.time_range.c_str(), why.c_str());
     return 2;
   }
   if (!o.steps.empty() && !ParseStepRange(o.steps, opts.steps.emplace(), why)) {
-    std::fprintf(stderr, "commprof export: --steps '%s': %s\n", o.steps.c_str(), why.c_str());
+    SayIf(tell, "commprof export: --steps '%s': %s\n", o.steps.c_str(), why.c_str());
     return 2;
   }
-  auto reader = OpenOrSay(o.path, "export");
+  const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
+  int open_exit = 0;
+  std::unique_ptr<ProfileReader> reader =
+      OpenEverywhere("export", world, o.path, o.window, output, OutputKind::kStream, open_exit);
   if (reader == nullptr) {
-    return kExitUnreadable;
-  }
-  if (!SelectWindowIfAsked(*reader, o.window, "export")) {
-    return 1;
+    return open_exit;
   }
   // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
   ScreenEventRows(*reader);
   const ProfileInfo& info = reader->info();
   for (const RankFault& f : info.faults) {
-    std::fprintf(stderr, "commprof export: %s\n", f.message.c_str());
+    SayIf(tell, "commprof export: %s\n", f.message.c_str());
   }
   for (uint32_t want : opts.ranks) {
     bool found = false;
@@ -214,23 +217,22 @@ int RunExport(const Options& o) {
       found = found || r.rank == want;
     }
     if (std::any_of(info.faults.begin(), info.faults.end(), [&](const RankFault& f) { return f.rank == want; })) {
-      std::fprintf(stderr, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
+      SayIf(tell, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
       return 1;
     }
     if (!found) {
-      std::fprintf(stderr, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
-                   static_cast<unsigned long long>(info.world_size));
+      SayIf(tell, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
+            static_cast<unsigned long long>(info.world_size));
       return 2;
     }
   }
   if (!timeline) {
-    return RunMemoryExport(o, *reader, opts.ranks);
+    return tell ? RunMemoryExport(o, *reader, opts.ranks) : 0;  // made by the first process alone
   }
 
-  const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
   const std::string display = output == "-" ? std::string("<stdout>") : output;
   opts.output_name = display;
-  const bool tty = !o.quiet && isatty(STDERR_FILENO) != 0;
+  const bool tty = world == nullptr && !o.quiet && isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (tty) {
     opts.progress = [](const TraceExportProgress& p) {
@@ -242,10 +244,16 @@ int RunExport(const Options& o) {
   }
 
   TraceExportStats stats;
-  const Status st = WriteOutput(output, [&](std::ostream& out) {
-    return o.format == "perfetto" ? WritePerfettoTrace(*reader, out, opts, &stats)
-                                  : WriteChromeTrace(*reader, out, opts, &stats);
-  });
+  const TraceFormat format = o.format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kChrome;
+  const Status st = world != nullptr ? WriteTraceTogether(*world, *reader, opts, format, output, stats)
+                                     : WriteOutput(output, [&](std::ostream& out) {
+                                         return format == TraceFormat::kPerfetto
+                                                    ? WritePerfettoTrace(*reader, out, opts, &stats)
+                                                    : WriteChromeTrace(*reader, out, opts, &stats);
+                                       });
+  if (!tell) {
+    return 0;  // the first process reports this block's fault with the others'
+  }
   if (tty) {
     std::fprintf(stderr, "\n");
   }
@@ -271,6 +279,17 @@ int RunExport(const Options& o) {
   }
   // Exit 1 when some ranks could not be read, although the trace of the others was written.
   return info.faults.empty() ? 0 : 1;
+}
+
+int RunExport(const Options& o) {
+  std::optional<int> join_exit;
+  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("export", join_exit);
+  if (join_exit) {
+    return *join_exit;
+  }
+  const bool tell = world == nullptr || world->first();
+  const int code = ExportOf(o, world.get(), tell);
+  return world != nullptr ? world->FromFirst(code) : code;
 }
 
 }  // namespace
@@ -319,10 +338,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "an exported rank to the latest end of step B (not with --time-range)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
   AddWindowOption(sub, o->window);
-  return [o] {
-    const std::optional<int> refused = AnalysisWorld::RefuseSeveral("export");
-    return refused ? *refused : RunExport(*o);
-  };
+  return [o] { return RunExport(*o); };
 }
 
 }  // namespace commprof::cli

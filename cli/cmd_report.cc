@@ -18,7 +18,7 @@
 #include "analysis/report/report_model.h"
 #include "analysis/report/report_parts_codec.h"
 #include "analysis/report/text_report.h"
-#include "cli/analysis_world.h"
+#include "cli/analysis_open.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "core/log.h"
@@ -211,93 +211,6 @@ class GivenParts {
   Status screening_error_;  // process 1's screening part could not be read
 };
 
-// Opens the file and selects the window: the same on every process of a distributed report.
-// `fail_code`: the exit code of a failure (kExitUnreadable: the file cannot be read; 1: no such window).
-Result<std::unique_ptr<ProfileReader>> OpenWindow(const Options& o, int& fail_code) {
-  fail_code = kExitUnreadable;
-  auto reader = ProfileReader::Open(o.path);
-  if (!reader.ok()) {
-    return reader.status();
-  }
-  fail_code = 1;
-  if (o.window >= 0) {
-    COMMPROF_RETURN_IF_ERROR(reader.value()->SelectWindow(static_cast<uint64_t>(o.window)));
-  }
-  return std::move(reader.value());
-}
-
-// What a process of a distributed report sees in the file, one line per fact: the job, each
-// readable rank (status, rows, shard) and each part left out. The processes split the work by
-// position, so they must see the same: a node with another file at the same path, or without the
-// relays' shards, would otherwise mix two views into one report without a word.
-std::vector<std::string> ViewOf(const ProfileReader& reader) {
-  const ProfileInfo& info = reader.info();
-  std::vector<std::string> lines;
-  lines.push_back("job " + info.job_id + ", world size " + std::to_string(info.world_size) + ", format version " +
-                  std::to_string(info.format_version) + ", incarnation " + std::to_string(info.incarnation) +
-                  (info.finalized ? ", finalized" : ", not finalized"));
-  for (const RankInfo& r : info.ranks) {
-    lines.push_back("rank " + std::to_string(r.rank) + ": " + r.status + ", " + std::to_string(r.event_count) +
-                    " events, pid " + std::to_string(r.pid) + ", started " + std::to_string(r.start_steady_ns) +
-                    (r.shard.empty() ? "" : ", in shard " + r.shard));
-  }
-  for (const RankFault& f : info.faults) {
-    lines.push_back("left out: " + f.message);
-  }
-  return lines;
-}
-
-std::string JoinLines(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& l : lines) {
-    out += l;
-    out += '\n';
-  }
-  return out;
-}
-
-std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream is(text);
-  for (std::string l; std::getline(is, l);) {
-    out.push_back(l);
-  }
-  return out;
-}
-
-// True on every process when every process sees what the first does. A process that sees
-// something else names the first fact that differs; the first process then says that the
-// processes disagree.
-bool SameViewEverywhere(AnalysisWorld& world, const ProfileReader& reader, const std::string& path) {
-  const std::string mine_text = JoinLines(ViewOf(reader));
-  const std::string firsts_text = world.TextFromFirst(mine_text);
-  const bool same = mine_text == firsts_text;  // the text itself: a fact may hold a newline
-  if (!same) {
-    const std::vector<std::string> mine = SplitLines(mine_text);
-    const std::vector<std::string> firsts = SplitLines(firsts_text);
-    size_t i = 0;
-    while (i < mine.size() && i < firsts.size() && mine[i] == firsts[i]) {
-      ++i;
-    }
-    std::fprintf(stderr,
-                 "commprof report (process %d of %d): %s is not what the first process reads: here \"%s\", there "
-                 "\"%s\"\n",
-                 world.rank(), world.size(), path.c_str(), i < mine.size() ? mine[i].c_str() : "(nothing more)",
-                 i < firsts.size() ? firsts[i].c_str() : "(nothing more)");
-  }
-  if (world.AllOk(same)) {
-    return true;
-  }
-  if (world.first()) {
-    std::fprintf(stderr,
-                 "commprof report: the processes of this distributed report do not read the same %s (another file "
-                 "at that path, or shards some node cannot see; their messages are above): every process must see "
-                 "the same file and shards\n",
-                 path.c_str());
-  }
-  return false;
-}
-
 // Writes the report of `report` in the asked form to stdout or o.output; returns the exit code.
 int WriteReport(const Options& o, JobReport& report, bool some_ranks_unreadable) {
   // One model, built once, for whichever form is asked for.
@@ -374,14 +287,10 @@ int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, Ana
 }
 
 int RunReport(const Options& o) {
-  std::string mpi_error;
-  int mpi_exit = 0;
-  std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error, mpi_exit);
-  if (!mpi_error.empty()) {
-    if (mpi_exit != 0) {  // several srun tasks without MPI: told once, by the task that exits 2
-      std::fprintf(stderr, "commprof report: %s\n", mpi_error.c_str());
-    }
-    return mpi_exit;
+  std::optional<int> join_exit;
+  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("report", join_exit);
+  if (join_exit) {
+    return *join_exit;
   }
   const bool first = world == nullptr || world->first();
   if (o.format != "text" && o.format != "json" && o.format != "html") {
@@ -390,56 +299,20 @@ int RunReport(const Options& o) {
     }
     return 2;
   }
-  // An output that cannot be written is found before the analysis, not after it (the first
-  // process writes it: its answer is every process's).
-  int output_code = 0;
-  if (first && !o.output.empty()) {
-    if (Status st = CheckOutputTarget(o.output, OutputKind::kStream); !st.ok()) {
-      std::fprintf(stderr, "commprof report: %s\n", st.message().c_str());
-      output_code = 1;
-    }
+  int open_exit = 0;
+  std::unique_ptr<ProfileReader> reader =
+      OpenEverywhere("report", world.get(), o.path, o.window, o.output, OutputKind::kStream, open_exit);
+  if (reader == nullptr) {
+    return open_exit;
   }
-  if (world != nullptr) {
-    output_code = world->FromFirst(output_code);
-  }
-  if (output_code != 0) {
-    return output_code;
-  }
-  int fail_code = 0;
-  auto reader = OpenWindow(o, fail_code);
   if (world == nullptr) {
-    if (!reader.ok()) {
-      std::fprintf(stderr, "commprof report: %s\n", reader.status().message().c_str());
-      return fail_code;
-    }
-    return AnalyzeAndWrite(o, std::move(reader.value()), nullptr);
-  }
-  // Every process read the file, or none goes on. An error every process met is told once (by the
-  // first); one only some met (a file not visible on every node) by each of them.
-  if (!world->AllOk(reader.ok())) {
-    // The first process's code when it failed; otherwise the file cannot be read elsewhere.
-    const int code = world->FromFirst(reader.ok() ? 0 : fail_code);
-    const bool first_ok = code == 0;
-    if (!reader.ok() && (first || first_ok)) {
-      const std::string who =
-          first ? "" : " (process " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
-      std::fprintf(stderr, "commprof report%s: %s\n", who.c_str(), reader.status().message().c_str());
-    } else if (reader.ok() && first) {
-      std::fprintf(stderr,
-                   "commprof report: another process of this distributed report could not read %s (its "
-                   "message is above)\n",
-                   o.path.c_str());
-    }
-    return first_ok ? kExitUnreadable : code;
-  }
-  if (!SameViewEverywhere(*world, *reader.value(), o.path)) {
-    return kExitUnreadable;
+    return AnalyzeAndWrite(o, std::move(reader), nullptr);
   }
   if (first) {
-    return world->FromFirst(AnalyzeAndWrite(o, std::move(reader.value()), world.get()));
+    return world->FromFirst(AnalyzeAndWrite(o, std::move(reader), world.get()));
   }
-  ComputeGivenParts(*world, *reader.value());
-  reader.value().reset();
+  ComputeGivenParts(*world, *reader);
+  reader.reset();
   world->Barrier();
   return world->FromFirst(0);
 }

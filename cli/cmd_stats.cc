@@ -8,15 +8,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/op_stats.h"
+#include "analysis/report/report_parts_codec.h"
 #include "analysis/report/stats_output.h"
-#include "cli/analysis_world.h"
+#include "cli/analysis_open.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "core/schema/enums.h"
@@ -49,10 +52,11 @@ std::string Join(const std::vector<std::string>& words) {
   return s;
 }
 
-// Usage errors, before the file is opened: false after printing one line naming the option.
-bool CheckUsage(const Options& o, StatsOptions& so) {
+// Usage errors, before the file is opened: false after printing one line naming the option. Only
+// `tell` prints: every process of a distributed stats finds the same errors, the first tells them.
+bool CheckUsage(const Options& o, StatsOptions& so, bool tell) {
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
-    std::fprintf(stderr, "commprof stats: --format %s is not supported (text, csv or json)\n", o.format.c_str());
+    SayIf(tell, "commprof stats: --format %s is not supported (text, csv or json)\n", o.format.c_str());
     return false;
   }
   for (const std::string& b : o.by) {
@@ -63,24 +67,23 @@ bool CheckUsage(const Options& o, StatsOptions& so) {
     } else if (b == "rank") {
       so.by_rank = true;
     } else if (b != "name") {
-      std::fprintf(stderr, "commprof stats: --by %s is not one of name, comm, size, rank\n", b.c_str());
+      SayIf(tell, "commprof stats: --by %s is not one of name, comm, size, rank\n", b.c_str());
       return false;
     }
   }
   const auto& keys = StatsSortKeys();
   if (std::find(keys.begin(), keys.end(), o.sort) == keys.end()) {
-    std::fprintf(stderr, "commprof stats: --sort %s is not a column; valid: %s\n", o.sort.c_str(), Join(keys).c_str());
+    SayIf(tell, "commprof stats: --sort %s is not a column; valid: %s\n", o.sort.c_str(), Join(keys).c_str());
     return false;
   }
   if (o.top < 0 && o.top != kTopNotGiven) {
-    std::fprintf(stderr, "commprof stats: --top must be a number of rows >= 0 (0: every row)\n");
+    SayIf(tell, "commprof stats: --top must be a number of rows >= 0 (0: every row)\n");
     return false;
   }
   std::vector<std::string> categories(StatsCategories().begin(), StatsCategories().end());
   for (const std::string& k : o.kinds) {
     if (std::find(categories.begin(), categories.end(), k) == categories.end()) {
-      std::fprintf(stderr, "commprof stats: --kinds %s is not a kind; valid: %s\n", k.c_str(),
-                   Join(categories).c_str());
+      SayIf(tell, "commprof stats: --kinds %s is not a kind; valid: %s\n", k.c_str(), Join(categories).c_str());
       return false;
     }
   }
@@ -88,33 +91,91 @@ bool CheckUsage(const Options& o, StatsOptions& so) {
   // `-o job.h5` after `stats job.h5` would truncate the profile it has just read.
   std::error_code ec;
   if (!o.output.empty() && o.output != "-" && std::filesystem::equivalent(o.path, o.output, ec)) {
-    std::fprintf(stderr, "commprof stats: -o %s is the input file; it would be overwritten\n", o.output.c_str());
+    SayIf(tell, "commprof stats: -o %s is the input file; it would be overwritten\n", o.output.c_str());
     return false;
   }
   if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
-    std::fprintf(stderr, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
+    SayIf(tell, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return false;
   }
   return true;
 }
 
-int RunStats(const Options& o) {
-  StatsOptions so;
-  if (!CheckUsage(o, so)) {
-    return 2;
+// The statistics of `reader` made by the processes of `world` together
+// (docs/scale.md#distributed-analysis). The first screens the rows (the whole file) while the
+// others each accumulate one contiguous block of the ranks; it then tells them which ranks the
+// screening left out, and a process whose block held one accumulates the rest of it again (a
+// damaged file only). The first merges the blocks in rank order and finishes the rows: what one
+// process computes. The others get an error no one prints: they have nothing to write.
+Result<OpStats> DistributedOpStats(AnalysisWorld& world, ProfileReader& reader, StatsOptions so) {
+  constexpr int kTagStats = 1;
+  const bool screen = so.screen_rows;
+  so.screen_rows = false;  // done here
+  if (world.first()) {
+    const size_t before = reader.info().faults.size();
+    if (screen) {
+      ScreenEventRows(reader);
+    }
+    const std::vector<RankFault> left_out(reader.info().faults.begin() + static_cast<std::ptrdiff_t>(before),
+                                          reader.info().faults.end());
+    (void)world.TextFromFirst(EncodeScreeningPart(left_out));
+    // Every part is received, even after an error (its sender waits for that); the error of the
+    // lowest block is the one one process would have stopped at.
+    Result<OpStatsPartial> all = OpStatsPartial{};
+    all.value().exact_samples = so.exact_samples;
+    for (int q = 1; q < world.size(); ++q) {
+      auto part = DecodeOpStatsPart(world.Receive(q, kTagStats));
+      if (!all.ok()) {
+        continue;
+      }
+      if (!part.ok()) {
+        all = part.status();
+        continue;
+      }
+      all.value().Merge(std::move(part.value()));
+    }
+    if (!all.ok()) {
+      return all.status();
+    }
+    return FinishOpStats(reader, so, std::move(all.value()));
   }
-  if (!o.output.empty()) {  // found before the work, not after it
-    if (Status st = CheckOutputTarget(o.output, OutputKind::kStream); !st.ok()) {
-      std::fprintf(stderr, "commprof stats: %s\n", st.message().c_str());
-      return 1;
+  // Blocks of the ranks before the screening: the same on every process.
+  const std::vector<uint32_t> ranks = StatsRanks(reader, so);
+  const auto workers = static_cast<size_t>(world.size() - 1);
+  const auto slot = static_cast<size_t>(world.rank() - 1);
+  std::vector<uint32_t> block(ranks.begin() + static_cast<std::ptrdiff_t>(ranks.size() * slot / workers),
+                              ranks.begin() + static_cast<std::ptrdiff_t>(ranks.size() * (slot + 1) / workers));
+  auto part = AccumulateOpStats(reader, so, block);
+  auto left_out = DecodeScreeningPart(world.TextFromFirst(std::string()));
+  if (!left_out.ok()) {
+    part = left_out.status();
+  } else {
+    bool again = false;
+    for (RankFault& f : left_out.value()) {
+      again = std::erase(block, *f.rank) > 0 || again;
+      reader.MarkUnreadable(*f.rank, std::move(f.message));
+    }
+    if (again) {
+      part = AccumulateOpStats(reader, so, block);
     }
   }
-  auto reader = OpenOrSay(o.path, "stats");
-  if (reader == nullptr) {
-    return kExitUnreadable;
+  world.Send(0, kTagStats, EncodeOpStatsPart(part));
+  world.FinishSends();
+  return Internal("distributed stats: only the first process writes the statistics");
+}
+
+// The whole command on one process of `world` (nullptr: alone); returns its exit code. Only the
+// first process (`tell`) prints and writes.
+int StatsOf(const Options& o, AnalysisWorld* world, bool tell) {
+  StatsOptions so;
+  if (!CheckUsage(o, so, tell)) {
+    return 2;
   }
-  if (!SelectWindowIfAsked(*reader, o.window, "stats")) {
-    return 1;
+  int open_exit = 0;
+  std::unique_ptr<ProfileReader> reader =
+      OpenEverywhere("stats", world, o.path, o.window, o.output, OutputKind::kStream, open_exit);
+  if (reader == nullptr) {
+    return open_exit;
   }
   for (uint32_t w : so.ranks) {
     const auto& ranks = reader->info().ranks;
@@ -125,11 +186,15 @@ int RunStats(const Options& o) {
     const bool faulty =
         std::any_of(faults.begin(), faults.end(), [w](const RankFault& f) { return f.rank && *f.rank == w; });
     if (!known && !faulty) {
-      std::fprintf(stderr, "commprof stats: --ranks: %s has no events of rank %u\n", o.path.c_str(), w);
+      SayIf(tell, "commprof stats: --ranks: %s has no events of rank %u\n", o.path.c_str(), w);
       return 2;
     }
   }
-  auto stats = ComputeOpStats(*reader, so);  // screens the rows first (ScreenEventRows)
+  // Screens the rows first (ScreenEventRows).
+  auto stats = world != nullptr ? DistributedOpStats(*world, *reader, so) : ComputeOpStats(*reader, so);
+  if (!tell) {
+    return 0;  // the first process tells and writes
+  }
   if (!stats.ok()) {
     std::fprintf(stderr, "commprof stats: %s\n", stats.status().message().c_str());
     return 1;
@@ -191,6 +256,17 @@ int RunStats(const Options& o) {
   return done;
 }
 
+int RunStats(const Options& o) {
+  std::optional<int> join_exit;
+  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("stats", join_exit);
+  if (join_exit) {
+    return *join_exit;
+  }
+  const bool tell = world == nullptr || world->first();
+  const int code = StatsOf(o, world.get(), tell);
+  return world != nullptr ? world->FromFirst(code) : code;
+}
+
 }  // namespace
 
 Runner AddStatsCommand(CLI::App& app) {
@@ -225,10 +301,7 @@ Runner AddStatsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
-  return [o] {
-    const std::optional<int> refused = AnalysisWorld::RefuseSeveral("stats");
-    return refused ? *refused : RunStats(*o);
-  };
+  return [o] { return RunStats(*o); };
 }
 
 }  // namespace commprof::cli

@@ -43,6 +43,10 @@ inline constexpr int kExitUnreadable = 2;
 // and returns nullptr (exit with kExitUnreadable).
 std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* command);
 
+// One message on stderr when `tell`: the first process of a distributed command speaks for all of
+// them (they meet the same usage errors), the others keep quiet.
+void SayIf(bool tell, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
 // Computes the cross-rank analysis of a finished file and stores it in the file's /analysis group
 // (docs/file-format.md). A failure is reported on stderr as "<command>: ..." and returned; callers
 // that produced a good file keep their own exit code. `shown_path`, when given, is the path the

@@ -2,6 +2,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -121,6 +122,16 @@ std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* co
     return nullptr;
   }
   return std::move(reader.value());
+}
+
+void SayIf(bool tell, const char* format, ...) {
+  if (!tell) {
+    return;
+  }
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
 }
 
 bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* command) {

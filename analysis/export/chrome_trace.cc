@@ -86,6 +86,8 @@ class ChromeEncoder final : public TraceEncoder {
   explicit ChromeEncoder(TraceSink& sink) : sink_(sink) {}
 
   void Begin(const Header& /*h*/) override { sink_.buf() += "{\"traceEvents\":["; }
+  // Every rank writes records (its process's name first): the parts before wrote some if they had a rank.
+  void Continue(const TraceExportStats& before) override { first_record_ = before.ranks == 0; }
 
   void Rank(const RankInfo& r, const std::vector<std::string>& strings) override {
     pid_ = r.rank + 1;

@@ -140,6 +140,14 @@ class PerfettoEncoder final : public TraceEncoder {
   explicit PerfettoEncoder(TraceSink& sink) : sink_(sink) {}
 
   void Begin(const Header& h) override;
+  // Each track and each counter series of the parts before started one sequence; each series took
+  // a counter uuid.
+  void Continue(const TraceExportStats& before) override {
+    const uint64_t sequences = before.tracks + before.counter_series;
+    next_sequence_ = static_cast<uint32_t>(kDescriptorSequence + 1 + sequences);
+    generation_ = static_cast<uint32_t>(sequences);
+    next_counter_uuid_ = kCounterUuidBase + before.counter_series;
+  }
   void Rank(const RankInfo& r, const std::vector<std::string>& strings) override;
   void BeginTrack(const RankInfo& r, std::string_view name, uint32_t first_lane, uint32_t lanes,
                   uint32_t sort_index) override;

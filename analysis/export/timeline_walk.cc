@@ -30,6 +30,15 @@ bool TraceSink::Flush() {
   return static_cast<bool>(out_);
 }
 
+bool TraceSink::WriteThrough(std::string_view bytes) {
+  if (!Flush()) {
+    return false;
+  }
+  out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  written_ += bytes.size();
+  return static_cast<bool>(out_);
+}
+
 const char* TraceArgName(TraceArgKey key) {
   static constexpr const char* kNames[] = {"op",
                                            "comm_id",
@@ -267,6 +276,8 @@ class Walker {
   // The instance table and, on the same read of the file, the origin and (for --steps) the step marks.
   Status ReadInstancesAndOrigin();
   Status ResolveCut(const std::vector<RankStepMarks>& marks);
+  // The ranks of the part, laid out and written (or, layout_only_, laid out and counted).
+  Status WalkPart();
   Status WalkRank(const RankInfo& r);
   Status WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
   void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
@@ -318,6 +329,7 @@ class Walker {
   // Lane ids are unique across the trace and above every pid (docs/chrome-trace.md): some JSON
   // readers give an event without a tid (process metadata) the tid of its pid.
   uint32_t next_lane_ = 1;
+  bool layout_only_ = false;
   const std::vector<std::string>* strings_ = nullptr;  // the current rank's string table
   std::string unknown_name_;
   std::array<TraceArg, 16> args_{};  // the current event's: at most 11 (a collective's)
@@ -618,7 +630,10 @@ Status Walker::WalkRank(const RankInfo& r) {
     return strings.status();
   }
   strings_ = &strings.value();
-  enc_.Rank(r, strings.value());
+  const bool write = !layout_only_;
+  if (write) {
+    enc_.Rank(r, strings.value());
+  }
 
   // One rank's events, in memory: the lane split needs each track sorted.
   std::vector<commprof_event> events;
@@ -699,10 +714,14 @@ Status Walker::WalkRank(const RankInfo& r) {
     const uint32_t n_lanes = std::max(1u, lanes.lanes());
     const uint32_t first_lane = next_lane_;
     next_lane_ += n_lanes;
-    enc_.BeginTrack(r, TrackName(key), first_lane, n_lanes, sort_index);
-    sort_index += n_lanes;
     ++stats_.tracks;
     stats_.lanes_added += n_lanes - 1;
+    if (!write) {
+      pos = end_pos;
+      continue;
+    }
+    enc_.BeginTrack(r, TrackName(key), first_lane, n_lanes, sort_index);
+    sort_index += n_lanes;
     for (size_t i = pos; i < end_pos; ++i) {
       const Item& it = items[i];
       Emit(r, events[it.index], it, first_lane + it.lane, it.lane == 0);
@@ -738,6 +757,10 @@ Status Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> 
       continue;
     }
     // Host memory (an imported trace's CPU allocations) is not "device 65535".
+    ++stats_.counter_series;
+    if (layout_only_) {
+      continue;
+    }
     const std::string where =
         m.device == COMMPROF_HOST_DEVICE ? std::string("host") : "device " + std::to_string(m.device);
     enc_.BeginCounter(r, "memory in use: " + where + " " + schema::MemoryKindName(m.memory_kind));
@@ -757,6 +780,7 @@ Status Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> 
 }
 
 Status Walker::Run() {
+  const TracePart& part = opts_.part;
   COMMPROF_RETURN_IF_ERROR(SelectRanks());
   for (const RankInfo& r : info_.ranks) {
     next_lane_ = std::max(next_lane_, r.rank + 2);
@@ -767,21 +791,63 @@ Status Walker::Run() {
     return stacks.status();
   }
   stacks_ = std::move(stacks.value());
+  TraceExportStats before;
+  if (part.exchange) {
+    const TraceExportStats start = stats_;
+    const uint32_t lane_start = next_lane_;
+    if (part.share_layout) {
+      layout_only_ = true;
+      COMMPROF_RETURN_IF_ERROR(WalkPart());
+      layout_only_ = false;
+    }
+    const TraceExportStats mine = stats_;
+    stats_ = start;
+    auto got = part.exchange(mine);
+    if (!got.ok()) {
+      return got.status();
+    }
+    before = got.value();
+    // The lanes of the parts before: one per track and one per lane added.
+    next_lane_ = static_cast<uint32_t>(lane_start + before.tracks + before.lanes_added);
+  }
   header_ = TraceEncoder::Header{&info_, &ranks_, origin_, &stats_};
-  enc_.Begin(header_);
+  if (part.begin) {
+    enc_.Begin(header_);
+  } else {
+    enc_.Continue(before);
+  }
   Progress(0);
+  COMMPROF_RETURN_IF_ERROR(WalkPart());
+  if (part.finish) {
+    if (opts_.append_later_parts) {
+      if (!sink_.Flush()) {
+        return sink_.Error();
+      }
+      COMMPROF_RETURN_IF_ERROR(opts_.append_later_parts(sink_, stats_));
+    }
+    enc_.Finish(header_);
+  }
+  return sink_.Flush() ? Status::Ok() : sink_.Error();
+}
+
+Status Walker::WalkPart() {
+  size_t index = 0;  // of the rank among the exported ones
   for (const RankInfo& r : info_.ranks) {
     if (!Selected(r.rank)) {
       continue;
     }
+    const size_t i = index++;
+    if (i < opts_.part.first || i >= opts_.part.last) {
+      continue;
+    }
     COMMPROF_RETURN_IF_ERROR(WalkRank(r));
     ++stats_.ranks;
-    Progress(stats_.ranks);
+    if (!layout_only_) {
+      Progress(stats_.ranks);
+    }
   }
-  enc_.Finish(header_);
-  return sink_.Flush() ? Status::Ok() : sink_.Error();
+  return Status::Ok();
 }
-
 }  // namespace
 
 Status WalkTimeline(const ProfileReader& reader, TraceEncoder& encoder, TraceSink& sink, const TraceExportOptions& opts,

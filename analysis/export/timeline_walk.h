@@ -56,6 +56,26 @@ struct TraceStepRange {
   uint64_t last = 0;
 };
 
+struct TraceExportStats;
+class TraceSink;
+
+// A part of a trace, for `commprof export` as an MPI job (docs/scale.md#distributed-analysis): each
+// process walks a contiguous block of the exported ranks, and the parts written one after the
+// other in rank order are the one-process trace byte for byte. What a part writes depends on the
+// parts before it only through their layout (TraceExportStats' ranks, tracks, lanes_added and
+// counter_series), which each finds by laying its ranks out before it writes.
+struct TracePart {
+  size_t first = 0;  // the exported ranks (in file order) with these indices: [first, last)
+  size_t last = SIZE_MAX;
+  bool begin = true;   // writes the trace's beginning
+  bool finish = true;  // writes the trace's end (after append_later_parts)
+  // When set, called once the instance table is read and before anything is written, with this
+  // part's layout when share_layout (its ranks laid out and counted first; else zeros); returns
+  // the layout of the parts before this one, or an error that ends the walk.
+  bool share_layout = false;
+  std::function<Result<TraceExportStats>(const TraceExportStats& mine)> exchange;
+};
+
 struct TraceExportOptions {
   std::vector<uint32_t> ranks;               // ranks to export; empty: all of them. A rank not in the file is an error.
   std::optional<TraceTimeRange> time_range;  // at most one of time_range and steps
@@ -63,6 +83,10 @@ struct TraceExportOptions {
   std::string output_name = "output";  // names the output in error messages
   // Called after each rank and about every million events; may be empty.
   std::function<void(const TraceExportProgress&)> progress;
+  TracePart part;  // the whole trace unless set
+  // With part.finish: called after the part's ranks, before the trace's end is written; writes
+  // the later parts to the sink and adds their figures to the stats (which the end reports).
+  std::function<Status(TraceSink&, TraceExportStats&)> append_later_parts;
 };
 
 struct TraceExportStats {
@@ -74,6 +98,7 @@ struct TraceExportStats {
   uint64_t lanes_added = 0;         // extra lanes beyond one per track
   uint64_t flows = 0;               // arrows
   uint64_t counters = 0;            // counter samples: memory in use
+  uint64_t counter_series = 0;      // counter tracks (one per rank, device and memory kind with samples)
   uint64_t events_cut = 0;          // events left out by the cut
   uint64_t bytes = 0;               // bytes written
   int64_t origin_reference_ns = 0;  // time 0 on the reference clock
@@ -90,6 +115,9 @@ class TraceSink {
   // Flushes when the buffer is full; returns false once the stream failed.
   bool MaybeFlush() { return buf_.size() < kFlushAt || Flush(); }
   bool Flush();
+  // Bytes written elsewhere (a later part of the trace), after what the buffer holds, without
+  // copying them into it; false once the stream failed.
+  bool WriteThrough(std::string_view bytes);
   uint64_t bytes() const { return written_ + buf_.size(); }
   Status Error() const { return IoError(name_ + ": write failed (disk full or stream closed?)"); }
 
@@ -160,7 +188,7 @@ struct TraceSlice {
   int64_t flow_in_ts = 0;                              // where that flow lands: the last arrival, inside this slice
 };
 
-// What a timeline is spelled through. Calls come in this order: Begin; per exported rank Rank,
+// What a timeline is spelled through. Calls come in this order: Begin (or Continue); per exported rank Rank,
 // then per track BeginTrack, Slice..., EndTrack, then per counter series BeginCounter,
 // CounterPoint...; Finish.
 class TraceEncoder {
@@ -173,6 +201,9 @@ class TraceEncoder {
   };
   virtual ~TraceEncoder() = default;
   virtual void Begin(const Header& h) = 0;
+  // Instead of Begin, for a part after the first (TracePart): the encoder goes on from where the
+  // parts before, with this layout, left a one-process encoder.
+  virtual void Continue(const TraceExportStats& before) = 0;
   virtual void Rank(const RankInfo& r, const std::vector<std::string>& strings) = 0;
   // Lanes first_lane .. first_lane + lanes - 1; `sort_index` orders the rank's lanes.
   virtual void BeginTrack(const RankInfo& r, std::string_view name, uint32_t first_lane, uint32_t lanes,

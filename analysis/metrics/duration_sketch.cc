@@ -24,6 +24,16 @@ void DurationSketch::AddToHistogram(int64_t ns) {
   ++histogram_[b];
 }
 
+void DurationSketch::MoveSamplesToHistogram() {
+  // The row outgrew the exact regime: from now on only the histogram (bounded memory).
+  overflowed_ = true;
+  for (int64_t s : samples_) {
+    AddToHistogram(s);
+  }
+  samples_.clear();
+  samples_.shrink_to_fit();
+}
+
 void DurationSketch::Add(int64_t ns) {
   min_ = count_ == 0 ? ns : std::min(min_, ns);
   max_ = count_ == 0 ? ns : std::max(max_, ns);
@@ -33,13 +43,7 @@ void DurationSketch::Add(int64_t ns) {
       samples_.push_back(ns);
       return;
     }
-    // The row outgrew the exact regime: from now on only the histogram (bounded memory).
-    overflowed_ = true;
-    for (int64_t s : samples_) {
-      AddToHistogram(s);
-    }
-    samples_.clear();
-    samples_.shrink_to_fit();
+    MoveSamplesToHistogram();
   }
   AddToHistogram(ns);
 }
@@ -64,6 +68,58 @@ int64_t DurationSketch::Quantile(double q) const {
     }
   }
   return max_;
+}
+
+void DurationSketch::Merge(const DurationSketch& other) {
+  if (other.count_ == 0) {
+    return;
+  }
+  min_ = count_ == 0 ? other.min_ : std::min(min_, other.min_);
+  max_ = count_ == 0 ? other.max_ : std::max(max_, other.max_);
+  count_ += other.count_;
+  if (!overflowed_ && !other.overflowed_ && samples_.size() + other.samples_.size() <= exact_limit_) {
+    samples_.insert(samples_.end(), other.samples_.begin(), other.samples_.end());
+    return;
+  }
+  if (!overflowed_) {
+    MoveSamplesToHistogram();
+  }
+  if (!other.overflowed_) {
+    for (int64_t s : other.samples_) {
+      AddToHistogram(s);
+    }
+    return;
+  }
+  zeros_ += other.zeros_;
+  if (other.histogram_.size() > histogram_.size()) {
+    histogram_.resize(other.histogram_.size(), 0);
+  }
+  for (size_t b = 0; b < other.histogram_.size(); ++b) {
+    histogram_[b] += other.histogram_[b];
+  }
+}
+
+void DurationSketch::Encode(PartWriter& w) const {
+  w.Put<uint64_t>(exact_limit_);
+  w.Put(count_);
+  w.Put(min_);
+  w.Put(max_);
+  w.Put<uint8_t>(overflowed_ ? 1 : 0);
+  w.Put(zeros_);
+  w.PutVector(samples_);
+  w.PutVector(histogram_);
+}
+
+bool DurationSketch::Decode(PartReader& r) {
+  uint64_t limit = 0;
+  uint8_t overflowed = 0;
+  if (!r.Get(limit) || !r.Get(count_) || !r.Get(min_) || !r.Get(max_) || !r.Get(overflowed) || !r.Get(zeros_) ||
+      !r.GetVector(samples_) || !r.GetVector(histogram_) || overflowed > 1 || samples_.size() > limit) {
+    return false;
+  }
+  exact_limit_ = static_cast<size_t>(limit);
+  overflowed_ = overflowed != 0;
+  return true;
 }
 
 }  // namespace commprof

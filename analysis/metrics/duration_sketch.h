@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/part_bytes.h"
+
 namespace commprof {
 
 class DurationSketch {
@@ -26,10 +28,18 @@ class DurationSketch {
   int64_t Quantile(double q) const;
   bool exact() const { return !overflowed_; }
   uint64_t count() const { return count_; }
+  // Adds the samples `other` holds, as if they had been added here after this one's own: the
+  // result is the sketch that one pass over both would give (the same regime, samples and counts),
+  // so partial statistics of blocks of ranks merge into exactly the whole's (`commprof stats` as an
+  // MPI job). Both must have the same exact_limit.
+  void Merge(const DurationSketch& other);
+  void Encode(PartWriter& w) const;
+  bool Decode(PartReader& r);  // false on malformed bytes
 
  private:
   static size_t BucketOf(int64_t ns);
   void AddToHistogram(int64_t ns);
+  void MoveSamplesToHistogram();
 
   size_t exact_limit_;
   uint64_t count_ = 0;

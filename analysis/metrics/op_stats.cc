@@ -129,35 +129,6 @@ uint64_t FamilyOf(const commprof_event& e) {
   return (family << 56) | ((extra & 0xFFFFFFu) << 32) | e.thread_id;
 }
 
-constexpr size_t kNoHistogram = SIZE_MAX;
-
-struct Accumulator {
-  Category category = kNone;
-  std::string name;
-  std::optional<uint64_t> comm;
-  std::optional<int> size_bucket;
-  std::optional<uint32_t> rank;
-  bool bandwidth = false;
-  size_t histogram = kNoHistogram;  // its operation's size histogram
-  uint64_t calls = 0;
-  int64_t total_ns = 0, self_ns = 0, min_ns = 0, max_ns = 0;
-  uint64_t bytes = 0;
-  DurationSketch sketch;
-  std::vector<RankTotal> per_rank;
-
-  explicit Accumulator(size_t exact) : sketch(exact) {}
-
-  RankTotal& ShareOf(uint32_t r) {
-    if (per_rank.empty() || per_rank.back().rank != r) {
-      per_rank.push_back(RankTotal{r, 0, 0, 0, 0});
-    }
-    return per_rank.back();
-  }
-};
-
-// What identifies a row across ranks.
-using GlobalKey = std::tuple<uint8_t, std::string, uint64_t, int, int64_t>;
-
 // What identifies a row within one rank, before the name is looked up: (category, name_id or the
 // memcpy kind, comm, bucket).
 struct LocalKey {
@@ -242,7 +213,7 @@ std::string NameOf(const commprof_event& e, const std::vector<std::string>& stri
   }
 }
 
-OpStatsRow Finish(Accumulator& a, size_t ranks_read) {
+OpStatsRow Finish(OpStatsPartial::Row& a, size_t ranks_read) {
   OpStatsRow row;
   row.category = kCategories[a.category];
   row.name = std::move(a.name);
@@ -319,10 +290,23 @@ std::string SizeBucketLabel(int bucket) {
   return "[" + size(SizeBucketLow(bucket)) + ", " + high + ")";
 }
 
-Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& options) {
-  if (options.screen_rows) {
-    ScreenEventRows(reader);
+std::vector<uint32_t> StatsRanks(const ProfileReader& reader, const StatsOptions& options) {
+  std::vector<uint32_t> out;
+  for (const RankInfo& r : reader.info().ranks) {
+    if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
+      continue;
+    }
+    if (!options.ranks.empty() &&
+        std::find(options.ranks.begin(), options.ranks.end(), r.rank) == options.ranks.end()) {
+      continue;
+    }
+    out.push_back(r.rank);
   }
+  return out;
+}
+
+Result<OpStatsPartial> AccumulateOpStats(ProfileReader& reader, const StatsOptions& options,
+                                         std::span<const uint32_t> ranks) {
   std::array<bool, kCategories.size()> wanted{};
   wanted.fill(options.kinds.empty());
   for (const std::string& k : options.kinds) {
@@ -332,25 +316,11 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       }
     }
   }
-  OpStats out;
-  for (const RankInfo& r : reader.info().ranks) {
-    if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
-      continue;
-    }
-    if (!options.ranks.empty() &&
-        std::find(options.ranks.begin(), options.ranks.end(), r.rank) == options.ranks.end()) {
-      continue;
-    }
-    out.ranks.push_back(r.rank);
-    out.missing_events += r.missing_events();
-  }
-
-  std::vector<Accumulator> rows;
-  std::map<GlobalKey, uint32_t> row_of;
-  // Calls per size bucket (SizeBucketOf: 0-64) of each operation with bytes.
-  std::map<std::pair<uint8_t, std::string>, size_t> histogram_of;
-  std::vector<std::array<uint64_t, 65>> histograms;
-  for (uint32_t rank : out.ranks) {
+  OpStatsPartial out;
+  out.exact_samples = options.exact_samples;
+  std::vector<OpStatsPartial::Row>& rows = out.rows;
+  std::vector<std::array<uint64_t, 65>>& histograms = out.histograms;
+  for (uint32_t rank : ranks) {
     auto strings = reader.Strings(rank);
     if (!strings.ok()) {
       return strings.status();
@@ -369,34 +339,21 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
       if (it != local.end()) {
         return it->second;
       }
-      std::string name = NameOf(e, strings.value());
-      GlobalKey gk{static_cast<uint8_t>(c), name, comm, bucket, options.by_rank ? int64_t{rank} : -1};
-      auto [g, fresh] = row_of.emplace(std::move(gk), static_cast<uint32_t>(rows.size()));
-      if (fresh) {
-        Accumulator& a = rows.emplace_back(options.exact_samples);
-        a.category = c;
-        a.name = std::move(name);
-        if (options.by_comm) {
-          a.comm = comm;
-        }
-        if (bucket >= 0) {
-          a.size_bucket = bucket;
-        }
-        if (options.by_rank) {
-          a.rank = rank;
+      const size_t before = rows.size();
+      const uint32_t index = out.RowFor(
+          {static_cast<uint8_t>(c), NameOf(e, strings.value()), comm, bucket, options.by_rank ? int64_t{rank} : -1});
+      if (rows.size() > before) {  // made now: what the key does not say
+        OpStatsPartial::Row& a = rows[index];
+        if (!options.by_comm) {
+          a.comm.reset();
         }
         a.bandwidth = StatsKindHasBandwidth(e.kind);
         if (KindHasBytes(e.kind)) {
-          // One histogram per operation, whatever splits its rows.
-          auto [h, added] = histogram_of.emplace(std::make_pair(static_cast<uint8_t>(c), a.name), histograms.size());
-          if (added) {
-            histograms.emplace_back();
-          }
-          a.histogram = h->second;
+          a.histogram = out.HistogramFor(a.category, a.name);  // one per operation, whatever splits its rows
         }
       }
-      local.emplace(lk, g->second);
-      return g->second;
+      local.emplace(lk, index);
+      return index;
     };
     // The category of an event the stats count, kNone for the others; counts in `incomplete` (when
     // given) the events left out for having no true end.
@@ -432,7 +389,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         }
         const uint32_t index = row_index(e, c);
         unnamed += e.name_id != 0 && e.name_id >= strings->size() ? 1 : 0;
-        Accumulator& a = rows[index];
+        OpStatsPartial::Row& a = rows[index];
         const uint64_t bytes = BytesOf(e);
         const auto ns = static_cast<int64_t>(e.end_ns - e.start_ns);  // screened: end >= start
         a.min_ns = a.calls == 0 ? ns : std::min(a.min_ns, ns);
@@ -445,7 +402,7 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
         ++share.calls;
         share.total_ns += ns;
         share.bytes += bytes;
-        if (a.histogram != kNoHistogram) {
+        if (a.histogram != OpStatsPartial::kNoHistogram) {
           ++histograms[a.histogram][static_cast<size_t>(SizeBucketOf(bytes))];
         }
         ++out.events_counted;
@@ -526,8 +483,23 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
     }
   }
 
-  out.rows.reserve(rows.size());
-  for (Accumulator& a : rows) {
+  return out;
+}
+
+OpStats FinishOpStats(const ProfileReader& reader, const StatsOptions& options, OpStatsPartial partial) {
+  OpStats out;
+  out.ranks = StatsRanks(reader, options);
+  for (const RankInfo& r : reader.info().ranks) {
+    if (std::find(out.ranks.begin(), out.ranks.end(), r.rank) != out.ranks.end()) {
+      out.missing_events += r.missing_events();
+    }
+  }
+  out.events_read = partial.events_read;
+  out.events_counted = partial.events_counted;
+  out.incomplete_skipped = partial.incomplete_skipped;
+  out.faults = std::move(partial.faults);
+  out.rows.reserve(partial.rows.size());
+  for (OpStatsPartial::Row& a : partial.rows) {
     out.rows.push_back(Finish(a, out.ranks.size()));
   }
   std::sort(out.rows.begin(), out.rows.end(), [](const OpStatsRow& x, const OpStatsRow& y) {
@@ -540,16 +512,29 @@ Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& option
     return std::make_tuple(cat(x.category), std::cref(x.name), x.comm, x.size_bucket, x.rank) <
            std::make_tuple(cat(y.category), std::cref(y.name), y.comm, y.size_bucket, y.rank);
   });
-  for (const auto& [key, index] : histogram_of) {
+  for (const auto& [key, index] : partial.histogram_of) {
     SizeHistogram h{kCategories[key.first], key.second, {}};
-    for (size_t b = 0; b < histograms[index].size(); ++b) {
-      if (histograms[index][b] > 0) {
-        h.buckets.emplace_back(static_cast<int>(b), histograms[index][b]);
+    const std::array<uint64_t, 65>& calls = partial.histograms[index];
+    for (size_t b = 0; b < calls.size(); ++b) {
+      if (calls[b] > 0) {
+        h.buckets.emplace_back(static_cast<int>(b), calls[b]);
       }
     }
     out.size_histograms.push_back(std::move(h));
   }
   return out;
+}
+
+Result<OpStats> ComputeOpStats(ProfileReader& reader, const StatsOptions& options) {
+  if (options.screen_rows) {
+    ScreenEventRows(reader);
+  }
+  const std::vector<uint32_t> ranks = StatsRanks(reader, options);
+  auto partial = AccumulateOpStats(reader, options, ranks);
+  if (!partial.ok()) {
+    return partial.status();
+  }
+  return FinishOpStats(reader, options, std::move(partial.value()));
 }
 
 }  // namespace commprof

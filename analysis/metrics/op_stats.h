@@ -10,13 +10,18 @@
 // ComputeOpStats.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "analysis/load/profile_reader.h"
+#include "analysis/metrics/duration_sketch.h"
 #include "commprof/event.h"
 #include "core/status.h"
 
@@ -107,6 +112,72 @@ struct OpStats {
 // Whether bandwidth is meaningful for an event's kind: MPI collectives and point-to-point, NCCL
 // operations (kind 17), memcpy and memset.
 bool StatsKindHasBandwidth(uint8_t kind);
+
+// The statistics of some ranks before their rows are finished: what each process of `commprof
+// stats` as an MPI job (docs/scale.md#distributed-analysis) computes for its contiguous block of
+// ranks. Partials merged in rank order finish into exactly what one pass over every rank gives:
+// sums and extremes add, the per-rank shares append, the sketches merge (DurationSketch::Merge).
+struct OpStatsPartial {
+  // A row being accumulated, under its key: (category, name, comm or 0, size bucket or -1, rank or -1).
+  using RowKey = std::tuple<uint8_t, std::string, uint64_t, int, int64_t>;
+  static constexpr size_t kNoHistogram = SIZE_MAX;
+  struct Row {
+    uint8_t category = 0;  // index into StatsCategories()
+    std::string name;
+    std::optional<uint64_t> comm;
+    std::optional<int> size_bucket;
+    std::optional<uint32_t> rank;
+    bool bandwidth = false;
+    size_t histogram = kNoHistogram;  // its operation's size histogram (index into histograms)
+    uint64_t calls = 0;
+    int64_t total_ns = 0, self_ns = 0, min_ns = 0, max_ns = 0;
+    uint64_t bytes = 0;
+    DurationSketch sketch;
+    std::vector<RankTotal> per_rank;  // in rank order
+
+    explicit Row(size_t exact) : sketch(exact) {}
+    RankTotal& ShareOf(uint32_t r) {
+      if (per_rank.empty() || per_rank.back().rank != r) {
+        per_rank.push_back(RankTotal{r, 0, 0, 0, 0});
+      }
+      return per_rank.back();
+    }
+    RowKey Key() const {
+      return {category, name, comm.value_or(0), size_bucket.value_or(-1), rank ? int64_t{*rank} : -1};
+    }
+  };
+
+  size_t exact_samples = DurationSketch::kDefaultExactLimit;
+  std::vector<Row> rows;
+  std::map<RowKey, uint32_t> row_of;
+  // Calls per size bucket (SizeBucketOf: 0-64) of each operation with bytes, by (category, name).
+  std::map<std::pair<uint8_t, std::string>, size_t> histogram_of;
+  std::vector<std::array<uint64_t, 65>> histograms;
+  uint64_t events_read = 0;
+  uint64_t events_counted = 0;
+  uint64_t incomplete_skipped = 0;
+  std::vector<std::string> faults;  // OpStats::faults of these ranks, in rank order
+
+  // The index of the row under `key`, made (empty, named by the key) when there is none yet.
+  uint32_t RowFor(const RowKey& key);
+  // The histogram of the operation (category, name), made when there is none yet.
+  size_t HistogramFor(uint8_t category, const std::string& name);
+  // Adds `later`, computed over ranks that all come after this partial's.
+  void Merge(OpStatsPartial&& later);
+};
+
+// The ranks ComputeOpStats reads, in rank order: those of the file that are not missing (after any
+// screening) and that options.ranks asks for.
+std::vector<uint32_t> StatsRanks(const ProfileReader& reader, const StatsOptions& options);
+// Reads `ranks` (a contiguous run of StatsRanks) one at a time into a partial; no screening. Fails
+// (naming the file) at the first rank whose strings or events cannot be read.
+Result<OpStatsPartial> AccumulateOpStats(ProfileReader& reader, const StatsOptions& options,
+                                         std::span<const uint32_t> ranks);
+// The rows and totals of a partial of every one of StatsRanks.
+OpStats FinishOpStats(const ProfileReader& reader, const StatsOptions& options, OpStatsPartial partial);
+// A partial (or the error its process ended in) as bytes for another process of the same build.
+std::string EncodeOpStatsPart(const Result<OpStatsPartial>& part);
+Result<OpStatsPartial> DecodeOpStatsPart(std::string_view bytes);
 
 // Reads the ranks of `reader` (after options.ranks) one at a time. Self time: the nested kinds —
 // NVTX push/pop ranges (per thread and domain), user ranges (per thread), imported host ops,

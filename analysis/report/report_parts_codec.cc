@@ -1,7 +1,6 @@
 #include "analysis/report/report_parts_codec.h"
 
-#include <cstring>
-#include <type_traits>
+#include "core/part_bytes.h"
 
 namespace commprof {
 namespace {
@@ -21,80 +20,8 @@ static_assert(sizeof(P2PMatchResult) == 216, "P2PMatchResult changed: update Enc
 static_assert(sizeof(RankOverlap) == 104, "RankOverlap changed: update EncodeRankPassPart and DecodeRankPassPart");
 static_assert(sizeof(MemorySeries) == 80, "MemorySeries changed: update EncodeRankPassPart and DecodeRankPassPart");
 
-class Writer {
- public:
-  template <typename T>
-  void Put(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
-  }
-  template <typename T>
-  void PutVector(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    Put<uint64_t>(v.size());
-    if (!v.empty()) {  // an empty vector's data() may be null, which memcpy must not be given
-      out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-    }
-  }
-  void PutString(const std::string& s) {
-    Put<uint64_t>(s.size());
-    out_.append(s);
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  template <typename T>
-  bool Get(T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    if (in_.size() - pos_ < sizeof(T)) {
-      return false;
-    }
-    std::memcpy(&v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  template <typename T>
-  bool GetVector(std::vector<T>& v) {
-    uint64_t n = 0;
-    if (!Get(n) || n > (in_.size() - pos_) / sizeof(T)) {
-      return false;
-    }
-    v.resize(n);
-    if (n > 0) {  // an empty vector's data() may be null, which memcpy must not be given
-      std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
-    }
-    pos_ += n * sizeof(T);
-    return true;
-  }
-  bool GetString(std::string& s) {
-    uint64_t n = 0;
-    if (!Get(n) || n > in_.size() - pos_) {
-      return false;
-    }
-    s.assign(in_.substr(pos_, n));
-    pos_ += n;
-    return true;
-  }
-  bool done() const { return pos_ == in_.size(); }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
-
-// Header and status; the payload follows when the status is OK.
-void PutHead(Writer& w, PartKind kind, const Status& st) {
-  w.Put(kMagic);
-  w.Put(kind);
-  w.Put(kLayout);
-  w.Put(static_cast<uint32_t>(st.code()));
-  w.PutString(st.message());
+void PutHead(PartWriter& w, PartKind kind, const Status& st) {
+  PutPartHead(w, kMagic, static_cast<uint32_t>(kind), kLayout, st);
 }
 
 Status Malformed(PartKind kind) {
@@ -106,22 +33,14 @@ Status Malformed(PartKind kind) {
 }
 
 // Reads the header; returns the status carried (a failed part), or Malformed.
-Status GetHead(Reader& r, PartKind kind) {
-  uint32_t magic = 0, code = 0;
-  PartKind got{};
-  uint64_t layout = 0;
-  std::string message;
-  if (!r.Get(magic) || !r.Get(got) || !r.Get(layout) || !r.Get(code) || !r.GetString(message) || magic != kMagic ||
-      got != kind || layout != kLayout || code > static_cast<uint32_t>(StatusCode::kInternal)) {
-    return Malformed(kind);
-  }
-  return Status(static_cast<StatusCode>(code), std::move(message));
+Status GetHead(PartReader& r, PartKind kind) {
+  return GetPartHead(r, kMagic, static_cast<uint32_t>(kind), kLayout, Malformed(kind));
 }
 
 }  // namespace
 
 std::string EncodeP2PPart(const Result<P2PMatchResult>& part) {
-  Writer w;
+  PartWriter w;
   PutHead(w, PartKind::kP2P, part.status());
   if (part.ok()) {
     const P2PMatchResult& p = part.value();
@@ -146,7 +65,7 @@ std::string EncodeP2PPart(const Result<P2PMatchResult>& part) {
 }
 
 Result<P2PMatchResult> DecodeP2PPart(std::string_view bytes) {
-  Reader r(bytes);
+  PartReader r(bytes);
   Status st = GetHead(r, PartKind::kP2P);
   if (!st.ok()) {
     return st;
@@ -164,7 +83,7 @@ Result<P2PMatchResult> DecodeP2PPart(std::string_view bytes) {
 }
 
 std::string EncodeRankPassPart(const Result<IndexedRankPasses>& part) {
-  Writer w;
+  PartWriter w;
   PutHead(w, PartKind::kRankPasses, part.status());
   if (part.ok()) {
     w.Put<uint64_t>(part.value().size());
@@ -199,7 +118,7 @@ std::string EncodeRankPassPart(const Result<IndexedRankPasses>& part) {
 }
 
 Result<IndexedRankPasses> DecodeRankPassPart(std::string_view bytes) {
-  Reader r(bytes);
+  PartReader r(bytes);
   Status st = GetHead(r, PartKind::kRankPasses);
   if (!st.ok()) {
     return st;
@@ -236,7 +155,7 @@ Result<IndexedRankPasses> DecodeRankPassPart(std::string_view bytes) {
 }
 
 std::string EncodeScreeningPart(const std::vector<RankFault>& left_out) {
-  Writer w;
+  PartWriter w;
   PutHead(w, PartKind::kScreening, Status::Ok());
   w.Put<uint64_t>(left_out.size());
   for (const RankFault& f : left_out) {
@@ -247,7 +166,7 @@ std::string EncodeScreeningPart(const std::vector<RankFault>& left_out) {
 }
 
 Result<std::vector<RankFault>> DecodeScreeningPart(std::string_view bytes) {
-  Reader r(bytes);
+  PartReader r(bytes);
   Status st = GetHead(r, PartKind::kScreening);
   if (!st.ok()) {
     return st;

@@ -158,9 +158,9 @@ def case_cli(ctx):
           [empty, "no allocation or free records"])
     expect(not os.path.exists(ctx.path("empty.html")), "a page was written for a file without records")
     unwritable = os.path.join(ctx.path("no-such-dir"), "x.json")
-    # The output asked for and why, not the temporary file written beside it.
+    # The output asked for and why (found before the work), not the temporary file written beside it.
     error([h5, "--format", "memory-json", "-o", unwritable], 1,
-          ["cannot create " + unwritable, "no directory " + ctx.path("no-such-dir")])
+          ["cannot write " + unwritable, "directory " + ctx.path("no-such-dir") + " does not exist"])
     p = run([ctx.commprof, "export", h5, "--format", "memory-json", "-o", unwritable])
     expect(".tmp-" not in p.stderr, f"the message names the temporary file: {p.stderr.strip()}")
 

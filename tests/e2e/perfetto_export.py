@@ -292,7 +292,7 @@ def case_errors(ctx):
     p = run([ctx.commprof, "export", "--format", "memory-json", h5, "-o", out, "--steps", "1"], check_rc=2)
     expect("apply to --format chrome and perfetto only" in p.stderr, p.stderr)
     p = run([ctx.commprof, "export", "--format", "perfetto", h5, "-o", "/nonexistent_dir/x.pftrace"], check_rc=1)
-    expect("no directory /nonexistent_dir" in p.stderr, p.stderr)
+    expect("cannot write /nonexistent_dir/x.pftrace: directory /nonexistent_dir does not exist" in p.stderr, p.stderr)
     p = run([ctx.commprof, "export", "--format", "pftrace", h5, "-o", out], check_rc=2)
     expect("chrome, perfetto, memory-html, memory-json" in p.stderr, p.stderr)
     # A file without step marks (the memory profile marks none).

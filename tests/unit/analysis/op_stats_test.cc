@@ -8,12 +8,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "analysis/metrics/duration_sketch.h"
 #include "analysis/metrics/nearest_rank.h"
 #include "analysis/op_stats_golden.h"
+#include "core/part_bytes.h"
 #include "support/test_support.h"
 
 namespace commprof {
@@ -272,6 +274,135 @@ TEST(DurationSketch, BelowTheLimitQuantilesAreExact) {
   EXPECT_EQ(sketch.Quantile(0.2), 10);
   EXPECT_EQ(sketch.Quantile(0.99), 50);
   EXPECT_EQ(DurationSketch().Quantile(0.5), 0);
+}
+
+// The sketches of two halves of a series, merged, answer every quantile as the sketch of the whole
+// series does, in both regimes and at the boundary between them (docs/scale.md: the distributed
+// stats equal one process's), and survive the bytes that carry them between processes.
+TEST(DurationSketch, MergedHalvesEqualTheWholeSeriesAtEverySplitAndThroughBytes) {
+  std::vector<int64_t> series;
+  uint64_t x = 2463534242ull;
+  for (int i = 0; i < 40; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    series.push_back(i % 9 == 0 ? 0 : static_cast<int64_t>(x % 100000));
+  }
+  for (size_t limit : {size_t{8}, size_t{20}, size_t{40}, size_t{64}}) {
+    DurationSketch whole(limit);
+    for (int64_t v : series) {
+      whole.Add(v);
+    }
+    for (size_t split = 0; split <= series.size(); ++split) {
+      DurationSketch a(limit), b(limit);
+      for (size_t i = 0; i < series.size(); ++i) {
+        (i < split ? a : b).Add(series[i]);
+      }
+      PartWriter w;
+      b.Encode(w);
+      const std::string bytes = w.Take();
+      DurationSketch carried;
+      PartReader r(bytes);
+      ASSERT_TRUE(carried.Decode(r) && r.done());
+      a.Merge(carried);
+      EXPECT_EQ(a.count(), whole.count());
+      EXPECT_EQ(a.exact(), whole.exact()) << "limit " << limit << " split " << split;
+      for (double q : {0.0, 0.01, 0.25, 0.5, 0.75, 0.99, 1.0}) {
+        EXPECT_EQ(a.Quantile(q), whole.Quantile(q)) << "limit " << limit << " split " << split << " q " << q;
+      }
+    }
+  }
+  // Short or oversized bytes are refused, never read past their end.
+  DurationSketch s(4);
+  s.Add(7);
+  PartWriter w;
+  s.Encode(w);
+  const std::string bytes = w.Take();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    DurationSketch got;
+    PartReader r(std::string_view(bytes).substr(0, n));
+    EXPECT_FALSE(got.Decode(r) && r.done()) << n << " of " << bytes.size() << " bytes";
+  }
+}
+
+// Blocks of the golden file's ranks accumulated apart, carried as bytes and merged in rank order
+// give exactly what one pass over every rank gives, for every way of cutting the ranks in two or
+// three and every split of the rows (`mpirun -np K commprof stats`).
+TEST_F(OpStatsGolden, BlocksOfRanksMergedInOrderEqualOnePassOverAll) {
+  auto same = [](const OpStats& x, const OpStats& y, const std::string& what) {
+    ASSERT_EQ(x.rows.size(), y.rows.size()) << what;
+    for (size_t i = 0; i < x.rows.size(); ++i) {
+      const OpStatsRow& a = x.rows[i];
+      const OpStatsRow& b = y.rows[i];
+      EXPECT_TRUE(a.category == b.category && a.name == b.name && a.comm == b.comm && a.size_bucket == b.size_bucket &&
+                  a.rank == b.rank && a.calls == b.calls && a.total_ns == b.total_ns && a.self_ns == b.self_ns &&
+                  a.min_ns == b.min_ns && a.max_ns == b.max_ns && a.mean_ns == b.mean_ns && a.p50_ns == b.p50_ns &&
+                  a.p99_ns == b.p99_ns && a.percentiles_exact == b.percentiles_exact && a.bytes == b.bytes &&
+                  a.bandwidth_gbps == b.bandwidth_gbps && a.imbalance == b.imbalance && a.max_rank == b.max_rank &&
+                  a.per_rank.size() == b.per_rank.size())
+          << what << ": row " << i << " (" << a.name << ")";
+      for (size_t k = 0; k < a.per_rank.size() && k < b.per_rank.size(); ++k) {
+        EXPECT_TRUE(a.per_rank[k].rank == b.per_rank[k].rank && a.per_rank[k].calls == b.per_rank[k].calls &&
+                    a.per_rank[k].total_ns == b.per_rank[k].total_ns &&
+                    a.per_rank[k].self_ns == b.per_rank[k].self_ns && a.per_rank[k].bytes == b.per_rank[k].bytes)
+            << what << ": row " << i << " rank share " << k;
+      }
+    }
+    ASSERT_EQ(x.size_histograms.size(), y.size_histograms.size()) << what;
+    for (size_t i = 0; i < x.size_histograms.size(); ++i) {
+      EXPECT_EQ(x.size_histograms[i].name, y.size_histograms[i].name) << what;
+      EXPECT_EQ(x.size_histograms[i].buckets, y.size_histograms[i].buckets) << what;
+    }
+    EXPECT_EQ(x.ranks, y.ranks) << what;
+    EXPECT_EQ(x.events_read, y.events_read) << what;
+    EXPECT_EQ(x.events_counted, y.events_counted) << what;
+    EXPECT_EQ(x.incomplete_skipped, y.incomplete_skipped) << what;
+  };
+  for (int splits : {0, 1, 2, 3}) {  // no split, by comm, by size and rank, all three
+    for (size_t exact : {size_t{8}, DurationSketch::kDefaultExactLimit}) {
+      StatsOptions o;
+      o.by_comm = splits == 1 || splits == 3;
+      o.by_size = splits >= 2;
+      o.by_rank = splits >= 2;
+      o.exact_samples = exact;
+      const OpStats whole = Compute(o);
+      ASSERT_FALSE(whole.rows.empty());
+      const std::vector<uint32_t> ranks = StatsRanks(*reader_, o);
+      ASSERT_EQ(ranks.size(), static_cast<size_t>(kRanks));
+      for (size_t cut1 = 0; cut1 <= ranks.size(); ++cut1) {
+        for (size_t cut2 = cut1; cut2 <= ranks.size(); ++cut2) {
+          std::span<const uint32_t> all(ranks);
+          OpStatsPartial merged;
+          merged.exact_samples = exact;
+          for (auto block : {all.subspan(0, cut1), all.subspan(cut1, cut2 - cut1), all.subspan(cut2)}) {
+            auto part = AccumulateOpStats(*reader_, o, block);
+            ASSERT_TRUE(part.ok()) << part.status().message();
+            auto carried = DecodeOpStatsPart(EncodeOpStatsPart(part));
+            ASSERT_TRUE(carried.ok()) << carried.status().message();
+            merged.Merge(std::move(carried.value()));
+          }
+          same(whole, FinishOpStats(*reader_, o, std::move(merged)),
+               "splits " + std::to_string(splits) + ", exact " + std::to_string(exact) + ", blocks cut at " +
+                   std::to_string(cut1) + " and " + std::to_string(cut2));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(OpStatsGolden, ABlocksErrorCrossesAsItselfAndBadBytesAreRefused) {
+  auto failed = DecodeOpStatsPart(EncodeOpStatsPart(Result<OpStatsPartial>(Corrupt("f.h5: rank 2: bad chunk"))));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(failed.status().message(), "f.h5: rank 2: bad chunk");
+  const std::vector<uint32_t> ranks = StatsRanks(*reader_, {});
+  const std::string bytes = EncodeOpStatsPart(AccumulateOpStats(*reader_, {}, ranks));
+  for (size_t n : {size_t{0}, size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
+    auto got = DecodeOpStatsPart(std::string_view(bytes).substr(0, n));
+    ASSERT_FALSE(got.ok()) << n;
+    EXPECT_NE(got.status().message().find("malformed"), std::string::npos) << got.status().message();
+  }
+  EXPECT_FALSE(DecodeOpStatsPart(bytes + "x").ok());
 }
 
 }  // namespace

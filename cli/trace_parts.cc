@@ -1,0 +1,334 @@
+#include "cli/trace_parts.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "analysis/export/chrome_trace.h"
+#include "analysis/export/perfetto_trace.h"
+#include "cli/output_file.h"
+#include "core/log.h"
+#include "core/part_bytes.h"
+
+namespace commprof::cli {
+namespace {
+
+constexpr int kTagLayout = 11;
+constexpr int kTagPartInfo = 12;
+constexpr int kTagPartBytes = 13;
+constexpr int kTagReady = 14;
+constexpr size_t kChunk = size_t{4} << 20;  // a block's bytes cross to the first in pieces of this size
+
+constexpr uint32_t kMagic = 0x54504350;  // "CPPT"
+constexpr uint32_t kLayoutKind = 1, kInfoKind = 2;
+constexpr uint64_t kLayout = sizeof(TraceExportStats);
+
+// Seconds since this process's export started (COMMPROF_LOG=info prints each stage's time).
+double Seconds() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Status Malformed() {
+  return Internal(
+      "distributed export: a message from another process is malformed (are all processes the same "
+      "commprof build?)");
+}
+
+Status Write(TraceFormat format, const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
+             TraceExportStats* stats) {
+  return format == TraceFormat::kPerfetto ? WritePerfettoTrace(reader, out, opts, stats)
+                                          : WriteChromeTrace(reader, out, opts, stats);
+}
+
+// The block of process `p` of `k`: indices into the exported ranks.
+std::pair<size_t, size_t> BlockOf(size_t ranks, int p, int k) {
+  return {ranks * static_cast<size_t>(p) / static_cast<size_t>(k),
+          ranks * static_cast<size_t>(p + 1) / static_cast<size_t>(k)};
+}
+
+size_t ExportedRanks(const ProfileReader& reader, const TraceExportOptions& opts) {
+  return opts.ranks.empty() ? reader.info().ranks.size()
+                            : std::set<uint32_t>(opts.ranks.begin(), opts.ranks.end()).size();
+}
+
+// A block's figures (and the status it ended in) as bytes; `bytes` is the size of its trace.
+std::string EncodeFigures(uint32_t kind, const Status& st, const TraceExportStats& s, uint64_t bytes) {
+  PartWriter w;
+  PutPartHead(w, kMagic, kind, kLayout, st);
+  if (st.ok()) {
+    w.Put(s);
+    w.Put(bytes);
+  }
+  return w.Take();
+}
+
+Status DecodeFigures(uint32_t kind, std::string_view in, TraceExportStats& s, uint64_t& bytes) {
+  PartReader r(in);
+  COMMPROF_RETURN_IF_ERROR(GetPartHead(r, kMagic, kind, kLayout, Malformed()));
+  return r.Get(s) && r.Get(bytes) && r.done() ? Status::Ok() : Malformed();
+}
+
+void AddFigures(TraceExportStats& into, const TraceExportStats& s) {
+  into.ranks += s.ranks;
+  into.events += s.events;
+  into.slices += s.slices;
+  into.instants += s.instants;
+  into.tracks += s.tracks;
+  into.lanes_added += s.lanes_added;
+  into.flows += s.flows;
+  into.counters += s.counters;
+  into.counter_series += s.counter_series;
+  into.events_cut += s.events_cut;
+}
+
+// A block's trace, held in an unnamed file of the temporary directory until the first takes it.
+class HeldPart {
+ public:
+  Status Open(int rank) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+    std::string name = dir + "/commprof-export-part-XXXXXX";
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      return IoError("distributed export: process " + std::to_string(rank) + " cannot create a file in " + dir +
+                     " to hold its part of the trace: " + std::strerror(errno) +
+                     " (TMPDIR names where; it needs room for the process's share of the trace)");
+    }
+    file_.open(name, std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
+    ::unlink(name.c_str());  // gone with the process, whatever ends it
+    ::close(fd);
+    return file_.is_open() ? Status::Ok() : IoError("distributed export: cannot open " + name);
+  }
+  std::iostream& stream() { return file_; }
+
+ private:
+  std::fstream file_;
+};
+
+// The first process: takes the later blocks, in order, into the trace being written; a block that
+// failed is drained like the others (its process waits for that) and its error returned.
+class LaterParts {
+ public:
+  explicit LaterParts(AnalysisWorld& world) : world_(world), taken_(static_cast<size_t>(world.size()), false) {}
+
+  Status Append(TraceSink& sink, TraceExportStats& stats) {
+    COMMPROF_LOG_INFO("export process 0: own block written after %.3f s", Seconds());
+    Status first_error;
+    for (int q = 1; q < world_.size(); ++q) {
+      TraceExportStats s;
+      uint64_t bytes = 0;
+      const Status st = Take(q, &sink, s, bytes);
+      if (!st.ok() && first_error.ok()) {
+        first_error = st;
+      }
+      if (st.ok() && first_error.ok()) {
+        AddFigures(stats, s);
+      }
+    }
+    return first_error;
+  }
+  // Whatever the trace did not take (it failed before the later blocks), taken and dropped.
+  void Drain() {
+    for (int q = 1; q < world_.size(); ++q) {
+      TraceExportStats s;
+      uint64_t bytes = 0;
+      (void)Take(q, nullptr, s, bytes);
+    }
+  }
+
+ private:
+  Status Take(int q, TraceSink* sink, TraceExportStats& s, uint64_t& bytes) {
+    if (taken_[static_cast<size_t>(q)]) {
+      return Status::Ok();
+    }
+    taken_[static_cast<size_t>(q)] = true;
+    Status st = DecodeFigures(kInfoKind, world_.Receive(q, kTagPartInfo), s, bytes);
+    if (!st.ok() || bytes == 0) {
+      return st;  // a failed or empty block sends no bytes
+    }
+    // The block's process waits (politely) for this word, then both move its bytes at full speed.
+    world_.SendAtOnce(q, kTagReady, std::string());
+    for (uint64_t got = 0; got < bytes;) {
+      const std::string chunk = world_.ReceiveAtOnce(q, kTagPartBytes);
+      if (chunk.empty()) {
+        return Internal("distributed export: process " + std::to_string(q) + " sent less of its part than it said");
+      }
+      got += chunk.size();
+      if (sink != nullptr && st.ok() && !sink->WriteThrough(chunk)) {
+        st = sink->Error();
+      }
+    }
+    return st;
+  }
+
+  AnalysisWorld& world_;
+  std::vector<bool> taken_;
+};
+
+// The exchange of layouts: every process but the last sends the layout of its block to the first,
+// which sends each process the sum of the layouts before its block, or word that a block failed
+// (then no process writes its block, and the first reports the lowest block's error, as one
+// process would have stopped there). Each process runs it once: from its walk, before it writes,
+// or after a walk that failed before getting there (the others wait for every process's word).
+class LayoutExchange {
+ public:
+  explicit LayoutExchange(AnalysisWorld& world) : world_(world) {}
+
+  Result<TraceExportStats> Run(const Result<TraceExportStats>& mine) {
+    if (!done_) {
+      COMMPROF_LOG_INFO("export process %d: block laid out after %.3f s", world_.rank(), Seconds());
+      done_ = true;
+      answer_ = world_.first() ? Gather(mine) : Ask(mine);
+    }
+    return answer_;
+  }
+  bool done() const { return done_; }
+  bool go() const { return go_; }
+
+ private:
+  Result<TraceExportStats> Gather(const Result<TraceExportStats>& mine) {
+    const int k = world_.size();
+    std::vector<TraceExportStats> befores(static_cast<size_t>(k));
+    Status first_error = mine.status();
+    TraceExportStats sum = mine.ok() ? mine.value() : TraceExportStats{};
+    for (int q = 1; q < k; ++q) {
+      befores[static_cast<size_t>(q)] = sum;
+      if (q == k - 1) {
+        break;  // the last block's layout is no one's business
+      }
+      TraceExportStats s;
+      uint64_t bytes = 0;
+      const Status st = DecodeFigures(kLayoutKind, world_.Receive(q, kTagLayout), s, bytes);
+      if (!st.ok() && first_error.ok()) {
+        first_error = st;
+      }
+      AddFigures(sum, s);
+    }
+    go_ = first_error.ok();
+    PartWriter w;
+    w.Put<uint8_t>(go_ ? 1 : 0);
+    w.PutVector(befores);
+    (void)world_.TextFromFirst(w.Take());
+    if (!go_) {
+      return first_error;
+    }
+    return TraceExportStats{};
+  }
+
+  Result<TraceExportStats> Ask(const Result<TraceExportStats>& mine) {
+    if (world_.rank() < world_.size() - 1) {
+      world_.Send(0, kTagLayout,
+                  EncodeFigures(kLayoutKind, mine.status(), mine.ok() ? mine.value() : TraceExportStats{}, 0));
+    }
+    const std::string sums = world_.TextFromFirst(std::string());
+    world_.FinishSends();
+    PartReader r(sums);
+    uint8_t go = 0;
+    std::vector<TraceExportStats> befores;
+    if (!r.Get(go) || !r.GetVector(befores) || !r.done() || go > 1 ||
+        befores.size() != static_cast<size_t>(world_.size())) {
+      go_ = true;  // the first waits for this block: it gets the error instead
+      return Malformed();
+    }
+    go_ = go == 1;
+    if (!go_) {
+      return Aborted();
+    }
+    return befores[static_cast<size_t>(world_.rank())];
+  }
+  static Status Aborted() { return Internal("distributed export: ended by the first process (a block failed)"); }
+
+  AnalysisWorld& world_;
+  bool done_ = false;
+  bool go_ = false;
+  Result<TraceExportStats> answer_ = TraceExportStats{};
+};
+
+// A later process: its block's trace into a held file, then to the first in pieces once the first
+// asks for them (so no more than one piece is in memory).
+Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceExportOptions opts, TraceFormat format) {
+  const auto [first, last] = BlockOf(ExportedRanks(reader, opts), world.rank(), world.size());
+  LayoutExchange exchange(world);
+  TraceExportStats stats;
+  HeldPart held;
+  Status st = Status::Ok();
+  if (first < last) {
+    st = held.Open(world.rank());
+    if (st.ok()) {
+      opts.part = TracePart{
+          first, last, false, false, world.rank() < world.size() - 1, [&exchange](const TraceExportStats& mine) {
+            return exchange.Run(mine);
+          }};
+      opts.progress = nullptr;
+      st = Write(format, reader, held.stream(), opts, &stats);
+    }
+  }
+  if (!exchange.done()) {
+    (void)exchange.Run(st.ok() ? Result<TraceExportStats>(TraceExportStats{}) : Result<TraceExportStats>(st));
+  }
+  if (!exchange.go()) {
+    return st;  // a block failed: the first reports it, and takes no block
+  }
+  const uint64_t bytes = st.ok() && first < last ? static_cast<uint64_t>(held.stream().tellp()) : 0;
+  COMMPROF_LOG_INFO("export process %d: ranks %zu-%zu written (%llu bytes held) after %.3f s", world.rank(), first,
+                    last, static_cast<unsigned long long>(bytes), Seconds());
+  world.Send(0, kTagPartInfo, EncodeFigures(kInfoKind, st, stats, bytes));
+  world.FinishSends();
+  if (bytes > 0) {
+    (void)world.Receive(0, kTagReady);
+    held.stream().seekg(0);
+    std::string chunk(kChunk, '\0');
+    for (uint64_t left = bytes; left > 0;) {
+      const auto n = static_cast<std::streamsize>(std::min<uint64_t>(left, kChunk));
+      held.stream().read(chunk.data(), n);
+      if (held.stream().gcount() != n) {
+        // The first is still owed the bytes it was promised: it ends the export with an error.
+        world.SendAtOnce(0, kTagPartBytes, std::string());
+        return IoError("distributed export: the held part of the trace could not be read back");
+      }
+      world.SendAtOnce(0, kTagPartBytes, chunk.substr(0, static_cast<size_t>(n)));
+      left -= static_cast<uint64_t>(n);
+    }
+    COMMPROF_LOG_INFO("export process %d: block taken by the first after %.3f s", world.rank(), Seconds());
+  }
+  return st;
+}
+
+}  // namespace
+
+Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, const TraceExportOptions& opts,
+                          TraceFormat format, const std::string& output, TraceExportStats& stats) {
+  (void)Seconds();
+  if (!world.first()) {
+    return WriteLaterPart(world, reader, opts, format);
+  }
+  LayoutExchange exchange(world);
+  LaterParts later(world);
+  TraceExportOptions mine = opts;
+  const auto [first, last] = BlockOf(ExportedRanks(reader, opts), 0, world.size());
+  mine.part =
+      TracePart{first, last, true, true, true, [&exchange](const TraceExportStats& own) { return exchange.Run(own); }};
+  mine.progress = nullptr;
+  mine.append_later_parts = [&later](TraceSink& sink, TraceExportStats& s) { return later.Append(sink, s); };
+  Status st = WriteOutput(output, [&](std::ostream& out) { return Write(format, reader, out, mine, &stats); });
+  if (!exchange.done()) {  // the walk failed before it: the others are told not to write
+    (void)exchange.Run(st.ok() ? Result<TraceExportStats>(Internal("distributed export: no trace was written"))
+                               : Result<TraceExportStats>(st));
+  }
+  if (exchange.go()) {
+    later.Drain();
+  }
+  return st;
+}
+
+}  // namespace commprof::cli

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""`commprof stats` and `commprof export` as MPI jobs (docs/scale.md#distributed-analysis):
+`mpirun -np K commprof stats|export FILE` gives exactly what one process gives.
+
+Usage: distributed_outputs.py CASE --build BUILD_DIR --work WORK_DIR
+
+Cases and their truth:
+  stats       The synthetic 48-rank job (rank 5 planted 300 us late, bench/make_synthetic_profile) with
+              and without GPU kernels and copies, the 6-rank memory file (tests/e2e/make_memory_profile)
+              and a real 4-rank Open MPI job with --stacks: for K = 2, 3 and 5 (and 7, more processes
+              than some files have ranks), the JSON of `stats --by comm,size,rank`, the JSON of the
+              default rows, the CSV of `--by size` and the text table are byte for byte the
+              one-process outputs. The synthetic rows hold more than 4096 calls, so their
+              percentiles come from histograms merged across processes; rank 5's MPI_Allreduce
+              total is the largest (the planted skew makes the others wait in it). `--ranks 1-3`,
+              `--kinds mpi` and `--window` errors give the one-process output or exit code.
+  export      The same files: `export --format chrome` and `--format perfetto` (whole, `--ranks
+              2-5,40`, `--time-range 1ms:4ms`) for K = 2, 3 and 5 are byte for byte the one-process
+              traces: the lanes of overlapping slices (the GPU file splits some tracks), the
+              memory counters (the memory file) and the call stacks (the real job) are numbered on
+              from block to block. The Chrome trace loads as JSON with every rank's process; the
+              summary line on stderr is the one-process line (the time aside). `--format
+              memory-json` is made by the first process alone and equals one process's.
+  outputs_screened  A synthetic file with a row that ends before it starts in ranks 3 and 4 (one
+              block of the stats' ranks holds both): stats and export by K = 2 and 3 leave both
+              ranks out as one process does (exit 1), name each row once, and write the
+              one-process output.
+  outputs_errors  Under mpirun -np 3, for stats and export: a missing file exits 2, told once; `--format
+              xml` exits 2, told once; `-o` into a missing directory exits 1 before any work, told
+              once, nothing written. A process after the first that cannot hold its block (its
+              TMPDIR does not exist) ends the export with exit 1, the reason told once by the first,
+              and no trace written. With COMMPROF_ANALYSIS_MPI=off every process writes the
+              whole stats of its own (three JSON documents on stdout).
+No timing is asserted: the outputs are compared with the one-process outputs, byte for byte.
+"""
+import json
+import os
+import re
+import shlex
+
+import h5py
+
+from distributed_report import synthetic
+from e2e_support import expect, mpirun, run, run_cases
+
+
+def output_of(ctx, cmd, path, k, name, check_rc=0, env=None):
+    """`commprof CMD... PATH -o OUT` by K processes (K = 1: alone, no mpirun); returns (output, stderr)."""
+    out = ctx.path(name)
+    if os.path.exists(out):
+        os.remove(out)
+    full = [ctx.commprof, cmd[0], path] + cmd[1:] + ["-o", out]
+    if k > 1:
+        full = mpirun(k) + full
+    p = run(full, timeout=280, check_rc=check_rc, env=env)
+    with open(out, "rb") as f:
+        return f.read(), p.stderr
+
+
+def files(ctx):
+    """(path, ranks) of the files every case reads."""
+    out = [(synthetic(ctx, "synthetic.h5", False), 48), (synthetic(ctx, "synthetic_gpu.h5", True), 48)]
+    memory = ctx.path("memory.h5")
+    run([ctx.test_program("make_memory_profile"), memory, "--ranks", "6", "--churn", "20"], check_rc=0)
+    out.append((memory, 6))
+    job = ctx.path("job.h5")
+    run([ctx.commprof, "run", "-q", "--stacks", "-o", job, "--"] + mpirun(4) +
+        [ctx.example, "--iters", "300", "--bytes", "64", "--compute-us", "20", "--slow-rank", "2", "--slow-us", "100"],
+        check_rc=0, timeout=200)
+    out.append((job, 4))
+    return out
+
+
+def same_for_every_k(ctx, cmd, path, ks, tag):
+    one, _ = output_of(ctx, cmd, path, 1, f"{tag}.1")
+    for k in ks:
+        got, _ = output_of(ctx, cmd, path, k, f"{tag}.{k}")
+        expect(got == one, f"{path} {' '.join(cmd)}: {k} processes wrote {len(got)} bytes that differ from one "
+                           f"process's {len(one)} (see {ctx.work})")
+    return one
+
+
+def case_stats(ctx):
+    for path, ranks in files(ctx):
+        base = os.path.basename(path)
+        if "memory" in base:  # allocations only: no operation to count, the same answer from K processes
+            for k in (1, 3):
+                p = run((mpirun(k) if k > 1 else []) + [ctx.commprof, "stats", path], timeout=120)
+                told = p.stderr.count("no operations on the ranks read (6)")
+                expect(p.returncode == 1 and told == 1, f"{base} K={k}: exit {p.returncode}, told {told}\n{p.stderr}")
+            continue
+        for n, cmd in enumerate((["stats", "--format", "json", "--by", "comm,size,rank"],
+                                 ["stats", "--format", "json"], ["stats", "--format", "csv", "--by", "size"],
+                                 ["stats"], ["stats", "--format", "json", "--ranks", "1-3", "--kinds", "mpi"])):
+            one = same_for_every_k(ctx, cmd, path, (2, 3, 5, 7) if n == 1 else (3,), f"{base}.stats{n}")
+            if n == 1 and ranks == 48:
+                doc = json.loads(one)
+                rows = {r["name"]: r for r in doc["rows"]}
+                ar = rows.get("MPI_Allreduce")
+                expect(ar and ar["calls"] > 4096 and not ar["percentiles_exact"],
+                       f"{base}: MPI_Allreduce should have more calls than the exact limit: {ar}")
+    # An error every process meets is the one-process error and exit code.
+    p = run(mpirun(3) + [ctx.commprof, "stats", path, "--window", "7"], timeout=120)
+    expect(p.returncode == 1 and p.stderr.count(path) == 1, f"stats --window 7: exit {p.returncode}\n{p.stderr}")
+
+
+def case_export(ctx):
+    for path, ranks in files(ctx):
+        base = os.path.basename(path)
+        for fmt in ("chrome", "perfetto"):
+            for n, extra in enumerate(([], ["--ranks", "2-5,40"] if ranks == 48 else ["--ranks", "1-2"],
+                                       ["--time-range", "1ms:4ms"])):
+                ks = (2, 3, 5) if n == 0 else (3,)
+                one = same_for_every_k(ctx, ["export", "-q", "--format", fmt] + extra, path, ks, f"{base}.{fmt}{n}")
+                if fmt == "chrome" and n == 0:
+                    doc = json.loads(one)
+                    pids = {e["pid"] for e in doc["traceEvents"]}
+                    expect(len(pids) == ranks, f"{base}: {len(pids)} processes in the trace, expected {ranks}")
+                    if "gpu" in base:
+                        expect(doc["metadata"]["lanes_added"] > 0, f"{base}: no extra lanes: nothing numbered on")
+                    if "memory" in base:
+                        expect(any(e["ph"] == "C" for e in doc["traceEvents"]), f"{base}: no memory counters")
+                    if "job" in base:
+                        expect(any("stack" in e.get("args", {}) for e in doc["traceEvents"]), f"{base}: no stacks")
+        # The summary on stderr is one process's (its time aside).
+        _, err1 = output_of(ctx, ["export", "--format", "chrome"], path, 1, f"{base}.sum1")
+        _, err3 = output_of(ctx, ["export", "--format", "chrome"], path, 3, f"{base}.sum3")
+        strip = lambda s: re.sub(r"in [0-9.]+ s", "in T s", re.sub(r"\S+\.sum[13]", "OUT", s)).strip()
+        expect(strip(err1) == strip(err3), f"{base}: the summary differs:\n{err1}\n{err3}")
+        if "memory" in base:
+            same_for_every_k(ctx, ["export", "--format", "memory-json"], path, (3,), f"{base}.memory")
+
+
+def case_screened(ctx):
+    path = synthetic(ctx, "row.h5", False)
+    with h5py.File(path, "r+") as f:
+        for rank in ("3", "4"):  # two in one block: the block is accumulated again without either
+            ev = f["ranks"][rank]["events"]
+            rec = ev[5]
+            rec["end_ns"] = rec["start_ns"] - 1
+            ev[5] = rec
+    wheres = [f"{path}: /ranks/{r}/events row 5: " for r in (3, 4)]
+    for cmd in (["stats", "--format", "json"], ["export", "-q", "--format", "chrome"],
+                ["export", "-q", "--format", "perfetto"]):
+        one, _ = output_of(ctx, cmd, path, 1, "row.1", check_rc=1)
+        for k in (2, 3):
+            got, err = output_of(ctx, cmd, path, k, f"row.{k}", check_rc=1)
+            for where in wheres:
+                expect(err.count(where) == 1, f"{cmd[0]} K={k}: {where} told {err.count(where)} times:\n{err}")
+            expect(got == one, f"{' '.join(cmd)} K={k}: the output differs from one process's")
+        if cmd[0] == "stats":
+            read = json.loads(one)["ranks_read"]
+            expect(3 not in read and 4 not in read and len(read) == 46, f"stats: ranks 3 and 4 not left out: {read}")
+
+
+def case_errors(ctx):
+    path = synthetic(ctx, "small.h5", False)
+    missing = ctx.path("no_such.h5")
+    for command in ("stats", "export"):
+        p = run(mpirun(3) + [ctx.commprof, command, missing], timeout=120)
+        expect(p.returncode == 2 and p.stderr.count(missing) == 1,
+               f"{command} of a missing file: exit {p.returncode}, told {p.stderr.count(missing)} times\n{p.stderr}")
+        p = run(mpirun(3) + [ctx.commprof, command, "--format", "xml", path], timeout=120)
+        expect(p.returncode == 2 and p.stderr.count("--format xml") == 1,
+               f"{command} --format xml: exit {p.returncode}\n{p.stderr}")
+        nowhere = ctx.path("no_dir/out.json")
+        p = run(mpirun(3) + [ctx.commprof, command, path, "-o", nowhere], timeout=120)
+        expect(p.returncode == 1 and p.stderr.count("cannot write " + nowhere) == 1,
+               f"{command} -o {nowhere}: exit {p.returncode}\n{p.stderr}")
+        expect(not os.path.exists(os.path.dirname(nowhere)), f"{command}: made {os.path.dirname(nowhere)}")
+    # Process 1 cannot hold its block: the first tells why, once, and writes nothing.
+    out = ctx.path("held.json")
+    q = shlex.quote
+    script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then export TMPDIR={q(ctx.path("no_tmp"))}; fi; '
+              f'exec {q(ctx.commprof)} export -q {q(path)} -o {q(out)}')
+    p = run(mpirun(3) + ["sh", "-c", script], timeout=200)
+    expect(p.returncode == 1, f"unholdable block: exit {p.returncode}, expected 1\n{p.stderr}")
+    told = p.stderr.count("process 1 cannot create a file in " + ctx.path("no_tmp"))
+    expect(told == 1, f"unholdable block: told {told} times:\n{p.stderr}")
+    expect(not os.path.exists(out), "unholdable block: a trace was written")
+    # Each process alone with COMMPROF_ANALYSIS_MPI=off.
+    p = run(mpirun(3) + ["-x", "COMMPROF_ANALYSIS_MPI", ctx.commprof, "stats", "--format", "json", path],
+            env={"COMMPROF_ANALYSIS_MPI": "off"}, timeout=200)
+    expect(p.returncode == 0, f"COMMPROF_ANALYSIS_MPI=off: exit {p.returncode}\n{p.stderr}")
+    docs = p.stdout.count('"schema": "commprof-stats"')
+    expect(docs == 3, f"COMMPROF_ANALYSIS_MPI=off: {docs} stats documents on stdout, expected 3")
+
+
+if __name__ == "__main__":
+    run_cases({"stats": case_stats, "export": case_export, "outputs_screened": case_screened,
+               "outputs_errors": case_errors})
