@@ -92,7 +92,7 @@ bool SameViewEverywhere(const char* command, AnalysisWorld& world, const Profile
   if (world.first()) {
     std::fprintf(stderr,
                  "commprof %s: the processes of this distributed %s do not read the same %s (another file at that "
-                 "path, or shards some node cannot see; their messages are above): every process must see the "
+                 "path, or shards some node cannot see; each such process names itself): every process must see the "
                  "same file and shards\n",
                  command, command, path.c_str());
   }
@@ -155,7 +155,8 @@ std::unique_ptr<ProfileReader> OpenEverywhere(const char* command, AnalysisWorld
       std::fprintf(stderr, "commprof %s%s: %s\n", command, who.c_str(), reader.status().message().c_str());
     } else if (reader.ok() && first) {
       std::fprintf(stderr,
-                   "commprof %s: another process of this distributed %s could not read %s (its message is above)\n",
+                   "commprof %s: another process of this distributed %s could not read %s (its own message, with its "
+                   "process number, says why)\n",
                    command, command, path.c_str());
     }
     exit_code = first_ok ? kExitUnreadable : code;

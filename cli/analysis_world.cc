@@ -11,6 +11,7 @@
 #include <exception>
 #include <vector>
 
+#include "core/config.h"
 #include "core/launcher_env.h"
 
 namespace commprof::cli {
@@ -19,10 +20,10 @@ namespace {
 // MPI counts are ints: a message goes as its length, then pieces of at most this many bytes.
 constexpr size_t kPiece = size_t{1} << 30;
 
-// COMMPROF_ANALYSIS_MPI=off: every process a command of its own, whatever started it.
+// COMMPROF_ANALYSIS_MPI=off (0, false, no): every process a command of its own, whatever started it.
 bool EachProcessAlone() {
   const char* off = std::getenv("COMMPROF_ANALYSIS_MPI");
-  return off != nullptr && std::strcmp(off, "off") == 0;
+  return off != nullptr && IsOffSwitch(off);
 }
 
 // How many processes the launcher started: OMPI_COMM_WORLD_SIZE or PMI_SIZE; with only PMIX_RANK

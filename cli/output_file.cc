@@ -4,14 +4,68 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace commprof::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The temporary file being written beside an output, removed when a signal ends the command
+// midway (Ctrl-C, a batch system's SIGTERM, mpirun ending the other processes of a distributed
+// command when one failed), so nothing half-written is left beside the output.
+char g_partial[4096];
+volatile sig_atomic_t g_partial_set = 0;
+
+void RemovePartialAndEnd(int signo) {
+  if (g_partial_set != 0) {
+    ::unlink(g_partial);
+  }
+  ::signal(signo, SIG_DFL);
+  ::raise(signo);
+}
+
+class PartialFileGuard {
+ public:
+  explicit PartialFileGuard(const std::string& path) {
+    if (path.size() >= sizeof g_partial) {
+      return;
+    }
+    std::memcpy(g_partial, path.c_str(), path.size() + 1);
+    g_partial_set = 1;
+    for (int signo : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      // Only where nothing else handles the signal: `run` forwards it to the job.
+      if (::sigaction(signo, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+        struct sigaction sa {};
+        sa.sa_handler = RemovePartialAndEnd;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(signo, &sa, nullptr);
+        installed_[count_++] = signo;
+      }
+    }
+  }
+  ~PartialFileGuard() {
+    for (size_t i = 0; i < count_; ++i) {
+      ::signal(installed_[i], SIG_DFL);
+    }
+    g_partial_set = 0;
+  }
+  PartialFileGuard(const PartialFileGuard&) = delete;
+  PartialFileGuard& operator=(const PartialFileGuard&) = delete;
+
+ private:
+  int installed_[3] = {};
+  size_t count_ = 0;
+};
+
+}  // namespace
 
 Status CheckOutputTarget(const std::string& out, OutputKind kind) {
   if (out.empty()) {
@@ -83,6 +137,10 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
       return IoError("cannot create " + output + ": no directory " + dir.string());
     }
     return IoError("cannot create " + output + ": " + std::strerror(why));
+  }
+  std::optional<PartialFileGuard> guard;  // until the file is renamed into place or removed
+  if (replace) {
+    guard.emplace(target);
   }
   Status st = write(f);
   f.close();

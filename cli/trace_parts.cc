@@ -104,15 +104,18 @@ class HeldPart {
                      " to hold its part of the trace: " + std::strerror(errno) +
                      " (TMPDIR names where; it needs room for the process's share of the trace)");
     }
+    name_ = "process " + std::to_string(rank) + "'s part of the trace in " + dir + " (TMPDIR)";
     file_.open(name, std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
     ::unlink(name.c_str());  // gone with the process, whatever ends it
     ::close(fd);
     return file_.is_open() ? Status::Ok() : IoError("distributed export: cannot open " + name);
   }
   std::iostream& stream() { return file_; }
+  const std::string& name() const { return name_; }
 
  private:
   std::fstream file_;
+  std::string name_;
 };
 
 // The first process: takes the later blocks, in order, into the trace being written; a block that
@@ -203,9 +206,8 @@ class LayoutExchange {
     TraceExportStats sum = mine.ok() ? mine.value() : TraceExportStats{};
     for (int q = 1; q < k; ++q) {
       befores[static_cast<size_t>(q)] = sum;
-      if (q == k - 1) {
-        break;  // the last block's layout is no one's business
-      }
+      // The last block's layout is no one's business, but whether it can be written is: the trace
+      // is not begun (on stdout, it cannot be taken back) until every block can be.
       TraceExportStats s;
       uint64_t bytes = 0;
       const Status st = DecodeFigures(kLayoutKind, world_.Receive(q, kTagLayout), s, bytes);
@@ -226,10 +228,8 @@ class LayoutExchange {
   }
 
   Result<TraceExportStats> Ask(const Result<TraceExportStats>& mine) {
-    if (world_.rank() < world_.size() - 1) {
-      world_.Send(0, kTagLayout,
-                  EncodeFigures(kLayoutKind, mine.status(), mine.ok() ? mine.value() : TraceExportStats{}, 0));
-    }
+    world_.Send(0, kTagLayout,
+                EncodeFigures(kLayoutKind, mine.status(), mine.ok() ? mine.value() : TraceExportStats{}, 0));
     const std::string sums = world_.TextFromFirst(std::string());
     world_.FinishSends();
     PartReader r(sums);
@@ -270,6 +270,7 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
             return exchange.Run(mine);
           }};
       opts.progress = nullptr;
+      opts.output_name = held.name();  // a full TMPDIR is named as such, not as the output
       st = Write(format, reader, held.stream(), opts, &stats);
     }
   }

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <iterator>
 #include <string_view>
@@ -139,8 +140,8 @@ constexpr OptionSpec kEnvironment[] = {
     // The commprof command.
     {"COMMPROF_LIBRARY", "", "the libcommprof.so `commprof run` preloads when --library is not given.", kCommand},
     {"COMMPROF_ANALYSIS_MPI", "",
-     "`off`: a `commprof report` started by an MPI launcher is a report of its own in each process, not one "
-     "distributed report.",
+     "off (or 0, false, no): a `commprof report`, `stats` or `export` started by an MPI launcher runs alone in "
+     "each process, not as one distributed command.",
      kCommand},
     {"COMMPROF_TEST_WRITER_DELAY_US", "",
      "TESTING AID: `commprof run` and `commprof aggregate` make their writer sleep this many microseconds per "
@@ -357,6 +358,14 @@ std::string ActivitiesToString(uint32_t mask) {
   return out.empty() ? "none" : out;
 }
 
+bool IsOffSwitch(const std::string& value) {
+  std::string v;
+  for (char ch : value) {
+    v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  return v == "off" || v == "0" || v == "false" || v == "no";
+}
+
 bool PerRankValue(const std::string& list, uint32_t rank, double& out) {
   size_t start = 0;
   for (uint32_t i = 0;; ++i) {
@@ -408,9 +417,9 @@ Config ConfigFromEnv() {
     c.hang_history = kMaxHangHistory;
   }
   std::string signals = EnvOr("COMMPROF_SIGNALS");
-  c.signal_handlers = !(signals == "off" || signals == "0" || signals == "false" || signals == "no");
+  c.signal_handlers = !IsOffSwitch(signals);
   std::string sync = EnvOr("COMMPROF_CLOCK_SYNC");
-  c.clock_sync = !(sync == "off" || sync == "0" || sync == "false" || sync == "no");
+  c.clock_sync = !IsOffSwitch(sync);
   if (std::string key = EnvOr("COMMPROF_AGGREGATOR_CLOCK"); !key.empty()) {
     c.aggregator_clock_domain = ParseClockDomain(key);
     if (!c.aggregator_clock_domain) {

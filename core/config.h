@@ -109,6 +109,10 @@ inline constexpr uint32_t kMaxStackDepth = 64;
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.
 bool PerRankValue(const std::string& list, uint32_t rank, double& out);
 
+// Whether a switch's value turns it off: off, 0, false or no, in any case (COMMPROF_SIGNALS,
+// COMMPROF_CLOCK_SYNC, COMMPROF_ANALYSIS_MPI).
+bool IsOffSwitch(const std::string& value);
+
 // Reads the environment; malformed numbers fall back to the default with a warning (the
 // profiled program must run on regardless).
 Config ConfigFromEnv();

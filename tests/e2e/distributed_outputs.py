@@ -29,14 +29,21 @@ Cases and their truth:
               xml` exits 2, told once; `-o` into a missing directory exits 1 before any work, told
               once, nothing written. A process after the first that cannot hold its block (its
               TMPDIR does not exist) ends the export with exit 1, the reason told once by the first,
-              and no trace written. With COMMPROF_ANALYSIS_MPI=off every process writes the
-              whole stats of its own (three JSON documents on stdout).
+              and no trace written, on stdout either (the last process's too). `-o` naming the input
+              file or a link to it: exit 2, told once, the profile untouched. An export ended by a
+              signal midway (SIGTERM to one process; a process of three killed, which makes mpirun
+              end the others) leaves nothing beside the output. With COMMPROF_ANALYSIS_MPI=off (0,
+              FALSE, no) every process writes the whole stats of its own (three JSON documents).
 No timing is asserted: the outputs are compared with the one-process outputs, byte for byte.
 """
+import glob
 import json
 import os
 import re
 import shlex
+import signal
+import subprocess
+import time
 
 import h5py
 
@@ -178,12 +185,53 @@ def case_errors(ctx):
     told = p.stderr.count("process 1 cannot create a file in " + ctx.path("no_tmp"))
     expect(told == 1, f"unholdable block: told {told} times:\n{p.stderr}")
     expect(not os.path.exists(out), "unholdable block: a trace was written")
-    # Each process alone with COMMPROF_ANALYSIS_MPI=off.
-    p = run(mpirun(3) + ["-x", "COMMPROF_ANALYSIS_MPI", ctx.commprof, "stats", "--format", "json", path],
-            env={"COMMPROF_ANALYSIS_MPI": "off"}, timeout=200)
-    expect(p.returncode == 0, f"COMMPROF_ANALYSIS_MPI=off: exit {p.returncode}\n{p.stderr}")
-    docs = p.stdout.count('"schema": "commprof-stats"')
-    expect(docs == 3, f"COMMPROF_ANALYSIS_MPI=off: {docs} stats documents on stdout, expected 3")
+    # The last process cannot hold its block: on stdout too, nothing of the trace is written (the
+    # trace is not begun until every block can be written).
+    script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then export TMPDIR={q(ctx.path("no_tmp"))}; fi; '
+              f'exec {q(ctx.commprof)} export -q {q(path)} -o -')
+    p = run(mpirun(3) + ["sh", "-c", script], timeout=200)
+    expect(p.returncode == 1 and p.stdout == "" and p.stderr.count("process 2 cannot create a file in") == 1,
+           f"unholdable last block, -o -: exit {p.returncode}, {len(p.stdout)} bytes on stdout\n{p.stderr}")
+    # `-o` naming the input (or a link to it) would destroy the profile: refused, alone and by K.
+    link = ctx.path("link.h5")
+    os.symlink(path, link)
+    size = os.path.getsize(path)
+    for k, out in ((1, path), (3, path), (1, link), (3, link)):
+        p = run((mpirun(k) if k > 1 else []) + [ctx.commprof, "export", path, "-o", out], timeout=120)
+        told = p.stderr.count("is the input file")
+        expect(p.returncode == 2 and told == 1 and os.path.getsize(path) == size,
+               f"export -o {out} (K={k}): exit {p.returncode}, told {told}, size {os.path.getsize(path)}\n{p.stderr}")
+    # Ended by a signal midway (Ctrl-C, mpirun ending the others when one process dies): nothing
+    # half-written is left beside the output. A file large enough that the export is still writing.
+    big = ctx.path("big.h5")
+    run([os.path.join(ctx.build, "bench", "make_synthetic_profile"), "--ranks", "16", "--events", "2000000",
+         "--out", big], check_rc=0, timeout=200)
+    for k in (1, 3):
+        out = ctx.path(f"killed{k}.json")
+        cmd = [ctx.commprof, "export", "-q", big, "-o", out]
+        if k > 1:  # process 1 is killed outright; mpirun then ends the first with SIGTERM
+            script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                      f'(while [ -z "$(ls {q(out)}.tmp-* 2>/dev/null)" ]; do sleep 0.05; done; kill -9 $$) & fi; '
+                      f'exec {" ".join(q(c) for c in cmd)}')
+            proc = subprocess.Popen(mpirun(k) + ["sh", "-c", script], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        else:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 120
+            while not glob.glob(out + ".tmp-*") and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=200)
+        expect(code != 0, f"K={k}: the export was not ended midway (exit {code}): the file is too small")
+        left = glob.glob(out + "*")
+        expect(left == [], f"K={k}: left behind after the signal: {left}")
+    # Each process alone with COMMPROF_ANALYSIS_MPI=off (and its other spellings).
+    for value in ("off", "0", "FALSE", "no"):
+        p = run(mpirun(3) + ["-x", "COMMPROF_ANALYSIS_MPI", ctx.commprof, "stats", "--format", "json", path],
+                env={"COMMPROF_ANALYSIS_MPI": value}, timeout=200)
+        expect(p.returncode == 0, f"COMMPROF_ANALYSIS_MPI={value}: exit {p.returncode}\n{p.stderr}")
+        docs = p.stdout.count('"schema": "commprof-stats"')
+        expect(docs == 3, f"COMMPROF_ANALYSIS_MPI={value}: {docs} stats documents on stdout, expected 3")
 
 
 if __name__ == "__main__":
