@@ -608,6 +608,33 @@ Status ProfileReader::SelectWindow(uint64_t k) {
   return Status::Ok();
 }
 
+namespace {
+
+// Which records of [start, start + count) cannot be read, for the message that names them: the
+// first chunk of the dataset in that range that HDF5 cannot read (its filter fails, its address is
+// bad), as "records A-B (a damaged chunk)"; the whole range when no single chunk fails alone.
+std::string DamagedRecords(hid_t dataset, hsize_t start, hsize_t count) {
+  hsize_t chunk = 0;
+  Handle dcpl(H5Dget_create_plist(dataset));
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_chunk(dcpl.get(), 1, &chunk) != 1 || chunk == 0) {
+    chunk = count;
+  }
+  Handle fspace(H5Dget_space(dataset));
+  std::vector<commprof_event> one(static_cast<size_t>(std::min(chunk, count)));
+  for (hsize_t at = start - start % chunk; at < start + count; at += chunk) {
+    const hsize_t from = std::max(at, start);
+    const hsize_t n = std::min(at + chunk, start + count) - from;
+    H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &from, nullptr, &n, nullptr);
+    Handle mspace(H5Screate_simple(1, &n, nullptr));
+    if (H5Dread(dataset, h5::EventType(), mspace.get(), fspace.get(), H5P_DEFAULT, one.data()) < 0) {
+      return "records " + std::to_string(from) + "-" + std::to_string(from + n - 1) + " (a damaged chunk)";
+    }
+  }
+  return "records " + std::to_string(start) + "-" + std::to_string(start + count - 1);
+}
+
+}  // namespace
+
 Status ProfileReader::ForEachStoredChunk(uint32_t rank,
                                          const std::function<void(std::span<const commprof_event>)>& fn) const {
   std::string p = RankPath(rank) + "/" + schema::kEventsDataset;
@@ -630,7 +657,7 @@ Status ProfileReader::ForEachStoredChunk(uint32_t rank,
       H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
       Handle mspace(H5Screate_simple(1, &count, nullptr));
       if (H5Dread(d.get(), h5::EventType(), mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) < 0) {
-        return Corrupt(info_.path + ": cannot read " + p + " at record " + std::to_string(start));
+        return Corrupt(info_.path + ": cannot read " + p + " " + DamagedRecords(d.get(), start, count));
       }
     }
     fn(std::span<const commprof_event>(buf.data(), static_cast<size_t>(count)));

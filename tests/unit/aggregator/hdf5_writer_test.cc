@@ -266,6 +266,10 @@ TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStil
   Status bad = r.value()->ForEachEventChunk(0, [](std::span<const commprof_event>) {});
   EXPECT_EQ(bad.code(), StatusCode::kCorrupt);
   EXPECT_NE(bad.message().find("/ranks/0/events"), std::string::npos) << bad.message();
+  // The damaged chunk's own records, not the start of the read that met it.
+  const std::string records = "records " + std::to_string(schema::kEventChunk) + "-" +
+                              std::to_string(2 * schema::kEventChunk - 1) + " (a damaged chunk)";
+  EXPECT_NE(bad.message().find(records), std::string::npos) << bad.message();
   auto other = ReadEvents(*r.value(), 1);
   ASSERT_EQ(other.size(), ev.size());
   EXPECT_EQ(std::memcmp(other.data(), ev.data(), ev.size() * sizeof(commprof_event)), 0);
