@@ -1,6 +1,7 @@
 #include "cli/analysis_open.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -121,7 +122,12 @@ std::unique_ptr<ProfileReader> OpenEverywhere(const char* command, AnalysisWorld
   // An output that cannot be written is found before the work, not after it (the first process
   // writes it: its answer is every process's).
   exit_code = 0;
-  if (first && !output.empty()) {
+  std::error_code ec;
+  if (first && !output.empty() && output != "-" && std::filesystem::equivalent(path, output, ec)) {
+    // `-o job.h5` (or a link to it) would destroy the profile about to be read: bad usage.
+    std::fprintf(stderr, "commprof %s: -o %s is the input file; it would be overwritten\n", command, output.c_str());
+    exit_code = 2;
+  } else if (first && !output.empty()) {
     if (Status st = CheckOutputTarget(output, output_kind); !st.ok()) {
       std::fprintf(stderr, "commprof %s: %s\n", command, st.message().c_str());
       exit_code = 1;

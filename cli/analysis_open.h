@@ -20,7 +20,8 @@ namespace commprof::cli {
 // set and the reason told once.
 std::unique_ptr<AnalysisWorld> JoinAnalysis(const char* command, std::optional<int>& exit_code);
 
-// `output` (unless empty) checked by the first process before any work, then `path` opened and its
+// `output` (unless empty) checked by the first process before any work (naming the input file, or
+// a link to it, is bad usage: exit 2; one that cannot be written: exit 1), then `path` opened and its
 // window `window` (>= 0) selected on every process, which must then all read the same. On failure
 // returns nullptr with `exit_code` set, every process with the same code, each fault told once
 // (a fault only some processes meet by each of them, naming itself).

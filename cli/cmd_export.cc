@@ -199,12 +199,6 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
     return 2;
   }
   const std::string output = o.output.empty() ? DefaultOutput(o.path, o.format) : o.output;
-  // `-o job.h5` (or a link to it) would destroy the profile it is about to read.
-  std::error_code same_ec;
-  if (output != "-" && std::filesystem::equivalent(o.path, output, same_ec)) {
-    SayIf(tell, "commprof export: -o %s is the input file; it would be overwritten\n", output.c_str());
-    return 2;
-  }
   int open_exit = 0;
   std::unique_ptr<ProfileReader> reader =
       OpenEverywhere("export", world, o.path, o.window, output, OutputKind::kStream, open_exit);

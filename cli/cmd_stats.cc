@@ -88,12 +88,6 @@ bool CheckUsage(const Options& o, StatsOptions& so, bool tell) {
     }
   }
   so.kinds = o.kinds;
-  // `-o job.h5` after `stats job.h5` would truncate the profile it has just read.
-  std::error_code ec;
-  if (!o.output.empty() && o.output != "-" && std::filesystem::equivalent(o.path, o.output, ec)) {
-    SayIf(tell, "commprof stats: -o %s is the input file; it would be overwritten\n", o.output.c_str());
-    return false;
-  }
   if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
     SayIf(tell, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return false;

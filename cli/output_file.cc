@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -19,7 +20,8 @@ namespace {
 
 // The temporary file being written beside an output, removed when a signal ends the command
 // midway (Ctrl-C, a batch system's SIGTERM, mpirun ending the other processes of a distributed
-// command when one failed), so nothing half-written is left beside the output.
+// command when one failed), so nothing half-written is left beside the output. One at a time: no
+// command writes two outputs at once.
 char g_partial[4096];
 volatile sig_atomic_t g_partial_set = 0;
 
@@ -38,6 +40,7 @@ class PartialFileGuard {
       return;
     }
     std::memcpy(g_partial, path.c_str(), path.size() + 1);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the whole name before the flag
     g_partial_set = 1;
     for (int signo : {SIGINT, SIGTERM, SIGHUP}) {
       struct sigaction old {};
@@ -53,7 +56,11 @@ class PartialFileGuard {
   }
   ~PartialFileGuard() {
     for (size_t i = 0; i < count_; ++i) {
-      ::signal(installed_[i], SIG_DFL);
+      struct sigaction now {};
+      // Back to the default only where the handler is still ours (no one took the signal meanwhile).
+      if (::sigaction(installed_[i], nullptr, &now) == 0 && now.sa_handler == RemovePartialAndEnd) {
+        ::signal(installed_[i], SIG_DFL);
+      }
     }
     g_partial_set = 0;
   }
@@ -121,12 +128,17 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
   bool replace =
       status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::regular;
   std::string target = replace ? output + ".tmp-" + std::to_string(getpid()) : output;
+  std::optional<PartialFileGuard> guard;  // from before it exists until it is renamed or removed
+  if (replace) {
+    guard.emplace(target);
+  }
   std::ofstream f(target, std::ios::binary | std::ios::trunc);
   if (!f && replace && status.type() == std::filesystem::file_type::regular && ::access(output.c_str(), W_OK) == 0) {
     // No file can be created beside it (a directory we may not write in), but it can be written:
     // in place, as a plain redirection would, not whole-or-nothing.
     replace = false;
     target = output;
+    guard.reset();
     f.open(target, std::ios::binary | std::ios::trunc);
   }
   if (!f) {
@@ -137,10 +149,6 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
       return IoError("cannot create " + output + ": no directory " + dir.string());
     }
     return IoError("cannot create " + output + ": " + std::strerror(why));
-  }
-  std::optional<PartialFileGuard> guard;  // until the file is renamed into place or removed
-  if (replace) {
-    guard.emplace(target);
   }
   Status st = write(f);
   f.close();

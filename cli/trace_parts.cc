@@ -130,7 +130,8 @@ class LaterParts {
     for (int q = 1; q < world_.size(); ++q) {
       TraceExportStats s;
       uint64_t bytes = 0;
-      const Status st = Take(q, &sink, s, bytes);
+      // After a failed block the later ones are taken and dropped: one process would have stopped.
+      const Status st = Take(q, first_error.ok() ? &sink : nullptr, s, bytes);
       if (!st.ok() && first_error.ok()) {
         first_error = st;
       }
@@ -163,8 +164,11 @@ class LaterParts {
     world_.SendAtOnce(q, kTagReady, std::string());
     for (uint64_t got = 0; got < bytes;) {
       const std::string chunk = world_.ReceiveAtOnce(q, kTagPartBytes);
-      if (chunk.empty()) {
-        return Internal("distributed export: process " + std::to_string(q) + " sent less of its part than it said");
+      if (chunk.empty()) {  // its held file could not be read back: why follows
+        TraceExportStats ignored;
+        uint64_t none = 0;
+        const Status why = DecodeFigures(kInfoKind, world_.ReceiveAtOnce(q, kTagPartInfo), ignored, none);
+        return why.ok() ? Internal("distributed export: process " + std::to_string(q) + " sent less of its part") : why;
       }
       got += chunk.size();
       if (sink != nullptr && st.ok() && !sink->WriteThrough(chunk)) {
@@ -280,6 +284,9 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
   if (!exchange.go()) {
     return st;  // a block failed: the first reports it, and takes no block
   }
+  if (st.ok() && first < last && !held.stream().flush()) {  // its last bytes may fail only now
+    st = IoError(held.name() + ": write failed (disk full?)");
+  }
   const uint64_t bytes = st.ok() && first < last ? static_cast<uint64_t>(held.stream().tellp()) : 0;
   COMMPROF_LOG_INFO("export process %d: ranks %zu-%zu written (%llu bytes held) after %.3f s", world.rank(), first,
                     last, static_cast<unsigned long long>(bytes), Seconds());
@@ -293,9 +300,11 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
       const auto n = static_cast<std::streamsize>(std::min<uint64_t>(left, kChunk));
       held.stream().read(chunk.data(), n);
       if (held.stream().gcount() != n) {
-        // The first is still owed the bytes it was promised: it ends the export with an error.
+        // The first is still owed the bytes it was promised: an empty piece, then why.
+        Status why = IoError(held.name() + ": could not be read back");
         world.SendAtOnce(0, kTagPartBytes, std::string());
-        return IoError("distributed export: the held part of the trace could not be read back");
+        world.SendAtOnce(0, kTagPartInfo, EncodeFigures(kInfoKind, why, {}, 0));
+        return why;
       }
       world.SendAtOnce(0, kTagPartBytes, chunk.substr(0, static_cast<size_t>(n)));
       left -= static_cast<uint64_t>(n);

@@ -30,7 +30,7 @@ Cases and their truth:
               once, nothing written. A process after the first that cannot hold its block (its
               TMPDIR does not exist) ends the export with exit 1, the reason told once by the first,
               and no trace written, on stdout either (the last process's too). `-o` naming the input
-              file or a link to it: exit 2, told once, the profile untouched. An export ended by a
+              file or a link to it (export, stats, report): exit 2, told once, the profile untouched. An export ended by a
               signal midway (SIGTERM to one process; a process of three killed, which makes mpirun
               end the others) leaves nothing beside the output. With COMMPROF_ANALYSIS_MPI=off (0,
               FALSE, no) every process writes the whole stats of its own (three JSON documents).
@@ -196,11 +196,13 @@ def case_errors(ctx):
     link = ctx.path("link.h5")
     os.symlink(path, link)
     size = os.path.getsize(path)
-    for k, out in ((1, path), (3, path), (1, link), (3, link)):
-        p = run((mpirun(k) if k > 1 else []) + [ctx.commprof, "export", path, "-o", out], timeout=120)
-        told = p.stderr.count("is the input file")
-        expect(p.returncode == 2 and told == 1 and os.path.getsize(path) == size,
-               f"export -o {out} (K={k}): exit {p.returncode}, told {told}, size {os.path.getsize(path)}\n{p.stderr}")
+    for command in ("export", "stats", "report"):
+        for k, out in ((1, path), (3, path), (1, link), (3, link)):
+            p = run((mpirun(k) if k > 1 else []) + [ctx.commprof, command, path, "-o", out], timeout=120)
+            told = p.stderr.count("is the input file")
+            expect(p.returncode == 2 and told == 1 and os.path.getsize(path) == size,
+                   f"{command} -o {out} (K={k}): exit {p.returncode}, told {told}, size {os.path.getsize(path)}\n"
+                   f"{p.stderr}")
     # Ended by a signal midway (Ctrl-C, mpirun ending the others when one process dies): nothing
     # half-written is left beside the output. A file large enough that the export is still writing.
     big = ctx.path("big.h5")
