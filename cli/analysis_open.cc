@@ -115,6 +115,16 @@ std::unique_ptr<AnalysisWorld> JoinAnalysis(const char* command, std::optional<i
   return world;
 }
 
+int RunAnalysisCommand(const char* command, const std::function<int(AnalysisWorld* world, bool tell)>& body) {
+  std::optional<int> join_exit;
+  std::unique_ptr<AnalysisWorld> world = JoinAnalysis(command, join_exit);
+  if (join_exit) {
+    return *join_exit;
+  }
+  const int code = body(world.get(), world == nullptr || world->first());
+  return world != nullptr ? world->FromFirst(code) : code;
+}
+
 std::unique_ptr<ProfileReader> OpenEverywhere(const char* command, AnalysisWorld* world, const std::string& path,
                                               int64_t window, const std::string& output, OutputKind output_kind,
                                               int& exit_code) {

@@ -5,6 +5,7 @@
 // launcher, or COMMPROF_ANALYSIS_MPI=off) it is just the open, with the same messages.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,11 @@ namespace commprof::cli {
 // When the command must end (MPI could not start; srun tasks without MPI support), `exit_code` is
 // set and the reason told once.
 std::unique_ptr<AnalysisWorld> JoinAnalysis(const char* command, std::optional<int>& exit_code);
+
+// A command that may run as an MPI job, on this process: joins the processes a launcher started
+// (JoinAnalysis), runs `body(world, tell)` (world nullptr: alone; `tell`: this process speaks for
+// all, the first) and returns its exit code, the first process's on every process.
+int RunAnalysisCommand(const char* command, const std::function<int(AnalysisWorld* world, bool tell)>& body);
 
 // `output` (unless empty) checked by the first process before any work (naming the input file, or
 // a link to it, is bad usage: exit 2; one that cannot be written: exit 1), then `path` opened and its

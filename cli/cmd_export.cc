@@ -281,17 +281,6 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
   return info.faults.empty() ? 0 : 1;
 }
 
-int RunExport(const Options& o) {
-  std::optional<int> join_exit;
-  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("export", join_exit);
-  if (join_exit) {
-    return *join_exit;
-  }
-  const bool tell = world == nullptr || world->first();
-  const int code = ExportOf(o, world.get(), tell);
-  return world != nullptr ? world->FromFirst(code) : code;
-}
-
 }  // namespace
 
 Runner AddExportCommand(CLI::App& app) {
@@ -338,7 +327,9 @@ Runner AddExportCommand(CLI::App& app) {
                   "an exported rank to the latest end of step B (not with --time-range)");
   sub->add_flag("-q,--quiet", o->quiet, "no progress or summary on stderr");
   AddWindowOption(sub, o->window);
-  return [o] { return RunExport(*o); };
+  return [o] {
+    return RunAnalysisCommand("export", [&o](AnalysisWorld* world, bool tell) { return ExportOf(*o, world, tell); });
+  };
 }
 
 }  // namespace commprof::cli

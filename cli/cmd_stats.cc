@@ -250,17 +250,6 @@ int StatsOf(const Options& o, AnalysisWorld* world, bool tell) {
   return done;
 }
 
-int RunStats(const Options& o) {
-  std::optional<int> join_exit;
-  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("stats", join_exit);
-  if (join_exit) {
-    return *join_exit;
-  }
-  const bool tell = world == nullptr || world->first();
-  const int code = StatsOf(o, world.get(), tell);
-  return world != nullptr ? world->FromFirst(code) : code;
-}
-
 }  // namespace
 
 Runner AddStatsCommand(CLI::App& app) {
@@ -295,7 +284,9 @@ Runner AddStatsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output (-: standard output)");
   AddWindowOption(sub, o->window);
-  return [o] { return RunStats(*o); };
+  return [o] {
+    return RunAnalysisCommand("stats", [&o](AnalysisWorld* world, bool tell) { return StatsOf(*o, world, tell); });
+  };
 }
 
 }  // namespace commprof::cli
