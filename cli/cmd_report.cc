@@ -286,13 +286,8 @@ int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, Ana
   return WriteReport(o, report.value(), some_ranks_unreadable);
 }
 
-int RunReport(const Options& o) {
-  std::optional<int> join_exit;
-  std::unique_ptr<AnalysisWorld> world = JoinAnalysis("report", join_exit);
-  if (join_exit) {
-    return *join_exit;
-  }
-  const bool first = world == nullptr || world->first();
+// The whole command on one process of `world` (nullptr: alone); returns its exit code.
+int ReportOf(const Options& o, AnalysisWorld* world, bool first) {
   if (o.format != "text" && o.format != "json" && o.format != "html") {
     if (first) {
       std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
@@ -301,20 +296,17 @@ int RunReport(const Options& o) {
   }
   int open_exit = 0;
   std::unique_ptr<ProfileReader> reader =
-      OpenEverywhere("report", world.get(), o.path, o.window, o.output, OutputKind::kStream, open_exit);
+      OpenEverywhere("report", world, o.path, o.window, o.output, OutputKind::kStream, open_exit);
   if (reader == nullptr) {
     return open_exit;
   }
-  if (world == nullptr) {
-    return AnalyzeAndWrite(o, std::move(reader), nullptr);
-  }
   if (first) {
-    return world->FromFirst(AnalyzeAndWrite(o, std::move(reader), world.get()));
+    return AnalyzeAndWrite(o, std::move(reader), world);
   }
   ComputeGivenParts(*world, *reader);
   reader.reset();
   world->Barrier();
-  return world->FromFirst(0);
+  return 0;
 }
 
 }  // namespace
@@ -333,7 +325,9 @@ Runner AddReportCommand(CLI::App& app) {
   sub->add_option("-o,--output", o->output, "write to this file instead of standard output");
   sub->add_flag("--save", o->save, "also (re)write the analysis into the file's /analysis group");
   AddWindowOption(sub, o->window);
-  return [o] { return RunReport(*o); };
+  return [o] {
+    return RunAnalysisCommand("report", [&o](AnalysisWorld* world, bool first) { return ReportOf(*o, world, first); });
+  };
 }
 
 }  // namespace commprof::cli
