@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The temporary file being written beside an output, removed when a signal ends the command
-// midway (Ctrl-C, a batch system's SIGTERM, mpirun ending the other processes of a distributed
-// command when one failed), so nothing half-written is left beside the output. One at a time: no
-// command writes two outputs at once.
+// midway (SIGINT, SIGQUIT, SIGHUP, a batch system's SIGTERM, mpirun ending the other processes of
+// a distributed command when one failed), so nothing half-written is left beside the output. One
+// at a time: no command writes two outputs at once.
 char g_partial[4096];
 volatile sig_atomic_t g_partial_set = 0;
 
@@ -42,7 +42,7 @@ class PartialFileGuard {
     std::memcpy(g_partial, path.c_str(), path.size() + 1);
     std::atomic_signal_fence(std::memory_order_seq_cst);  // the whole name before the flag
     g_partial_set = 1;
-    for (int signo : {SIGINT, SIGTERM, SIGHUP}) {
+    for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
       struct sigaction old {};
       // Only where nothing else handles the signal: `run` forwards it to the job.
       if (::sigaction(signo, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
@@ -68,7 +68,7 @@ class PartialFileGuard {
   PartialFileGuard& operator=(const PartialFileGuard&) = delete;
 
  private:
-  int installed_[3] = {};
+  int installed_[4] = {};
   size_t count_ = 0;
 };
 

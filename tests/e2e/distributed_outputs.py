@@ -31,7 +31,7 @@ Cases and their truth:
               TMPDIR does not exist) ends the export with exit 1, the reason told once by the first,
               and no trace written, on stdout either (the last process's too). `-o` naming the input
               file or a link to it (export, stats, report): exit 2, told once, the profile untouched. An export ended by a
-              signal midway (SIGTERM to one process; a process of three killed, which makes mpirun
+              signal midway (SIGHUP to one process; a process of three killed, which makes mpirun
               end the others) leaves nothing beside the output. With COMMPROF_ANALYSIS_MPI=off (0,
               FALSE, no) every process writes the whole stats of its own (three JSON documents).
 No timing is asserted: the outputs are compared with the one-process outputs, byte for byte.
@@ -222,7 +222,7 @@ def case_errors(ctx):
             deadline = time.monotonic() + 120
             while not glob.glob(out + ".tmp-*") and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGHUP)
         code = proc.wait(timeout=200)
         expect(code != 0, f"K={k}: the export was not ended midway (exit {code}): the file is too small")
         left = glob.glob(out + "*")
