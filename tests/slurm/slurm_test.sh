@@ -20,7 +20,8 @@
 #      a relay per virtual node, and the job's file links their 2 shards;
 #  10. commprof run -- srun without MPI (SLURM_PROCID is the rank), and a torch-style launcher started
 #      by srun whose workers take their own RANK and LOCAL_RANK over what srun left them; then
-#      srun --mpi=pmix -n 2 commprof report (the one-process JSON) and, without MPI support, refused.
+#      srun --mpi=pmix -n 2 commprof report (the one-process JSON) and, without MPI support, refused;
+#      srun --mpi=pmix -n 2 commprof stats and export (the one-process outputs).
 # Usage: slurm_test.sh BUILD_DIR WORK_DIR. Exit 0 pass, 1 fail, 77 skipped (no Slurm installed).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -316,6 +317,18 @@ rc=$?
 [ "$(grep -c 'without MPI support' "$WORK/report-nompi.err")" = 1 ] ||
   fail "srun -n 2 commprof report without MPI: not told once: $(cat "$WORK/report-nompi.err")"
 echo "  srun --mpi=pmix -n 2 commprof report: the one-process JSON; without MPI support: refused, told once"
+# stats and export as Slurm jobs: the one-process outputs, byte for byte.
+for what in stats export; do
+  if [ "$what" = stats ]; then args=(stats --format json); else args=(export -q --format perfetto); fi
+  "$COMMPROF" "${args[@]}" "$T/out/srun-nompi.h5" -o "$WORK/$what-one.out" || fail "$what of srun-nompi.h5"
+  (cd "$T/out" && COMMPROF_LOG=info timeout 120 srun -N 1 -n 2 --overcommit --mpi=pmix "$COMMPROF" "${args[@]}" \
+    "$T/out/srun-nompi.h5" -o "$WORK/$what-two.out" >/dev/null 2>"$WORK/$what-two.err") ||
+    fail "srun --mpi=pmix -n 2 commprof $what exited $?: $(cat "$WORK/$what-two.err")"
+  cmp -s "$WORK/$what-one.out" "$WORK/$what-two.out" || fail "srun -n 2 commprof $what: output differs from one process's"
+done
+# The export was made by two processes, not twice by one each (the second's stages are logged).
+grep -q "export process 1: " "$WORK/export-two.err" || fail "srun -n 2 commprof export: no second process took part"
+echo "  srun --mpi=pmix -n 2 commprof stats and export: the one-process outputs"
 fi
 
 # 6. srun --commprof=hang_timeout=3,on_hang=abort: a planted hang ends the step, the file names it
