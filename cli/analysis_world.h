@@ -12,9 +12,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace commprof::cli {
+
+// The contiguous block [first, last) of `items` that the `slot`-th of `slots` workers takes: every
+// item in exactly one block, in order, the blocks' sizes differing by at most one.
+inline std::pair<size_t, size_t> BlockOf(size_t items, size_t slot, size_t slots) {
+  return {items * slot / slots, items * (slot + 1) / slots};
+}
 
 class AnalysisWorld {
  public:

@@ -18,10 +18,8 @@
 #include <limits>
 #include <set>
 
-#include "analysis/export/chrome_trace.h"
 #include "analysis/export/memory_html.h"
 #include "analysis/export/memory_json.h"
-#include "analysis/export/perfetto_trace.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/metrics/memory_timeline.h"
@@ -245,12 +243,10 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
 
   TraceExportStats stats;
   const TraceFormat format = o.format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kChrome;
-  const Status st = world != nullptr ? WriteTraceTogether(*world, *reader, opts, format, output, stats)
-                                     : WriteOutput(output, [&](std::ostream& out) {
-                                         return format == TraceFormat::kPerfetto
-                                                    ? WritePerfettoTrace(*reader, out, opts, &stats)
-                                                    : WriteChromeTrace(*reader, out, opts, &stats);
-                                       });
+  const Status st =
+      world != nullptr
+          ? WriteTraceTogether(*world, *reader, opts, format, output, stats)
+          : WriteOutput(output, [&](std::ostream& out) { return WriteTrace(format, *reader, out, opts, &stats); });
   if (!tell) {
     return 0;  // the first process reports this block's fault with the others'
   }

@@ -52,20 +52,6 @@ std::vector<int> RankPassProcesses(int size) {
   return out;
 }
 
-// The block of rank indices [first, last) of the `slot`-th of `n` rank-pass processes.
-std::pair<size_t, size_t> RankBlock(size_t ranks, size_t slot, size_t n) {
-  return {ranks * slot / n, ranks * (slot + 1) / n};
-}
-
-// A rank with a row the analyses cannot take is left out like an unreadable group, and named;
-// returns the faults this added.
-std::vector<RankFault> Screen(ProfileReader& reader) {
-  const size_t before = reader.info().faults.size();
-  ScreenEventRows(reader);
-  const std::vector<RankFault>& all = reader.info().faults;
-  return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
-}
-
 // A process after the first: screens the rows as the first would (every process must analyse the
 // same ranks; process 1 sends what it left out), computes its parts and sends them to the first,
 // errors included. Sends return at once, so a process goes on to its next part while the first is
@@ -73,7 +59,7 @@ std::vector<RankFault> Screen(ProfileReader& reader) {
 void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  const std::vector<RankFault> left_out = Screen(reader);
+  const std::vector<RankFault> left_out = ScreenEventRowsLeftOut(reader);
   if (world.rank() == 1) {
     world.Send(0, kTagScreening, EncodeScreeningPart(left_out));
     world.Send(0, kTagP2P, EncodeP2PPart(MatchP2PMessages(reader, ReportP2POptions())));
@@ -89,7 +75,7 @@ void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
   const auto it = std::find(procs.begin(), procs.end(), world.rank());
   if (it != procs.end()) {
     const std::vector<RankInfo>& ranks = reader.info().ranks;
-    const auto [first, last] = RankBlock(ranks.size(), static_cast<size_t>(it - procs.begin()), procs.size());
+    const auto [first, last] = BlockOf(ranks.size(), static_cast<size_t>(it - procs.begin()), procs.size());
     Result<IndexedRankPasses> part = IndexedRankPasses{};
     for (size_t i = first; i < last; ++i) {
       auto pass = ComputeRankPass(reader, ranks[i]);
@@ -289,9 +275,7 @@ int AnalyzeAndWrite(const Options& o, std::unique_ptr<ProfileReader> reader, Ana
 // The whole command on one process of `world` (nullptr: alone); returns its exit code.
 int ReportOf(const Options& o, AnalysisWorld* world, bool first) {
   if (o.format != "text" && o.format != "json" && o.format != "html") {
-    if (first) {
-      std::fprintf(stderr, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
-    }
+    SayIf(first, "commprof report: --format %s is not supported (text, json or html)\n", o.format.c_str());
     return 2;
   }
   int open_exit = 0;

@@ -106,12 +106,7 @@ Result<OpStats> DistributedOpStats(AnalysisWorld& world, ProfileReader& reader, 
   const bool screen = so.screen_rows;
   so.screen_rows = false;  // done here
   if (world.first()) {
-    const size_t before = reader.info().faults.size();
-    if (screen) {
-      ScreenEventRows(reader);
-    }
-    const std::vector<RankFault> left_out(reader.info().faults.begin() + static_cast<std::ptrdiff_t>(before),
-                                          reader.info().faults.end());
+    const std::vector<RankFault> left_out = screen ? ScreenEventRowsLeftOut(reader) : std::vector<RankFault>{};
     (void)world.TextFromFirst(EncodeScreeningPart(left_out));
     // Every part is received, even after an error (its sender waits for that); the error of the
     // lowest block is the one one process would have stopped at.
@@ -135,10 +130,10 @@ Result<OpStats> DistributedOpStats(AnalysisWorld& world, ProfileReader& reader, 
   }
   // Blocks of the ranks before the screening: the same on every process.
   const std::vector<uint32_t> ranks = StatsRanks(reader, so);
-  const auto workers = static_cast<size_t>(world.size() - 1);
-  const auto slot = static_cast<size_t>(world.rank() - 1);
-  std::vector<uint32_t> block(ranks.begin() + static_cast<std::ptrdiff_t>(ranks.size() * slot / workers),
-                              ranks.begin() + static_cast<std::ptrdiff_t>(ranks.size() * (slot + 1) / workers));
+  const auto [first, last] =
+      BlockOf(ranks.size(), static_cast<size_t>(world.rank() - 1), static_cast<size_t>(world.size() - 1));
+  std::vector<uint32_t> block(ranks.begin() + static_cast<std::ptrdiff_t>(first),
+                              ranks.begin() + static_cast<std::ptrdiff_t>(last));
   auto part = AccumulateOpStats(reader, so, block);
   auto left_out = DecodeScreeningPart(world.TextFromFirst(std::string()));
   if (!left_out.ok()) {

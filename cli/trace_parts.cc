@@ -44,16 +44,9 @@ Status Malformed() {
       "commprof build?)");
 }
 
-Status Write(TraceFormat format, const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
-             TraceExportStats* stats) {
-  return format == TraceFormat::kPerfetto ? WritePerfettoTrace(reader, out, opts, stats)
-                                          : WriteChromeTrace(reader, out, opts, stats);
-}
-
 // The block of process `p` of `k`: indices into the exported ranks.
-std::pair<size_t, size_t> BlockOf(size_t ranks, int p, int k) {
-  return {ranks * static_cast<size_t>(p) / static_cast<size_t>(k),
-          ranks * static_cast<size_t>(p + 1) / static_cast<size_t>(k)};
+std::pair<size_t, size_t> BlockOfProcess(size_t ranks, int p, int k) {
+  return BlockOf(ranks, static_cast<size_t>(p), static_cast<size_t>(k));
 }
 
 size_t ExportedRanks(const ProfileReader& reader, const TraceExportOptions& opts) {
@@ -182,8 +175,9 @@ class LaterParts {
   std::vector<bool> taken_;
 };
 
-// The exchange of layouts: every process but the last sends the layout of its block to the first,
-// which sends each process the sum of the layouts before its block, or word that a block failed
+// The exchange of layouts: every process sends the layout of its block to the first (the last
+// only whether it can write its block), which sends each process the sum of the layouts before
+// its block, or word that a block failed
 // (then no process writes its block, and the first reports the lowest block's error, as one
 // process would have stopped there). Each process runs it once: from its walk, before it writes,
 // or after a walk that failed before getting there (the others wait for every process's word).
@@ -261,7 +255,7 @@ class LayoutExchange {
 // A later process: its block's trace into a held file, then to the first in pieces once the first
 // asks for them (so no more than one piece is in memory).
 Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceExportOptions opts, TraceFormat format) {
-  const auto [first, last] = BlockOf(ExportedRanks(reader, opts), world.rank(), world.size());
+  const auto [first, last] = BlockOfProcess(ExportedRanks(reader, opts), world.rank(), world.size());
   LayoutExchange exchange(world);
   TraceExportStats stats;
   HeldPart held;
@@ -275,7 +269,7 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
           }};
       opts.progress = nullptr;
       opts.output_name = held.name();  // a full TMPDIR is named as such, not as the output
-      st = Write(format, reader, held.stream(), opts, &stats);
+      st = WriteTrace(format, reader, held.stream(), opts, &stats);
     }
   }
   if (!exchange.done()) {
@@ -316,6 +310,12 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
 
 }  // namespace
 
+Status WriteTrace(TraceFormat format, const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
+                  TraceExportStats* stats) {
+  return format == TraceFormat::kPerfetto ? WritePerfettoTrace(reader, out, opts, stats)
+                                          : WriteChromeTrace(reader, out, opts, stats);
+}
+
 Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, const TraceExportOptions& opts,
                           TraceFormat format, const std::string& output, TraceExportStats& stats) {
   (void)Seconds();
@@ -325,12 +325,12 @@ Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, con
   LayoutExchange exchange(world);
   LaterParts later(world);
   TraceExportOptions mine = opts;
-  const auto [first, last] = BlockOf(ExportedRanks(reader, opts), 0, world.size());
+  const auto [first, last] = BlockOfProcess(ExportedRanks(reader, opts), 0, world.size());
   mine.part =
       TracePart{first, last, true, true, true, [&exchange](const TraceExportStats& own) { return exchange.Run(own); }};
   mine.progress = nullptr;
   mine.append_later_parts = [&later](TraceSink& sink, TraceExportStats& s) { return later.Append(sink, s); };
-  Status st = WriteOutput(output, [&](std::ostream& out) { return Write(format, reader, out, mine, &stats); });
+  Status st = WriteOutput(output, [&](std::ostream& out) { return WriteTrace(format, reader, out, mine, &stats); });
   if (!exchange.done()) {  // the walk failed before it: the others are told not to write
     (void)exchange.Run(st.ok() ? Result<TraceExportStats>(Internal("distributed export: no trace was written"))
                                : Result<TraceExportStats>(st));

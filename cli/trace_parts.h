@@ -13,6 +13,11 @@ namespace commprof::cli {
 
 enum class TraceFormat { kChrome, kPerfetto };
 
+// The trace of `reader` in `format`, written by this process alone (WriteChromeTrace,
+// WritePerfettoTrace); `stats` may be null.
+Status WriteTrace(TraceFormat format, const ProfileReader& reader, std::ostream& out, const TraceExportOptions& opts,
+                  TraceExportStats* stats);
+
 // Writes the trace of `reader` (every process read the same file, screened alike) to `output`
 // ('-': stdout) together with the other processes of `world`. On the first process returns what
 // the export came to (the write's error, or the first failing block's, in rank order) with `stats`

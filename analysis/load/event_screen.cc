@@ -99,4 +99,11 @@ size_t ScreenEventRows(ProfileReader& reader) {
   return bad.size();
 }
 
+std::vector<RankFault> ScreenEventRowsLeftOut(ProfileReader& reader) {
+  const size_t before = reader.info().faults.size();
+  ScreenEventRows(reader);
+  const std::vector<RankFault>& all = reader.info().faults;
+  return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
+}
+
 }  // namespace commprof

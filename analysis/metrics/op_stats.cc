@@ -290,17 +290,23 @@ std::string SizeBucketLabel(int bucket) {
   return "[" + size(SizeBucketLow(bucket)) + ", " + high + ")";
 }
 
+namespace {
+
+// Whether the stats read rank `r`: it is not missing, and options.ranks asks for it.
+bool StatsRead(const RankInfo& r, const StatsOptions& options) {
+  return r.status != schema::RankStatusName(schema::RankStatus::kMissing) &&
+         (options.ranks.empty() ||
+          std::find(options.ranks.begin(), options.ranks.end(), r.rank) != options.ranks.end());
+}
+
+}  // namespace
+
 std::vector<uint32_t> StatsRanks(const ProfileReader& reader, const StatsOptions& options) {
   std::vector<uint32_t> out;
   for (const RankInfo& r : reader.info().ranks) {
-    if (r.status == schema::RankStatusName(schema::RankStatus::kMissing)) {
-      continue;
+    if (StatsRead(r, options)) {
+      out.push_back(r.rank);
     }
-    if (!options.ranks.empty() &&
-        std::find(options.ranks.begin(), options.ranks.end(), r.rank) == options.ranks.end()) {
-      continue;
-    }
-    out.push_back(r.rank);
   }
   return out;
 }
@@ -488,9 +494,9 @@ Result<OpStatsPartial> AccumulateOpStats(ProfileReader& reader, const StatsOptio
 
 OpStats FinishOpStats(const ProfileReader& reader, const StatsOptions& options, OpStatsPartial partial) {
   OpStats out;
-  out.ranks = StatsRanks(reader, options);
-  for (const RankInfo& r : reader.info().ranks) {
-    if (std::find(out.ranks.begin(), out.ranks.end(), r.rank) != out.ranks.end()) {
+  for (const RankInfo& r : reader.info().ranks) {  // StatsRanks and their missing events, in one pass
+    if (StatsRead(r, options)) {
+      out.ranks.push_back(r.rank);
       out.missing_events += r.missing_events();
     }
   }
