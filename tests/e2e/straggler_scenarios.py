@@ -5,10 +5,11 @@ the patterns) under `commprof run -o X.h5 -- mpirun ...` with sleeping compute a
 (EXACT_ENV), then checks
   1. the raw plant, from the file with h5py (independent of the analysis): in the planted
      iterations the culprit reaches its first MPI call of the iteration D ms after the median of
-     the others (0.8 D .. D + 2 ms), in the others within 1 ms (a few scheduler outliers
+     the others (0.8 D .. 1.2 D), in the others within 1 ms (a few scheduler outliers
      allowed), and each rank's time blocked in MPI calls between the opening barrier and
-     MPI_Finalize is its planted wait (-15 %/+35 %; the culprit's own below 15 % of the largest
-     plus 1 ms per iteration), and the culprit's lateness x its waiters is its delay cost;
+     MPI_Finalize is its planted wait (-15 %/+150 %: load only adds; the culprit's own below 15 % of the largest
+     plus 1 ms per iteration), and the culprit's lateness x its waiters is its delay cost
+     (-25 %/+35 %);
   2. the report (`commprof report --format json`, schema_version 3, /work/issue15 contract):
      `stragglers` names the planted culprits first, larger delay cost first (after them only a rank
      the machine's load made late, where the raw entries show it caused at least half the delay
@@ -53,15 +54,17 @@ cores a woken rank can wait several ms for a CPU, which must stay small against 
                   MPI_Wait*); saving 1500 ms; instances.matched = 2 I + 2 (the non-blocking ones
                   and the two world barriers).
   two_culprits    groups {0,1}, {2,3}, an allreduce on each group per iteration, no world
-                  collective until the closing barrier; S1 = 1 late D1 = 25 ms, S2 = 2 late
-                  D2 = 10 ms, I = 60. Rank 0 waits D1 I = 1500 ms for S1; rank 3 waits D2 I =
-                  600 ms for S2; group {2,3} then waits (D1 - D2) I = 900 ms each at the closing
-                  barrier for group {0,1}, i.e. for S1:
-                  cost(S1) = D1 I + 2 (D1 - D2) I = 3300 ms, cost(S2) = D2 I = 600 ms, S1 first;
-                  saving(S1) = (D1 - D2) I = 900 ms (the job then ends with group {2,3});
+                  collective until the closing barrier; S1 = 1 late D1 = 40 ms, S2 = 2 late
+                  D2 = 20 ms, I = 60. Rank 0 waits D1 I = 2400 ms for S1; rank 3 waits D2 I =
+                  1200 ms for S2; group {2,3} then waits (D1 - D2) I = 1200 ms each at the
+                  closing barrier for group {0,1}, i.e. for S1:
+                  cost(S1) = D1 I + 2 (D1 - D2) I = 4800 ms, cost(S2) = D2 I = 1200 ms, S1 first;
+                  saving(S1) = (D1 - D2) I = 1200 ms (the job then ends with group {2,3});
                   saving(S2) = 0 (group {0,1} is the critical path), held to <= 25 % of D2 I.
-                  Waits: rank 0 1500, rank 2 900, rank 3 1500 ms. Communicators: {0,1} with
-                  D1 I = 1500 ms, {2,3} with D2 I = 600 ms.
+                  Waits: rank 0 2400, rank 2 1200, rank 3 2400 ms. Communicators: {0,1} with
+                  D1 I = 2400 ms, {2,3} with D2 I = 1200 ms. (D2 was 10 ms: the waiter, rank 3,
+                  woken a few ms late from its own compute now and then on 2 loaded cores,
+                  took up to 17 % off S2's lateness; at 20 ms that noise stays under 10 %.)
   rooted_root     MPI_Reduce of 1 MiB (rendezvous) to root 0, then a world barrier; the ROOT
                   is late 25 ms, I = 40: the non-roots are held in the Reduce itself (checked
                   in the file: median Reduce time >= 0.8 D) for D: cost = 3 D I = 3000 ms; the
@@ -230,7 +233,8 @@ def check_raw(sc, h5):
         u = np.array(sorted(set(range(sc.iters)) - planted), dtype=int)
         d = c.plant_ms * MS
         med_p = float(np.median(late[p]))
-        expect(0.8 * d <= med_p <= d + 2 * MS,
+        # a sleep only overshoots, by a few ms when the woken rank waits for a loaded CPU
+        expect(0.8 * d <= med_p <= 1.2 * d,
                f"rank {c.rank}: median lateness {med_p / MS:.3f} ms in the planted iterations, planted {c.plant_ms} ms")
         wrong_p = int(((late[p] < 0.5 * d)).sum())
         wrong_u = int((np.abs(late[u]) > 0.5 * d).sum()) if len(u) else 0
@@ -242,7 +246,10 @@ def check_raw(sc, h5):
         observed[c.rank] = None
         if c.waiters:  # the delay cost the file shows: its lateness in the planted iterations x waiters
             observed[c.rank] = int(np.clip(late[p], 0, None).sum()) * c.waiters
-            within(observed[c.rank], c.cost, f"raw: rank {c.rank} lateness x {c.waiters} waiters", RAW_LO, RAW_HI)
+            # -25 %: on loaded cores the waiter leaves the previous collective a few ms after the
+            # late rank (it must be scheduled to see the late rank's data) and so starts each
+            # iteration late too, which takes that much off the lateness the file shows
+            within(observed[c.rank], c.cost, f"raw: rank {c.rank} lateness x {c.waiters} waiters", LO, RAW_HI)
         lines.append(f"rank {c.rank} late {med_p / MS:.3f} ms (planted {c.plant_ms}) in {len(p)} iterations, "
                      f"{med_u / MS:.3f} ms otherwise; {wrong_p + wrong_u} outliers; observed cost "
                      f"{'-' if observed[c.rank] is None else f'{observed[c.rank] / MS:.0f}'} ms (planted {c.cost / MS:.0f})")
@@ -470,7 +477,7 @@ def case_nonblocking(ctx, raw_only):
 
 
 def case_two_culprits(ctx, raw_only):
-    iters, s1, d1, s2, d2 = 60, 1, 25, 2, 10
+    iters, s1, d1, s2, d2 = 60, 1, 40, 2, 20
     c1 = Culprit(s1, d1, iters, d1 * iters + 2 * (d1 - d2) * iters, (d1 - d2) * iters, [0, 1], comm_cost_ms=d1 * iters)
     c2 = Culprit(s2, d2, iters, d2 * iters, 0, [2, 3], comm_cost_ms=d2 * iters, waiters=1)
     sc = Scenario("two_culprits", 4, ["--pattern", "two", "--slow-rank", s1, "--slow-ms", d1, "--slow-rank2", s2,
