@@ -1,5 +1,6 @@
 #include "aggregator/ingest.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -79,6 +80,11 @@ std::set<uint32_t> Ingest::ranks_done() const {
   return out;
 }
 
+uint32_t Ingest::world_size_seen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return world_size_seen_;
+}
+
 std::vector<uint32_t> Ingest::ranks_claimed() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint32_t> out;
@@ -120,6 +126,7 @@ bool Ingest::LinkShardRank(uint32_t rank, uint32_t world_size, const std::string
   if (!fresh) {
     return false;
   }
+  world_size_seen_ = std::max(world_size_seen_, world_size);
   it->second.said_bye = true;  // the relay stored its whole stream
   it->second.bye_written = true;
   it->second.bye_durable = true;
@@ -129,7 +136,9 @@ bool Ingest::LinkShardRank(uint32_t rank, uint32_t world_size, const std::string
 
 void Ingest::OpenRank(const wire::Hello& hello) {
   // The job id and the proof were checked by the session; the file keeps what describes the rank.
-  Push(OpenCmd{
+  std::lock_guard<std::mutex> lock(mu_);
+  world_size_seen_ = std::max(world_size_seen_, hello.world_size);
+  PushLocked(OpenCmd{
       RankDescription{hello.rank, hello.world_size, hello.pid, hello.start_steady_ns, hello.start_utc_ns, hello.host}});
 }
 void Ingest::Strings(uint32_t rank, uint64_t generation, wire::Strings s) {

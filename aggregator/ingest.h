@@ -103,6 +103,8 @@ class Ingest {
   // The first write error ("writing PATH failed: REASON"), OK while there is none.
   Status write_error() const;
   std::vector<uint32_t> ranks_claimed() const;
+  // The largest world size a rank's hello or a linked shard said (0 before any).
+  uint32_t world_size_seen() const;
   // Ranks whose bye has been received.
   std::set<uint32_t> ranks_done() const;
 
@@ -178,6 +180,7 @@ class Ingest {
   std::condition_variable cv_;
   std::deque<Command> queue_;
   std::map<uint32_t, RankProgress> progress_;
+  uint32_t world_size_seen_ = 0;  // under mu_
   bool stop_ = false;
   Status first_error_;
   bool writer_failed_ = false;  // writer_->failed(), kept under mu_ for the sessions (DurableOf)

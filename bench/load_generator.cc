@@ -73,7 +73,7 @@ class SimRank {
       req.command = o_.relay_command;
       req.parent = parent;
       req.shard_dir = o_.shard_dir;
-      req.job_key = RelayJobKey(o_.job, o_.secret);
+      req.job_key = RelayJobKey(o_.job, o_.secret, parent);
       req.host_key = HostName();
       req.timeout_ms = 60000;
       auto relay = FindOrStartRelay(req);

@@ -226,14 +226,13 @@ int Aggregate(Options o) {
   // With every rank done, no connection should still be open: a short grace is only for ranks
   // beyond the expected count. Interrupted or timed out, the grace lets open ranks finish.
   CollectionSummary sum = c.Finish(o.grace_s, o.spool_dir, mode == AnalysisMode::kNow);
-  if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
-    std::fprintf(stderr, "commprof aggregate: wrote %s: %u rank(s) connected, %u refused, %llu events\n",
-                 o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events));
+  if (const std::string wrote = WroteLine(o.output, sum); !o.quiet && !wrote.empty()) {
+    std::fprintf(stderr, "commprof aggregate: %s\n", wrote.c_str());
   }
   if (mode == AnalysisMode::kBackground) {
     StoreAnalysisLater(o.output, sum, "commprof aggregate");
   }
-  if (!sum.status.ok() || !sum.restart_error.ok()) {
+  if (!sum.status.ok() || !sum.restart_error.ok() || !sum.shard_error.ok()) {
     return 1;
   }
   if (c.hang_aborted()) {

@@ -138,8 +138,13 @@ void UnbindFromTheStartingRank() {
   (void)::sched_setaffinity(0, sizeof all, &all);  // the kernel keeps it within the allowed CPUs
 }
 
-int Relay(const Options& o) {
+int Relay(Options o) {
   UnbindFromTheStartingRank();
+  // The parent links the shard by the path this relay reports: absolute, whatever its directory.
+  std::error_code cwd_error;
+  if (fs::path absolute = fs::absolute(o.shard, cwd_error); !cwd_error) {
+    o.shard = absolute.string();
+  }
   const char* secret = std::getenv("COMMPROF_SECRET");
   const char* job_id = std::getenv("COMMPROF_JOB_ID");
   if (secret == nullptr || *secret == '\0' || job_id == nullptr) {
@@ -197,7 +202,10 @@ int Relay(const Options& o) {
   CollectionSummary sum = c.Finish(grace, spool_dir != nullptr ? spool_dir : "", /*analyze=*/false);
   wire::RelayDone done;
   if (!sum.status.ok()) {
-    done.status = "writing " + o.shard + ": " + sum.status.message();
+    // The writer's messages name the shard ("writing SHARD failed: No space left on device").
+    done.status = sum.status.message().find(o.shard) != std::string::npos
+                      ? sum.status.message()
+                      : "writing " + o.shard + ": " + sum.status.message();
   }
   std::error_code ec;
   if (sum.ranks == 0) {

@@ -602,15 +602,8 @@ int RunJob(Options o) {
   const Status& st = sum.status;
   // After a write error the error line (Collection::Finish) stands in for "wrote", which the
   // file would belie.
-  if (!o.quiet && !sum.write_failed && !sum.previous_kept && sum.relays > 0) {
-    std::fprintf(stderr,
-                 "commprof: wrote %s: %u rank(s), through %u relay(s) (shards in %s) and %u directly, %u refused, "
-                 "%llu events; job exit code %d\n",
-                 o.output.c_str(), sum.ranks, sum.relays, shard_dir.c_str(), sum.accepted, sum.refused,
-                 static_cast<unsigned long long>(sum.events), job_rc);
-  } else if (!o.quiet && !sum.write_failed && !sum.previous_kept) {
-    std::fprintf(stderr, "commprof: wrote %s: %u rank(s) connected, %u refused, %llu events; job exit code %d\n",
-                 o.output.c_str(), sum.accepted, sum.refused, static_cast<unsigned long long>(sum.events), job_rc);
+  if (const std::string wrote = WroteLine(o.output, sum); !o.quiet && !wrote.empty()) {
+    std::fprintf(stderr, "commprof: %s; job exit code %d\n", wrote.c_str(), job_rc);
   } else if (!o.quiet) {
     std::fprintf(stderr, "commprof: %u rank(s) connected, %u refused; job exit code %d\n", sum.accepted, sum.refused,
                  job_rc);
@@ -618,7 +611,7 @@ int RunJob(Options o) {
   if (analysis_mode == AnalysisMode::kBackground) {
     StoreAnalysisLater(o.output, sum, "commprof");
   }
-  if (sum.ranks == 0 && sum.refused == 0) {
+  if (sum.ranks == 0 && sum.refused == 0 && sum.shard_error.ok()) {
     ReportNothingRecorded(o, library, preload, vars, openmpi, job_rc, sum.previous_kept);
   }
   if (collection.value()->hang_aborted()) {
@@ -630,7 +623,7 @@ int RunJob(Options o) {
   if (job_rc != 0) {
     return job_rc;
   }
-  if (!st.ok() || !sum.restart_error.ok()) {
+  if (!st.ok() || !sum.restart_error.ok() || !sum.shard_error.ok()) {
     return 1;
   }
   return sum.ranks == 0 && sum.refused == 0 ? kExitNothingRecorded : 0;

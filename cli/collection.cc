@@ -317,9 +317,9 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
     std::error_code ec;
     if (rec.done) {
       ranks = rec.result.ranks;
-      if (!rec.result.status.empty()) {
-        std::fprintf(stderr, "%s: relay on %s (pid %u): %s\n", command_.c_str(), rec.hello.host.c_str(), rec.hello.pid,
-                     rec.result.status.c_str());
+      if (!rec.result.status.empty()) {  // its shard could not be written whole: judged after the spools
+        relay_failures_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
+                                  "): " + rec.result.status);
       }
     } else if (!fs::exists(shard, ec)) {
       std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s) and left no shard %s: its ranks are missing\n",
@@ -370,6 +370,59 @@ Collection::~Collection() {
   }
 }
 
+// Folds this job's spools in `spool_dir` into the file and returns the paths of those merged, for
+// Finish to remove once the file is written whole. A file that can no longer be written gets none:
+// the spools then stay where they are, with the events.
+std::vector<std::string> Collection::MergeSpools(const std::string& spool_dir) {
+  std::vector<std::string> merged;
+  std::error_code ec;
+  if (spool_dir.empty() || !fs::is_directory(spool_dir, ec) || !ingest_->write_error().ok()) {
+    return merged;
+  }
+  StreamPolicy policy{options_.secret, options_.meta.job_id, !options_.keep_restarts};
+  const std::vector<uint32_t> claimed = ingest_->ranks_claimed();
+  for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
+    if (entry.path().extension() != ".cpspool") {
+      continue;
+    }
+    // A spool another job left in the same directory is not this job's to merge or judge.
+    auto hello = ReadSpoolHello(entry.path().string());
+    if (hello.ok() && hello->job_id != options_.meta.job_id) {
+      std::fprintf(stderr, "commprof: left %s alone: it is a spool of job '%s'\n", entry.path().c_str(),
+                   hello->job_id.c_str());
+      continue;
+    }
+    if (options_.own_spools_only && (!hello.ok() || !std::binary_search(claimed.begin(), claimed.end(), hello->rank))) {
+      continue;  // a rank this relay never took: the job's aggregator merges it
+    }
+    SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy,
+                                    restarts_ != nullptr ? restarts_->Router() : IncarnationRouter());
+    if (r.accepted) {
+      std::fprintf(stderr, "commprof: merged spool of rank %u%s from %s\n", r.rank,
+                   r.incarnation > 0 ? (" (incarnation " + std::to_string(r.incarnation) + ")").c_str() : "",
+                   entry.path().c_str());
+      merged.push_back(entry.path().string());
+    } else if (!r.status.ok()) {
+      std::fprintf(stderr, "commprof: spool %s not merged: %s\n", entry.path().c_str(), r.status.message().c_str());
+    }
+  }
+  return merged;
+}
+
+std::string WroteLine(const std::string& output, const CollectionSummary& sum) {
+  if (sum.write_failed || sum.previous_kept || !sum.shard_error.ok()) {
+    return "";
+  }
+  const std::string events = std::to_string(sum.events) + " events";
+  if (sum.relays > 0) {
+    return "wrote " + output + ": " + std::to_string(sum.ranks) + " rank(s), through " + std::to_string(sum.relays) +
+           " relay(s) (shards in " + output + ".shards) and " + std::to_string(sum.accepted) + " directly, " +
+           std::to_string(sum.refused) + " refused, " + events;
+  }
+  return "wrote " + output + ": " + std::to_string(sum.ranks) + " rank(s), " + std::to_string(sum.accepted) +
+         " connected, " + std::to_string(sum.refused) + " refused, " + events;
+}
+
 CollectionSummary Collection::Finish(double grace_s, const std::string& spool_dir, bool analyze) {
   CollectionSummary sum;
   if (finished_ || server_ == nullptr || ingest_ == nullptr) {
@@ -408,39 +461,19 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   });
 
   // Ranks that could not reach the aggregator spooled: fold their spools into the same file.
-  std::error_code ec;
-  if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
-    StreamPolicy policy{options_.secret, options_.meta.job_id, !options_.keep_restarts};
-    const std::vector<uint32_t> claimed = ingest_->ranks_claimed();
-    for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
-      if (entry.path().extension() != ".cpspool") {
-        continue;
-      }
-      // A spool another job left in the same directory is not this job's to merge or judge.
-      auto hello = ReadSpoolHello(entry.path().string());
-      if (hello.ok() && hello->job_id != options_.meta.job_id) {
-        std::fprintf(stderr, "commprof: left %s alone: it is a spool of job '%s'\n", entry.path().c_str(),
-                     hello->job_id.c_str());
-        continue;
-      }
-      if (options_.own_spools_only &&
-          (!hello.ok() || !std::binary_search(claimed.begin(), claimed.end(), hello->rank))) {
-        continue;  // a rank this relay never took: the job's aggregator merges it
-      }
-      SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy,
-                                      restarts_ != nullptr ? restarts_->Router() : IncarnationRouter());
-      if (r.accepted) {
-        std::fprintf(stderr, "commprof: merged spool of rank %u%s from %s\n", r.rank,
-                     r.incarnation > 0 ? (" (incarnation " + std::to_string(r.incarnation) + ")").c_str() : "",
-                     entry.path().c_str());
-        fs::remove(entry.path(), ec);
-      } else if (!r.status.ok()) {
-        std::fprintf(stderr, "commprof: spool %s not merged: %s\n", entry.path().c_str(), r.status.message().c_str());
-      }
+  const std::vector<std::string> merged_spools = MergeSpools(spool_dir);
+  // A relay that could not write its shard (a full disk on its node) kept its ranks' spools: where
+  // they were merged here the file is whole all the same; where not, the command fails.
+  if (!relay_failures_.empty()) {
+    const bool whole = ingest_->world_size_seen() > 0 && ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
+    for (const std::string& failure : relay_failures_) {
+      std::fprintf(stderr, "%s: %s: %s%s\n", command_.c_str(), whole ? "warning" : "error", failure.c_str(),
+                   whole ? "; its ranks' spools were merged into the job's file instead" : "");
     }
-    fs::remove(spool_dir, ec);  // only succeeds when empty
+    if (!whole) {
+      sum.shard_error = IoError(relay_failures_.front());
+    }
   }
-
   // The later incarnations' files, named in the first's (docs/file-format.md, restart_files).
   if (restarts_ != nullptr) {
     NameRestartFiles(*ingest_, *restarts_);
@@ -461,6 +494,28 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   } else if (!sum.status.ok()) {
     std::fprintf(stderr, "%s: error: writing %s: %s\n", command_.c_str(), options_.output.c_str(),
                  sum.status.message().c_str());
+  }
+  // A merged spool is removed only once its events are in a file that was written whole: after a
+  // failed write (a full disk) the spools are where the events are.
+  std::error_code ec;
+  if (sum.write_failed || !sum.status.ok()) {
+    size_t spools = 0;
+    if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
+      for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
+        spools += entry.path().extension() == ".cpspool" ? 1 : 0;
+      }
+    }
+    if (spools > 0) {
+      std::fprintf(stderr,
+                   "%s: kept the %zu spool file(s) in %s: their events are not all in %s; `commprof merge %s -o "
+                   "REST.h5` makes a file of them where there is room\n",
+                   command_.c_str(), spools, spool_dir.c_str(), options_.output.c_str(), spool_dir.c_str());
+    }
+  } else {
+    for (const std::string& path : merged_spools) {
+      fs::remove(path, ec);
+    }
+    fs::remove(spool_dir, ec);  // only succeeds when empty
   }
   if (write_path_ != options_.output) {
     // An output that existed before is replaced only by a file that holds a rank and was

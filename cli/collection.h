@@ -75,7 +75,15 @@ struct CollectionSummary {
   // write one (the command then exits 1, as for its own file).
   std::vector<std::string> restart_files;
   Status restart_error;
+  // A relay that could not write its shard whole (a full disk there): the first one's reason. The
+  // command exits 1, as for its own file.
+  Status shard_error;
 };
+
+// What a finished collection wrote, for `run` and `aggregate` to print after "COMMAND: ": the file,
+// its ranks (through relays and directly when relays took part), those refused and the events. Empty
+// after a failed write, a failed shard or a kept previous file, whose error lines stand in for it.
+std::string WroteLine(const std::string& output, const CollectionSummary& sum);
 
 // What Start checks before it creates anything, so that a bad argument leaves no file behind
 // and starts nothing: the listen address is an IP literal (kInvalidArgument otherwise: a usage
@@ -115,6 +123,7 @@ class Collection {
   // Tells every relay the job is over and waits for their shards (grace_s plus a margin).
   void FinishRelays(double grace_s);
   // Links the relays' shards' ranks into the file.
+  std::vector<std::string> MergeSpools(const std::string& spool_dir);
   void LinkRelayShards(CollectionSummary& sum);
   // Removes shards (and relay logs) of an earlier run from the shard directory.
   void RemoveStaleShards();
@@ -136,6 +145,7 @@ class Collection {
   SpoolScanCache spool_scan_;
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
+  std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

@@ -387,7 +387,7 @@ class NetworkTransports final : public TransportFactory {
     req.command = config_.relay_command;
     req.parent = aggregator_;
     req.shard_dir = config_.shard_dir;
-    req.job_key = RelayJobKey(config_.job_id, secret_);
+    req.job_key = RelayJobKey(config_.job_id, secret_, aggregator_);
     req.host_key = place.host_key;
     req.group = RelayGroup(place.local_index, config_.relay_ranks);
     req.options = SplitWords(config_.relay_options);

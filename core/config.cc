@@ -1,5 +1,8 @@
 #include "core/config.h"
 
+#include <unistd.h>
+
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <iterator>
@@ -34,7 +37,8 @@ constexpr OptionSpec kEnvironment[] = {
     {"COMMPROF_RELAY_COMMAND", "",
      "the commprof executable a rank starts its node's relay with; set by `commprof run`.", kCollector},
     {"COMMPROF_SHARD_DIR", "",
-     "where relays write their shards (absolute, visible to the aggregator's node); set by `commprof run`.",
+     "where relays write their shards (visible to the aggregator's node; a relative path is taken from the "
+     "rank's working directory); set by `commprof run`.",
      kCollector},
     {"COMMPROF_RELAY_OPTIONS", "",
      "more `commprof relay` options, space-separated (--queue-mb N --compression C); set by `commprof run`.",
@@ -400,6 +404,14 @@ Config ConfigFromEnv() {
   }
   c.relay_command = EnvOr("COMMPROF_RELAY_COMMAND");
   c.shard_dir = EnvOr("COMMPROF_SHARD_DIR");
+  if (!c.shard_dir.empty() && c.shard_dir.front() != '/') {
+    // The relay reports its shard's path to the job's aggregator, which links it from its own
+    // directory: a path relative to this rank's would name another file there.
+    std::array<char, 4096> cwd{};
+    if (::getcwd(cwd.data(), cwd.size()) != nullptr) {
+      c.shard_dir = std::string(cwd.data()) + "/" + c.shard_dir;
+    }
+  }
   c.relay_options = EnvOr("COMMPROF_RELAY_OPTIONS");
   c.buffer_events = EnvU32("COMMPROF_BUFFER_EVENTS", 16);
   c.memory_mb = EnvU32("COMMPROF_MEMORY_MB", 1);

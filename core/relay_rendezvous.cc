@@ -86,14 +86,19 @@ Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const 
   std::vector<std::string> env_keep;
   std::vector<char*> envp = RelayEnvironment(env_keep);
   const std::string log = shard + ".log";
+  // Opened here rather than by the spawn, whose failure would read as the command's own.
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (log_fd < 0) {
+    return IoError("cannot write the relay's log " + log + " in the shard directory: " + std::strerror(errno));
+  }
 
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
   // Nothing else of the rank's (MPI's sockets and pipes) stays open in the relay.
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   // Its own session (a launcher that kills the rank's process group leaves the relay to finish
@@ -108,6 +113,7 @@ Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const 
   int rc = ::posix_spawn(&pid, r.command.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  ::close(log_fd);
   if (rc != 0) {
     return Unavailable("cannot start the relay " + r.command + ": " + std::strerror(rc));
   }
@@ -126,10 +132,13 @@ std::string SanitizeKey(std::string_view text) {
   return out.empty() ? std::string("_") : out;
 }
 
-std::string RelayJobKey(std::string_view job_id, std::string_view secret) {
-  static constexpr std::string_view kLabel = "relay";
-  auto mac = wire::HmacSha256(secret,
-                              std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kLabel.data()), kLabel.size()));
+std::string RelayJobKey(std::string_view job_id, std::string_view secret, std::string_view parent) {
+  // The parent's address is in the digest: a job id and a secret file used again by a later
+  // aggregator (`commprof aggregate --job-id J --secret-file F`) must not find this one's relays,
+  // nor a failure one of its relays left behind.
+  const std::string label = "relay " + std::string(parent);
+  auto mac =
+      wire::HmacSha256(secret, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(label.data()), label.size()));
   static constexpr char kHex[] = "0123456789abcdef";
   std::string digest;
   for (size_t i = 0; i < 8; ++i) {

@@ -24,7 +24,7 @@ struct RelayRequest {
   std::string command;               // the commprof executable that runs `commprof relay`
   std::string parent;                // host:port of the job's aggregator, which the relay reports to
   std::string shard_dir;             // where the relay writes its shard (absolute; visible to the parent)
-  std::string job_key;               // RelayJobKey(job id, secret)
+  std::string job_key;               // RelayJobKey(job id, secret, parent)
   std::string host_key;              // the node (SanitizeKey of its name), or a simulated node
   uint32_t group = 0;                // which relay of the node
   std::vector<std::string> options;  // more `commprof relay` options (--queue-mb N, --compression C)
@@ -42,8 +42,9 @@ bool PublishRelayAddress(const std::string& base, const std::string& address);
 // starts a new relay.
 void WithdrawRelay(const std::string& base);
 
-// "<job id>-<16 hex digits of HMAC-SHA256(secret, "relay")>", made safe for a file name.
-std::string RelayJobKey(std::string_view job_id, std::string_view secret);
+// "<job id>-<16 hex digits of HMAC-SHA256(secret, "relay " + parent)>", made safe for a file name:
+// one aggregator's relays (parent: its address) are found by its own ranks only.
+std::string RelayJobKey(std::string_view job_id, std::string_view secret, std::string_view parent);
 // `text` with every byte outside [A-Za-z0-9._-] replaced by '_', at most 64 bytes.
 std::string SanitizeKey(std::string_view text);
 

@@ -235,6 +235,43 @@ namespace {
 // Enough for a shard per node of a few hundred nodes; beyond it the least recently used closes.
 constexpr unsigned kShardFilesKeptOpen = 256;
 
+// `path` opened read-only, or why it cannot be, in words that say what to do: not HDF5
+// (OpenFailure), locked by a writer, cut short, damaged.
+Result<Handle> OpenForReading(const std::string& path, hid_t fapl) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return OpenFailure(path);
+  }
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl));
+  if (file.valid()) {
+    return file;
+  }
+  const h5::ErrorStackSummary why = h5::SummarizeErrorStack();
+  if (why.locked) {
+    return IoError(path +
+                   ": locked: another process has it open for writing (a commprof run or aggregate still "
+                   "running?); read it once that process has finished");
+  }
+  if (why.truncated) {
+    struct stat st {};
+    std::string sizes;
+    if (::stat(path.c_str(), &st) == 0 && why.stored_eof) {
+      sizes = " (" + std::to_string(st.st_size) + " bytes of the " + std::to_string(*why.stored_eof) +
+              " its HDF5 superblock records)";
+    }
+    return Corrupt(path + ": truncated: the file is shorter than it was written" + sizes +
+                   "; an incomplete copy or a full disk? A file whose writer was killed is not cut short and "
+                   "opens");
+  }
+  return Corrupt(path + ": damaged: it has an HDF5 signature but HDF5 cannot open it (" + why.detail + ")");
+}
+
+// The shard file a link target names, as HDF5 finds it first: absolute, else beside the job file.
+std::string ShardPathBeside(const std::string& job, const std::string& target) {
+  const size_t slash = job.find_last_of('/');
+  return target.starts_with("/") || slash == std::string::npos ? target : job.substr(0, slash + 1) + target;
+}
+
 // The file and object an external link `name` in `group` points to; nullopt for any other link.
 std::optional<std::pair<std::string, std::string>> ExternalLinkTarget(hid_t group, const std::string& name) {
   H5L_info_t info;
@@ -257,35 +294,15 @@ std::optional<std::pair<std::string, std::string>> ExternalLinkTarget(hid_t grou
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return OpenFailure(path);
-  }
   // A job recorded through relays links its ranks to shard files (docs/scale.md#relays): keep the
   // shards open once reached, instead of opening one again for every object read through a link.
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_elink_file_cache_size(fapl.get(), kShardFilesKeptOpen);
-  r->file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-  if (!r->file_.valid()) {
-    const h5::ErrorStackSummary why = h5::SummarizeErrorStack();
-    if (why.locked) {
-      return IoError(path +
-                     ": locked: another process has it open for writing (a commprof run or aggregate still "
-                     "running?); read it once that process has finished");
-    }
-    if (why.truncated) {
-      struct stat st {};
-      std::string sizes;
-      if (::stat(path.c_str(), &st) == 0 && why.stored_eof) {
-        sizes = " (" + std::to_string(st.st_size) + " bytes of the " + std::to_string(*why.stored_eof) +
-                " its HDF5 superblock records)";
-      }
-      return Corrupt(path + ": truncated: the file is shorter than it was written" + sizes +
-                     "; an incomplete copy or a full disk? A file whose writer was killed is not cut short and "
-                     "opens");
-    }
-    return Corrupt(path + ": damaged: it has an HDF5 signature but HDF5 cannot open it (" + why.detail + ")");
+  auto file = OpenForReading(path, fapl.get());
+  if (!file.ok()) {
+    return file.status();
   }
+  r->file_ = std::move(file.value());
   hid_t f = r->file_.get();
   ProfileInfo& info = r->info_;
   info.path = path;
@@ -366,15 +383,40 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   return r;
 }
 
+const Status& ProfileReader::ShardStatus(const std::string& path) const {
+  auto it = shard_status_.find(path);
+  if (it == shard_status_.end()) {
+    Status st;
+    struct stat sb {};
+    if (::stat(path.c_str(), &sb) != 0) {
+      st = IoError("the shard " + path + ", which is missing (" + std::strerror(errno) +
+                   "): keep the job file and its .shards directory together");
+    } else if (auto opened = OpenForReading(path, H5P_DEFAULT); !opened.ok()) {
+      st = Status(opened.status().code(), "a shard that cannot be read: " + opened.status().message());
+    }
+    it = shard_status_.emplace(path, std::move(st)).first;
+  }
+  return it->second;
+}
+
 Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, uint32_t rank) const {
   const std::string& path = info_.path;
   const std::string where = path + ": /ranks/" + name;
+  const auto shard = ExternalLinkTarget(ranks, name);
+  if (shard) {
+    // A rank a relay stored (docs/file-format.md#shards). The shard is looked for beside the job
+    // file only: HDF5 would also try the name from the working directory, and so read another
+    // job's shard of the same name in place of a missing one.
+    const std::string resolved = ShardPathBeside(path, shard->first);
+    if (const Status& st = ShardStatus(resolved); !st.ok()) {
+      return Status(st.code(), where + " is in " + st.message());
+    }
+  }
   H5O_info_t oinfo;
   if (H5Oget_info_by_name(ranks, name.c_str(), &oinfo, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_GROUP) {
-    if (auto shard = ExternalLinkTarget(ranks, name)) {
-      // A rank a relay stored (docs/file-format.md#shards) whose shard is gone or damaged.
-      return IoError(where + " is in the shard " + shard->first + " (" + shard->second +
-                     "), which cannot be opened: keep the job file and its .shards directory together");
+    if (shard) {  // the shard opens, but has no such group
+      return Corrupt(where + " is in the shard " + ShardPathBeside(path, shard->first) + ", which has no group " +
+                     shard->second);
     }
     return Corrupt(where + " is not a group");
   }
@@ -388,7 +430,7 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   }
   RankInfo ri;
   ri.rank = rank;
-  if (auto shard = ExternalLinkTarget(ranks, name)) {
+  if (shard) {
     ri.shard = shard->first;
   }
   if (auto stored = Read(g.get(), rank_attr::kRank); stored && *stored != rank) {

@@ -122,6 +122,10 @@ class ProfileReader {
   ProfileReader() = default;
   // One /ranks child: its attributes and the shape of its tables (not their rows).
   Result<RankInfo> ReadRank(hid_t ranks, const std::string& name, uint32_t rank) const;
+  // Whether the shard file at `path` (beside the job file) exists and opens, checked once per
+  // shard: only then is a link into it followed (HDF5 would try a same-named file in the working
+  // directory in place of a missing or damaged one).
+  const Status& ShardStatus(const std::string& path) const;
   std::string RankPath(uint32_t rank) const {
     return std::string("/") + schema::kRanksGroup + "/" + std::to_string(rank);
   }
@@ -133,6 +137,7 @@ class ProfileReader {
   ProfileInfo info_;
   std::optional<uint64_t> window_;                                 // SelectWindow's K
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> window_span_;  // rank -> [start_ns, end_ns] of window K
+  mutable std::map<std::string, Status> shard_status_;             // ShardStatus, by shard path
 };
 
 }  // namespace commprof

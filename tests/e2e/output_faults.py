@@ -18,6 +18,14 @@ Cases:
                HDF5-DIAG line, one error naming the file, the reason and the events not stored,
                no "wrote" line, and the file says so in `write_status` while the rows it holds
                are exact. Exits 77 (skipped) where a tmpfs cannot be mounted.
+  disk_full_spools  the file's disk fills while the spool directory is on a healthy one: the ranks
+               spool what was not stored, run exits 1, keeps every spool (says so, naming the
+               directory) and `commprof merge` of them gives, with what the failed file holds,
+               every allreduce of every rank. With relays (--relay node) whose shard directory is
+               a full tmpfs: the relay's spools are merged into the job file, which holds every
+               event of every rank, run exits 0 with a warning naming the relay; with the spools
+               on the full disk too, nothing can be recovered: run exits 1 with the relay's error
+               and without the "no rank recorded anything" checklist.
   footprint    128 ranks x 55 events written by the real writer (make_synthetic_profile) are
                under 5 MB and read back whole by h5py.
 """
@@ -204,6 +212,89 @@ def case_disk_full(ctx):
             print(f"disk_full: job exit code {job_rc} -> {p.returncode}; stored {stored}, not stored {lost}")
     finally:
         subprocess.run(["umount", d], check=False)
+    return 0
+
+
+def allreduce_seqs(path, rank):
+    """The sequence numbers of the allreduces a file holds for `rank` (empty when it holds none)."""
+    with h5py.File(path, "r") as f:
+        if "ranks" not in f or str(rank) not in f["ranks"]:
+            return set()
+        ev = f["ranks"][str(rank)]["events"][...]
+        return set(int(q) for q in ev[ev["kind"] == 3]["seq"])
+
+
+def case_disk_full_spools(ctx):
+    full = ctx.path("tmpfs")
+    why = mount_tmpfs(full, "1m")
+    if why is not None:
+        print(f"SKIPPED: cannot mount a 1 MiB tmpfs at {full} ({why}); needs root or CAP_SYS_ADMIN")
+        return SKIP
+    iters, ranks = 20000, 4
+    job = [*mpirun(ranks), ctx.test_program("output_faults_program"), str(iters), "0", "50"]
+    try:
+        # 1. The file's disk is full, the spools' is not: nothing is lost, the spools stay.
+        spools = ctx.path("spools")
+        out = os.path.join(full, "o.h5")
+        p = run([ctx.commprof, "run", "--compression", "none", "--flush-ms", "20", "--spool-dir", spools, "-o", out,
+                 "--", *job], timeout=300)
+        expect_rc(p, 1, "the file's disk full, the job exiting 0")
+        kept = sorted(n for n in os.listdir(spools) if n.endswith(".cpspool")) if os.path.isdir(spools) else []
+        expect(len(kept) == ranks, f"{len(kept)} spool files kept in {spools}, expected {ranks}\n{p.stderr}")
+        line = f"commprof run: kept the {ranks} spool file(s) in {spools}: their events are not all in {out}"
+        expect(line in p.stderr, f"no line saying the spools were kept ({line!r}):\n{p.stderr}")
+        rest = ctx.path("rest.h5")
+        m = run([ctx.commprof, "merge", spools, "-o", rest])
+        expect_rc(m, 0, "commprof merge of the kept spools")
+        for r in range(ranks):
+            got = allreduce_seqs(out, r) | allreduce_seqs(rest, r)
+            expect(got == set(range(iters)),
+                   f"rank {r}: the failed file and the merged spools hold {len(got)} of the {iters} allreduces")
+        print(f"disk_full_spools: {ranks} spools kept; failed file + merged spools hold every allreduce")
+        for n in os.listdir(full):
+            os.remove(os.path.join(full, n))
+
+        # 2. Relays whose shard directory is full: the relay keeps its ranks' spools, the job's
+        # aggregator merges them into the job file, which is whole.
+        work = ctx.path("relayed")
+        os.makedirs(work)
+        out = os.path.join(work, "o.h5")
+        shards = out + ".shards"
+        subprocess.run(["umount", full], check=False)
+        os.rmdir(full)
+        why = mount_tmpfs(shards, "200k")
+        expect(why is None, f"cannot mount a tmpfs at {shards}: {why}")
+        p = run([ctx.commprof, "run", "--relay", "node", "--compression", "none", "-o", out, "--", *job],
+                timeout=300)
+        expect_rc(p, 0, "the relay's shard directory full, its ranks' spools merged")
+        warn = [ln for ln in p.stderr.splitlines() if ln.startswith("commprof run: warning: relay on ")]
+        expect(len(warn) == 1 and "No space left on device" in warn[0] and
+               warn[0].endswith("its ranks' spools were merged into the job's file instead"),
+               f"expected one warning naming the relay's full disk:\n{p.stderr}")
+        expect(f"commprof: wrote {out}: {ranks} rank(s)" in p.stderr, f"no 'wrote' line with {ranks} ranks:\n{p.stderr}")
+        for r in range(ranks):
+            got = allreduce_seqs(out, r)
+            expect(got == set(range(iters)), f"rank {r}: the job file holds {len(got)} of the {iters} allreduces")
+        print(f"disk_full_spools: a relay's full shard directory: the job file holds every allreduce of {ranks} ranks")
+
+        # 3. The spools cannot be written either: the ranks' events are lost, and run says the
+        # relay failed (exit 1) rather than that nothing was recorded.
+        for n in os.listdir(work):
+            path = os.path.join(work, n)
+            if os.path.isfile(path):
+                os.remove(path)
+        for n in os.listdir(shards):
+            os.remove(os.path.join(shards, n))
+        p = run([ctx.commprof, "run", "--relay", "node", "--compression", "none", "--spool-dir",
+                 os.path.join(shards, "spool"), "-o", out, "--", *job], timeout=300)
+        expect_rc(p, 1, "the relay's shard and the spools on a full disk")
+        err = [ln for ln in p.stderr.splitlines() if ln.startswith("commprof run: error: relay on ")]
+        expect(len(err) == 1 and "No space left on device" in err[0], f"expected the relay's error:\n{p.stderr}")
+        expect("no rank recorded anything" not in p.stderr, f"the nothing-recorded checklist for a full disk:\n{p.stderr}")
+        print("disk_full_spools: shard and spools on a full disk: exit 1 with the relay's error")
+    finally:
+        for d in (full, os.path.join(ctx.path("relayed"), "o.h5.shards")):
+            subprocess.run(["umount", d], check=False, stderr=subprocess.DEVNULL)
     return 0
 
 

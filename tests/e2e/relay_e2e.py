@@ -18,8 +18,10 @@ Cases and their truth:
                  host's injected shift within the rank's stated bound; per-rank event counts by name
                  and the report's collective instances equal those of the same job run without relays.
   per_n          `--relay 2` with 8 ranks on this host: 4 relays, rank r in the shard of group r // 2
-                 (the rank's local rank picks its relay). With one shard deleted, `commprof info` names
-                 it for its two ranks and reads the other six.
+                 (the rank's local rank picks its relay). A copy of the job with one shard cut short,
+                 then deleted, read from the original's directory (whose same-named shard HDF5 would
+                 fall back to): `commprof info` names the copy's shard with the reason (truncated,
+                 missing) for its two ranks and reads the other six; the same for the original.
   cannot_start   A relay that cannot start (COMMPROF_RELAY_COMMAND=/bin/false) fails its group at once
                  and the ranks connect to the aggregator themselves: all 4 ranks stored in the job
                  file (no links, no shard), each rank's stderr says why.
@@ -209,14 +211,35 @@ def case_per_n(ctx):
             groups.append(sorted(int(r) for r in f["ranks"]))
     expect(sorted(groups) == [[0, 1], [2, 3], [4, 5], [6, 7]], f"ranks by relay: {groups}")
     expect(all(isinstance(l, h5py.ExternalLink) for l in links_of(out).values()), "links")
-    # A shard gone missing: its ranks are named with the shard, the others are still read.
     lost = [s for s in shards if "-0-" in os.path.basename(s)][0]
-    os.remove(lost)
-    p = run([ctx.commprof, "info", "--json", out], timeout=120)
-    expect(p.stderr.count(os.path.basename(lost)) == 2 and "cannot be opened" in p.stderr,
-           f"the missing shard is not named for its 2 ranks:\n{p.stderr}")
+    # A copy of the job elsewhere whose first shard is cut short: its ranks are named with the
+    # reason (not read from the same-named shard under the working directory, which HDF5 would
+    # try next), the others are read.
+    copy = ctx.path("copy")
+    os.makedirs(os.path.join(copy, os.path.basename(out) + ".shards"))
+    shutil.copy(out, copy)
+    for sh in shards:
+        shutil.copy(sh, os.path.join(copy, os.path.basename(out) + ".shards"))
+    cut = os.path.join(copy, os.path.basename(out) + ".shards", os.path.basename(lost))
+    os.truncate(cut, 4000)
+    copied_job = os.path.join(copy, os.path.basename(out))
+    p = run([ctx.commprof, "info", "--json", copied_job], timeout=120, cwd=ctx.work)
+    truncated = [ln for ln in p.stderr.splitlines() if f"is in a shard that cannot be read: {cut}: truncated" in ln]
+    expect(len(truncated) == 2, f"the truncated shard is not named with its reason for its 2 ranks:\n{p.stderr}")
     info = json.loads(p.stdout)
     expect(sorted(r["rank"] for r in info["ranks"]) == [2, 3, 4, 5, 6, 7], f"ranks read: {info['ranks']}")
+    # A shard gone missing: its ranks are named with the shard, the others are still read, even
+    # from a working directory that holds a shard of the same name (the original job's).
+    os.remove(cut)
+    p = run([ctx.commprof, "info", "--json", copied_job], timeout=120, cwd=ctx.work)
+    missing = [ln for ln in p.stderr.splitlines() if f"is in the shard {cut}, which is missing" in ln]
+    expect(len(missing) == 2, f"the missing shard is not named for its 2 ranks:\n{p.stderr}")
+    info = json.loads(p.stdout)
+    expect(sorted(r["rank"] for r in info["ranks"]) == [2, 3, 4, 5, 6, 7], f"ranks read: {info['ranks']}")
+    os.remove(lost)
+    p = run([ctx.commprof, "info", "--json", out], timeout=120)
+    expect(p.stderr.count(os.path.basename(lost)) == 2 and "which is missing" in p.stderr,
+           f"the missing shard is not named for its 2 ranks:\n{p.stderr}")
 
 
 def case_cannot_start(ctx):

@@ -2,7 +2,9 @@
 #include "core/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,11 +21,11 @@
 namespace commprof {
 namespace {
 
-const char* const kVars[] = {"COMMPROF_AGGREGATOR",    "COMMPROF_SECRET",          "COMMPROF_JOB_ID",
-                             "COMMPROF_SPOOL_DIR",     "COMMPROF_BUFFER_EVENTS",   "COMMPROF_MEMORY_MB",
-                             "COMMPROF_FLUSH_MS",      "COMMPROF_REQUEST_SLOTS",   "COMMPROF_CONNECT_TIMEOUT_MS",
-                             "COMMPROF_ACTIVITIES",    "COMMPROF_CUDA_API",        "COMMPROF_CUPTI_BUFFER_KB",
-                             "COMMPROF_CUPTI_BUFFERS", "COMMPROF_AGGREGATOR_CLOCK"};
+const char* const kVars[] = {"COMMPROF_AGGREGATOR",    "COMMPROF_SECRET",           "COMMPROF_JOB_ID",
+                             "COMMPROF_SPOOL_DIR",     "COMMPROF_BUFFER_EVENTS",    "COMMPROF_MEMORY_MB",
+                             "COMMPROF_FLUSH_MS",      "COMMPROF_REQUEST_SLOTS",    "COMMPROF_CONNECT_TIMEOUT_MS",
+                             "COMMPROF_ACTIVITIES",    "COMMPROF_CUDA_API",         "COMMPROF_CUPTI_BUFFER_KB",
+                             "COMMPROF_CUPTI_BUFFERS", "COMMPROF_AGGREGATOR_CLOCK", "COMMPROF_SHARD_DIR"};
 
 // Clears the COMMPROF_* variables for one test and restores them afterwards.
 class ConfigEnv : public ::testing::Test {
@@ -120,6 +122,17 @@ TEST_F(ConfigEnv, TheAggregatorsClockKeyIsReadBackExactlyAndAnythingElseIsNoKey)
     Set("COMMPROF_AGGREGATOR_CLOCK", bad);
     EXPECT_FALSE(ConfigFromEnv().aggregator_clock_domain.has_value()) << bad;
   }
+}
+
+// The relay reports its shard by this path to the job's aggregator, which links it from its own
+// working directory: a relative one would name another file there.
+TEST_F(ConfigEnv, ARelativeShardDirectoryIsTakenFromTheWorkingDirectory) {
+  Set("COMMPROF_SHARD_DIR", "/abs/job.h5.shards");
+  EXPECT_EQ(ConfigFromEnv().shard_dir, "/abs/job.h5.shards");
+  Set("COMMPROF_SHARD_DIR", "rel/shards");
+  std::array<char, 4096> cwd{};
+  ASSERT_NE(::getcwd(cwd.data(), cwd.size()), nullptr);
+  EXPECT_EQ(ConfigFromEnv().shard_dir, std::string(cwd.data()) + "/rel/shards");
 }
 
 TEST_F(ConfigEnv, LargestThirtyTwoBitValueIsAccepted) {

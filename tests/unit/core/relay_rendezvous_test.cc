@@ -58,7 +58,7 @@ class RelayRendezvous : public ::testing::Test {
     r.command = command;
     r.parent = "127.0.0.1:1";
     r.shard_dir = (dir_ / "shards").string();
-    r.job_key = RelayJobKey("job-1", "secret-1");
+    r.job_key = RelayJobKey("job-1", "secret-1", r.parent);
     r.host_key = host;
     r.group = group;
     r.timeout_ms = 20000;
@@ -112,7 +112,7 @@ TEST_F(RelayRendezvous, EachNodeAndGroupAndRunHasItsOwnRelay) {
   ASSERT_TRUE(FindOrStartRelay(Request(cmd, "nodeA", 1)).ok());
   ASSERT_TRUE(FindOrStartRelay(Request(cmd, "nodeB", 0)).ok());
   RelayRequest next_run = Request(cmd, "nodeA", 0);
-  next_run.job_key = RelayJobKey("job-1", "secret-2");  // a second step of the same Slurm job
+  next_run.job_key = RelayJobKey("job-1", "secret-2", next_run.parent);  // a second step of the same Slurm job
   ASSERT_TRUE(FindOrStartRelay(next_run).ok());
   EXPECT_EQ(Starts().size(), 4u);
 }
@@ -138,6 +138,32 @@ TEST_F(RelayRendezvous, ACommandThatCannotRunIsReportedAndFailsTheGroup) {
   EXPECT_NE(second.status().message().find("could not start"), std::string::npos) << second.status().message();
 }
 
+TEST_F(RelayRendezvous, AShardDirectoryThatCannotBeWrittenIsNamedNotTheCommand) {
+  const std::string cmd = FakeRelay("127.0.0.1:40003");
+  RelayRequest r = Request(cmd, "nodeF");
+  r.shard_dir = (dir_ / "no-such-dir").string();
+  auto got = FindOrStartRelay(r);
+  ASSERT_FALSE(got.ok());
+  const std::string& why = got.status().message();
+  EXPECT_NE(why.find("cannot write the relay's log " + r.shard_dir + "/nodeF-0-"), std::string::npos) << why;
+  EXPECT_NE(why.find("No such file or directory"), std::string::npos) << why;
+  EXPECT_EQ(why.find(cmd), std::string::npos) << why;  // the command is fine
+  EXPECT_TRUE(Starts().empty());
+}
+
+TEST_F(RelayRendezvous, AFailureOfOneAggregatorsRelayDoesNotReachTheNextAggregatorOfTheSameJob) {
+  // `commprof aggregate --job-id J --secret-file F` run again: same job id, same secret, a new
+  // aggregator (address). The first one's relay failed to start; the second's starts.
+  RelayRequest first = Request((dir_ / "no-such-commprof").string(), "nodeG");
+  ASSERT_FALSE(FindOrStartRelay(first).ok());
+  RelayRequest again = Request(FakeRelay("127.0.0.1:40004"), "nodeG");
+  again.parent = "127.0.0.1:2";
+  again.job_key = RelayJobKey("job-1", "secret-1", again.parent);
+  auto got = FindOrStartRelay(again);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), "127.0.0.1:40004");
+}
+
 TEST_F(RelayRendezvous, MissingSettingsAreAnErrorNotAStart) {
   RelayRequest r = Request(FakeRelay("127.0.0.1:1"), "nodeE");
   r.shard_dir.clear();
@@ -145,10 +171,11 @@ TEST_F(RelayRendezvous, MissingSettingsAreAnErrorNotAStart) {
   EXPECT_TRUE(Starts().empty());
 }
 
-TEST(RelayKeys, JobKeyDependsOnTheSecretAndNamesAreMadeSafeForFiles) {
-  EXPECT_NE(RelayJobKey("42", "a"), RelayJobKey("42", "b"));
-  EXPECT_EQ(RelayJobKey("42", "a"), RelayJobKey("42", "a"));
-  EXPECT_EQ(RelayJobKey("42", "a").rfind("42-", 0), 0u);
+TEST(RelayKeys, JobKeyDependsOnTheSecretAndTheParentAndNamesAreMadeSafeForFiles) {
+  EXPECT_NE(RelayJobKey("42", "a", "10.0.0.1:5000"), RelayJobKey("42", "b", "10.0.0.1:5000"));
+  EXPECT_NE(RelayJobKey("42", "a", "10.0.0.1:5000"), RelayJobKey("42", "a", "10.0.0.1:5001"));
+  EXPECT_EQ(RelayJobKey("42", "a", "10.0.0.1:5000"), RelayJobKey("42", "a", "10.0.0.1:5000"));
+  EXPECT_EQ(RelayJobKey("42", "a", "10.0.0.1:5000").rfind("42-", 0), 0u);
   EXPECT_EQ(SanitizeKey("node/../x y"), "node_.._x_y");
   EXPECT_EQ(SanitizeKey(""), "_");
   EXPECT_EQ(SanitizeKey(std::string(100, 'n')).size(), 64u);
