@@ -219,8 +219,8 @@ int RunCheck(const Options& o) {
     }
     base = std::move(s.value());
     for (const std::string& fault : base->faults) {
-      std::fprintf(stderr, "commprof check: baseline %s: %s (left out of the comparison)\n", o.baseline.c_str(),
-                   fault.c_str());
+      std::fprintf(stderr, "commprof check: baseline %s (left out of the comparison)\n",
+                   FaultOfFile(o.baseline, fault).c_str());
     }
   }
   auto reader = OpenOrSay(o.path, "check");

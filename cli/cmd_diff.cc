@@ -33,7 +33,7 @@ std::optional<RunSummary> Summarize(const std::string& path, int64_t window, con
     return std::nullopt;
   }
   for (const std::string& fault : s.value().faults) {
-    std::fprintf(stderr, "commprof %s: %s: %s (left out of the comparison)\n", command, path.c_str(), fault.c_str());
+    std::fprintf(stderr, "commprof %s: %s (left out of the comparison)\n", command, FaultOfFile(path, fault).c_str());
   }
   return std::move(s.value());
 }

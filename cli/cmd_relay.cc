@@ -175,8 +175,9 @@ int Relay(Options o) {
     return 1;
   };
   auto collection = Collection::Start(copts, "commprof relay");
-  if (!collection.ok()) {
-    return fail(collection.status().message());
+  if (!collection.ok()) {  // its messages begin with "commprof relay: "
+    std::fprintf(stderr, "%s\n", collection.status().message().c_str());
+    return 1;
   }
   Collection& c = *collection.value();
   auto fd = JoinParent(o, secret, job_id);

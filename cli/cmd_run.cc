@@ -410,7 +410,7 @@ int RunJob(Options o) {
   }
   std::string relay_env;
   if (!ParseRelay(o.relay, relay_env)) {
-    std::fprintf(stderr, "commprof run: --relay %s: expected off, node, or a number of ranks per relay (1 or more)\n",
+    std::fprintf(stderr, "commprof run: --relay %s: expected off (or 0), node, or a number of ranks per relay\n",
                  o.relay.c_str());
     return 2;
   }

@@ -43,6 +43,10 @@ inline constexpr int kExitUnreadable = 2;
 // and returns nullptr (exit with kExitUnreadable).
 std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* command);
 
+// A fault of a file's reading, named by the file once: as it is when it begins with `path`, else
+// "PATH: FAULT".
+std::string FaultOfFile(const std::string& path, const std::string& fault);
+
 // One message on stderr when `tell`: the first process of a distributed command speaks for all of
 // them (they meet the same usage errors), the others keep quiet.
 void SayIf(bool tell, const char* format, ...) __attribute__((format(printf, 2, 3)));

@@ -124,6 +124,10 @@ std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* co
   return std::move(reader.value());
 }
 
+std::string FaultOfFile(const std::string& path, const std::string& fault) {
+  return fault.starts_with(path + ": ") ? fault : path + ": " + fault;
+}
+
 void SayIf(bool tell, const char* format, ...) {
   if (!tell) {
     return;

@@ -236,6 +236,11 @@ def case_per_n(ctx):
     expect(len(missing) == 2, f"the missing shard is not named for its 2 ranks:\n{p.stderr}")
     info = json.loads(p.stdout)
     expect(sorted(r["rank"] for r in info["ranks"]) == [2, 3, 4, 5, 6, 7], f"ranks read: {info['ranks']}")
+    # diff names the file once in the faults it leaves out
+    p = run([ctx.commprof, "diff", out, copied_job], timeout=120, cwd=ctx.work)
+    left = [ln for ln in p.stderr.splitlines() if ln.endswith("(left out of the comparison)")]
+    expect(len(left) == 2 and all(ln.startswith(f"commprof diff: {copied_job}: /ranks/") for ln in left),
+           f"diff's faults of the copy:\n{p.stderr}")
     os.remove(lost)
     p = run([ctx.commprof, "info", "--json", out], timeout=120)
     expect(p.stderr.count(os.path.basename(lost)) == 2 and "which is missing" in p.stderr,
@@ -429,6 +434,11 @@ def case_usage(ctx):
     expect(f"cannot create the relays' shard directory {ctx.path('y.h5.shards')}: it exists and is not a directory"
            in p.stderr, p.stderr)
     expect(not os.path.exists(ctx.path("y.h5")), "nothing written")
+    # A shard in a directory that does not exist: one line, the command named once.
+    p = run([ctx.commprof, "relay", "--parent", "127.0.0.1:1", "--shard", "/nonexistent-commprof-dir/s.h5"],
+            check_rc=1, env={"COMMPROF_SECRET": "s", "COMMPROF_JOB_ID": "j"})
+    expect(p.stderr == "commprof relay: cannot write /nonexistent-commprof-dir/s.h5: directory "
+           "/nonexistent-commprof-dir does not exist\n", repr(p.stderr))
 
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
