@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,6 +102,54 @@ bool SameViewEverywhere(const char* command, AnalysisWorld& world, const Profile
   return false;
 }
 
+// This process's arguments after the program's path, one per line ("" where /proc cannot say).
+std::string OwnArguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t at = raw.find('\0');  // past argv[0]: the same program may be named differently per node
+  while (at != std::string::npos && at + 1 < raw.size()) {
+    const size_t end = raw.find('\0', at + 1);
+    out += raw.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    out += '\n';
+    at = end;
+  }
+  return out;
+}
+
+// True on every process when every process was started with the first one's arguments. The
+// processes split one piece of work, so an MPMD launch with other options on some processes
+// (`mpirun -np 1 commprof stats F --ranks 0-3 : -np 2 commprof stats F`) would mix two outputs
+// into one; each process that differs names itself and its first differing argument.
+bool SameArgumentsEverywhere(const char* command, AnalysisWorld& world) {
+  const std::string mine = OwnArguments();
+  const std::string firsts = world.TextFromFirst(mine);
+  const bool same = mine == firsts;
+  if (!same) {
+    const std::vector<std::string> a = SplitLines(mine);
+    const std::vector<std::string> b = SplitLines(firsts);
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) {
+      ++i;
+    }
+    std::fprintf(stderr,
+                 "commprof %s (process %d of %d): started with other arguments than the first process: argument %zu "
+                 "is \"%s\" here, \"%s\" there\n",
+                 command, world.rank(), world.size(), i + 1, i < a.size() ? a[i].c_str() : "(none)",
+                 i < b.size() ? b[i].c_str() : "(none)");
+  }
+  if (world.AllOk(same)) {
+    return true;
+  }
+  if (world.first()) {
+    std::fprintf(stderr,
+                 "commprof %s: the processes of this distributed %s were not started with the same arguments (each "
+                 "such process names itself): start every process with the same command line\n",
+                 command, command);
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<AnalysisWorld> JoinAnalysis(const char* command, std::optional<int>& exit_code) {
@@ -120,6 +170,9 @@ int RunAnalysisCommand(const char* command, const std::function<int(AnalysisWorl
   std::unique_ptr<AnalysisWorld> world = JoinAnalysis(command, join_exit);
   if (join_exit) {
     return *join_exit;
+  }
+  if (world != nullptr && !SameArgumentsEverywhere(command, *world)) {
+    return 2;  // bad usage (docs/cli.md#exit-codes)
   }
   const int code = body(world.get(), world == nullptr || world->first());
   return world != nullptr ? world->FromFirst(code) : code;

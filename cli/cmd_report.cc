@@ -87,8 +87,9 @@ void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
       world.Progress();  // the point-to-point part may be on its way meanwhile
     }
     world.Send(0, kTagRankPasses, EncodeRankPassPart(part));
+    // [first, last) printed inclusive, as rank lists are everywhere else
     COMMPROF_LOG_INFO("analysis process %d: passes of rank indices %zu-%zu done after %.3f s", world.rank(), first,
-                      last, seconds());
+                      last - 1, seconds());
   }
   world.FinishSends();
 }

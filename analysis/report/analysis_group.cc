@@ -53,14 +53,24 @@ bool WriteRows(hid_t group, const std::vector<Row>& rows) {
   if (rows.empty()) {
     return true;
   }
-  if (compressed) {
-    // The rows' bytes are the file's records (the type is built from the row's own layout), so
-    // the chunks are encoded here and stored whole: a third of the time of HDF5's pipeline.
-    h5::ChunkEncoder encoder(h5::Codec::kShuffleLz4, 0, sizeof(Row), static_cast<size_t>(chunk));
-    return encoder.WriteRows(d.get(), 0,
-                             std::span(reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(Row)));
+  // The rows' bytes are the file's records (the type is built from the row's own layout), padding
+  // included: the records are the columns' bytes alone, so that no leftover memory reaches the file
+  // and the same analysis is the same bytes.
+  std::vector<uint8_t> records(rows.size() * sizeof(Row), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto* from = reinterpret_cast<const uint8_t*>(&rows[i]);
+    uint8_t* to = records.data() + i * sizeof(Row);
+    for (const schema::Column& c : Table::kColumns) {
+      std::memcpy(to + c.offset, from + c.offset, c.size);
+    }
   }
-  return H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, h5::Transfer(rows.size(), sizeof(Row)).id(), rows.data()) >= 0;
+  if (compressed) {
+    // The chunks are encoded here and stored whole: a third of the time of HDF5's pipeline.
+    h5::ChunkEncoder encoder(h5::Codec::kShuffleLz4, 0, sizeof(Row), static_cast<size_t>(chunk));
+    return encoder.WriteRows(d.get(), 0, records);
+  }
+  return H5Dwrite(d.get(), type.get(), H5S_ALL, H5S_ALL, h5::Transfer(rows.size(), sizeof(Row)).id(), records.data()) >=
+         0;
 }
 
 bool WriteStringDataset(hid_t group, const char* name, const std::string& value) {

@@ -34,6 +34,8 @@ Cases and their truth:
               signal midway (SIGHUP to one process; a process of three killed, which makes mpirun
               end the others) leaves nothing beside the output. With COMMPROF_ANALYSIS_MPI=off (0,
               FALSE, no) every process writes the whole stats of its own (three JSON documents).
+              An MPMD launch whose processes 1 and 2 lack the first's `--ranks 0-3` (stats, export;
+              report: `--format json`): exit 2, each of the two names itself, the first says why once, nothing written.
 No timing is asserted: the outputs are compared with the one-process outputs, byte for byte.
 """
 import glob
@@ -175,6 +177,18 @@ def case_errors(ctx):
         expect(p.returncode == 1 and p.stderr.count("cannot write " + nowhere) == 1,
                f"{command} -o {nowhere}: exit {p.returncode}\n{p.stderr}")
         expect(not os.path.exists(os.path.dirname(nowhere)), f"{command}: made {os.path.dirname(nowhere)}")
+    # An MPMD launch whose processes were given other options: refused (exit 2), each process
+    # that differs naming itself and its argument, the first saying why once; nothing written.
+    for command in ("stats", "export", "report"):
+        out = ctx.path(f"mixed_{command}.out")
+        option = ["--format", "json"] if command == "report" else ["--ranks", "0-3"]
+        first = [ctx.commprof, command, path, *option, "-o", out]
+        rest = [ctx.commprof, command, path, "-o", out]
+        p = run(mpirun(1) + [*first, ":", "-np", "2", *rest], timeout=120)
+        differ = [ln for ln in p.stderr.splitlines() if "started with other arguments than the first process" in ln]
+        expect(p.returncode == 2 and len(differ) == 2 and
+               p.stderr.count("were not started with the same arguments") == 1 and not os.path.exists(out),
+               f"{command} with other options on processes 1 and 2: exit {p.returncode}\n{p.stderr}")
     # Process 1 cannot hold its block: the first tells why, once, and writes nothing.
     out = ctx.path("held.json")
     q = shlex.quote
