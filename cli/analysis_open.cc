@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/h5/damage_guard.h"
 
 namespace commprof::cli {
 namespace {
@@ -156,6 +157,9 @@ std::unique_ptr<AnalysisWorld> JoinAnalysis(const char* command, std::optional<i
   std::string mpi_error;
   int mpi_exit = 0;
   std::unique_ptr<AnalysisWorld> world = AnalysisWorld::JoinIfLaunched(mpi_error, mpi_exit);
+  if (world != nullptr) {
+    h5::EnableDamageGuards();  // MPI_Init replaced the crash handlers with its own
+  }
   if (!mpi_error.empty()) {
     if (mpi_exit != 0) {  // several srun tasks without MPI: told once, by the task that exits 2
       std::fprintf(stderr, "commprof %s: %s\n", command, mpi_error.c_str());

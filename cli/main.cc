@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/help_format.h"
 #include "core/config.h"
+#include "core/h5/damage_guard.h"
 
 namespace {
 
@@ -149,6 +150,7 @@ int Main(int argc, char** argv) {
 
 // Nothing escapes main: an exception a command did not handle becomes exit code 1 with its message.
 int main(int argc, char** argv) {
+  commprof::h5::EnableDamageGuards();  // a damaged input file is told as such (core/h5/damage_guard.h)
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

@@ -147,6 +147,10 @@ constexpr OptionSpec kEnvironment[] = {
      "off (or 0, false, no): a `commprof report`, `stats` or `export` started by an MPI launcher runs alone in "
      "each process, not as one distributed command.",
      kCommand},
+    {"COMMPROF_READ_STALL_S", "60",
+     "seconds a read of a file inside the HDF5 library may make no progress before the file is called damaged "
+     "(exit code 2, naming it: a damaged file can make libhdf5 loop forever); 0: no limit.",
+     kCommand},
     {"COMMPROF_TEST_WRITER_DELAY_US", "",
      "TESTING AID: `commprof run` and `commprof aggregate` make their writer sleep this many microseconds per "
      "1000 events written, standing for a slow disk, and give each connection a 64 KiB receive buffer (the "

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/h5/chunk_encoder.h"
+#include "core/h5/damage_guard.h"
 #include "core/schema/enums.h"
 
 namespace commprof {
@@ -294,6 +295,8 @@ std::optional<std::pair<std::string, std::string>> ExternalLinkTarget(hid_t grou
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());
+  r->damage_ = &h5::DamageMessagesOf(path);  // a damaged file's crash or stall in libhdf5, named
+  h5::ReadScope reading(*r->damage_);
   // A job recorded through relays links its ranks to shard files (docs/scale.md#relays): keep the
   // shards open once reached, instead of opening one again for every object read through a link.
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
@@ -372,6 +375,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
                                                    "no sign or leading zero); left out"});
       continue;
     }
+    h5::ReadScope rank_read(*r->damage_);  // a scope begun: the stall watchdog sees progress
     auto ri = r->ReadRank(ranks.get(), *name, *rank);
     if (!ri.ok()) {
       r->info_.faults.push_back({*rank, ri.status().message()});
@@ -531,6 +535,7 @@ void ProfileReader::MarkUnreadable(uint32_t rank, std::string message) {
 }
 
 Result<std::vector<std::string>> ProfileReader::Strings(uint32_t rank) const {
+  h5::ReadScope reading(*damage_);
   std::string p = RankPath(rank) + "/" + schema::kStringsDataset;
   if (H5Lexists(file_.get(), RankPath(rank).c_str(), H5P_DEFAULT) <= 0 ||
       H5Lexists(file_.get(), p.c_str(), H5P_DEFAULT) <= 0) {
@@ -680,6 +685,7 @@ std::string DamagedRecords(hid_t dataset, hsize_t start, hsize_t count) {
 Status ProfileReader::ForEachStoredChunk(uint32_t rank,
                                          const std::function<void(std::span<const commprof_event>)>& fn) const {
   std::string p = RankPath(rank) + "/" + schema::kEventsDataset;
+  std::optional<h5::ReadScope> reading(std::in_place, *damage_);  // not around `fn`: our own code
   if (H5Lexists(file_.get(), RankPath(rank).c_str(), H5P_DEFAULT) <= 0 ||
       H5Lexists(file_.get(), p.c_str(), H5P_DEFAULT) <= 0) {
     return Status::Ok();  // a missing rank has no events
@@ -693,8 +699,10 @@ Status ProfileReader::ForEachStoredChunk(uint32_t rank,
   // A multiple of the LZ4 chunk, so the fast path reads whole chunks.
   const hsize_t kChunk = lz4_chunk > 0 ? std::max<hsize_t>(1, 65536 / lz4_chunk) * lz4_chunk : 65536;
   std::vector<commprof_event> buf(static_cast<size_t>(std::min<hsize_t>(n, kChunk)));
+  reading.reset();
   for (hsize_t start = 0; start < n; start += kChunk) {
     hsize_t count = std::min(kChunk, n - start);
+    reading.emplace(*damage_);
     if (lz4_chunk == 0 || !decoder.ReadRows(d.get(), start, count, reinterpret_cast<uint8_t*>(buf.data()))) {
       H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
       Handle mspace(H5Screate_simple(1, &count, nullptr));
@@ -702,6 +710,7 @@ Status ProfileReader::ForEachStoredChunk(uint32_t rank,
         return Corrupt(info_.path + ": cannot read " + p + " " + DamagedRecords(d.get(), start, count));
       }
     }
+    reading.reset();
     fn(std::span<const commprof_event>(buf.data(), static_cast<size_t>(count)));
   }
   return Status::Ok();

@@ -15,6 +15,7 @@
 
 #include "commprof/event.h"
 #include "core/clock_model.h"
+#include "core/h5/damage_guard.h"
 #include "core/h5/h5_util.h"
 #include "core/status.h"
 
@@ -134,6 +135,8 @@ class ProfileReader {
   Status ForEachStoredChunk(uint32_t rank, const std::function<void(std::span<const commprof_event>)>& fn) const;
 
   h5::Handle file_;
+  // How a crash or stall of libhdf5 reading this file is told (h5::ReadScope around its reads).
+  const h5::DamageMessages* damage_ = nullptr;
   ProfileInfo info_;
   std::optional<uint64_t> window_;                                 // SelectWindow's K
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> window_span_;  // rank -> [start_ns, end_ns] of window K

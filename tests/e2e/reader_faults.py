@@ -321,8 +321,52 @@ def case_kineto_limits(ctx):
     expect(took < 30, f"import took {took:.1f} s")
 
 
+def case_damaged_metadata(ctx):
+    """Files whose HDF5 metadata makes libhdf5 itself crash or loop (tests/fuzz/README.md,
+    "Findings"): every reading command ends with exit code 2 and one line naming the file, alone
+    and as an MPI job, instead of a segmentation fault or a command that never returns."""
+    crash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "findings_h5",
+                         "oom-libhdf5-H5T_conv_vlen-strings")
+    crash = os.path.abspath(crash)
+    said = f"commprof: {crash}: damaged: the HDF5 library crashed reading it (SIGSEGV or SIGBUS)"
+    for cmd in (["info", crash], ["report", crash], ["stats", crash], ["export", crash, "-o", ctx.path("c.json")]):
+        p = run([ctx.commprof, *cmd], timeout=120)
+        expect(p.returncode == 2 and p.stderr.count(said) == 1,
+               f"commprof {cmd[0]} of a file that crashes libhdf5: exit {p.returncode}\n{p.stderr}")
+    p = run(mpirun(2) + [ctx.commprof, "report", crash], timeout=120)
+    expect(p.returncode == 2 and said in p.stderr, f"distributed report: exit {p.returncode}\n{p.stderr}")
+
+    # A global heap collection whose tail is zeroed makes libhdf5 1.10 loop forever reading a
+    # rank's string attributes: the stall limit (2 s here) ends it.
+    maker = os.path.join(ctx.build, "bench", "make_synthetic_profile")
+    if not os.path.exists(maker):
+        print(f"the stall half skipped: {maker} is not built (COMMPROF_BUILD_BENCH=OFF)")
+        return
+    good = ctx.path("syn17.h5")
+    run([maker, "--ranks", "17", "--events", "20000", "--out", good], check_rc=0, timeout=120)
+    loop = ctx.path("loop.h5")
+    shutil.copy(good, loop)
+    with open(loop, "r+b") as f:
+        data = f.read()
+        heap = data.find(b"GCOL")
+        expect(heap >= 0, "no global heap collection in the synthetic file")
+        f.seek(heap + 4096 - 144)  # the collection's last object and its free-space record
+        f.write(bytes(256))
+    said = f"commprof: {loop}: damaged: the HDF5 library made no progress reading it for 2 s"
+    for cmd in (["info", loop], ["report", loop]):
+        started = time.monotonic()
+        p = run([ctx.commprof, *cmd], env={"COMMPROF_READ_STALL_S": "2"}, timeout=120)
+        took = time.monotonic() - started
+        expect(p.returncode == 2 and p.stderr.count(said) == 1,
+               f"commprof {cmd[0]} of a file that makes libhdf5 loop: exit {p.returncode} after {took:.1f} s\n"
+               f"{p.stderr}")
+    p = run([ctx.commprof, "info", good], env={"COMMPROF_READ_STALL_S": "2"}, timeout=120)
+    expect(p.returncode == 0, f"the undamaged file: exit {p.returncode}\n{p.stderr}")
+
+
 CASES = {"lost_batches": case_lost_batches, "bad_ranks": case_bad_ranks, "open_errors": case_open_errors,
-         "never_connected": case_never_connected, "kineto_limits": case_kineto_limits}
+         "never_connected": case_never_connected, "kineto_limits": case_kineto_limits,
+         "damaged_metadata": case_damaged_metadata}
 
 
 def main():

@@ -1,0 +1,128 @@
+#include "core/h5/damage_guard.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace commprof::h5 {
+namespace {
+
+// The scope this thread is in (nullptr: none): what a crash on this thread reports.
+thread_local const DamageMessages* t_scope = nullptr;
+// Scopes open in the process, the last one begun (for the stall message), and a count of scopes
+// begun: the watchdog calls it a stall when scopes stay open and none begins for the limit.
+std::atomic<int> g_open{0};
+std::atomic<const DamageMessages*> g_last{nullptr};
+std::atomic<uint64_t> g_begun{0};
+std::atomic<bool> g_enabled{false};
+
+void WriteAll(const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void OnCrash(int signal) {
+  const DamageMessages* scope = t_scope;
+  if (scope == nullptr) {
+    // Not a read of a file: an ordinary crash, with the default action once the fault repeats.
+    ::signal(signal, SIG_DFL);
+    return;
+  }
+  WriteAll(scope->crash);
+  ::_exit(2);  // an unreadable input (docs/cli.md#exit-codes)
+}
+
+void Watch(unsigned stall_s) {
+  uint64_t seen = g_begun.load();
+  unsigned still = 0;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const uint64_t now = g_begun.load();
+    if (g_open.load() == 0 || now != seen) {
+      seen = now;
+      still = 0;
+      continue;
+    }
+    if (++still >= stall_s) {
+      if (const DamageMessages* last = g_last.load(); last != nullptr) {
+        WriteAll(last->stall);
+      }
+      ::_exit(2);
+    }
+  }
+}
+
+}  // namespace
+
+unsigned ReadStallSeconds() {
+  const char* text = std::getenv("COMMPROF_READ_STALL_S");
+  if (text == nullptr || *text == '\0') {
+    return 60;
+  }
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  return *end == '\0' && v <= 86400 ? static_cast<unsigned>(v) : 60;
+}
+
+void EnableDamageGuards() {
+  struct sigaction crash {};
+  crash.sa_handler = OnCrash;
+  sigemptyset(&crash.sa_mask);
+  ::sigaction(SIGSEGV, &crash, nullptr);
+  ::sigaction(SIGBUS, &crash, nullptr);
+  if (g_enabled.exchange(true)) {
+    return;  // the handlers again (MPI_Init installs its own), the watchdog once
+  }
+  if (const unsigned stall_s = ReadStallSeconds(); stall_s > 0) {
+    std::thread(Watch, stall_s).detach();
+  }
+}
+
+const DamageMessages& DamageMessagesOf(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<DamageMessages>>* kept =
+      new std::map<std::string, std::unique_ptr<DamageMessages>>();  // never freed: handlers read them
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<DamageMessages>& m = (*kept)[path];
+  if (m == nullptr) {
+    m = std::make_unique<DamageMessages>();
+    m->crash = "commprof: " + path +
+               ": damaged: the HDF5 library crashed reading it (SIGSEGV or SIGBUS); restore the file from a good "
+               "copy (`h5dump -H " +
+               path + "` shows what HDF5 can read of it)\n";
+    m->stall = "commprof: " + path + ": damaged: the HDF5 library made no progress reading it for " +
+               std::to_string(ReadStallSeconds()) +
+               " s (a damaged file can make it loop forever; COMMPROF_READ_STALL_S sets the limit); restore the file "
+               "from a good copy (`h5dump -H " +
+               path + "`)\n";
+  }
+  return *m;
+}
+
+ReadScope::ReadScope(const DamageMessages& messages) : previous_(t_scope) {
+  t_scope = &messages;
+  g_last.store(&messages, std::memory_order_relaxed);
+  g_begun.fetch_add(1, std::memory_order_relaxed);
+  g_open.fetch_add(1, std::memory_order_relaxed);
+}
+
+ReadScope::~ReadScope() {
+  g_open.fetch_sub(1, std::memory_order_relaxed);
+  t_scope = previous_;
+}
+
+}  // namespace commprof::h5
