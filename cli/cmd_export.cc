@@ -28,6 +28,7 @@
 #include "cli/output_file.h"
 #include "cli/trace_parts.h"
 #include "commprof/event.h"
+#include "core/schema/enums.h"
 
 namespace commprof::cli {
 namespace {
@@ -211,8 +212,11 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
   }
   for (uint32_t want : opts.ranks) {
     bool found = false;
+    bool never_connected = false;  // listed, but the writer marked it missing: no event of it
     for (const RankInfo& r : info.ranks) {
       found = found || r.rank == want;
+      never_connected = never_connected ||
+                        (r.rank == want && r.status == schema::RankStatusName(schema::RankStatus::kMissing));
     }
     if (std::any_of(info.faults.begin(), info.faults.end(), [&](const RankFault& f) { return f.rank == want; })) {
       SayIf(tell, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
@@ -221,6 +225,11 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
     if (!found) {
       SayIf(tell, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
             static_cast<unsigned long long>(info.world_size));
+      return 2;
+    }
+    if (never_connected) {  // as `stats --ranks` says it
+      SayIf(tell, "commprof export: --ranks: %s has no events of rank %u (it never connected)\n", o.path.c_str(),
+            want);
       return 2;
     }
   }

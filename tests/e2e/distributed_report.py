@@ -231,7 +231,7 @@ def case_differing_views(ctx):
     with h5py.File(os.path.join(relay_dir, job), "r") as f:
         relay_job_id = f.attrs["job_id"]
         relay_job_id = relay_job_id.decode() if isinstance(relay_job_id, bytes) else str(relay_job_id)
-    for elsewhere, what in ((shardless_dir, "which cannot be opened"), (other_dir, "job ")):
+    for elsewhere, what in ((shardless_dir, "which is missing"), (other_dir, "job ")):
         for odd in (1, 2):
             out = ctx.path(f"views_{odd}_{os.path.basename(elsewhere)}.json")
             q = shlex.quote
