@@ -215,8 +215,8 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
     bool never_connected = false;  // listed, but the writer marked it missing: no event of it
     for (const RankInfo& r : info.ranks) {
       found = found || r.rank == want;
-      never_connected = never_connected ||
-                        (r.rank == want && r.status == schema::RankStatusName(schema::RankStatus::kMissing));
+      never_connected =
+          never_connected || (r.rank == want && r.status == schema::RankStatusName(schema::RankStatus::kMissing));
     }
     if (std::any_of(info.faults.begin(), info.faults.end(), [&](const RankFault& f) { return f.rank == want; })) {
       SayIf(tell, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
@@ -228,8 +228,7 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
       return 2;
     }
     if (never_connected) {  // as `stats --ranks` says it
-      SayIf(tell, "commprof export: --ranks: %s has no events of rank %u (it never connected)\n", o.path.c_str(),
-            want);
+      SayIf(tell, "commprof export: --ranks: %s has no events of rank %u (it never connected)\n", o.path.c_str(), want);
       return 2;
     }
   }

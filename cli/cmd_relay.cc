@@ -215,7 +215,9 @@ int Relay(Options o) {
     done.world_size = held->world_size;
     done.ranks = std::move(held->ranks);
   } else {
-    done.status = "its shard cannot be read back: " + held.status().message();
+    // After a failed write too: the write's reason first, then why nothing can be linked.
+    done.status +=
+        (done.status.empty() ? "" : "; ") + std::string("its shard cannot be read back: ") + held.status().message();
   }
   std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(), done.ranks.size(),
                static_cast<unsigned long long>(sum.events));

@@ -87,9 +87,8 @@ void ComputeGivenParts(AnalysisWorld& world, ProfileReader& reader) {
       world.Progress();  // the point-to-point part may be on its way meanwhile
     }
     world.Send(0, kTagRankPasses, EncodeRankPassPart(part));
-    // [first, last) printed inclusive, as rank lists are everywhere else
-    COMMPROF_LOG_INFO("analysis process %d: passes of rank indices %zu-%zu done after %.3f s", world.rank(), first,
-                      last - 1, seconds());
+    COMMPROF_LOG_INFO("analysis process %d: passes of %zu rank(s) from index %zu done after %.3f s", world.rank(),
+                      last - first, first, seconds());
   }
   world.FinishSends();
 }

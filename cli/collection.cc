@@ -318,8 +318,17 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
     if (rec.done) {
       ranks = rec.result.ranks;
       if (!rec.result.status.empty()) {  // its shard could not be written whole: judged after the spools
-        relay_failures_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
-                                  "): " + rec.result.status);
+        std::string failure =
+            "relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) + "): " + rec.result.status;
+        if (!ranks.empty()) {
+          // What its last good flush stored is linked; the rest of those ranks is in their spools,
+          // which the merge below then leaves alone (the ranks are taken) and does not delete.
+          failure += "; its " + std::to_string(ranks.size()) +
+                     " rank(s) are linked as its last good flush left them, the rest of their events is in their "
+                     "spools";
+          relay_failed_ranks_ += ranks.size();
+        }
+        relay_failures_.push_back(std::move(failure));
       }
     } else if (!fs::exists(shard, ec)) {
       std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s) and left no shard %s: its ranks are missing\n",
@@ -416,7 +425,7 @@ std::string WroteLine(const std::string& output, const CollectionSummary& sum) {
   const std::string events = std::to_string(sum.events) + " events";
   if (sum.relays > 0) {
     return "wrote " + output + ": " + std::to_string(sum.ranks) + " rank(s), through " + std::to_string(sum.relays) +
-           " relay(s) (shards in " + output + ".shards) and " + std::to_string(sum.accepted) + " directly, " +
+           " relay(s) (shards in " + sum.shard_dir + ") and " + std::to_string(sum.accepted) + " directly, " +
            std::to_string(sum.refused) + " refused, " + events;
   }
   return "wrote " + output + ": " + std::to_string(sum.ranks) + " rank(s), " + std::to_string(sum.accepted) +
@@ -465,7 +474,8 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   // A relay that could not write its shard (a full disk on its node) kept its ranks' spools: where
   // they were merged here the file is whole all the same; where not, the command fails.
   if (!relay_failures_.empty()) {
-    const bool whole = ingest_->world_size_seen() > 0 && ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
+    const bool whole = relay_failed_ranks_ == 0 && ingest_->world_size_seen() > 0 &&
+                       ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
     for (const std::string& failure : relay_failures_) {
       std::fprintf(stderr, "%s: %s: %s%s\n", command_.c_str(), whole ? "warning" : "error", failure.c_str(),
                    whole ? "; its ranks' spools were merged into the job's file instead" : "");
@@ -481,6 +491,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     sum.restart_error = restarts_->error();
   }
   sum.status = ingest_->Finish();
+  if (!shards_.empty()) {
+    sum.shard_dir = fs::path(shards_.front()).parent_path().string();
+  }
   sum.events = ingest_->events_written();
   sum.events_not_stored = ingest_->events_not_stored();
   sum.ranks = static_cast<uint32_t>(ingest_->ranks_claimed().size());
@@ -498,11 +511,13 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   // A merged spool is removed only once its events are in a file that was written whole: after a
   // failed write (a full disk) the spools are where the events are.
   std::error_code ec;
-  if (sum.write_failed || !sum.status.ok()) {
+  if (sum.write_failed || !sum.status.ok() || !sum.restart_error.ok() || !sum.shard_error.ok()) {
     size_t spools = 0;
     if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
       for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
-        spools += entry.path().extension() == ".cpspool" ? 1 : 0;
+        auto hello = entry.path().extension() == ".cpspool" ? ReadSpoolHello(entry.path().string())
+                                                            : Result<wire::Hello>(NotFound("not a spool"));
+        spools += hello.ok() && hello->job_id == options_.meta.job_id ? 1 : 0;  // this job's only
       }
     }
     if (spools > 0) {

@@ -87,9 +87,17 @@ Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const 
   std::vector<char*> envp = RelayEnvironment(env_keep);
   const std::string log = shard + ".log";
   // Opened here rather than by the spawn, whose failure would read as the command's own.
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     return IoError("cannot write the relay's log " + log + " in the shard directory: " + std::strerror(errno));
+  }
+  if (log_fd <= 2) {  // a rank with a standard descriptor closed: keep the log clear of 0-2
+    const int moved = ::fcntl(log_fd, F_DUPFD_CLOEXEC, 3);
+    ::close(log_fd);
+    if (moved < 0) {
+      return IoError("cannot write the relay's log " + log + ": " + std::strerror(errno));
+    }
+    log_fd = moved;
   }
 
   posix_spawn_file_actions_t fa;

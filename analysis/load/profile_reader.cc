@@ -395,8 +395,11 @@ const Status& ProfileReader::ShardStatus(const std::string& path) const {
     if (::stat(path.c_str(), &sb) != 0) {
       st = IoError("the shard " + path + ", which is missing (" + std::strerror(errno) +
                    "): keep the job file and its .shards directory together");
-    } else if (auto opened = OpenForReading(path, H5P_DEFAULT); !opened.ok()) {
-      st = Status(opened.status().code(), "a shard that cannot be read: " + opened.status().message());
+    } else {
+      h5::ReadScope shard_read(h5::DamageMessagesOf(path));  // a crash or stall here names the shard
+      if (auto opened = OpenForReading(path, H5P_DEFAULT); !opened.ok()) {
+        st = Status(opened.status().code(), "a shard that cannot be read: " + opened.status().message());
+      }
     }
     it = shard_status_.emplace(path, std::move(st)).first;
   }

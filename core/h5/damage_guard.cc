@@ -35,11 +35,16 @@ void WriteAll(const std::string& text) {
   }
 }
 
+// The handlers that were there before ours (Open MPI's backtrace printer, say).
+struct sigaction g_previous_segv {};
+struct sigaction g_previous_bus {};
+
 void OnCrash(int signal) {
   const DamageMessages* scope = t_scope;
   if (scope == nullptr) {
-    // Not a read of a file: an ordinary crash, with the default action once the fault repeats.
-    ::signal(signal, SIG_DFL);
+    // Not a read of a file: an ordinary crash. The handler before ours takes it when the faulting
+    // instruction runs again.
+    ::sigaction(signal, signal == SIGBUS ? &g_previous_bus : &g_previous_segv, nullptr);
     return;
   }
   WriteAll(scope->crash);
@@ -58,7 +63,7 @@ void Watch(unsigned stall_s) {
       continue;
     }
     if (++still >= stall_s) {
-      if (const DamageMessages* last = g_last.load(); last != nullptr) {
+      if (const DamageMessages* last = g_last.load(std::memory_order_acquire); last != nullptr) {
         WriteAll(last->stall);
       }
       ::_exit(2);
@@ -82,8 +87,8 @@ void EnableDamageGuards() {
   struct sigaction crash {};
   crash.sa_handler = OnCrash;
   sigemptyset(&crash.sa_mask);
-  ::sigaction(SIGSEGV, &crash, nullptr);
-  ::sigaction(SIGBUS, &crash, nullptr);
+  ::sigaction(SIGSEGV, &crash, &g_previous_segv);
+  ::sigaction(SIGBUS, &crash, &g_previous_bus);
   if (g_enabled.exchange(true)) {
     return;  // the handlers again (MPI_Init installs its own), the watchdog once
   }
@@ -101,13 +106,13 @@ const DamageMessages& DamageMessagesOf(const std::string& path) {
   if (m == nullptr) {
     m = std::make_unique<DamageMessages>();
     m->crash = "commprof: " + path +
-               ": damaged: the HDF5 library crashed reading it (SIGSEGV or SIGBUS); restore the file from a good "
-               "copy (`h5dump -H " +
+               ": damaged: reading it crashed (SIGSEGV or SIGBUS), most likely inside the HDF5 library on damaged "
+               "metadata; restore the file from a good copy (`h5dump -H " +
                path + "` shows what HDF5 can read of it)\n";
-    m->stall = "commprof: " + path + ": damaged: the HDF5 library made no progress reading it for " +
+    m->stall = "commprof: " + path + ": damaged: reading it made no progress for " +
                std::to_string(ReadStallSeconds()) +
-               " s (a damaged file can make it loop forever; COMMPROF_READ_STALL_S sets the limit); restore the file "
-               "from a good copy (`h5dump -H " +
+               " s (a damaged file can make the HDF5 library loop forever, a hung file system stall it; "
+               "COMMPROF_READ_STALL_S sets the limit); restore the file from a good copy (`h5dump -H " +
                path + "`)\n";
   }
   return *m;
@@ -115,7 +120,7 @@ const DamageMessages& DamageMessagesOf(const std::string& path) {
 
 ReadScope::ReadScope(const DamageMessages& messages) : previous_(t_scope) {
   t_scope = &messages;
-  g_last.store(&messages, std::memory_order_relaxed);
+  g_last.store(&messages, std::memory_order_release);
   g_begun.fetch_add(1, std::memory_order_relaxed);
   g_open.fetch_add(1, std::memory_order_relaxed);
 }

@@ -15,8 +15,9 @@
 
 namespace commprof::h5 {
 
-// Installs the SIGSEGV/SIGBUS handlers (again: MPI_Init replaces them) and, the first time, starts
-// the stall watchdog (a thread that looks once a second) for this process.
+// Installs the SIGSEGV/SIGBUS handlers (again: MPI_Init replaces them; a crash outside every
+// ReadScope goes to the handler that was there before) and, the first time, starts the stall
+// watchdog (a thread that looks once a second) for this process.
 void EnableDamageGuards();
 
 // The lines a damaged file is reported with, made once per file (a signal handler only writes).
