@@ -68,6 +68,23 @@ std::vector<std::string> SplitLines(const std::string& text) {
   return out;
 }
 
+// Where two texts of lines first differ: the line's index, and that line of each (`none` past the
+// end of one), for a process to name what it has that the first process has not.
+struct FirstDifference {
+  size_t line = 0;
+  std::string here;
+  std::string there;
+};
+FirstDifference FirstDifferenceOf(const std::string& mine, const std::string& firsts, const char* none) {
+  const std::vector<std::string> a = SplitLines(mine);
+  const std::vector<std::string> b = SplitLines(firsts);
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) {
+    ++i;
+  }
+  return {i, i < a.size() ? a[i] : none, i < b.size() ? b[i] : none};
+}
+
 // True on every process when every process sees what the first does. A process that sees
 // something else names the first fact that differs; the first process then says that the
 // processes disagree.
@@ -77,18 +94,11 @@ bool SameViewEverywhere(const char* command, AnalysisWorld& world, const Profile
   const std::string firsts_text = world.TextFromFirst(mine_text);
   const bool same = mine_text == firsts_text;  // the text itself: a fact may hold a newline
   if (!same) {
-    const std::vector<std::string> mine = SplitLines(mine_text);
-    const std::vector<std::string> firsts = SplitLines(firsts_text);
-    size_t i = 0;
-    while (i < mine.size() && i < firsts.size() && mine[i] == firsts[i]) {
-      ++i;
-    }
+    const FirstDifference d = FirstDifferenceOf(mine_text, firsts_text, "(nothing more)");
     std::fprintf(stderr,
                  "commprof %s (process %d of %d): %s is not what the first process reads: here \"%s\", there "
                  "\"%s\"\n",
-                 command, world.rank(), world.size(), path.c_str(),
-                 i < mine.size() ? mine[i].c_str() : "(nothing more)",
-                 i < firsts.size() ? firsts[i].c_str() : "(nothing more)");
+                 command, world.rank(), world.size(), path.c_str(), d.here.c_str(), d.there.c_str());
   }
   if (world.AllOk(same)) {
     return true;
@@ -127,17 +137,11 @@ bool SameArgumentsEverywhere(const char* command, AnalysisWorld& world) {
   const std::string firsts = world.TextFromFirst(mine);
   const bool same = mine == firsts;
   if (!same) {
-    const std::vector<std::string> a = SplitLines(mine);
-    const std::vector<std::string> b = SplitLines(firsts);
-    size_t i = 0;
-    while (i < a.size() && i < b.size() && a[i] == b[i]) {
-      ++i;
-    }
+    const FirstDifference d = FirstDifferenceOf(mine, firsts, "(none)");
     std::fprintf(stderr,
                  "commprof %s (process %d of %d): started with other arguments than the first process: argument %zu "
                  "is \"%s\" here, \"%s\" there\n",
-                 command, world.rank(), world.size(), i + 1, i < a.size() ? a[i].c_str() : "(none)",
-                 i < b.size() ? b[i].c_str() : "(none)");
+                 command, world.rank(), world.size(), d.line + 1, d.here.c_str(), d.there.c_str());
   }
   if (world.AllOk(same)) {
     return true;
