@@ -123,8 +123,10 @@ class Collection {
   Collection() = default;
   // Tells every relay the job is over and waits for their shards (grace_s plus a margin).
   void FinishRelays(double grace_s);
-  // Links the relays' shards' ranks into the file.
+  // Folds this job's spools into the file; the paths of those merged (none once the file cannot be
+  // written), for Finish to remove when the file is written whole.
   std::vector<std::string> MergeSpools(const std::string& spool_dir);
+  // Links the relays' shards' ranks into the file.
   void LinkRelayShards(CollectionSummary& sum);
   // Removes shards (and relay logs) of an earlier run from the shard directory.
   void RemoveStaleShards();

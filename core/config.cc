@@ -277,6 +277,8 @@ uint32_t EnvU32(const char* name, uint32_t min_value) {
 
 }  // namespace
 
+uint32_t EnvNumber(const char* name, uint32_t min_value) { return EnvU32(name, min_value); }
+
 std::span<const OptionSpec> EnvironmentVariables() { return kEnvironment; }
 
 std::span<const OptionSpec> ConfigOptions() { return std::span<const OptionSpec>(kEnvironment, kCollectorOptions); }

@@ -109,6 +109,10 @@ inline constexpr uint32_t kMaxStackDepth = 64;
 // Item `rank` of a comma-separated list of numbers; false when absent or not a number.
 bool PerRankValue(const std::string& list, uint32_t rank, double& out);
 
+// A declared variable as a number: its value, else its declared default (with a warning when the
+// value is malformed or below `min_value`), as ConfigFromEnv reads its numbers.
+uint32_t EnvNumber(const char* name, uint32_t min_value);
+
 // Whether a switch's value turns it off: off, 0, false or no, in any case (COMMPROF_SIGNALS,
 // COMMPROF_CLOCK_SYNC, COMMPROF_ANALYSIS_MPI).
 bool IsOffSwitch(const std::string& value);

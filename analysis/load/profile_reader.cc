@@ -410,20 +410,19 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   const std::string& path = info_.path;
   const std::string where = path + ": /ranks/" + name;
   const auto shard = ExternalLinkTarget(ranks, name);
+  const std::string shard_path = shard ? ShardPathBeside(path, shard->first) : "";
   if (shard) {
     // A rank a relay stored (docs/file-format.md#shards). The shard is looked for beside the job
     // file only: HDF5 would also try the name from the working directory, and so read another
     // job's shard of the same name in place of a missing one.
-    const std::string resolved = ShardPathBeside(path, shard->first);
-    if (const Status& st = ShardStatus(resolved); !st.ok()) {
+    if (const Status& st = ShardStatus(shard_path); !st.ok()) {
       return Status(st.code(), where + " is in " + st.message());
     }
   }
   H5O_info_t oinfo;
   if (H5Oget_info_by_name(ranks, name.c_str(), &oinfo, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_GROUP) {
     if (shard) {  // the shard opens, but has no such group
-      return Corrupt(where + " is in the shard " + ShardPathBeside(path, shard->first) + ", which has no group " +
-                     shard->second);
+      return Corrupt(where + " is in the shard " + shard_path + ", which has no group " + shard->second);
     }
     return Corrupt(where + " is not a group");
   }

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/config.h"
+
 namespace commprof::h5 {
 namespace {
 
@@ -74,13 +76,13 @@ void Watch(unsigned stall_s) {
 }  // namespace
 
 unsigned ReadStallSeconds() {
-  const char* text = std::getenv("COMMPROF_READ_STALL_S");
-  if (text == nullptr || *text == '\0') {
-    return 60;
-  }
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  return *end == '\0' && v <= 86400 ? static_cast<unsigned>(v) : 60;
+  // Read once (the watchdog and every file's messages use it); the default (60) is the variable's
+  // declared one (core/config.cc).
+  static const unsigned seconds = [] {
+    const uint32_t v = EnvNumber("COMMPROF_READ_STALL_S", 0);
+    return v <= 86400 ? v : 60u;
+  }();
+  return seconds;
 }
 
 void EnableDamageGuards() {

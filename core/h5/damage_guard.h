@@ -43,7 +43,7 @@ class ReadScope {
 };
 
 // COMMPROF_READ_STALL_S: seconds a read may stall before it is called a damaged file (default 60,
-// 0: never; at most 86400).
+// 0: never; at most 86400), read once per process.
 unsigned ReadStallSeconds();
 
 }  // namespace commprof::h5
