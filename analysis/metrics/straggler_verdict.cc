@@ -62,8 +62,13 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
     }
     auto mode =
         std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    // ... and recur through its calls there: at least half the episodes period K gives over them.
+    // A burst of load that makes every other call late for a few calls is transient, not periodic.
+    const bool recurs =
+        static_cast<double>(episodes.size()) >=
+        0.5 * static_cast<double>(calls.calls) / static_cast<double>(std::max<uint64_t>(mode->first, 1));
     if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(episodes.size() - 1) &&
-        fraction <= 0.6) {
+        fraction <= 0.6 && recurs) {
       s.pattern = "periodic";
       s.period_every = mode->first;
       return;
