@@ -120,7 +120,7 @@ int RunMemoryExport(const Options& o, const ProfileReader& reader, const std::ve
   MemoryExportOptions eopts;
   eopts.file = o.path;
   for (const RankFault& f : info.faults) {
-    if (f.rank) {  // a selected rank that cannot be read stops the export before this
+    if (f.rank && !f.partial) {  // a selected rank that cannot be read stops the export before this
       eopts.unreadable_ranks.push_back(*f.rank);
     }
   }
@@ -218,7 +218,8 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
       never_connected =
           never_connected || (r.rank == want && r.status == schema::RankStatusName(schema::RankStatus::kMissing));
     }
-    if (std::any_of(info.faults.begin(), info.faults.end(), [&](const RankFault& f) { return f.rank == want; })) {
+    if (std::any_of(info.faults.begin(), info.faults.end(),
+                    [&](const RankFault& f) { return f.rank == want && !f.partial; })) {
       SayIf(tell, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
       return 1;
     }

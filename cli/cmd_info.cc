@@ -269,7 +269,8 @@ int RunInfo(const Options& o) {
         FormatRankRanges(RangesOfRanks(vague)).c_str(), widest);
   }
   for (const RankFault& f : info.faults) {
-    std::printf("%-5s unreadable, left out: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-", f.message.c_str());
+    std::printf("%-5s %s: %s\n", f.rank ? std::to_string(*f.rank).c_str() : "-",
+                f.partial ? "partly unreadable" : "unreadable, left out", f.message.c_str());
   }
   if (!never.empty()) {
     std::printf("\nnever connected: rank(s) %s (below the world size, no data from them)\n",

@@ -290,6 +290,30 @@ std::optional<std::pair<std::string, std::string>> ExternalLinkTarget(hid_t grou
   }
   return std::make_pair(std::string(file), std::string(object));
 }
+
+// The rows of the chunked dataset `events` (n rows) before its last chunk when that chunk alone
+// cannot be read (its filter fails on it); nullopt when it reads, or when an earlier row cannot be
+// read either (a damage that ForEachStoredChunk names).
+std::optional<hsize_t> RowsBeforeDamagedLastChunk(hid_t events, hsize_t n) {
+  Handle dcpl(H5Dget_create_plist(events));
+  hsize_t chunk = 0;
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_chunk(dcpl.get(), 1, &chunk) != 1 ||
+      chunk == 0 || chunk > (hsize_t{1} << 20)) {
+    return std::nullopt;
+  }
+  const hsize_t last = (n - 1) / chunk * chunk;
+  auto readable = [&](hsize_t from, hsize_t count) {
+    Handle fspace(H5Dget_space(events));
+    Handle mspace(H5Screate_simple(1, &count, nullptr));
+    std::vector<commprof_event> rows(static_cast<size_t>(count));
+    return H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &from, nullptr, &count, nullptr) >= 0 &&
+           H5Dread(events, h5::EventType(), mspace.get(), fspace.get(), H5P_DEFAULT, rows.data()) >= 0;
+  };
+  if (readable(last, n - last)) {
+    return std::nullopt;
+  }
+  return last == 0 || readable(last - 1, 1) ? std::optional<hsize_t>(last) : std::nullopt;
+}
 }  // namespace
 
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
@@ -380,6 +404,14 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     if (!ri.ok()) {
       r->info_.faults.push_back({*rank, ri.status().message()});
       continue;
+    }
+    if (const RankInfo& got = ri.value(); got.damaged_tail > 0) {
+      r->info_.faults.push_back({*rank,
+                                 path + ": /ranks/" + *name + "/events records " + std::to_string(got.event_count) +
+                                     "-" + std::to_string(got.event_count + got.damaged_tail - 1) +
+                                     " cannot be read (the last chunk, which the writer was rewriting when it failed "
+                                     "or was killed); the rank is read without them",
+                                 true});
     }
     info.ranks.push_back(std::move(ri.value()));
   }
@@ -523,6 +555,17 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   // counts them, this counts their events).
   if (auto shipped = ri.counters.find("events_shipped"); shipped != ri.counters.end()) {
     ri.events_lost = shipped->second > ri.event_count ? shipped->second - ri.event_count : 0;
+  }
+  // A writer that failed or was killed while rewriting a rank's last, partly filled chunk can leave
+  // that chunk unreadable (HDF5 may give the new copy the space of the old one before the chunk
+  // index that points at the old one is rewritten: docs/reliability.md). The rank's other rows are
+  // read; a rank that said bye was flushed after that chunk and is not probed.
+  if (ri.event_count > 0 && ri.status != schema::RankStatusName(schema::RankStatus::kComplete)) {
+    Handle events(H5Dopen2(g.get(), schema::kEventsDataset, H5P_DEFAULT));
+    if (const auto readable = RowsBeforeDamagedLastChunk(events.get(), ri.event_count)) {
+      ri.damaged_tail = ri.event_count - *readable;
+      ri.event_count = *readable;
+    }
   }
   return ri;
 }
@@ -696,6 +739,12 @@ Status ProfileReader::ForEachStoredChunk(uint32_t rank,
   Handle fspace(H5Dget_space(d.get()));
   hsize_t n = 0;
   H5Sget_simple_extent_dims(fspace.get(), &n, nullptr);
+  // A rank read without its damaged last chunk (RankInfo::damaged_tail) stops before it.
+  auto info = std::lower_bound(info_.ranks.begin(), info_.ranks.end(), rank,
+                               [](const RankInfo& r, uint32_t want) { return r.rank < want; });
+  if (info != info_.ranks.end() && info->rank == rank && info->damaged_tail > 0) {
+    n = std::min<hsize_t>(n, info->event_count);
+  }
   const hsize_t lz4_chunk = h5::ChunkDecoder::ShuffleLz4ChunkRecords(d.get());
   h5::ChunkDecoder decoder(sizeof(commprof_event), static_cast<size_t>(lz4_chunk));
   // A multiple of the LZ4 chunk, so the fast path reads whole chunks.

@@ -49,8 +49,11 @@ struct RankInfo {
   // Events the collector shipped that are not in the file (its bye's events_shipped minus the rows
   // stored); unknown without a bye. Lost batches are where these went.
   std::optional<uint64_t> events_lost;
-  // Every event the rank recorded that is not in the file, as far as the file can tell.
-  uint64_t missing_events() const { return dropped_events + events_lost.value_or(0); }
+  // Rows at the end of /ranks/R/events that cannot be read: the last chunk of a rank whose writer
+  // failed or was killed while rewriting it (docs/reliability.md); event_count leaves them out.
+  uint64_t damaged_tail = 0;
+  // Every event the rank recorded that is not in the file (or not readable), as far as it can tell.
+  uint64_t missing_events() const { return dropped_events + events_lost.value_or(0) + damaged_tail; }
   // Nothing of the rank is known to be missing: its bye arrived and no event or batch was lost.
   bool whole() const { return status == "complete" && batches_lost == 0 && missing_events() == 0; }
 };
@@ -60,6 +63,8 @@ struct RankInfo {
 struct RankFault {
   std::optional<uint32_t> rank;
   std::string message;
+  // The rank is read, less a damaged last chunk (RankInfo::damaged_tail); otherwise it is left out.
+  bool partial = false;
 };
 
 // Inclusive ranges of ranks, in order.
@@ -85,8 +90,10 @@ struct ProfileInfo {
   // recorded (files of writers before it).
   std::string write_status;
   bool write_failed() const { return write_status.rfind("failed", 0) == 0; }
-  std::vector<RankInfo> ranks;    // sorted by rank; readable ones only (the analyses read these)
-  std::vector<RankFault> faults;  // what could not be read, left out of `ranks`, in name order
+  std::vector<RankInfo> ranks;  // sorted by rank; readable ones only (the analyses read these)
+  // What could not be read, in name order: ranks left out of `ranks`, and (`partial`) ranks read
+  // without their damaged last chunk.
+  std::vector<RankFault> faults;
   // Ranks below world_size that never connected: status "missing", or no group at all.
   RankRanges NeverConnected() const;
   uint64_t lost_batches() const;    // over every readable rank

@@ -31,6 +31,7 @@ Cases:
   footprint    128 ranks x 55 events written by the real writer (make_synthetic_profile) are
                under 5 MB and read back whole by h5py.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -227,6 +228,23 @@ def allreduce_seqs(path, rank):
         return set(int(q) for q in ev[ev["kind"] == 3]["seq"])
 
 
+def readable_allreduce_seqs(path, rank):
+    """The allreduce sequence numbers of `rank` in a job file read chunk by chunk, and how many rows
+    at its end cannot be read (a last chunk a failed writer left damaged, docs/reliability.md)."""
+    with h5py.File(path, "r") as f:
+        d = f["ranks"][str(rank)]["events"]
+        n, step = d.shape[0], d.chunks[0]
+        seqs = set()
+        for at in range(0, n, step):
+            try:
+                ev = d[at:min(n, at + step)]
+            except OSError:
+                expect(at + step >= n, f"rank {rank}: chunk at row {at} of {n} cannot be read, and it is not the last")
+                return seqs, n - at
+            seqs |= set(int(q) for q in ev[ev["kind"] == 3]["seq"])
+        return seqs, 0
+
+
 def case_disk_full_spools(ctx):
     full = ctx.path("tmpfs")
     why = mount_tmpfs(full, "1m")
@@ -325,18 +343,35 @@ def case_disk_full_spools(ctx):
             rest = ctx.path("relay_rest.h5")
             expect_rc(run([ctx.commprof, "merge", spools, "-o", rest]), 0, "commprof merge of the relay's kept spools")
             # Each spool holds its rank's tail: the allreduces after the relay's last good flush,
-            # through the last one. (The shard's last stored partial chunk can be unreadable after
-            # the failed write: HDF5 reuses the space it freed when the chunk was rewritten, see
-            # docs/reliability.md; so the union with the linked rows is not asserted here.)
+            # through the last one; the job file holds the rest, but for the shard's last stored
+            # chunk where the failed write left it unreadable (HDF5 may give a rewritten chunk the
+            # space its old copy freed, docs/reliability.md): commands read the rank without it,
+            # naming its records, and count them as missing.
             linked = 0
+            report = run([ctx.commprof, "report", "--format", "json", out])
+            damaged_ranks = 0
             for r in range(ranks):
                 tail = allreduce_seqs(rest, r)
                 expect(tail and tail == set(range(min(tail), iters)),
                        f"rank {r}: the merged spool holds {len(tail)} allreduces, not a tail through {iters - 1}")
+                mine, damaged = readable_allreduce_seqs(out, r)
+                gap = set(range(iters)) - mine - tail
+                if damaged == 0:
+                    expect(not gap, f"rank {r}: {len(gap)} allreduces in neither the job file nor the spool")
+                else:
+                    damaged_ranks += 1
+                    expect(damaged < 1024 and (not gap or max(gap) < min(tail) and
+                                               gap == set(range(min(gap), max(gap) + 1))),
+                           f"rank {r}: {damaged} damaged rows; allreduces in neither: {sorted(gap)[:5]}...")
+                    expect(f"/ranks/{r}/events records " in report.stderr and "cannot be read (the last chunk" in
+                           report.stderr, f"rank {r}'s damaged last chunk not named:\n{report.stderr}")
                 linked += min(tail)
             expect(linked > 0, "the relay's first flush stored nothing: the case checks no linked rank")
+            expect(report.returncode == (1 if damaged_ranks else 0) and
+                   len(json.loads(report.stdout)["ranks"]) == ranks,
+                   f"report of the job file: rc {report.returncode}, {damaged_ranks} damaged rank(s)\n{report.stderr}")
             print(f"disk_full_spools: a relay's disk full mid-job: {linked} allreduces before the spools' tails, "
-                  f"the rest in {len(kept)} kept spools")
+                  f"the rest in {len(kept)} kept spools; {damaged_ranks} rank(s) read without a damaged last chunk")
     finally:
         for d in (full, os.path.join(ctx.path("relayed"), "o.h5.shards")):
             subprocess.run(["umount", d], check=False, stderr=subprocess.DEVNULL)

@@ -5,7 +5,7 @@ the patterns) under `commprof run -o X.h5 -- mpirun ...` with sleeping compute a
 (EXACT_ENV), then checks
   1. the raw plant, from the file with h5py (independent of the analysis): in the planted
      iterations the culprit reaches its first MPI call of the iteration D ms after the median of
-     the others (0.8 D .. 1.2 D), in the others within 1 ms (a few scheduler outliers
+     the others (0.8 D .. 1.2 D + 10 ms), in the others within 1 ms (a few scheduler outliers
      allowed), and each rank's time blocked in MPI calls between the opening barrier and
      MPI_Finalize is its planted wait (-15 %/+150 %: load only adds; the culprit's own below 15 % of the largest
      plus 1 ms per iteration), and the culprit's lateness x its waiters is its delay cost
@@ -108,7 +108,8 @@ from e2e_support import case_arguments  # noqa: E402
 
 MS = 1_000_000
 FLAG_RECV_HALF = 1 << 4  # the receive half of a Sendrecv (issue 15 file format)
-LO, HI = 0.25, 0.35  # delay cost, saving, wait: -25 %/+35 % of the truth
+LO, HI = 0.25, 0.35  # delay cost, saving: -25 %/+35 % of the truth
+WAIT_LO = 0.35  # a rank's wait in the report: -35 % (see check_report)
 RAW_LO, RAW_HI = 0.15, 0.35  # the raw plant in the file: -15 %/+35 %
 # Time blocked in MPI grows on a loaded machine (a rank woken late from its sleep holds the others):
 # the raw check of it only asks that the plant landed, with room for that.
@@ -233,8 +234,9 @@ def check_raw(sc, h5):
         u = np.array(sorted(set(range(sc.iters)) - planted), dtype=int)
         d = c.plant_ms * MS
         med_p = float(np.median(late[p]))
-        # a sleep only overshoots, by a few ms when the woken rank waits for a loaded CPU
-        expect(0.8 * d <= med_p <= 1.2 * d,
+        # a sleep only overshoots: by a few ms when the woken rank waits for a loaded CPU, up to
+        # 7 ms beside two CPU hogs (31.9 ms for 25)
+        expect(0.8 * d <= med_p <= 1.2 * d + 10 * MS,
                f"rank {c.rank}: median lateness {med_p / MS:.3f} ms in the planted iterations, planted {c.plant_ms} ms")
         wrong_p = int(((late[p] < 0.5 * d)).sum())
         wrong_u = int((np.abs(late[u]) > 0.5 * d).sum()) if len(u) else 0
@@ -288,7 +290,9 @@ def check_time(sc, rep):
                f"rank {r}: wait_by_culprit adds up to more than wait_ns: {by}, {t['wait_ns']}")
         want = sc.waits.get(r, 0)
         if want > 0:
-            within(t["wait_ns"], want, f"rank {r} time.wait_ns", LO, 1.5)  # load adds real waiting
+            # load adds real waiting, and takes some off: a waiter descheduled on loaded cores
+            # reaches the call late and so waits less (892 of 1200 ms beside two CPU hogs)
+            within(t["wait_ns"], want, f"rank {r} time.wait_ns", WAIT_LO, 1.5)
         if r in sc.wait_culprit:
             top = max(by, key=lambda w: w["ns"]) if by else None
             expect(top is not None and top["rank"] == sc.wait_culprit[r],

@@ -275,6 +275,69 @@ TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStil
   EXPECT_EQ(std::memcmp(other.data(), ev.data(), ev.size() * sizeof(commprof_event)), 0);
 }
 
+TEST(Hdf5Writer, ADamagedLastChunkOfARankWithoutByeIsLeftOutAndTheRestRead) {
+  // What a writer that failed (or was killed) while rewriting a rank's last, partly filled chunk
+  // can leave (docs/reliability.md): that chunk unreadable. A rank without a bye is read without
+  // it, named as partly unreadable; one whose bye was stored (flushed after the chunk) and a damage
+  // before the last chunk stay read errors.
+  TempDir dir("commprof-w");
+  ASSERT_FALSE(dir.path().empty());
+  const fs::path path = dir / "t.h5";
+  const hsize_t whole = 2 * schema::kEventChunk;
+  auto ev = Events(static_cast<size_t>(whole + schema::kEventChunk / 2), 0);
+  {
+    auto w = Hdf5Writer::Create(path, JobMeta{}, WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    for (uint32_t r = 0; r < 3; ++r) {
+      ASSERT_TRUE(w.value()->OpenRank(Hello(r, 3)).ok());
+      ASSERT_TRUE(w.value()->AppendEvents(r, ev).ok());
+    }
+    ASSERT_TRUE(w.value()->CloseRank(1, RankEnd::kComplete, {}, 0, "bye").ok());
+    ASSERT_TRUE(w.value()->Finalize().ok());
+  }
+  auto damage = [&](uint32_t rank, hsize_t row) {
+    haddr_t addr = HADDR_UNDEF;
+    {
+      h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+      h5::Handle d(H5Dopen2(f.get(), ("/ranks/" + std::to_string(rank) + "/events").c_str(), H5P_DEFAULT));
+      hsize_t offset[1] = {row};
+      unsigned mask = 0;
+      hsize_t size = 0;
+      ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
+      ASSERT_GT(size, 16u);
+    }
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(addr + 12));
+    const char huge[4] = {0x7F, 0x00, 0x00, 0x00};
+    f.write(huge, 4);
+  };
+  damage(0, whole);                // rank 0: no bye, its last chunk
+  damage(1, whole);                // rank 1: a bye, its last chunk
+  damage(2, schema::kEventChunk);  // rank 2: no bye, a chunk before its last
+  auto r = ProfileReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ProfileInfo& info = r.value()->info();
+  ASSERT_EQ(info.ranks.size(), 3u);
+  EXPECT_EQ(info.ranks[0].event_count, whole);
+  EXPECT_EQ(info.ranks[0].damaged_tail, ev.size() - whole);
+  EXPECT_EQ(info.ranks[0].missing_events(), ev.size() - whole);
+  ASSERT_EQ(info.faults.size(), 1u);
+  EXPECT_TRUE(info.faults[0].partial);
+  EXPECT_EQ(info.faults[0].rank, std::optional<uint32_t>(0));
+  const std::string records =
+      "/ranks/0/events records " + std::to_string(whole) + "-" + std::to_string(ev.size() - 1) + " cannot be read";
+  EXPECT_NE(info.faults[0].message.find(records), std::string::npos) << info.faults[0].message;
+  auto got = ReadEvents(*r.value(), 0);
+  ASSERT_EQ(got.size(), whole);
+  EXPECT_EQ(std::memcmp(got.data(), ev.data(), got.size() * sizeof(commprof_event)), 0);
+  for (uint32_t rank : {1u, 2u}) {
+    EXPECT_EQ(info.ranks[rank].damaged_tail, 0u);
+    Status bad = r.value()->ForEachEventChunk(rank, [](std::span<const commprof_event>) {});
+    EXPECT_EQ(bad.code(), StatusCode::kCorrupt) << "rank " << rank;
+    EXPECT_NE(bad.message().find("(a damaged chunk)"), std::string::npos) << bad.message();
+  }
+}
+
 TEST(Hdf5Writer, CompressionNamesParseOrAreRefused) {
   EXPECT_EQ(ParseCompression("lz4")->compression, Compression::kLz4);
   EXPECT_EQ(ParseCompression("none")->compression, Compression::kNone);
