@@ -45,7 +45,7 @@ std::vector<std::string> ViewOf(const ProfileReader& reader) {
                     (r.shard.empty() ? "" : ", in shard " + r.shard));
   }
   for (const RankFault& f : info.faults) {
-    lines.push_back("left out: " + f.message);
+    lines.push_back((f.partial ? "partly read: " : "left out: ") + f.message);
   }
   return lines;
 }

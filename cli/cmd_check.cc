@@ -152,8 +152,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       {"lost_batches", [](const Figures& f) { return static_cast<double>(f.info->lost_batches()); }},
       // The 99th percentile of the steps' times (docs/metrics.md §10); 0 without steps.
       {"step_time_p99", [](const Figures& f) { return static_cast<double>(f.steps->summary.p99_ns); }},
-      // Parts of the file that could not be read (left out of every other figure); checked at 0
-      // unless a --max sets another limit.
+      // Parts of the file that could not be read (left out of every other figure, or a rank's
+      // damaged last chunk: the rank is read without it); checked at 0 unless a --max sets another
+      // limit.
       {"unreadable_ranks", [](const Figures& f) { return static_cast<double>(f.info->faults.size()); }},
   };
   return kMetrics;
@@ -221,6 +222,9 @@ int RunCheck(const Options& o) {
     for (const std::string& fault : base->faults) {
       std::fprintf(stderr, "commprof check: baseline %s (left out of the comparison)\n",
                    FaultOfFile(o.baseline, fault).c_str());
+    }
+    for (const std::string& partly : base->partly_read) {
+      std::fprintf(stderr, "commprof check: baseline %s\n", FaultOfFile(o.baseline, partly).c_str());
     }
   }
   auto reader = OpenOrSay(o.path, "check");

@@ -35,6 +35,9 @@ std::optional<RunSummary> Summarize(const std::string& path, int64_t window, con
   for (const std::string& fault : s.value().faults) {
     std::fprintf(stderr, "commprof %s: %s (left out of the comparison)\n", command, FaultOfFile(path, fault).c_str());
   }
+  for (const std::string& partly : s.value().partly_read) {
+    std::fprintf(stderr, "commprof %s: %s\n", command, FaultOfFile(path, partly).c_str());
+  }
   return std::move(s.value());
 }
 

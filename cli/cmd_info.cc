@@ -33,10 +33,11 @@ int ReportFaults(const ProfileInfo& info) {
 
 // The loss summary: what the collectors dropped and what never reached the file.
 void PrintLoss(const ProfileInfo& info) {
-  uint64_t dropped = 0, lost_events = 0, lost_batches = 0, unknown = 0, ranks = 0;
+  uint64_t dropped = 0, lost_events = 0, damaged = 0, lost_batches = 0, unknown = 0, ranks = 0;
   for (const RankInfo& r : info.ranks) {
     dropped += r.dropped_events;
     lost_events += r.events_lost.value_or(0);
+    damaged += r.damaged_tail;
     lost_batches += r.batches_lost;
     unknown += r.batches_lost > 0 && !r.events_lost ? 1 : 0;
     ranks += r.missing_events() > 0 || r.batches_lost > 0 ? 1 : 0;
@@ -46,10 +47,11 @@ void PrintLoss(const ProfileInfo& info) {
   }
   std::printf(
       "\nloss:        %llu event(s) recorded but not in the file on %llu rank(s): %llu dropped in the collector, "
-      "%llu shipped but lost with %llu events frame(s)%s\n",
-      static_cast<unsigned long long>(dropped) + static_cast<unsigned long long>(lost_events),
-      static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(dropped),
-      static_cast<unsigned long long>(lost_events), static_cast<unsigned long long>(lost_batches),
+      "%llu shipped but lost with %llu events frame(s)%s%s\n",
+      static_cast<unsigned long long>(dropped + lost_events + damaged), static_cast<unsigned long long>(ranks),
+      static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(lost_events),
+      static_cast<unsigned long long>(lost_batches),
+      damaged > 0 ? (", " + std::to_string(damaged) + " in damaged last chunks").c_str() : "",
       unknown > 0 ? " (plus the events of lost frames of ranks without a bye, unknown)" : "");
 }
 
@@ -155,8 +157,9 @@ int RunInfo(const Options& o) {
     }
     j["unreadable"] = nlohmann::ordered_json::array();
     for (const RankFault& f : info.faults) {
-      j["unreadable"].push_back(
-          {{"rank", f.rank ? nlohmann::ordered_json(*f.rank) : nlohmann::ordered_json()}, {"reason", f.message}});
+      j["unreadable"].push_back({{"rank", f.rank ? nlohmann::ordered_json(*f.rank) : nlohmann::ordered_json()},
+                                 {"reason", f.message},
+                                 {"partial", f.partial}});
     }
     j["clock"] = {{"instances_checked", aligned->instances_checked},
                   {"violations", aligned->violations},
@@ -177,6 +180,7 @@ int RunInfo(const Options& o) {
       jr["dropped_events"] = r.dropped_events;
       jr["batches_lost"] = r.batches_lost;
       jr["events_lost"] = r.events_lost ? nlohmann::ordered_json(*r.events_lost) : nlohmann::ordered_json();
+      jr["damaged_tail"] = r.damaged_tail;
       jr["missing_events"] = r.missing_events();
       jr["whole"] = r.whole();
       jr["counters"] = r.counters;

@@ -239,7 +239,7 @@ RunSummary SummarizeRun(const JobReport& report) {
   RunSummary s;
   s.path = report.info.path;
   for (const RankFault& f : report.info.faults) {
-    s.faults.push_back(f.message);
+    (f.partial ? s.partly_read : s.faults).push_back(f.message);
   }
   AddTypes(report, s);
   AddRanks(report, s);

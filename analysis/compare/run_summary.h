@@ -39,8 +39,9 @@ struct MetricValue {
 struct RunSummary {
   std::string path;
   bool has_steps = false;
-  std::vector<std::string> faults;   // parts of the file that could not be read (left out)
-  std::vector<MetricValue> metrics;  // by group, row, metric as added
+  std::vector<std::string> faults;       // parts of the file that could not be read (left out)
+  std::vector<std::string> partly_read;  // ranks compared without their damaged last chunk
+  std::vector<MetricValue> metrics;      // by group, row, metric as added
 };
 
 // The comparable figures of an analysed run: by collective type, rank and step.

@@ -108,9 +108,10 @@ Result<std::optional<HangInput>> HangInputFromEvents(const ProfileReader& reader
     evidence = evidence || blocked;
     in.ranks.push_back(std::move(s));
   }
-  // Ranks that never connected, or whose group could not be read, take part without a state.
+  // Ranks that never connected, or whose group could not be read, take part without a state (a
+  // rank read without its damaged last chunk has its state above).
   for (const RankFault& f : info.faults) {
-    if (f.rank) {
+    if (f.rank && !f.partial) {
       RankSnapshot s;
       s.rank = *f.rank;
       s.condition = RankCondition::kDied;

@@ -576,6 +576,8 @@ void ProfileReader::MarkUnreadable(uint32_t rank, std::string message) {
     return;
   }
   info_.ranks.erase(it);
+  // Left out whole now: its note of a damaged last chunk gives way to this one.
+  std::erase_if(info_.faults, [&](const RankFault& f) { return f.partial && f.rank == rank; });
   info_.faults.push_back({rank, std::move(message)});
 }
 

@@ -62,11 +62,13 @@ void ReadPattern(const std::vector<const CulpritEvent*>& all, std::pair<uint64_t
     }
     auto mode =
         std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    // ... and recur through its calls there: at least half the episodes period K gives over them.
-    // A burst of load that makes every other call late for a few calls is transient, not periodic.
-    const bool recurs =
-        static_cast<double>(episodes.size()) >=
-        0.5 * static_cast<double>(calls.calls) / static_cast<double>(std::max<uint64_t>(mode->first, 1));
+    // ... and recur: over at least a quarter of its calls there, with at least half the episodes
+    // one every K calls gives over their span. A burst of load that makes every other call late
+    // for a few calls is transient; a hiccup every 10 calls that begins halfway is periodic.
+    const double k = static_cast<double>(std::max<uint64_t>(mode->first, 1));
+    const double span = static_cast<double>(episodes.back() - episodes.front()) + k;
+    const double site_calls = static_cast<double>(calls.last_ordinal - calls.first_ordinal + 1);
+    const bool recurs = span >= 0.25 * site_calls && static_cast<double>(episodes.size()) >= 0.5 * span / k;
     if (mode->first >= 2 && static_cast<double>(mode->second) >= 0.6 * static_cast<double>(episodes.size() - 1) &&
         fraction <= 0.6 && recurs) {
       s.pattern = "periodic";

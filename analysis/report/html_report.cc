@@ -101,8 +101,13 @@ void CompletenessCard(Page& p) {
   if (never > 0) {
     parts.push_back(std::to_string(never) + " rank(s) never connected");
   }
-  if (!List(c.unreadable).empty()) {
-    parts.push_back(std::to_string(List(c.unreadable).size()) + " part(s) unreadable, left out");
+  const auto& unreadable = List(c.unreadable);
+  const auto partly = std::count_if(unreadable.begin(), unreadable.end(), [](const auto& u) { return u.damaged_rows; });
+  if (unreadable.size() > static_cast<size_t>(partly)) {
+    parts.push_back(std::to_string(unreadable.size() - static_cast<size_t>(partly)) + " part(s) unreadable, left out");
+  }
+  if (partly > 0) {
+    parts.push_back(std::to_string(partly) + " rank(s) read without a damaged last chunk");
   }
   if (c.missing_events.value_or(0) > 0 || c.lost_batches.value_or(0) > 0) {
     parts.push_back(Count(static_cast<double>(c.missing_events.value_or(0))) + " event(s) not in the file, " +

@@ -319,6 +319,13 @@ ReportModel BuildReportModel(const JobReport& report) {
       u.rank = *f.rank;
     }
     u.reason = f.message;
+    if (f.partial) {
+      for (const RankInfo& r : info.ranks) {
+        if (f.rank && r.rank == *f.rank) {
+          u.damaged_rows = r.damaged_tail;
+        }
+      }
+    }
     unreadable.push_back(std::move(u));
   }
   whole.lost_batches = info.lost_batches();

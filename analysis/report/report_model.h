@@ -485,10 +485,13 @@ struct ReportModel {
   struct Unreadable {
     Opt<int64_t> rank;  // absent (null) when the group's name is not a rank
     Opt<std::string> reason;
+    // The rows of a damaged last chunk a rank is read without; absent (null): the part is left out.
+    Opt<uint64_t> damaged_rows;
     template <class S, class V>
     static void Fields(S& s, V& v) {
       v("rank", s.rank, kReportInteger);
       v("reason", s.reason);
+      v("damaged_rows", s.damaged_rows, kReportInteger);
     }
   };
   struct Completeness {

@@ -90,7 +90,7 @@ void Header(const ReportModel& m, std::ostream& os) {
       os << "missing: rank(s) " << never << " never connected (no data)\n";
     }
     for (const auto& u : List(c.unreadable)) {
-      os << "unreadable, left out: " << V(u.reason) << "\n";
+      os << (u.damaged_rows ? "partly unreadable: " : "unreadable, left out: ") << V(u.reason) << "\n";
     }
     if (V(c.missing_events) > 0 || V(c.lost_batches) > 0) {
       os << "loss: " << V(c.missing_events) << " event(s) recorded but not in the file; " << V(c.lost_batches)

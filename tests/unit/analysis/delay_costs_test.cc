@@ -240,6 +240,32 @@ TEST(DelayCosts, ABurstOfEveryOtherCallLateIsTransientNotPeriodic) {
   }
 }
 
+TEST(DelayCosts, AHiccupEveryTenthCallFromHalfwayIsPeriodic) {
+  // 4 ranks, 200 allreduces 30 ms apart; rank 1 is 20 ms late at calls 110, 120, ..., 190 only
+  // (a hiccup that begins halfway through the run, such as a checkpoint thread started late):
+  // nine episodes ten calls apart over the last 45 % of its calls: periodic, every 10.
+  constexpr int kN = 200;
+  std::vector<CollectiveInstance> in;
+  for (int s = 0; s < kN; ++s) {
+    const int64_t t = s * 30 * kMs;
+    std::vector<At> at;
+    int64_t last = 0;
+    for (uint32_t r = 0; r < 4; ++r) {
+      int64_t arrive = t + 5 * kMs + r * kUs;
+      if (r == 1 && s >= 110 && s % 10 == 0) arrive += 20 * kMs;
+      at.push_back({r, arrive, 0});
+      last = std::max(last, arrive);
+    }
+    for (At& x : at) x.end = last + 100 * kUs;
+    in.push_back(Allreduce(COMMPROF_COMM_WORLD_ID, s, at));
+  }
+  Analysis a = Analyze(Job(4), in);
+  ASSERT_EQ(Named(a), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(a.stragglers[0].pattern, "periodic");
+  EXPECT_EQ(a.stragglers[0].period_every, 10u);
+  EXPECT_EQ(a.stragglers[0].late_instances, 9u);
+}
+
 TEST(DelayCosts, LatenessInASubCommunicatorIsTracedToTheRankAndItsGroup) {
   // 8 ranks: group A = ranks 0-3 on communicator 0xA0, group B = ranks 4-7 on 0xB0. Each of 50
   // iterations (20 ms apart): an allreduce in each group at 5 ms, where rank 5 arrives 2 ms late

@@ -247,7 +247,9 @@ JobReport EveryListFilled() {
   r.info.world_size = 3;  // ranks 1-2 never connected
   RankInfo ri;
   ri.host = "h";
+  ri.damaged_tail = 5;  // read without a damaged last chunk: damaged_rows
   r.info.ranks.push_back(ri);
+  r.info.faults.push_back({0u, "job.h5: /ranks/0/events records 7-11 cannot be read", true});
   r.info.faults.push_back({2u, "job.h5: /ranks/2/events row 0: unreadable"});
   r.wait.ranks.push_back(RankWaitMetrics{});
   r.wait.incomplete_list.push_back({1, 2, COMMPROF_OP_ALLREDUCE, 2, {0}});
