@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/h5/chunk_encoder.h"
+#include "core/h5/failsafe_driver.h"
 #include "core/h5/h5_util.h"
 #include "core/h5/lz4_filter.h"
 #include "core/schema/analysis_tables.h"
@@ -200,15 +201,23 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
     }
   }
 
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+  // Through the fail-safe driver: a full disk fails the write once, HDF5 still closes the file
+  // (with sec2 it cannot, and its exit handler then crashes), and the file stays as it was.
+  Handle fapl(h5::FailSafeAccessList());
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.valid() ? fapl.get() : H5P_DEFAULT));
   if (!file.valid()) {
     return IoError(path + ": cannot open for writing the analysis group");
   }
   const char* group = schema::kAnalysisGroup;
-  if (H5Lexists(file.get(), group, H5P_DEFAULT) > 0 && H5Ldelete(file.get(), group, H5P_DEFAULT) < 0) {
-    return IoError(path + ": cannot replace the existing /" + group + " group");
-  }
-  Handle g(H5Gcreate2(file.get(), group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  auto write_failed = [&](const std::string& what) -> Status {
+    const int err = h5::WriteErrno(h5::FailSafeOf(file.get()));
+    return IoError(path + ": " + what + (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) +
+                   "; the file is otherwise as it was");
+  };
+  // The group is written unlinked and flushed first, then linked in place of the old one: a write
+  // that fails on the way (a full disk) leaves no /analysis pointing at half-written objects, which
+  // HDF5 could then neither read nor delete.
+  Handle g(H5Gcreate_anon(file.get(), H5P_DEFAULT, H5P_DEFAULT));
   if (!g.valid()) {
     return IoError(path + ": cannot create /" + group);
   }
@@ -234,11 +243,16 @@ Status WriteAnalysisGroup(const std::string& path, const JobReport& report) {
   ok = ok && WriteRows(a, ranks) && WriteRows(a, types) && WriteRows(a, instances) && WriteRows(a, arrivals) &&
        WriteRows(a, memory) && WriteRows(a, steps) &&
        WriteStringDataset(a, schema::kReportJsonDataset, ReportToJson(report).dump());
-  if (!ok) {
-    return IoError(path + ": writing /" + group + " failed");
+  if (!ok || H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 || h5::WriteErrno(h5::FailSafeOf(file.get())) != 0) {
+    return write_failed(std::string("writing /") + group + " failed");
   }
-  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) {
-    return IoError(path + ": flushing /" + group + " failed");
+  if (H5Lexists(file.get(), group, H5P_DEFAULT) > 0 && H5Ldelete(file.get(), group, H5P_DEFAULT) < 0) {
+    return IoError(path + ": cannot replace the existing /" + group +
+                   " group (HDF5 cannot read it: damaged, e.g. by a write that failed before this version)");
+  }
+  if (H5Olink(g.get(), file.get(), group, H5P_DEFAULT, H5P_DEFAULT) < 0 || H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 ||
+      h5::WriteErrno(h5::FailSafeOf(file.get())) != 0) {
+    return write_failed(std::string("linking /") + group + " failed");
   }
   return Status::Ok();
 }

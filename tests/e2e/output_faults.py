@@ -374,6 +374,67 @@ def case_disk_full_spools(ctx):
     return 0
 
 
+def case_analysis_disk_full(ctx):
+    """A disk with room for the events but not for /analysis: `report --save` (and `run`'s own
+    final analysis) says the analysis was not stored, naming ENOSPC, never crashes (HDF5 1.10's
+    exit handler did, exit 139, when a sec2 file could not be closed), keeps the job's exit code,
+    and leaves the file readable with no /analysis link (a half-written one could neither be read
+    nor replaced); copied to a disk with room, `report --save` then stores it."""
+    d = ctx.path("tmpfs")
+    big = ctx.path("events.h5")
+    job = [*mpirun(4), ctx.test_program("output_faults_program"), "20000", "0"]
+    expect_rc(run([ctx.commprof, "run", "-q", "--analysis", "off", "-o", big, "--", *job], timeout=300), 0,
+              "the job on a disk with room")
+    size = os.path.getsize(big)
+    why = mount_tmpfs(d, str(size + 64 * 1024))
+    if why is not None:
+        print(f"SKIPPED: cannot mount a tmpfs at {d} ({why}); needs root or CAP_SYS_ADMIN")
+        return SKIP
+    try:
+        tight = os.path.join(d, "tight.h5")
+        shutil.copyfile(big, tight)
+        p = run([ctx.commprof, "report", "--save", tight])
+        expect(p.returncode == 1, f"report --save on a full disk: exit code {p.returncode}\n{p.stderr[-2000:]}")
+        expect("No space left on device" in p.stderr and "/analysis" in p.stderr and "HDF5-DIAG" not in p.stderr,
+               f"report --save on a full disk:\n{p.stderr[-2000:]}")
+        with h5py.File(tight, "r") as f:
+            expect("analysis" not in f and sorted(f["ranks"]) == ["0", "1", "2", "3"],
+                   f"the file after the failed save: {list(f)}")
+        expect_rc(run([ctx.commprof, "info", tight]), 0, "info of the file after the failed save")
+        roomy = ctx.path("roomy.h5")
+        shutil.copyfile(tight, roomy)
+        expect_rc(run([ctx.commprof, "report", "--save", roomy]), 0, "report --save with room")
+        with h5py.File(roomy, "r") as f:
+            expect(int(f["analysis"].attrs["matched"]) >= 20000, "the saved /analysis")
+        print(f"analysis_disk_full: report --save of a {size}-byte file with 64 KiB to spare: exit 1, "
+              f"file unchanged; saved with room")
+        # run's own final analysis on a disk with room for the events written live (their chunks
+        # rewritten as they fill) but not for /analysis (1.1 MB more here)
+        subprocess.run(["umount", d], check=False)
+        os.rmdir(d)
+        why = mount_tmpfs(d, str(size + 600 * 1024))
+        expect(why is None, f"cannot mount the second tmpfs: {why}")
+        out = os.path.join(d, "run.h5")
+        p = run([ctx.commprof, "run", "-o", out, "--", *job], timeout=300)
+        expect(p.returncode not in (139, -11), f"commprof run crashed (exit code {p.returncode})\n{p.stderr[-2000:]}")
+        if "commprof run: error: writing" in p.stderr:  # the events did not fit either: disk_full's case
+            expect(p.returncode == 1, f"run whose events did not fit: exit code {p.returncode}")
+            print("analysis_disk_full: run's events did not fit this time (exit 1, as case disk_full checks)")
+            return 0
+        expect(p.returncode == 0, f"run on a disk without room for /analysis: exit code {p.returncode} "
+                                  f"(the job's is 0)\n{p.stderr[-2000:]}")
+        if "analysis not stored" in p.stderr:
+            expect("No space left on device" in p.stderr, f"why the analysis was not stored:\n{p.stderr[-2000:]}")
+            with h5py.File(out, "r") as f:
+                expect("analysis" not in f, "a failed run analysis left an /analysis link")
+            print("analysis_disk_full: run kept the job's exit code 0 and said the analysis was not stored")
+        else:
+            print("analysis_disk_full: run's file and analysis fit this time (its events compressed better)")
+    finally:
+        subprocess.run(["umount", d], check=False, stderr=subprocess.DEVNULL)
+    return 0
+
+
 def case_footprint(ctx):
     maker = os.path.join(ctx.build, "bench", "make_synthetic_profile")
     if not os.path.exists(maker):
