@@ -269,8 +269,10 @@ Status Hdf5Writer::OpenRank(const RankDescription& d) {
   if (!r.events.valid() || !r.strings.valid()) {
     return Err("cannot create tables of /ranks/" + name);
   }
-  world_size_seen_ = std::max(world_size_seen_, d.world_size);
   ranks_.emplace(d.rank, std::move(r));
+  if (!SeeWorldSize(d.world_size)) {
+    return Err("cannot write the root attribute world_size");
+  }
   return DeviceFailed() ? write_error_ : Status::Ok();
 }
 
@@ -289,9 +291,19 @@ Status Hdf5Writer::LinkRank(uint32_t rank, uint32_t world_size, const std::strin
   }
   RankOut r;
   r.closed = true;
-  world_size_seen_ = std::max(world_size_seen_, world_size);
   ranks_.emplace(rank, std::move(r));
+  if (!SeeWorldSize(world_size)) {
+    return Err("cannot write the root attribute world_size");
+  }
   return DeviceFailed() ? write_error_ : Status::Ok();
+}
+
+bool Hdf5Writer::SeeWorldSize(uint32_t world_size) {
+  if (world_size <= world_size_seen_) {
+    return true;
+  }
+  world_size_seen_ = world_size;
+  return Write(file_.get(), root_attr::kWorldSize, std::max(meta_.world_size, world_size_seen_));
 }
 
 Status Hdf5Writer::AppendStrings(uint32_t rank, const StringBatch& s) {

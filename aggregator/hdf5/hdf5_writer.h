@@ -158,6 +158,9 @@ class Hdf5Writer {
   const h5::FailSafeFile* driver_ = nullptr;
   std::map<uint32_t, RankOut> ranks_;
   uint32_t world_size_seen_ = 0;
+  // Stores the root attribute world_size as soon as a hello raises it, so a file whose writer is
+  // killed or fails before Finalize still sizes MPI_COMM_WORLD (its collectives match).
+  bool SeeWorldSize(uint32_t world_size);
   bool finalized_ = false;
   Status write_error_;
   std::string failure_;           // write_error_'s reason alone, for `write_status`

@@ -11,6 +11,7 @@ many MPI_Allreduce events per rank whenever the rank could ship them (a bye). Co
 with a bye has events_written == events_recorded (nothing recorded is missing) and dropped 0.
 Nothing here depends on timing except where a case says so, with its margin.
 """
+import json
 import os
 import signal
 import socket
@@ -262,6 +263,48 @@ def case_aggregator_gone(ctx):
         expect(not missing, f"rank {rank}: {len(missing)} allreduces in neither the partial file ({len(s1)}) "
                             f"nor the spool ({len(s2)})")
     print(f"aggregator gone: all {iters} allreduces of 4 ranks are in the partial file + spools")
+
+
+def case_run_killed(ctx):
+    """SIGKILL of `commprof run` itself (its aggregator and writer) mid-job: the file its last
+    flush left is analysed as the job it is: world_size from the ranks' hellos (it was 0 until
+    the writer finalized, so every collective read as incomplete), its allreduces matched across
+    the 4 ranks."""
+    out = ctx.path("killed.h5")
+    log = open(ctx.path("run_killed.log"), "w")
+    env = dict(os.environ)
+    env.pop("COMMPROF_SECRET", None)
+    p = subprocess.Popen([ctx.commprof, "run", "--flush-ms", "200", "-o", out, "--", *mpirun(4),
+                          ctx.test_program("fault_program"), "3000", "0", "none", "-1", "2000"],
+                         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not os.path.exists(out) or os.path.getsize(out) < 100_000):
+        time.sleep(0.2)  # some flushes of every rank: about 1 s of the 6 s job
+    time.sleep(1.0)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(10)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # the job itself (mpirun and its ranks, same session)
+    except ProcessLookupError:
+        pass
+    log.close()
+    info = json.loads(subprocess.run([ctx.commprof, "info", "--json", out], stdout=subprocess.PIPE,
+                                     text=True).stdout)
+    expect(not info["finalized"] and info["world_size"] == 4 and len(info["ranks"]) == 4,
+           f"killed run's file: finalized {info['finalized']}, world_size {info['world_size']}, "
+           f"{len(info['ranks'])} ranks")
+    r = subprocess.run([ctx.commprof, "report", "--format", "json", out], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    expect(r.returncode in (0, 1), f"report of the killed run's file: exit code {r.returncode}\n{r.stderr}")
+    rep = json.loads(r.stdout)
+    stored = min(len(seqs_in(out, rank)) for rank in range(4))
+    matched = rep["instances"]["matched"]
+    # every allreduce the 4 ranks all have is matched; those some rank's last flush lacks are not
+    expect(rep["world_size"] == 4 and matched >= stored > 100,
+           f"report of the killed run's file: world_size {rep['world_size']}, matched {matched}, "
+           f"allreduces every rank holds {stored}, incomplete {rep['instances'].get('incomplete')}")
+    print(f"run killed: {matched} instances matched in the file its last flush left ({stored} allreduces on "
+          f"every rank)")
 
 
 def case_aggregator_late(ctx):

@@ -382,6 +382,30 @@ TEST(Hdf5Writer, WorldSizeIsLearnedFromHellosAndGapsBecomeMissingRanks) {
   EXPECT_EQ(info.ranks[3].counters.count("clock_offset_ns"), 0u) << "clock model attributes are not counters";
 }
 
+TEST(Hdf5Writer, AFileWhoseWriterNeverFinalizesKnowsTheWorldSizeFromItsFirstFlush) {
+  // What a killed (or failed) writer leaves is its last flush: a copy of the file taken after a
+  // flush, the writer still open. Its world_size must be the hellos' (MPI_COMM_WORLD is sized by
+  // it: with 0, every collective of the job read as incomplete).
+  TempDir dir("commprof-w");
+  ASSERT_FALSE(dir.path().empty());
+  auto w = Hdf5Writer::Create(dir / "live.h5", JobMeta{}, WriterOptions{});  // world_size 0: unknown
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.value()->OpenRank(Hello(1, 3)).ok());
+  ASSERT_TRUE(w.value()->AppendEvents(1, Events(10, 0)).ok());
+  ASSERT_TRUE(w.value()->Flush().ok());
+  fs::copy_file(dir / "live.h5", dir / "killed.h5");
+  ASSERT_TRUE(w.value()->LinkRank(2, 5, "other.h5").ok());  // a relay's rank raises it again
+  ASSERT_TRUE(w.value()->Flush().ok());
+  fs::copy_file(dir / "live.h5", dir / "killed2.h5");
+  auto r = ProfileReader::Open(dir / "killed.h5");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r.value()->info().finalized);
+  EXPECT_EQ(r.value()->info().world_size, 3u);
+  EXPECT_EQ(r.value()->info().ranks.at(0).event_count, 10u);
+  h5::Handle f(H5Fopen((dir / "killed2.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  EXPECT_EQ(h5::ReadIntAttr(f.get(), "world_size").value_or(0), 5);
+}
+
 // Relays (docs/scale.md#relays): a shard marks no rank missing (the others are in other shards),
 // and the job's file links the shard's ranks, which every reader then sees as the job's own.
 TEST(Hdf5Writer, AShardMarksNoRankMissingAndTheJobFileLinksItsRanks) {
