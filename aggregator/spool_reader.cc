@@ -116,6 +116,11 @@ SpoolResult IngestSpoolFile(Ingest& ingest, const std::string& path, const Strea
       break;
     }
     if (!got.value()) {
+      if (offset == 0) {  // what a rank leaves when even its hello found the disk full
+        out.status = IoError(path +
+                             ": empty (0 bytes): its rank could not write even its hello there (a full "
+                             "disk?); nothing of it to merge");
+      }
       break;
     }
     Status st = stream.OnFrame(h.type, payload);

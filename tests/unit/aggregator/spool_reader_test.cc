@@ -172,6 +172,17 @@ TEST_F(SpoolTest, SpoolWithoutHelloIsRejected) {
   EXPECT_NE(hello.status().message().find("does not start with a hello frame"), std::string::npos);
 }
 
+TEST_F(SpoolTest, AnEmptySpoolIsAnErrorNotANothing) {
+  // What a rank leaves when its spool's disk was full before its hello: merge must not call that a
+  // spool read without error (exit 0).
+  std::string path = dir_ / "empty.cpspool";
+  WriteFile(path, Bytes{});
+  SpoolResult res = IngestSpoolFile(*ingest_, path, StreamPolicy{});
+  EXPECT_FALSE(res.accepted);
+  EXPECT_EQ(res.status.code(), StatusCode::kIoError);
+  EXPECT_NE(res.status.message().find("empty.cpspool: empty (0 bytes)"), std::string::npos) << res.status.message();
+}
+
 TEST_F(SpoolTest, MissingSpoolFileIsAnIoError) {
   SpoolResult res = IngestSpoolFile(*ingest_, dir_ / "absent.cpspool", StreamPolicy{});
   EXPECT_FALSE(res.accepted);
