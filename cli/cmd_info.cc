@@ -48,7 +48,7 @@ void PrintLoss(const ProfileInfo& info) {
   std::printf(
       "\nloss:        %llu event(s) recorded but not in the file on %llu rank(s): %llu dropped in the collector, "
       "%llu shipped but lost with %llu events frame(s)%s%s\n",
-      static_cast<unsigned long long>(dropped + lost_events + damaged), static_cast<unsigned long long>(ranks),
+      static_cast<unsigned long long>(dropped) + lost_events + damaged, static_cast<unsigned long long>(ranks),
       static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(lost_events),
       static_cast<unsigned long long>(lost_batches),
       damaged > 0 ? (", " + std::to_string(damaged) + " in damaged last chunks").c_str() : "",

@@ -218,6 +218,15 @@ int Relay(Options o) {
     // After a failed write too: the write's reason first, then why nothing can be linked.
     done.status +=
         (done.status.empty() ? "" : "; ") + std::string("its shard cannot be read back: ") + held.status().message();
+    if (sum.events > 0) {
+      // It stored and acknowledged events there, which are in no spool: its ranks are linked as
+      // they are (readers name them unreadable), so the parent neither merges their spools as if
+      // they were whole nor deletes them.
+      done.world_size = 0;
+      for (uint32_t rank : sum.rank_list) {
+        done.ranks.push_back(wire::ShardRank{rank, 0});
+      }
+    }
   }
   std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(), done.ranks.size(),
                static_cast<unsigned long long>(sum.events));

@@ -327,6 +327,10 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
                      " rank(s) are linked as its last good flush left them, the rest of their events is in their "
                      "spools";
           relay_failed_ranks_ += ranks.size();
+          for (const wire::ShardRank& r : ranks) {
+            relay_failed_rank_list_.push_back(r.rank);
+          }
+          std::sort(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end());
         }
         relay_failures_.push_back(std::move(failure));
       }
@@ -403,6 +407,9 @@ std::vector<std::string> Collection::MergeSpools(const std::string& spool_dir) {
     }
     if (options_.own_spools_only && (!hello.ok() || !std::binary_search(claimed.begin(), claimed.end(), hello->rank))) {
       continue;  // a rank this relay never took: the job's aggregator merges it
+    }
+    if (hello.ok() && std::binary_search(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end(), hello->rank)) {
+      continue;  // the rest of a rank a failed relay linked: kept as it is, and said so below
     }
     SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy,
                                     restarts_ != nullptr ? restarts_->Router() : IncarnationRouter());
@@ -496,7 +503,8 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   }
   sum.events = ingest_->events_written();
   sum.events_not_stored = ingest_->events_not_stored();
-  sum.ranks = static_cast<uint32_t>(ingest_->ranks_claimed().size());
+  sum.rank_list = ingest_->ranks_claimed();
+  sum.ranks = static_cast<uint32_t>(sum.rank_list.size());
   Status write_error = ingest_->write_error();
   sum.write_failed = !write_error.ok();
   ingest_.reset();  // the file is closed

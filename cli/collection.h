@@ -63,9 +63,10 @@ struct CollectionSummary {
   Status status;  // the file's final write status
   uint32_t accepted = 0;
   uint32_t refused = 0;
-  uint32_t ranks = 0;     // ranks in the file: connected, merged from a spool, or linked from a shard
-  uint32_t relays = 0;    // relays whose shards are linked in
-  std::string shard_dir;  // where the first of those shards is
+  uint32_t ranks = 0;               // ranks in the file: connected, merged from a spool, or linked from a shard
+  std::vector<uint32_t> rank_list;  // those ranks, in order
+  uint32_t relays = 0;              // relays whose shards are linked in
+  std::string shard_dir;            // where the first of those shards is
   uint64_t events = 0;
   // A write error (a full disk): events the file does not hold; `status` says why.
   uint64_t events_not_stored = 0;
@@ -150,6 +151,7 @@ class Collection {
   std::vector<std::string> shards_;                        // shard files linked into the file
   std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
   size_t relay_failed_ranks_ = 0;                          // ranks linked from those relays' partial shards
+  std::vector<uint32_t> relay_failed_rank_list_;           // the same ranks: their spools stay as they are
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and
