@@ -333,7 +333,7 @@ void Ingest::Loop() {
   }
 }
 
-Status Ingest::Finish() {
+Status Ingest::Finish(const std::string& incomplete) {
   if (finished_) {
     return first_error_;
   }
@@ -353,7 +353,7 @@ Status Ingest::Finish() {
   if (thread_.joinable()) {
     thread_.join();
   }
-  Status fin = writer_->Finalize();
+  Status fin = writer_->Finalize(incomplete);
   std::lock_guard<std::mutex> lock(mu_);
   if (!fin.ok() && (first_error_.ok() || first_error_.code() != StatusCode::kIoError)) {
     first_error_ = fin;

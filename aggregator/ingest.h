@@ -93,7 +93,8 @@ class Ingest {
   void SetWriterDelayForTests(std::chrono::microseconds d) { writer_delay_us_ = d.count(); }
 
   // Drains the queue, finalizes and closes the file; returns the first write error, if any.
-  Status Finish();
+  // `incomplete`: Hdf5Writer::Finalize's.
+  Status Finish(const std::string& incomplete = "");
   // Events in the file: appended so far; after Finish, those the file holds (after a write
   // error, the ones stored by the last complete flush).
   uint64_t events_written() const;

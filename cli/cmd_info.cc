@@ -42,16 +42,19 @@ void PrintLoss(const ProfileInfo& info) {
     unknown += r.batches_lost > 0 && !r.events_lost ? 1 : 0;
     ranks += r.missing_events() > 0 || r.batches_lost > 0 ? 1 : 0;
   }
-  if (ranks == 0) {
+  if (ranks == 0 && info.events_not_stored == 0) {
     return;
   }
   std::printf(
       "\nloss:        %llu event(s) recorded but not in the file on %llu rank(s): %llu dropped in the collector, "
-      "%llu shipped but lost with %llu events frame(s)%s%s\n",
-      static_cast<unsigned long long>(dropped) + lost_events + damaged, static_cast<unsigned long long>(ranks),
-      static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(lost_events),
-      static_cast<unsigned long long>(lost_batches),
+      "%llu shipped but lost with %llu events frame(s)%s%s%s\n",
+      static_cast<unsigned long long>(dropped) + lost_events + damaged + info.events_not_stored,
+      static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(lost_events), static_cast<unsigned long long>(lost_batches),
       damaged > 0 ? (", " + std::to_string(damaged) + " in damaged last chunks").c_str() : "",
+      info.events_not_stored > 0
+          ? (", " + std::to_string(info.events_not_stored) + " not stored after a failed write (write_status)").c_str()
+          : "",
       unknown > 0 ? " (plus the events of lost frames of ranks without a bye, unknown)" : "");
 }
 
@@ -150,6 +153,7 @@ int RunInfo(const Options& o) {
     j["finalized"] = info.finalized;
     j["write_status"] = info.write_status;
     j["lost_batches"] = info.lost_batches();
+    j["events_not_stored"] = info.events_not_stored;
     j["missing_events"] = info.missing_events();
     j["never_connected"] = nlohmann::ordered_json::array();
     for (const auto& [first, last] : never) {

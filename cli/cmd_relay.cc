@@ -207,6 +207,9 @@ int Relay(Options o) {
     done.status = sum.status.message().find(o.shard) != std::string::npos
                       ? sum.status.message()
                       : "writing " + o.shard + ": " + sum.status.message();
+    if (sum.events_not_stored > 0) {
+      done.status += "; " + std::to_string(sum.events_not_stored) + " events not stored";
+    }
   }
   std::error_code ec;
   if (sum.ranks == 0) {

@@ -327,11 +327,21 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
                      " rank(s) are linked as its last good flush left them, the rest of their events is in their "
                      "spools";
           relay_failed_ranks_ += ranks.size();
+
           for (const wire::ShardRank& r : ranks) {
             relay_failed_rank_list_.push_back(r.rank);
           }
           std::sort(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end());
         }
+        // The job file's write_status (256 bytes) gets the short form: who, and how many events.
+        const size_t n = rec.result.status.find(" events not stored");
+        const size_t digits = rec.result.status.find_last_not_of("0123456789", n == std::string::npos ? 0 : n - 1);
+        const std::string count = n == std::string::npos || digits == std::string::npos
+                                      ? ""
+                                      : rec.result.status.substr(digits + 1, n - digits - 1);
+        relay_failure_notes_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
+                                       "): its shard failed; " + (count.empty() ? "some" : count) +
+                                       " events not stored (in its ranks' kept spools)");
         relay_failures_.push_back(std::move(failure));
       }
     } else if (!fs::exists(shard, ec)) {
@@ -497,7 +507,10 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     sum.restart_files = restarts_->Finish(analyze);
     sum.restart_error = restarts_->error();
   }
-  sum.status = ingest_->Finish();
+  // The job file is written whole, but a failed relay's events are not all in it: its
+  // write_status says so, for `info` and for `check`'s dropped_events.
+  sum.status =
+      ingest_->Finish(sum.shard_error.ok() || relay_failure_notes_.empty() ? "" : relay_failure_notes_.front());
   if (!shards_.empty()) {
     sum.shard_dir = fs::path(shards_.front()).parent_path().string();
   }

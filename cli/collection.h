@@ -152,6 +152,7 @@ class Collection {
   std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
   size_t relay_failed_ranks_ = 0;                          // ranks linked from those relays' partial shards
   std::vector<uint32_t> relay_failed_rank_list_;           // the same ranks: their spools stay as they are
+  std::vector<std::string> relay_failure_notes_;           // those failures, short, for write_status
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

@@ -473,7 +473,7 @@ std::string RankRange(uint32_t first, uint32_t last) {
 
 }  // namespace
 
-Status Hdf5Writer::Finalize() {
+Status Hdf5Writer::Finalize(const std::string& incomplete) {
   if (finalized_) {
     return write_error_;
   }
@@ -533,7 +533,7 @@ Status Hdf5Writer::Finalize() {
     }
     ok = ok && StorePendingChunks();
     ok = ok && Write(f, root_attr::kRanksMissing, missing) && Write(f, root_attr::kFinalized, 1) &&
-         WriteStatus(schema::kWriteStatusComplete).ok();
+         WriteStatus(incomplete.empty() ? std::string(schema::kWriteStatusComplete) : "failed: " + incomplete).ok();
     ok = ok && H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0 && !DeviceFailed();
     if (ok) {
       events_flushed_ = events_appended_;

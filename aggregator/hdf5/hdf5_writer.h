@@ -102,8 +102,10 @@ class Hdf5Writer {
   bool HasRank(uint32_t rank) const { return ranks_.count(rank) != 0; }
   Status Flush();
   // Writes the job-level attributes that are only known at the end, marks ranks that never said
-  // hello as "missing", and closes the file.
-  Status Finalize();
+  // hello as "missing", and closes the file. `incomplete`: why the job's events are not all in the
+  // file although it was written whole (a relay's shard that failed): write_status then says
+  // "failed: INCOMPLETE" instead of "complete".
+  Status Finalize(const std::string& incomplete = "");
   const std::string& path() const { return path_; }
   // The open file, for a group written beside the writer's own (/hang, Ingest::RunOnWriter); only on
   // the writer's thread, and only while failed() is false.

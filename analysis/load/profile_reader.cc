@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -225,7 +226,7 @@ std::optional<double> RankInfo::clock_drift_uncertainty_ppm() const {
 }
 
 uint64_t ProfileInfo::missing_events() const {
-  uint64_t n = 0;
+  uint64_t n = events_not_stored;
   for (const RankInfo& r : ranks) {
     n += r.missing_events();
   }
@@ -377,6 +378,15 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
   info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
   info.write_status = ReadWriteStatus(f);
+  if (const size_t n = info.write_status.find(" events not stored"); info.write_failed() && n != std::string::npos) {
+    size_t digits = n;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(info.write_status[digits - 1])) != 0) {
+      --digits;
+    }
+    if (digits < n && n - digits <= 19) {
+      info.events_not_stored = std::stoull(info.write_status.substr(digits, n - digits));
+    }
+  }
 
   Handle ranks(H5Gopen2(f, schema::kRanksGroup, H5P_DEFAULT));
   if (!ranks.valid()) {

@@ -90,6 +90,9 @@ struct ProfileInfo {
   // recorded (files of writers before it).
   std::string write_status;
   bool write_failed() const { return write_status.rfind("failed", 0) == 0; }
+  // The "N events not stored" a failed write_status gives: events that reached an aggregator (or a
+  // relay) and are not in the file; 0 without one.
+  uint64_t events_not_stored = 0;
   std::vector<RankInfo> ranks;  // sorted by rank; readable ones only (the analyses read these)
   // What could not be read, in name order: ranks left out of `ranks`, and (`partial`) ranks read
   // without their damaged last chunk.
@@ -97,7 +100,7 @@ struct ProfileInfo {
   // Ranks below world_size that never connected: status "missing", or no group at all.
   RankRanges NeverConnected() const;
   uint64_t lost_batches() const;    // over every readable rank
-  uint64_t missing_events() const;  // over every readable rank
+  uint64_t missing_events() const;  // over every readable rank, and events_not_stored
 };
 
 // The largest root world_size a file may have: the analyses take world_size as the size of

@@ -212,6 +212,13 @@ def case_disk_full(ctx):
                 expect(stored > 0, "nothing was flushed before the disk filled: the case checks no stored row")
                 expect(stored + lost == 2 * 40002,
                        f"stored {stored} + not stored {lost} != the 80004 events the job recorded")
+            info = json.loads(run([ctx.commprof, "info", "--json", out]).stdout)
+            expect(info["events_not_stored"] == lost and info["missing_events"] >= lost,
+                   f"info --json: events_not_stored {info['events_not_stored']}, missing {info['missing_events']}, "
+                   f"write_status says {lost}")
+            gate = run([ctx.commprof, "check", out, "--max", "dropped_events=0", "--max", "unreadable_ranks=2"])
+            expect(gate.returncode == 1 and "FAIL dropped_events" in gate.stdout,
+                   f"check --max dropped_events=0 passes a file whose write failed:\n{gate.stdout}{gate.stderr}")
             os.remove(out)
             print(f"disk_full: job exit code {job_rc} -> {p.returncode}; stored {stored}, not stored {lost}")
     finally:
@@ -363,6 +370,15 @@ def case_disk_full_spools(ctx):
                            report.stderr, f"rank {r}'s damaged last chunk not named:\n{report.stderr}")
                 linked += min(tail)
             expect(linked > 0, "the relay's first flush stored nothing: the case checks no linked rank")
+            # the job file, written whole, says its events are not all there (info shows it)
+            status = write_status(out)
+            expect(status.startswith("failed: relay on "),
+                   f"the job file's write_status {status!r} does not say a relay failed")
+            info_text = run([ctx.commprof, "info", out]).stdout
+            expect("(writing failed: relay on " in info_text, f"info does not show the relay's failure:\n{info_text}")
+            gate = run([ctx.commprof, "check", out, "--max", "dropped_events=0", "--max", "unreadable_ranks=4"])
+            expect(gate.returncode == 1 and "FAIL dropped_events" in gate.stdout,
+                   f"check --max dropped_events=0 passes a job file a relay could not store whole:\n{gate.stdout}")
             expect(report.returncode == (1 if damaged_ranks else 0) and
                    len(json.loads(report.stdout)["ranks"]) == ranks,
                    f"report of the job file: rc {report.returncode}, {damaged_ranks} damaged rank(s)\n{report.stderr}")
