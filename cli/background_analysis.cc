@@ -184,9 +184,9 @@ Status StoreAnalysisInCopy(const std::string& path, const char* command) {
       return st;
     }
   }
-  if (!StoreAnalysis(copy, command, path)) {  // it said why on stderr
+  if (Status st = StoreAnalysisOrSayWhyNot(copy, command, path); !st.ok()) {
     ::unlink(copy.c_str());
-    return IoError("the analysis could not be stored (above)");
+    return st;
   }
   {
     Fd done(::open(copy.c_str(), O_RDONLY | O_CLOEXEC));

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 namespace commprof {
 class ProfileReader;
 struct WriterOptions;
@@ -56,6 +58,9 @@ void SayIf(bool tell, const char* format, ...) __attribute__((format(printf, 2, 
 // that produced a good file keep their own exit code. `shown_path`, when given, is the path the
 // stored report names instead of `path` (a copy analysed in its file's stead).
 bool StoreAnalysis(const std::string& path, const char* command, const std::string& shown_path = "");
+// The same, returning why not instead of saying it (the background analysis says it once its
+// copy is gone: on a full disk its log has room only then).
+Status StoreAnalysisOrSayWhyNot(const std::string& path, const char* command, const std::string& shown_path);
 // For the analysis: freed memory stays in the heap for reuse (see util.cc). Not for the collecting
 // commands while they collect (their memory is bounded by --queue-mb).
 void KeepFreedMemoryForReuse();

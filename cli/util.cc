@@ -193,29 +193,30 @@ void KeepFreedMemoryForReuse() {
   (void)mallopt(M_TOP_PAD, 16 << 20);
 }
 
-bool StoreAnalysis(const std::string& path, const char* command, const std::string& shown_path) {
+Status StoreAnalysisOrSayWhyNot(const std::string& path, const char* command, const std::string& shown_path) {
   KeepFreedMemoryForReuse();  // collection is over
   StoreStacks(path, command);
   auto reader = ProfileReader::Open(path);
   if (!reader.ok()) {
-    std::fprintf(stderr, "%s: analysis not stored: %s\n", command, reader.status().message().c_str());
-    return false;
+    return reader.status();
   }
   auto report = AnalyzeJob(*reader.value());
   reader.value().reset();  // the writer below opens the file read-write
   if (!report.ok()) {
-    std::fprintf(stderr, "%s: analysis not stored: %s\n", command, report.status().message().c_str());
-    return false;
+    return report.status();
   }
   if (!shown_path.empty()) {
     report.value().info.path = shown_path;  // a copy stands in for it (background_analysis.h)
   }
-  Status st = WriteAnalysisGroup(path, report.value());
+  return WriteAnalysisGroup(path, report.value());
+}
+
+bool StoreAnalysis(const std::string& path, const char* command, const std::string& shown_path) {
+  Status st = StoreAnalysisOrSayWhyNot(path, command, shown_path);
   if (!st.ok()) {
     std::fprintf(stderr, "%s: analysis not stored: %s\n", command, st.message().c_str());
-    return false;
   }
-  return true;
+  return st.ok();
 }
 
 }  // namespace commprof::cli

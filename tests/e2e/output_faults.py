@@ -36,6 +36,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -446,6 +447,27 @@ def case_analysis_disk_full(ctx):
             print("analysis_disk_full: run kept the job's exit code 0 and said the analysis was not stored")
         else:
             print("analysis_disk_full: run's file and analysis fit this time (its events compressed better)")
+        # The same in the background: its log names the reason (written once its copy of the file is
+        # gone; the disk is full until then, and the log is on it).
+        os.remove(out)
+        p = run([ctx.commprof, "run", "--analysis", "background", "-o", out, "--", *job], timeout=300)
+        expect(p.returncode not in (139, -11), f"commprof run crashed (exit code {p.returncode})")
+        log = out + ".analysis.log"
+        deadline = time.time() + 120
+        text = ""
+        while time.time() < deadline:
+            text = open(log).read() if os.path.exists(log) else ""
+            if "analysis not stored" in text:
+                break
+            with h5py.File(out, "r") as f:
+                if "analysis" in f:
+                    break
+            time.sleep(0.5)
+        if "analysis not stored" in text:
+            expect("No space left on device" in text, f"the background analysis's log does not say why:\n{text}")
+            print("analysis_disk_full: the background analysis's log names the full disk")
+        else:
+            print("analysis_disk_full: the background analysis fit this time")
     finally:
         subprocess.run(["umount", d], check=False, stderr=subprocess.DEVNULL)
     return 0
