@@ -228,6 +228,25 @@ TEST(Hdf5Writer, TheShuffleIsHdf5sForAnyRecordCountAndSizeOnEveryInstructionPath
   EXPECT_GE(paths_run, 1);  // the portable one at least
 }
 
+// Makes the LZ4 chunk of /ranks/RANK/events that holds `row` undecodable: its first block claims
+// more bytes than the chunk holds (neither our decoder nor HDF5's pipeline can take it).
+void DamageChunk(const fs::path& path, uint32_t rank, hsize_t row) {
+  haddr_t addr = HADDR_UNDEF;
+  {
+    h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    h5::Handle d(H5Dopen2(f.get(), ("/ranks/" + std::to_string(rank) + "/events").c_str(), H5P_DEFAULT));
+    hsize_t offset[1] = {row};
+    unsigned mask = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
+    ASSERT_GT(size, 16u);
+  }
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(addr + 12));
+  const char huge[4] = {0x7F, 0x00, 0x00, 0x00};
+  f.write(huge, 4);
+}
+
 TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStillRead) {
   TempDir dir("commprof-w");
   ASSERT_FALSE(dir.path().empty());
@@ -242,25 +261,7 @@ TEST(Hdf5Writer, ACorruptLz4ChunkIsAReadErrorNamingTheTableAndTheOtherChunksStil
     ASSERT_TRUE(w.value()->AppendEvents(1, ev).ok());
     ASSERT_TRUE(w.value()->Finalize().ok());
   }
-  // Where rank 0's second chunk lies in the file.
-  haddr_t addr = HADDR_UNDEF;
-  {
-    h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    h5::Handle d(H5Dopen2(f.get(), "/ranks/0/events", H5P_DEFAULT));
-    hsize_t offset[1] = {schema::kEventChunk};
-    unsigned mask = 0;
-    hsize_t size = 0;
-    ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
-    ASSERT_GT(size, 16u);
-  }
-  // Its first block claims more bytes than the chunk holds: neither our decoder nor HDF5's
-  // pipeline (which runs the same codec) can take it.
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(addr + 12));
-    const char huge[4] = {0x7F, 0x00, 0x00, 0x00};
-    f.write(huge, 4);
-  }
+  DamageChunk(path, 0, schema::kEventChunk);  // rank 0's second chunk
   auto r = ProfileReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   Status bad = r.value()->ForEachEventChunk(0, [](std::span<const commprof_event>) {});
@@ -295,25 +296,9 @@ TEST(Hdf5Writer, ADamagedLastChunkOfARankWithoutByeIsLeftOutAndTheRestRead) {
     ASSERT_TRUE(w.value()->CloseRank(1, RankEnd::kComplete, {}, 0, "bye").ok());
     ASSERT_TRUE(w.value()->Finalize().ok());
   }
-  auto damage = [&](uint32_t rank, hsize_t row) {
-    haddr_t addr = HADDR_UNDEF;
-    {
-      h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-      h5::Handle d(H5Dopen2(f.get(), ("/ranks/" + std::to_string(rank) + "/events").c_str(), H5P_DEFAULT));
-      hsize_t offset[1] = {row};
-      unsigned mask = 0;
-      hsize_t size = 0;
-      ASSERT_GE(H5Dget_chunk_info_by_coord(d.get(), offset, &mask, &addr, &size), 0);
-      ASSERT_GT(size, 16u);
-    }
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(addr + 12));
-    const char huge[4] = {0x7F, 0x00, 0x00, 0x00};
-    f.write(huge, 4);
-  };
-  damage(0, whole);                // rank 0: no bye, its last chunk
-  damage(1, whole);                // rank 1: a bye, its last chunk
-  damage(2, schema::kEventChunk);  // rank 2: no bye, a chunk before its last
+  DamageChunk(path, 0, whole);                // rank 0: no bye, its last chunk
+  DamageChunk(path, 1, whole);                // rank 1: a bye, its last chunk
+  DamageChunk(path, 2, schema::kEventChunk);  // rank 2: no bye, a chunk before its last
   auto r = ProfileReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const ProfileInfo& info = r.value()->info();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <set>
 #include <vector>
@@ -132,6 +133,24 @@ std::vector<uint32_t> Named(const Analysis& a) {
   return v;
 }
 
+// n allreduces of 4 ranks on MPI_COMM_WORLD, `period` apart: rank r enters call s `arrive(s, r)`
+// into its period, and every rank leaves `tail` after the last one entered.
+std::vector<CollectiveInstance> WorldAllreduces(int n, int64_t period, int64_t tail,
+                                                const std::function<int64_t(int, uint32_t)>& arrive) {
+  std::vector<CollectiveInstance> in;
+  for (int s = 0; s < n; ++s) {
+    std::vector<At> at;
+    int64_t last = 0;
+    for (uint32_t r = 0; r < 4; ++r) {
+      at.push_back({r, s * period + arrive(s, r), 0});
+      last = std::max(last, at.back().start);
+    }
+    for (At& x : at) x.end = last + tail;
+    in.push_back(Allreduce(COMMPROF_COMM_WORLD_ID, s, at));
+  }
+  return in;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TEST(DelayCosts, APersistentlyLateRankCostsEveryWaiterItsLatenessAndIsNamedAlone) {
@@ -181,22 +200,10 @@ TEST(DelayCosts, ARankLateEveryTenthCallIsNamedPeriodicWithItsPeriodAndLateness)
   // 4 ranks, 100 allreduces 30 ms apart; every rank arrives 5 ms into the period plus a jitter of
   // 0..50 us (fixed seed); rank 1 is 20 ms later in every 10th call (0, 10, ..., 90). Its cost:
   // about 10 x 3 x 20 ms = 600 ms; the jitter's about 3 x 25 us per call, spread over everyone.
-  constexpr int kN = 100;
   std::mt19937_64 rng(15);
-  std::vector<CollectiveInstance> in;
-  for (int s = 0; s < kN; ++s) {
-    const int64_t t = s * 30 * kMs;
-    std::vector<At> at;
-    int64_t last = 0;
-    for (uint32_t r = 0; r < 4; ++r) {
-      int64_t arrive = t + 5 * kMs + static_cast<int64_t>(rng() % (50 * kUs + 1));
-      if (r == 1 && s % 10 == 0) arrive += 20 * kMs;
-      at.push_back({r, arrive, 0});
-      last = std::max(last, arrive);
-    }
-    for (At& x : at) x.end = last + 100 * kUs;
-    in.push_back(Allreduce(COMMPROF_COMM_WORLD_ID, s, at));
-  }
+  auto in = WorldAllreduces(100, 30 * kMs, 100 * kUs, [&](int s, uint32_t r) {
+    return 5 * kMs + static_cast<int64_t>(rng() % (50 * kUs + 1)) + (r == 1 && s % 10 == 0 ? 20 * kMs : 0);
+  });
   Analysis a = Analyze(Job(4), in);
   // 10 x 3 waiters x 20 ms, give or take the jitter (50 us per waiter and call)
   EXPECT_NEAR(a.rank(1).cost(), 10 * 3 * 20.0 * kMs, 10 * 3 * 50.0 * kUs);
@@ -213,24 +220,12 @@ TEST(DelayCosts, ABurstOfEveryOtherCallLateIsTransientNotPeriodic) {
   // calls 40, 42, 44, 46 and 48 only (a few ms of load on its core): five episodes two calls
   // apart, but one burst, not a hiccup recurring through the run. Then also two lone pairs two
   // calls apart (100, 102 and 130, 132): the gaps' mode is still 2.
-  constexpr int kN = 150;
   const std::set<int> late = {40, 42, 44, 46, 48};
   for (const bool pairs : {false, true}) {
-    std::vector<CollectiveInstance> in;
-    for (int s = 0; s < kN; ++s) {
-      const int64_t t = s * 2 * kMs;
-      std::vector<At> at;
-      int64_t last = 0;
-      for (uint32_t r = 0; r < 4; ++r) {
-        int64_t arrive = t + kMs + r * kUs;
-        const bool hit = late.count(s) > 0 || (pairs && (s == 100 || s == 102 || s == 130 || s == 132));
-        if (r == 0 && hit) arrive += 900 * kUs;
-        at.push_back({r, arrive, 0});
-        last = std::max(last, arrive);
-      }
-      for (At& x : at) x.end = last + 50 * kUs;
-      in.push_back(Allreduce(COMMPROF_COMM_WORLD_ID, s, at));
-    }
+    auto in = WorldAllreduces(150, 2 * kMs, 50 * kUs, [&](int s, uint32_t r) {
+      const bool hit = late.count(s) > 0 || (pairs && (s == 100 || s == 102 || s == 130 || s == 132));
+      return kMs + r * kUs + (r == 0 && hit ? 900 * kUs : 0);
+    });
     Analysis a = Analyze(Job(4), in);
     ASSERT_EQ(Named(a), (std::vector<uint32_t>{0})) << "pairs " << pairs;
     const Straggler& st = a.stragglers[0];
@@ -244,21 +239,9 @@ TEST(DelayCosts, AHiccupEveryTenthCallFromHalfwayIsPeriodic) {
   // 4 ranks, 200 allreduces 30 ms apart; rank 1 is 20 ms late at calls 110, 120, ..., 190 only
   // (a hiccup that begins halfway through the run, such as a checkpoint thread started late):
   // nine episodes ten calls apart over the last 45 % of its calls: periodic, every 10.
-  constexpr int kN = 200;
-  std::vector<CollectiveInstance> in;
-  for (int s = 0; s < kN; ++s) {
-    const int64_t t = s * 30 * kMs;
-    std::vector<At> at;
-    int64_t last = 0;
-    for (uint32_t r = 0; r < 4; ++r) {
-      int64_t arrive = t + 5 * kMs + r * kUs;
-      if (r == 1 && s >= 110 && s % 10 == 0) arrive += 20 * kMs;
-      at.push_back({r, arrive, 0});
-      last = std::max(last, arrive);
-    }
-    for (At& x : at) x.end = last + 100 * kUs;
-    in.push_back(Allreduce(COMMPROF_COMM_WORLD_ID, s, at));
-  }
+  auto in = WorldAllreduces(200, 30 * kMs, 100 * kUs, [](int s, uint32_t r) {
+    return 5 * kMs + r * kUs + (r == 1 && s >= 110 && s % 10 == 0 ? 20 * kMs : 0);
+  });
   Analysis a = Analyze(Job(4), in);
   ASSERT_EQ(Named(a), (std::vector<uint32_t>{1}));
   EXPECT_EQ(a.stragglers[0].pattern, "periodic");
