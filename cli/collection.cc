@@ -326,21 +326,15 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
           failure += "; its " + std::to_string(ranks.size()) +
                      " rank(s) are linked as its last good flush left them, the rest of their events is in their "
                      "spools";
-          relay_failed_ranks_ += ranks.size();
-
           for (const wire::ShardRank& r : ranks) {
             relay_failed_rank_list_.push_back(r.rank);
           }
           std::sort(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end());
         }
         // The job file's write_status (256 bytes) gets the short form: who, and how many events.
-        const size_t n = rec.result.status.find(" events not stored");
-        const size_t digits = rec.result.status.find_last_not_of("0123456789", n == std::string::npos ? 0 : n - 1);
-        const std::string count = n == std::string::npos || digits == std::string::npos
-                                      ? ""
-                                      : rec.result.status.substr(digits + 1, n - digits - 1);
+        const uint64_t count = schema::EventsNotStoredIn(rec.result.status);
         relay_failure_notes_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
-                                       "): its shard failed; " + (count.empty() ? "some" : count) +
+                                       "): its shard failed; " + (count > 0 ? std::to_string(count) : "some") +
                                        " events not stored (in its ranks' kept spools)");
         relay_failures_.push_back(std::move(failure));
       }
@@ -491,7 +485,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   // A relay that could not write its shard (a full disk on its node) kept its ranks' spools: where
   // they were merged here the file is whole all the same; where not, the command fails.
   if (!relay_failures_.empty()) {
-    const bool whole = relay_failed_ranks_ == 0 && ingest_->world_size_seen() > 0 &&
+    const bool whole = relay_failed_rank_list_.empty() && ingest_->world_size_seen() > 0 &&
                        ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
     for (const std::string& failure : relay_failures_) {
       std::fprintf(stderr, "%s: %s: %s%s\n", command_.c_str(), whole ? "warning" : "error", failure.c_str(),

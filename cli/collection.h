@@ -150,8 +150,7 @@ class Collection {
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
   std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
-  size_t relay_failed_ranks_ = 0;                          // ranks linked from those relays' partial shards
-  std::vector<uint32_t> relay_failed_rank_list_;           // the same ranks: their spools stay as they are
+  std::vector<uint32_t> relay_failed_rank_list_;           // ranks linked from those relays' partial shards (sorted)
   std::vector<std::string> relay_failure_notes_;           // those failures, short, for write_status
 };
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -378,15 +377,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
   info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
   info.write_status = ReadWriteStatus(f);
-  if (const size_t n = info.write_status.find(" events not stored"); info.write_failed() && n != std::string::npos) {
-    size_t digits = n;
-    while (digits > 0 && std::isdigit(static_cast<unsigned char>(info.write_status[digits - 1])) != 0) {
-      --digits;
-    }
-    if (digits < n && n - digits <= 19) {
-      info.events_not_stored = std::stoull(info.write_status.substr(digits, n - digits));
-    }
-  }
+  info.events_not_stored = info.write_failed() ? schema::EventsNotStoredIn(info.write_status) : 0;
 
   Handle ranks(H5Gopen2(f, schema::kRanksGroup, H5P_DEFAULT));
   if (!ranks.valid()) {

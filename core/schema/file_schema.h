@@ -125,6 +125,20 @@ inline constexpr size_t kWriteStatusSize = 256;
 inline constexpr const char* kWriteStatusWriting = "writing";
 inline constexpr const char* kWriteStatusComplete = "complete";
 inline constexpr const char* kWriteStatusFailedPrefix = "failed: ";
+// The N of "...; N events not stored" in a failure message (a failed write_status, a relay's
+// failure); 0 without one.
+inline uint64_t EventsNotStoredIn(const std::string& text) {
+  const size_t end = text.find(" events not stored");
+  size_t begin = end == std::string::npos ? 0 : end;
+  while (begin > 0 && text[begin - 1] >= '0' && text[begin - 1] <= '9') {
+    --begin;
+  }
+  uint64_t n = 0;
+  for (size_t i = begin; i < end && end - begin <= 19; ++i) {
+    n = n * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  return end - begin <= 19 ? n : 0;
+}
 // Groups for ranks that never said hello are created while there are at most this many of them,
 // or as many as the ranks present; beyond that only `ranks_missing` lists them.
 inline constexpr uint64_t kMissingRankGroups = 1024;
