@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# Whole-process wall time of a profiled command against its bare baseline, in alternated pairs,
+# Whole-process wall time of profiled commands against their bare baseline, in alternated rounds,
 # each run started on a quiet machine: before every run the script waits until no background
 # analysis of an earlier `commprof run --analysis background` is left (its process is named
 # commprof-analys) and a further 0.3 s. Without that wait the background work of one run would
 # slow the next, and a pair timer would charge it to whichever command came next.
 #
-#   bench/footprint_pairs.sh RUNS 'BASELINE COMMAND' 'PROFILED COMMAND'
+#   bench/footprint_pairs.sh RUNS 'BASELINE COMMAND' 'PROFILED COMMAND' ['ANOTHER PROFILED COMMAND' ...]
 #
-# Prints every pair and then the medians: baseline, profiled, and the median of the pairs' ratios.
+# Each round runs the baseline, then every profiled command in turn (so two variants are compared
+# under the same drift of the machine). Prints every round and then, per profiled command, the
+# medians: baseline, profiled, and the median of the rounds' ratios.
 set -euo pipefail
-if [ $# -ne 3 ]; then
-  sed -n '2,10p' "$0" >&2
+if [ $# -lt 3 ]; then
+  sed -n '2,12p' "$0" >&2
   exit 2
 fi
 runs=$1
-baseline=$2
-profiled=$3
+shift
+commands=("$@")
 
 quiet() {
   while pgrep -x commprof-analys >/dev/null; do sleep 0.05; done
@@ -32,21 +34,24 @@ timed() {  # one run of "$1", its output discarded; prints the wall seconds
 
 results=()
 quiet
-timed "$baseline" >/dev/null  # warm-up, not counted
+timed "${commands[0]}" >/dev/null  # warm-up, not counted
 for ((i = 1; i <= runs; i++)); do
-  quiet
-  b=$(timed "$baseline")
-  quiet
-  p=$(timed "$profiled")
-  echo "pair $i: baseline ${b} s, profiled ${p} s"
-  results+=("$b $p")
+  row=()
+  for c in "${commands[@]}"; do
+    quiet
+    row+=("$(timed "$c")")
+  done
+  echo "round $i: baseline ${row[0]} s, profiled ${row[*]:1} s"
+  results+=("${row[*]}")
 done
 quiet
 printf '%s\n' "${results[@]}" | python3 -c '
 import statistics, sys
-pairs = [tuple(map(float, line.split())) for line in sys.stdin if line.strip()]
-b = statistics.median(p[0] for p in pairs)
-a = statistics.median(p[1] for p in pairs)
-r = statistics.median(p[1] / p[0] for p in pairs)
-print(f"median: baseline {b:.3f} s, profiled {a:.3f} s, ratio of pairs {r:.4f} ({(r - 1) * 100:+.1f} %)")
+rows = [list(map(float, line.split())) for line in sys.stdin if line.strip()]
+b = statistics.median(r[0] for r in rows)
+for k in range(1, len(rows[0])):
+    a = statistics.median(r[k] for r in rows)
+    q = statistics.median(r[k] / r[0] for r in rows)
+    label = "" if len(rows[0]) == 2 else f"command {k}: "
+    print(f"median: {label}baseline {b:.3f} s, profiled {a:.3f} s, ratio of pairs {q:.4f} ({(q - 1) * 100:+.1f} %)")
 '
