@@ -3,9 +3,13 @@
 // release store: no lock, no allocation, no system call, no atomic read-modify-write.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "commprof/event.h"
 
@@ -28,8 +32,7 @@ class EventRing {
     mask_ = c - 1;
     // Not zeroed: a slot is read only after it was written, and zeroing 4 MiB (the default) cost
     // every rank a millisecond or two of page faults at MPI_Init, in series with the job's start.
-    // Untouched pages cost nothing; a thread that records little never faults most of them in.
-    slots_ = std::make_unique_for_overwrite<commprof_event[]>(c);
+    slots_.reset(Allocate(static_cast<size_t>(c) * sizeof(commprof_event)));
   }
 
   // Producer side. Returns false (and counts the drop) when the ring is full.
@@ -75,6 +78,7 @@ class EventRing {
   uint64_t pushed() const { return head_.load(std::memory_order_acquire); }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint32_t capacity() const { return capacity_; }
+  const void* slots() const { return slots_.get(); }  // where the ring's memory is (tests)
 
  private:
   // Producer and consumer indices on separate cache lines: no false sharing.
@@ -84,7 +88,33 @@ class EventRing {
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) uint32_t capacity_ = 0;
   uint32_t mask_ = 0;
-  std::unique_ptr<commprof_event[]> slots_;
+  struct FreeSlots {
+    void operator()(commprof_event* p) const { std::free(p); }
+  };
+  // A ring of 2 MiB or more is 2 MiB-aligned and offered to the kernel for transparent huge pages
+  // (madvise; nothing happens where THP is off): the recording thread then takes 2 page faults for
+  // a 4 MiB ring instead of 1024, and it takes them inside the job's loop, the first time it writes
+  // there (bench/README.md: a small gain for a tight allreduce loop with ranks = cores). The
+  // price: a thread's first event makes 2 MiB resident, not 4 KiB. Smaller rings are plain memory.
+  static commprof_event* Allocate(size_t bytes) {
+    constexpr size_t kHugePage = size_t{2} << 20;
+    void* p = nullptr;
+    if (bytes >= kHugePage) {
+      const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+      p = std::aligned_alloc(kHugePage, rounded);
+      if (p != nullptr) {
+        (void)::madvise(p, rounded, MADV_HUGEPAGE);
+      }
+    }
+    if (p == nullptr) {
+      p = std::malloc(bytes);
+    }
+    if (p == nullptr) {
+      throw std::bad_alloc();
+    }
+    return static_cast<commprof_event*>(p);
+  }
+  std::unique_ptr<commprof_event[], FreeSlots> slots_;
 };
 
 }  // namespace commprof
