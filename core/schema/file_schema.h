@@ -129,15 +129,21 @@ inline constexpr const char* kWriteStatusFailedPrefix = "failed: ";
 // failure); 0 without one.
 inline uint64_t EventsNotStoredIn(const std::string& text) {
   const size_t end = text.find(" events not stored");
-  size_t begin = end == std::string::npos ? 0 : end;
+  if (end == std::string::npos) {
+    return 0;
+  }
+  size_t begin = end;
   while (begin > 0 && text[begin - 1] >= '0' && text[begin - 1] <= '9') {
     --begin;
   }
+  if (end - begin > 19) {  // more digits than a uint64_t surely holds: not a count we wrote
+    return 0;
+  }
   uint64_t n = 0;
-  for (size_t i = begin; i < end && end - begin <= 19; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     n = n * 10 + static_cast<uint64_t>(text[i] - '0');
   }
-  return end - begin <= 19 ? n : 0;
+  return n;
 }
 // Groups for ranks that never said hello are created while there are at most this many of them,
 // or as many as the ranks present; beyond that only `ranks_missing` lists them.

@@ -355,5 +355,20 @@ TEST(SchemaNames, LookupsFallBackForUnknownValues) {
   EXPECT_STREQ(RankStatusName(RankStatus::kMissing), "missing");
 }
 
+// The count both readers of a failure message take from it (the reader's write_status, the root's
+// relay failures): the digits before " events not stored", else 0.
+TEST(WriteStatus, TheEventsNotStoredCountIsReadBackOrZero) {
+  EXPECT_EQ(EventsNotStoredIn("failed: writing /ranks/3/events: No space left on device; 4096 events not stored"),
+            4096u);
+  EXPECT_EQ(EventsNotStoredIn("failed: relay on n1 (pid 7): its shard failed; 12 events not stored (in its ranks' "
+                              "kept spools)"),
+            12u);
+  EXPECT_EQ(EventsNotStoredIn("18446744073709551615 events not stored"), 0u);  // 20 digits: not ours
+  EXPECT_EQ(EventsNotStoredIn("9999999999999999999 events not stored"), 9999999999999999999u);
+  EXPECT_EQ(EventsNotStoredIn("failed: some events not stored"), 0u);
+  EXPECT_EQ(EventsNotStoredIn("failed: writing /analysis: No space left on device"), 0u);
+  EXPECT_EQ(EventsNotStoredIn(""), 0u);
+}
+
 }  // namespace
 }  // namespace commprof::schema
