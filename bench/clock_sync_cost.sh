@@ -5,7 +5,8 @@
 # per size, read from the rank's `clock_sync_init_ns` counter in the output file.
 # Usage: bench/clock_sync_cost.sh [BUILD_DIR] [RUNS] [SIZES...]   (defaults: build/release 5 2 4 8)
 # HOSTS=each puts every rank on its own simulated host (COMMPROF_FAKE_HOST=0,1,...,N-1): the tree
-# of host leaders then has ceil(log2 N) rounds.
+# of host leaders then has ceil(log2 N) rounds. HOSTS=H (a number) spreads the ranks over H
+# simulated hosts in contiguous blocks, as a launcher places them (rank i on host i * H / N).
 set -euo pipefail
 BUILD=${1:-build/release}
 RUNS=${2:-5}
@@ -22,6 +23,12 @@ for n in "${SIZES[@]}"; do
   vals=()
   if [ "${HOSTS:-}" = each ]; then
     export COMMPROF_FAKE_HOST=$(seq -s, 0 $((n - 1)))
+  elif [[ ${HOSTS:-} =~ ^[1-9][0-9]*$ ]]; then
+    COMMPROF_FAKE_HOST=$(for ((r = 0; r < n; ++r)); do printf '%d\n' $((r * HOSTS / n)); done | paste -sd,)
+    export COMMPROF_FAKE_HOST
+  elif [ -n "${HOSTS:-}" ]; then
+    echo "clock_sync_cost: HOSTS=$HOSTS is neither 'each' nor a number of hosts" >&2
+    exit 2
   fi
   for ((i = 0; i < RUNS; ++i)); do
     "$BUILD/cli/commprof" run -q -o "$OUT/s.h5" -- "${MPIRUN[@]}" -np "$n" "$BUILD/examples/mpi_straggler" \

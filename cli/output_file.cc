@@ -115,8 +115,13 @@ Status CheckOutputTarget(const std::string& out, OutputKind kind) {
 }
 
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
+  return WriteOutputFile(output, [&write](std::ostream& out, const std::string&) { return write(out); });
+}
+
+Status WriteOutputFile(const std::string& output,
+                       const std::function<Status(std::ostream&, const std::string& file)>& write) {
   if (output == "-") {
-    Status st = write(std::cout);
+    Status st = write(std::cout, std::string());
     std::cout.flush();
     if (st.ok() && !std::cout) {
       st = IoError("<stdout>: write failed");
@@ -150,7 +155,9 @@ Status WriteOutput(const std::string& output, const std::function<Status(std::os
     }
     return IoError("cannot create " + output + ": " + std::strerror(why));
   }
-  Status st = write(f);
+  // A file written in place is a regular file only if it was one (else a device, FIFO or link).
+  const bool regular = replace || status.type() == std::filesystem::file_type::regular;
+  Status st = write(f, regular ? target : std::string());
   f.close();
   if (st.ok() && !f) {
     st = IoError(output + ": write failed (disk full?)");

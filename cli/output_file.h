@@ -28,4 +28,10 @@ Status CheckOutputTarget(const std::string& output, OutputKind kind);
 // be created beside it is written in place.
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write);
 
+// WriteOutput, telling `write` the path of the regular file its stream writes from the start
+// (the file beside the output, or the output itself), which other processes may write parts of
+// too; empty for stdout, a device, a FIFO or a symlink.
+Status WriteOutputFile(const std::string& output,
+                       const std::function<Status(std::ostream&, const std::string& file)>& write);
+
 }  // namespace commprof::cli

@@ -1,5 +1,6 @@
 #include "cli/trace_parts.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -26,10 +28,11 @@ constexpr int kTagLayout = 11;
 constexpr int kTagPartInfo = 12;
 constexpr int kTagPartBytes = 13;
 constexpr int kTagReady = 14;
+constexpr int kTagPlaced = 15;
 constexpr size_t kChunk = size_t{4} << 20;  // a block's bytes cross to the first in pieces of this size
 
 constexpr uint32_t kMagic = 0x54504350;  // "CPPT"
-constexpr uint32_t kLayoutKind = 1, kInfoKind = 2;
+constexpr uint32_t kLayoutKind = 1, kInfoKind = 2, kPlacedKind = 3;
 constexpr uint64_t kLayout = sizeof(TraceExportStats);
 
 // Seconds since this process's export started (COMMPROF_LOG=info prints each stage's time).
@@ -100,37 +103,121 @@ class HeldPart {
     name_ = "process " + std::to_string(rank) + "'s part of the trace in " + dir + " (TMPDIR)";
     file_.open(name, std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
     ::unlink(name.c_str());  // gone with the process, whatever ends it
-    ::close(fd);
+    fd_ = fd;                // the same file, for copying it out whole (CopyInto)
     return file_.is_open() ? Status::Ok() : IoError("distributed export: cannot open " + name);
+  }
+  HeldPart() = default;
+  HeldPart(const HeldPart&) = delete;
+  HeldPart& operator=(const HeldPart&) = delete;
+  ~HeldPart() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
   }
   std::iostream& stream() { return file_; }
   const std::string& name() const { return name_; }
 
+  // Writes the held bytes [0, bytes) into `file` (the output `output`, being written by the first
+  // process, which skips over them) at `offset`: in the kernel where it can (copy_file_range), else
+  // read and written in pieces.
+  Status CopyInto(const std::string& file, const std::string& output, uint64_t offset, uint64_t bytes) {
+    const int out = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    Status st = out < 0 ? IoError(output + ": " + name_ + " cannot be written into it: cannot open " + file + ": " +
+                                  std::strerror(errno))
+                        : Copy(out, offset, bytes, output);
+    if (out >= 0 && ::close(out) != 0 && st.ok()) {
+      st = IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(errno));
+    }
+    return st;
+  }
+
  private:
+  Status Copy(int out, uint64_t offset, uint64_t bytes, const std::string& output) {
+    auto in_at = static_cast<off_t>(0), out_at = static_cast<off_t>(offset);
+    bool kernel = true;
+    std::string piece;
+    for (uint64_t left = bytes; left > 0;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
+      ssize_t n = -1;
+      if (kernel) {
+        n = ::copy_file_range(fd_, &in_at, out, &out_at, want, 0);
+        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+          kernel = false;  // another file system, or an old kernel: through this process instead
+          continue;
+        }
+      } else {
+        piece.resize(want);
+        n = ::pread(fd_, piece.data(), want, in_at);
+        if (n > 0) {
+          const ssize_t w = ::pwrite(out, piece.data(), static_cast<size_t>(n), out_at);
+          if (w != n) {
+            return IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(w < 0 ? errno : ENOSPC));
+          }
+          in_at += n;
+          out_at += n;
+        }
+      }
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        return IoError(output + ": writing " + name_ +
+                       " into it failed: " + (n < 0 ? std::strerror(errno) : "the held part ended early"));
+      }
+      left -= static_cast<uint64_t>(n);
+    }
+    return Status::Ok();
+  }
+
   std::fstream file_;
   std::string name_;
+  int fd_ = -1;
 };
 
 // The first process: takes the later blocks, in order, into the trace being written; a block that
 // failed is drained like the others (its process waits for that) and its error returned.
+// When the output is a regular file (`file`, the path being written), each later process writes its
+// block into it itself, at the offset the first gives it, all at once; the first skips over them.
+// Else (stdout, a pipe, a device) the first takes their bytes and writes them.
 class LaterParts {
  public:
-  explicit LaterParts(AnalysisWorld& world) : world_(world), taken_(static_cast<size_t>(world.size()), false) {}
+  LaterParts(AnalysisWorld& world, std::string file, std::string output)
+      : world_(world),
+        taken_(static_cast<size_t>(world.size()), false),
+        file_(std::move(file)),
+        output_(std::move(output)) {}
 
   Status Append(TraceSink& sink, TraceExportStats& stats) {
     COMMPROF_LOG_INFO("export process 0: own block written after %.3f s", Seconds());
     Status first_error;
+    std::vector<int> placing;  // processes writing their block into the file now
     for (int q = 1; q < world_.size(); ++q) {
       TraceExportStats s;
       uint64_t bytes = 0;
       // After a failed block the later ones are taken and dropped: one process would have stopped.
-      const Status st = Take(q, first_error.ok() ? &sink : nullptr, s, bytes);
+      const bool keep = first_error.ok();
+      const Status st =
+          keep && !file_.empty() ? Place(q, sink, s, bytes, placing) : Take(q, keep ? &sink : nullptr, s, bytes);
       if (!st.ok() && first_error.ok()) {
         first_error = st;
       }
       if (st.ok() && first_error.ok()) {
         AddFigures(stats, s);
       }
+    }
+    // Every block placed is waited for (its process writes into the file until it answers); the
+    // first failure in rank order is the export's, as one process would have stopped there.
+    for (int q : placing) {
+      TraceExportStats ignored;
+      uint64_t none = 0;
+      const Status st = DecodeFigures(kPlacedKind, world_.Receive(q, kTagPlaced), ignored, none);
+      if (!st.ok() && first_error.ok()) {
+        first_error = st;
+      }
+    }
+    if (!placing.empty()) {
+      COMMPROF_LOG_INFO("export process 0: %zu later block(s) written in place after %.3f s", placing.size(),
+                        Seconds());
     }
     return first_error;
   }
@@ -144,6 +231,32 @@ class LaterParts {
   }
 
  private:
+  // Block q's figures; when it has bytes, tells its process where in the file to write them (the
+  // end of what the trace holds so far) and moves the trace past them.
+  Status Place(int q, TraceSink& sink, TraceExportStats& s, uint64_t& bytes, std::vector<int>& placing) {
+    taken_[static_cast<size_t>(q)] = true;
+    Status st = DecodeFigures(kInfoKind, world_.Receive(q, kTagPartInfo), s, bytes);
+    if (!st.ok() || bytes == 0) {
+      return st;  // a failed or empty block sends no bytes
+    }
+    if (!sink.Flush()) {
+      // The trace failed: q is told to drop its block, and the first reports the write's error.
+      world_.SendAtOnce(q, kTagReady, EncodePlace(UINT64_MAX));
+      placing.push_back(q);
+      return sink.Error();
+    }
+    world_.SendAtOnce(q, kTagReady, EncodePlace(sink.bytes()));
+    placing.push_back(q);
+    return sink.Skip(bytes) ? Status::Ok() : sink.Error();
+  }
+  std::string EncodePlace(uint64_t offset) const {
+    PartWriter w;
+    w.Put(offset);
+    w.PutString(file_);
+    w.PutString(output_);
+    return w.Take();
+  }
+
   Status Take(int q, TraceSink* sink, TraceExportStats& s, uint64_t& bytes) {
     if (taken_[static_cast<size_t>(q)]) {
       return Status::Ok();
@@ -173,6 +286,8 @@ class LaterParts {
 
   AnalysisWorld& world_;
   std::vector<bool> taken_;
+  std::string file_;    // the output being written, when it is a regular file; else empty
+  std::string output_;  // the output as the user named it, for messages
 };
 
 // The exchange of layouts: every process sends the layout of its block to the first (the last
@@ -287,7 +402,20 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
   world.Send(0, kTagPartInfo, EncodeFigures(kInfoKind, st, stats, bytes));
   world.FinishSends();
   if (bytes > 0) {
-    (void)world.Receive(0, kTagReady);
+    const std::string where = world.Receive(0, kTagReady);
+    if (!where.empty()) {  // the output is a file: into it at the offset given, not through the first
+      PartReader r(where);
+      uint64_t offset = 0;
+      std::string file, output;
+      Status placed =
+          r.Get(offset) && r.GetString(file) && r.GetString(output) && r.done() ? Status::Ok() : Malformed();
+      if (placed.ok() && offset != UINT64_MAX) {
+        placed = held.CopyInto(file, output, offset, bytes);
+      }
+      world.SendAtOnce(0, kTagPlaced, EncodeFigures(kPlacedKind, placed, {}, 0));
+      COMMPROF_LOG_INFO("export process %d: block written into the output after %.3f s", world.rank(), Seconds());
+      return placed.ok() ? st : placed;
+    }
     held.stream().seekg(0);
     std::string chunk(kChunk, '\0');
     for (uint64_t left = bytes; left > 0;) {
@@ -323,20 +451,26 @@ Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, con
     return WriteLaterPart(world, reader, opts, format);
   }
   LayoutExchange exchange(world);
-  LaterParts later(world);
   TraceExportOptions mine = opts;
   const auto [first, last] = BlockOfProcess(ExportedRanks(reader, opts), 0, world.size());
   mine.part =
       TracePart{first, last, true, true, true, [&exchange](const TraceExportStats& own) { return exchange.Run(own); }};
   mine.progress = nullptr;
-  mine.append_later_parts = [&later](TraceSink& sink, TraceExportStats& s) { return later.Append(sink, s); };
-  Status st = WriteOutput(output, [&](std::ostream& out) { return WriteTrace(format, reader, out, mine, &stats); });
+  std::optional<LaterParts> later;
+  Status st = WriteOutputFile(output, [&](std::ostream& out, const std::string& file) {
+    later.emplace(world, file, opts.output_name);
+    mine.append_later_parts = [&later](TraceSink& sink, TraceExportStats& s) { return later->Append(sink, s); };
+    return WriteTrace(format, reader, out, mine, &stats);
+  });
+  if (!later) {
+    later.emplace(world, std::string(), opts.output_name);  // no output was created: the blocks are dropped
+  }
   if (!exchange.done()) {  // the walk failed before it: the others are told not to write
     (void)exchange.Run(st.ok() ? Result<TraceExportStats>(Internal("distributed export: no trace was written"))
                                : Result<TraceExportStats>(st));
   }
   if (exchange.go()) {
-    later.Drain();
+    later->Drain();
   }
   return st;
 }

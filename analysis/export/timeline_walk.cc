@@ -39,6 +39,15 @@ bool TraceSink::WriteThrough(std::string_view bytes) {
   return static_cast<bool>(out_);
 }
 
+bool TraceSink::Skip(uint64_t n) {
+  if (!Flush()) {
+    return false;
+  }
+  out_.seekp(static_cast<std::streamoff>(n), std::ios::cur);
+  written_ += n;
+  return static_cast<bool>(out_);
+}
+
 const char* TraceArgName(TraceArgKey key) {
   static constexpr const char* kNames[] = {"op",
                                            "comm_id",
@@ -225,8 +234,22 @@ struct InstanceTable {
 // The arrival of `rank` whose entry is `start` (a rank holds one arrival per instance unless the
 // file is damaged; matching the time keeps duplicates apart too).
 int32_t ArrivalIndex(const CollectiveInstance& in, uint32_t rank, int64_t start) {
-  auto it = std::lower_bound(in.arrivals.begin(), in.arrivals.end(), rank,
-                             [](const Arrival& a, uint32_t r) { return a.world_rank < r; });
+  // Arrivals are sorted by rank, and a communicator's ranks are usually consecutive (the world, a
+  // block of it): the arrival is then at rank - first rank, one cache line, where a binary search
+  // over a large instance touches one line per step (each a miss: the walk goes from instance to
+  // instance). Where the guess is not the rank's first arrival, the search decides.
+  if (in.arrivals.empty()) {
+    return -1;
+  }
+  auto it = in.arrivals.end();
+  const size_t guess = rank - in.arrivals.front().world_rank;  // wraps to huge when rank is below it
+  if (guess < in.arrivals.size() && in.arrivals[guess].world_rank == rank &&
+      (guess == 0 || in.arrivals[guess - 1].world_rank < rank)) {
+    it = in.arrivals.begin() + static_cast<std::ptrdiff_t>(guess);
+  } else {
+    it = std::lower_bound(in.arrivals.begin(), in.arrivals.end(), rank,
+                          [](const Arrival& a, uint32_t r) { return a.world_rank < r; });
+  }
   for (; it != in.arrivals.end() && it->world_rank == rank; ++it) {
     if (it->start == start) {
       return static_cast<int32_t>(it - in.arrivals.begin());
@@ -281,6 +304,11 @@ class Walker {
   Status WalkRank(const RankInfo& r);
   Status WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
   void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
+  // Emit's look-ups of the items ahead, made early (WalkRank): kFindAhead items ahead the row,
+  // kArrivalAhead ahead the rank's arrival in it.
+  static constexpr size_t kFindAhead = 12, kArrivalAhead = 6, kUpcoming = 16;
+  const InstanceTable::Row* FindAndPrefetch(const commprof_event& e) const;
+  static void PrefetchArrival(const InstanceTable::Row* row, uint32_t rank);
   void CollectiveArgs(const RankInfo& r, const commprof_event& e, const Item& it, TraceSlice& s);
   void TakeCallSites(const RankInfo& r, std::vector<commprof_event>& events);
   bool Selected(uint32_t rank) const { return std::binary_search(ranks_.begin(), ranks_.end(), rank); }
@@ -624,6 +652,35 @@ void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, ui
   ++(s.instant ? stats_.instants : stats_.slices);
 }
 
+// The walk goes from instance to instance, each one's arrivals and waits a block of its own: read
+// when Emit needs them, each is a cache miss (most of the export's time with 64 ranks). So the
+// items ahead are looked up early and their blocks asked for: the start of the arrivals kFindAhead
+// items early, then, once that is in, the line of this rank's arrival and its wait.
+const InstanceTable::Row* Walker::FindAndPrefetch(const commprof_event& e) const {
+  if (!IsMatchableCollective(e)) {
+    return nullptr;
+  }
+  const InstanceTable::Row* row = instances_.Find(KeyOf(e));
+  if (row != nullptr && !row->in.arrivals.empty()) {
+    __builtin_prefetch(row->in.arrivals.data());
+    __builtin_prefetch(row->metrics.waits.data());
+  }
+  return row;
+}
+
+void Walker::PrefetchArrival(const InstanceTable::Row* row, uint32_t rank) {
+  if (row == nullptr || row->in.arrivals.empty()) {
+    return;
+  }
+  const size_t guess = rank - row->in.arrivals.front().world_rank;  // as ArrivalIndex guesses
+  if (guess < row->in.arrivals.size()) {
+    __builtin_prefetch(row->in.arrivals.data() + guess);
+    if (guess < row->metrics.waits.size()) {
+      __builtin_prefetch(row->metrics.waits.data() + guess);
+    }
+  }
+}
+
 Status Walker::WalkRank(const RankInfo& r) {
   auto strings = reader_.Strings(r.rank);
   if (!strings.ok()) {
@@ -699,6 +756,7 @@ Status Walker::WalkRank(const RankInfo& r) {
   uint32_t sort_index = 0;
   size_t pos = 0;
   LaneAssigner lanes;
+  std::array<const InstanceTable::Row*, kUpcoming> upcoming{};  // rows of the items ahead (or null)
   for (const auto& [key, id] : track_ids) {
     size_t end_pos = pos;
     while (end_pos < items.size() && items[end_pos].track == id) {
@@ -723,6 +781,12 @@ Status Walker::WalkRank(const RankInfo& r) {
     enc_.BeginTrack(r, TrackName(key), first_lane, n_lanes, sort_index);
     sort_index += n_lanes;
     for (size_t i = pos; i < end_pos; ++i) {
+      if (i + kFindAhead < end_pos) {
+        upcoming[(i + kFindAhead) % kUpcoming] = FindAndPrefetch(events[items[i + kFindAhead].index]);
+      }
+      if (i + kArrivalAhead < end_pos) {
+        PrefetchArrival(upcoming[(i + kArrivalAhead) % kUpcoming], r.rank);
+      }
       const Item& it = items[i];
       Emit(r, events[it.index], it, first_lane + it.lane, it.lane == 0);
       if (!sink_.MaybeFlush()) {

@@ -118,6 +118,10 @@ class TraceSink {
   // Bytes written elsewhere (a later part of the trace), after what the buffer holds, without
   // copying them into it; false once the stream failed.
   bool WriteThrough(std::string_view bytes);
+  // `n` bytes at bytes() written into the same file by someone else (a later part, written in
+  // place by its own process): flushes what the buffer holds and moves the stream past them,
+  // without writing them; false once the stream failed.
+  bool Skip(uint64_t n);
   uint64_t bytes() const { return written_ + buf_.size(); }
   Status Error() const { return IoError(name_ + ": write failed (disk full or stream closed?)"); }
 

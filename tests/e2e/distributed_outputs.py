@@ -19,7 +19,8 @@ Cases and their truth:
               traces: the lanes of overlapping slices (the GPU file splits some tracks), the
               memory counters (the memory file) and the call stacks (the real job) are numbered on
               from block to block. The Chrome trace loads as JSON with every rank's process; the
-              summary line on stderr is the one-process line (the time aside). `--format
+              summary line on stderr is the one-process line (the time aside); written to stdout
+              (a pipe, where the first process writes every block) it is the same bytes. `--format
               memory-json` is made by the first process alone and equals one process's.
   outputs_screened  A synthetic file with a row that ends before it starts in ranks 3 and 4 (one
               block of the stats' ranks holds both): stats and export by K = 2 and 3 leave both
@@ -29,7 +30,9 @@ Cases and their truth:
               xml` exits 2, told once; `-o` into a missing directory exits 1 before any work, told
               once, nothing written. A process after the first that cannot hold its block (its
               TMPDIR does not exist) ends the export with exit 1, the reason told once by the first,
-              and no trace written, on stdout either (the last process's too). `-o` naming the input
+              and no trace written, on stdout either (the last process's too). A last process that
+              cannot write its block into the output file (a file-size limit) ends it with exit 1,
+              told once, nothing left. `-o` naming the input
               file or a link to it (export, stats, report): exit 2, told once, the profile untouched. An export ended by a
               signal midway (SIGHUP to one process; a process of three killed, which makes mpirun
               end the others) leaves nothing beside the output. With COMMPROF_ANALYSIS_MPI=off (0,
@@ -131,6 +134,13 @@ def case_export(ctx):
                         expect(any(e["ph"] == "C" for e in doc["traceEvents"]), f"{base}: no memory counters")
                     if "job" in base:
                         expect(any("stack" in e.get("args", {}) for e in doc["traceEvents"]), f"{base}: no stacks")
+        # On stdout (a pipe: no file to write into) the first process writes every block itself.
+        if ranks in (48, 4):
+            one, _ = output_of(ctx, ["export", "-q", "--format", "chrome"], path, 1, f"{base}.stdout1")
+            p = subprocess.run(mpirun(3) + [ctx.commprof, "export", "-q", "--format", "chrome", path, "-o", "-"],
+                               capture_output=True, timeout=280)
+            expect(p.returncode == 0 and p.stdout == one,
+                   f"{base}: 3 processes wrote {len(p.stdout)} bytes to stdout, one process {len(one)} to a file")
         # The summary on stderr is one process's (its time aside).
         _, err1 = output_of(ctx, ["export", "--format", "chrome"], path, 1, f"{base}.sum1")
         _, err3 = output_of(ctx, ["export", "--format", "chrome"], path, 3, f"{base}.sum3")
@@ -206,6 +216,20 @@ def case_errors(ctx):
     p = run(mpirun(3) + ["sh", "-c", script], timeout=200)
     expect(p.returncode == 1 and p.stdout == "" and p.stderr.count("process 2 cannot create a file in") == 1,
            f"unholdable last block, -o -: exit {p.returncode}, {len(p.stdout)} bytes on stdout\n{p.stderr}")
+    # Into a file, each later process writes its block itself, at the offset the first gives it. The
+    # last cannot (a file-size limit its held block fits under, about a third of the trace, but its
+    # place past two thirds of the output does not): exit 1, told once by the first, naming the
+    # output and the process's part; no trace and no file beside it.
+    one, _ = output_of(ctx, ["export", "-q"], path, 1, "placed.1")
+    out = ctx.path("placed.json")
+    limited = (f'if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then trap "" XFSZ; set -- prlimit --fsize={len(one) // 2} "$@"; fi; '
+               f'exec "$@"')
+    p = run(mpirun(3) + ["bash", "-c", limited, "_", ctx.commprof, "export", "-q", path, "-o", out], timeout=200)
+    told = p.stderr.count(f"{out}: writing process 2's part of the trace")
+    expect(p.returncode == 1 and told == 1 and "File too large" in p.stderr,
+           f"a block that cannot be written into the output: exit {p.returncode}, told {told} times\n{p.stderr}")
+    left = [n for n in os.listdir(ctx.work) if n.startswith("placed.json")]
+    expect(not left, f"a block that cannot be written into the output: left {left}")
     # `-o` naming the input (or a link to it) would destroy the profile: refused, alone and by K.
     link = ctx.path("link.h5")
     os.symlink(path, link)

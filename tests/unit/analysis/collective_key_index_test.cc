@@ -53,5 +53,35 @@ TEST(CollectiveKeyIndex, AgreesWithAMapWhileGrowingFarPastItsHint) {
   }
 }
 
+// Sequences laid out unlike a job's (a stride of one page, of a page and one, the top of the 64-bit
+// range, one sequence on each of thousands of communicators): homes are per page of 16 sequences,
+// so these put keys at one slot of each page, or many pages on the same few slots; the numbers
+// still agree with a map and absent keys stay absent.
+TEST(CollectiveKeyIndex, AgreesWithAMapForSequencesThatFillPagesUnevenly) {
+  CollectiveKeyIndex index;
+  std::map<std::tuple<uint64_t, uint64_t, uint32_t>, uint32_t> truth;
+  auto add = [&](uint64_t comm, uint64_t seq, uint32_t type) {
+    const auto [it, fresh] = truth.try_emplace({comm, seq, type}, static_cast<uint32_t>(truth.size()));
+    const auto [number, inserted] = index.FindOrInsert({comm, seq, type});
+    ASSERT_EQ(inserted, fresh) << comm << " " << seq << " " << type;
+    ASSERT_EQ(number, it->second) << comm << " " << seq << " " << type;
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < 5000; ++i) {
+      add(1, i * 16, 0);
+      add(2, i * 17, 0);
+      add(3, UINT64_MAX - i, 0);
+      add(1000 + i, 0, 0);
+      add(1000 + i, 1, 0x101);
+    }
+  }
+  EXPECT_EQ(index.size(), truth.size());
+  EXPECT_FALSE(index.Find({1, 17, 0}).has_value());
+  EXPECT_FALSE(index.Find({3, 0, 0}).has_value());
+  EXPECT_FALSE(index.Find({1000, 1, 0}).has_value());
+  EXPECT_EQ(index.Find({2, 17 * 4999, 0}), truth.at({2, 17 * 4999, 0}));
+  EXPECT_EQ(index.Find({3, UINT64_MAX, 0}), truth.at({3, UINT64_MAX, 0}));
+}
+
 }  // namespace
 }  // namespace commprof
