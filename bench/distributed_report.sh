@@ -80,6 +80,8 @@ for k in 1 "${KS[@]}"; do
   walls=() peak=0
   for ((i = 0; i < REPS; i++)); do
     out=$WORK/output.$k
+    # Not timed: replacing a large output frees the old file's pages inside the timed rename.
+    rm -f "$out"
     if ((k == 1)); then
       read -r wall rss < <(timed "$out" "$CP" "${ARGS[@]}" "$FILE" -o "$out")
     else
