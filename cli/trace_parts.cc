@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -18,6 +20,7 @@
 #include "analysis/export/chrome_trace.h"
 #include "analysis/export/perfetto_trace.h"
 #include "cli/output_file.h"
+#include "core/clock_domain.h"
 #include "core/log.h"
 #include "core/part_bytes.h"
 
@@ -29,6 +32,7 @@ constexpr int kTagPartInfo = 12;
 constexpr int kTagPartBytes = 13;
 constexpr int kTagReady = 14;
 constexpr int kTagPlaced = 15;
+constexpr int kTagCanPlace = 16;
 constexpr size_t kChunk = size_t{4} << 20;  // a block's bytes cross to the first in pieces of this size
 
 constexpr uint32_t kMagic = 0x54504350;  // "CPPT"
@@ -87,6 +91,36 @@ void AddFigures(TraceExportStats& into, const TraceExportStats& s) {
   into.events_cut += s.events_cut;
 }
 
+// `file` as an absolute path (a later process may have another working directory); empty stays empty.
+std::string AbsolutePath(const std::string& file) {
+  std::error_code ec;
+  const std::filesystem::path abs = file.empty() ? std::filesystem::path() : std::filesystem::absolute(file, ec);
+  return ec ? file : abs.string();
+}
+
+// The output file the first process named in `where` (EncodePlace), opened for writing, when this
+// process is on the same machine and the path leads it to that very file (device and inode);
+// else -1 (another machine, the same path naming another file, a malformed word, or no offset).
+int OpenTheSameFile(const std::string& where, std::string& output, uint64_t& offset) {
+  PartReader r(where);
+  std::string file;
+  uint64_t domain = 0, dev = 0, ino = 0;
+  if (!r.Get(offset) || !r.GetString(file) || !r.GetString(output) || !r.Get(domain) || !r.Get(dev) || !r.Get(ino) ||
+      !r.done() || offset == UINT64_MAX || domain != SystemClockDomain()) {
+    return -1;
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == dev &&
+      static_cast<uint64_t>(st.st_ino) == ino) {
+    return fd;
+  }
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  return -1;
+}
+
 // A block's trace, held in an unnamed file of the temporary directory until the first takes it.
 class HeldPart {
  public:
@@ -117,15 +151,13 @@ class HeldPart {
   std::iostream& stream() { return file_; }
   const std::string& name() const { return name_; }
 
-  // Writes the held bytes [0, bytes) into `file` (the output `output`, being written by the first
+  // Writes the held bytes [0, bytes) into `out` (the output `output`, being written by the first
   // process, which skips over them) at `offset`: in the kernel where it can (copy_file_range), else
   // read and written in pieces.
-  Status CopyInto(const std::string& file, const std::string& output, uint64_t offset, uint64_t bytes) {
-    const int out = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-    Status st = out < 0 ? IoError(output + ": " + name_ + " cannot be written into it: cannot open " + file + ": " +
-                                  std::strerror(errno))
-                        : Copy(out, offset, bytes, output);
-    if (out >= 0 && ::close(out) != 0 && st.ok()) {
+  // Closes `out`.
+  Status CopyInto(int out, const std::string& output, uint64_t offset, uint64_t bytes) {
+    Status st = Copy(out, offset, bytes, output);
+    if (::close(out) != 0 && st.ok()) {
       st = IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(errno));
     }
     return st;
@@ -148,11 +180,17 @@ class HeldPart {
       } else {
         piece.resize(want);
         n = ::pread(fd_, piece.data(), want, in_at);
-        if (n > 0) {
-          const ssize_t w = ::pwrite(out, piece.data(), static_cast<size_t>(n), out_at);
-          if (w != n) {
-            return IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(w < 0 ? errno : ENOSPC));
+        for (ssize_t done = 0; n > 0 && done < n;) {  // a short write goes on where it stopped
+          const ssize_t w = ::pwrite(out, piece.data() + done, static_cast<size_t>(n - done), out_at + done);
+          if (w < 0 && errno == EINTR) {
+            continue;
           }
+          if (w <= 0) {
+            return IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(w < 0 ? errno : EIO));
+          }
+          done += w;
+        }
+        if (n > 0) {
           in_at += n;
           out_at += n;
         }
@@ -181,10 +219,10 @@ class HeldPart {
 // Else (stdout, a pipe, a device) the first takes their bytes and writes them.
 class LaterParts {
  public:
-  LaterParts(AnalysisWorld& world, std::string file, std::string output)
+  LaterParts(AnalysisWorld& world, const std::string& file, std::string output)
       : world_(world),
         taken_(static_cast<size_t>(world.size()), false),
-        file_(std::move(file)),
+        file_(AbsolutePath(file)),
         output_(std::move(output)) {}
 
   Status Append(TraceSink& sink, TraceExportStats& stats) {
@@ -239,21 +277,30 @@ class LaterParts {
     if (!st.ok() || bytes == 0) {
       return st;  // a failed or empty block sends no bytes
     }
-    if (!sink.Flush()) {
-      // The trace failed: q is told to drop its block, and the first reports the write's error.
-      world_.SendAtOnce(q, kTagReady, EncodePlace(UINT64_MAX));
+    // After a failed write the offset says "none": q then sends its block to be dropped.
+    const bool flushed = sink.Flush();
+    world_.SendAtOnce(q, kTagReady, EncodePlace(flushed ? sink.bytes() : UINT64_MAX));
+    if (world_.ReceiveAtOnce(q, kTagCanPlace) == "1") {
       placing.push_back(q);
-      return sink.Error();
+      return sink.Skip(bytes) ? Status::Ok() : sink.Error();
     }
-    world_.SendAtOnce(q, kTagReady, EncodePlace(sink.bytes()));
-    placing.push_back(q);
-    return sink.Skip(bytes) ? Status::Ok() : sink.Error();
+    // q does not see this file (another machine, or another file under that name there): its
+    // bytes come through this process, as on stdout.
+    const Status streamed = Stream(q, flushed ? &sink : nullptr, bytes);
+    return flushed ? streamed : sink.Error();
   }
+  // Where q's block goes: the offset, the file (absolute, as this process reached it) and what
+  // makes it this very file: this machine's clock domain (a boot id) and the file's device and inode.
   std::string EncodePlace(uint64_t offset) const {
+    struct stat st {};
+    const bool known = ::stat(file_.c_str(), &st) == 0;
     PartWriter w;
-    w.Put(offset);
+    w.Put(known ? offset : UINT64_MAX);
     w.PutString(file_);
     w.PutString(output_);
+    w.Put(SystemClockDomain());
+    w.Put(static_cast<uint64_t>(st.st_dev));
+    w.Put(static_cast<uint64_t>(st.st_ino));
     return w.Take();
   }
 
@@ -266,6 +313,11 @@ class LaterParts {
     if (!st.ok() || bytes == 0) {
       return st;  // a failed or empty block sends no bytes
     }
+    return Stream(q, sink, bytes);
+  }
+  // Block q's `bytes`, through this process into `sink` (null: taken and dropped).
+  Status Stream(int q, TraceSink* sink, uint64_t bytes) {
+    Status st;
     // The block's process waits (politely) for this word, then both move its bytes at full speed.
     world_.SendAtOnce(q, kTagReady, std::string());
     for (uint64_t got = 0; got < bytes;) {
@@ -402,19 +454,19 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
   world.Send(0, kTagPartInfo, EncodeFigures(kInfoKind, st, stats, bytes));
   world.FinishSends();
   if (bytes > 0) {
-    const std::string where = world.Receive(0, kTagReady);
-    if (!where.empty()) {  // the output is a file: into it at the offset given, not through the first
-      PartReader r(where);
+    std::string where = world.Receive(0, kTagReady);
+    if (!where.empty()) {  // the output is a file: into it at the offset given, if this process sees it
+      std::string output;
       uint64_t offset = 0;
-      std::string file, output;
-      Status placed =
-          r.Get(offset) && r.GetString(file) && r.GetString(output) && r.done() ? Status::Ok() : Malformed();
-      if (placed.ok() && offset != UINT64_MAX) {
-        placed = held.CopyInto(file, output, offset, bytes);
+      const int out = OpenTheSameFile(where, output, offset);
+      world.SendAtOnce(0, kTagCanPlace, out >= 0 ? "1" : "0");
+      if (out >= 0) {
+        const Status placed = held.CopyInto(out, output, offset, bytes);
+        world.SendAtOnce(0, kTagPlaced, EncodeFigures(kPlacedKind, placed, {}, 0));
+        COMMPROF_LOG_INFO("export process %d: block written into the output after %.3f s", world.rank(), Seconds());
+        return placed.ok() ? st : placed;
       }
-      world.SendAtOnce(0, kTagPlaced, EncodeFigures(kPlacedKind, placed, {}, 0));
-      COMMPROF_LOG_INFO("export process %d: block written into the output after %.3f s", world.rank(), Seconds());
-      return placed.ok() ? st : placed;
+      where = world.Receive(0, kTagReady);  // the first takes the bytes instead: its word follows
     }
     held.stream().seekg(0);
     std::string chunk(kChunk, '\0');
