@@ -121,7 +121,7 @@ int OpenTheSameFile(const std::string& where, std::string& output, uint64_t& off
   return -1;
 }
 
-// A block's trace, held in an unnamed file of the temporary directory until the first takes it.
+// A block's trace, held in an unnamed file of the temporary directory until it goes into the output.
 class HeldPart {
  public:
   Status Open(int rank) {
@@ -212,11 +212,12 @@ class HeldPart {
   int fd_ = -1;
 };
 
-// The first process: takes the later blocks, in order, into the trace being written; a block that
+// The first process: puts the later blocks, in order, into the trace being written; a block that
 // failed is drained like the others (its process waits for that) and its error returned.
-// When the output is a regular file (`file`, the path being written), each later process writes its
-// block into it itself, at the offset the first gives it, all at once; the first skips over them.
-// Else (stdout, a pipe, a device) the first takes their bytes and writes them.
+// When the output is a regular file (`file`, the path being written), each later process that
+// finds that very file on this machine writes its block into it itself, at the offset the first
+// gives it, all at once, and the first skips over them. The others' bytes (and every block on
+// stdout, a pipe or a device) the first takes and writes.
 class LaterParts {
  public:
   LaterParts(AnalysisWorld& world, const std::string& file, std::string output)

@@ -1,6 +1,7 @@
 // `commprof export --format chrome|perfetto` as an MPI job (docs/scale.md#distributed-analysis):
-// every process writes the trace of one contiguous block of the exported ranks, and the first
-// writes them into the output one after the other, which is the one-process trace byte for byte.
+// every process writes the trace of one contiguous block of the exported ranks, and the blocks go
+// into the output one after the other (written there by their own processes where they see the
+// first's output file, else through the first), which is the one-process trace byte for byte.
 #pragma once
 
 #include <string>
@@ -22,7 +23,8 @@ Status WriteTrace(TraceFormat format, const ProfileReader& reader, std::ostream&
 // ('-': stdout) together with the other processes of `world`. On the first process returns what
 // the export came to (the write's error, or the first failing block's, in rank order) with `stats`
 // the whole trace's; on the others, the status of their own block. Each process after the first
-// holds its block in a file in its temporary directory ($TMPDIR, else /tmp) until the first takes it.
+// holds its block in a file in its temporary directory ($TMPDIR, else /tmp) until its place in the
+// output is known.
 Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, const TraceExportOptions& opts,
                           TraceFormat format, const std::string& output, TraceExportStats& stats);
 
