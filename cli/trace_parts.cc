@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "analysis/export/chrome_trace.h"
@@ -224,7 +225,12 @@ class LaterParts {
       : world_(world),
         taken_(static_cast<size_t>(world.size()), false),
         file_(AbsolutePath(file)),
-        output_(std::move(output)) {}
+        output_(std::move(output)) {
+    struct stat st {};
+    if (!file_.empty() && ::stat(file_.c_str(), &st) == 0) {
+      file_id_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    }
+  }
 
   Status Append(TraceSink& sink, TraceExportStats& stats) {
     COMMPROF_LOG_INFO("export process 0: own block written after %.3f s", Seconds());
@@ -293,15 +299,13 @@ class LaterParts {
   // Where q's block goes: the offset, the file (absolute, as this process reached it) and what
   // makes it this very file: this machine's clock domain (a boot id) and the file's device and inode.
   std::string EncodePlace(uint64_t offset) const {
-    struct stat st {};
-    const bool known = ::stat(file_.c_str(), &st) == 0;
     PartWriter w;
-    w.Put(known ? offset : UINT64_MAX);
+    w.Put(file_id_ ? offset : UINT64_MAX);
     w.PutString(file_);
     w.PutString(output_);
     w.Put(SystemClockDomain());
-    w.Put(static_cast<uint64_t>(st.st_dev));
-    w.Put(static_cast<uint64_t>(st.st_ino));
+    w.Put(file_id_ ? file_id_->first : 0);
+    w.Put(file_id_ ? file_id_->second : 0);
     return w.Take();
   }
 
@@ -341,6 +345,7 @@ class LaterParts {
   std::vector<bool> taken_;
   std::string file_;    // the output being written, when it is a regular file; else empty
   std::string output_;  // the output as the user named it, for messages
+  std::optional<std::pair<uint64_t, uint64_t>> file_id_;  // file_'s device and inode, once stat'ed
 };
 
 // The exchange of layouts: every process sends the layout of its block to the first (the last

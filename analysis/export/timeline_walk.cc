@@ -231,6 +231,13 @@ struct InstanceTable {
   }
 };
 
+// Where `rank`'s arrival in `in` is when the communicator's ranks are consecutive (the world, a
+// block of it): rank - first rank. Past the end (or wrapped to huge, for a rank below the first)
+// where it cannot be; ArrivalIndex checks it, the walk's prefetch only bounds it.
+size_t GuessedArrival(const CollectiveInstance& in, uint32_t rank) {
+  return in.arrivals.empty() ? SIZE_MAX : size_t{rank - in.arrivals.front().world_rank};
+}
+
 // The arrival of `rank` whose entry is `start` (a rank holds one arrival per instance unless the
 // file is damaged; matching the time keeps duplicates apart too).
 int32_t ArrivalIndex(const CollectiveInstance& in, uint32_t rank, int64_t start) {
@@ -238,11 +245,8 @@ int32_t ArrivalIndex(const CollectiveInstance& in, uint32_t rank, int64_t start)
   // block of it): the arrival is then at rank - first rank, one cache line, where a binary search
   // over a large instance touches one line per step (each a miss: the walk goes from instance to
   // instance). Where the guess is not the rank's first arrival, the search decides.
-  if (in.arrivals.empty()) {
-    return -1;
-  }
   auto it = in.arrivals.end();
-  const size_t guess = rank - in.arrivals.front().world_rank;  // wraps to huge when rank is below it
+  const size_t guess = GuessedArrival(in, rank);
   if (guess < in.arrivals.size() && in.arrivals[guess].world_rank == rank &&
       (guess == 0 || in.arrivals[guess - 1].world_rank < rank)) {
     it = in.arrivals.begin() + static_cast<std::ptrdiff_t>(guess);
@@ -669,10 +673,10 @@ const InstanceTable::Row* Walker::FindAndPrefetch(const commprof_event& e) const
 }
 
 void Walker::PrefetchArrival(const InstanceTable::Row* row, uint32_t rank) {
-  if (row == nullptr || row->in.arrivals.empty()) {
+  if (row == nullptr) {
     return;
   }
-  const size_t guess = rank - row->in.arrivals.front().world_rank;  // as ArrivalIndex guesses
+  const size_t guess = GuessedArrival(row->in, rank);
   if (guess < row->in.arrivals.size()) {
     __builtin_prefetch(row->in.arrivals.data() + guess);
     if (guess < row->metrics.waits.size()) {
