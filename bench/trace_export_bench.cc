@@ -44,10 +44,11 @@ std::string Profile() {
 class NullEncoder final : public commprof::TraceEncoder {
  public:
   void Begin(const Header& /*h*/) override {}
-  void Continue(const commprof::TraceExportStats& /*before*/) override {}
-  void Rank(const commprof::RankInfo& /*r*/, const std::vector<std::string>& /*strings*/) override {}
-  void BeginTrack(const commprof::RankInfo& /*r*/, std::string_view /*name*/, uint32_t /*first_lane*/,
-                  uint32_t /*lanes*/, uint32_t /*sort_index*/) override {}
+  void Continue(size_t /*ranks_before*/) override {}
+  void Rank(const commprof::RankInfo& /*r*/, const std::vector<std::string>& /*strings*/,
+            const commprof::TraceRankNumbering& /*numbering*/) override {}
+  void BeginTrack(const commprof::RankInfo& /*r*/, std::string_view /*name*/, const commprof::TrackLanes& /*lanes*/,
+                  uint32_t /*sort_index*/) override {}
   void Slice(const commprof::TraceSlice& s) override { benchmark::DoNotOptimize(s.start); }
   void EndTrack() override {}
   void BeginCounter(const commprof::RankInfo& /*r*/, std::string_view /*name*/) override {}

@@ -16,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "analysis/export/memory_html.h"
@@ -205,7 +206,18 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
     return open_exit;
   }
   // A rank with a row the analyses cannot take is left out like an unreadable group, and named.
-  ScreenEventRows(*reader);
+  // The timeline's own read of the file refuses every such row (ReadTimeline): the rows are
+  // screened only when it does, so a sound file is read once before the walk instead of twice.
+  std::shared_ptr<const TimelineRead> read;
+  if (timeline && UnreadableStringTables(*reader) == 0) {
+    auto made = ReadTimeline(*reader, !o.steps.empty());
+    if (made.ok()) {
+      read = std::move(made.value());
+    }
+  }
+  if (read == nullptr) {
+    ScreenEventRows(*reader);
+  }
   const ProfileInfo& info = reader->info();
   for (const RankFault& f : info.faults) {
     SayIf(tell, "commprof export: %s\n", f.message.c_str());
@@ -239,6 +251,7 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
 
   const std::string display = output == "-" ? std::string("<stdout>") : output;
   opts.output_name = display;
+  opts.read = std::move(read);  // null after a screening: the walk reads the screened file again
   const bool tty = world == nullptr && !o.quiet && isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (tty) {

@@ -28,7 +28,7 @@
 namespace commprof::cli {
 namespace {
 
-constexpr int kTagLayout = 11;
+constexpr int kTagCanWrite = 11;
 constexpr int kTagPartInfo = 12;
 constexpr int kTagPartBytes = 13;
 constexpr int kTagReady = 14;
@@ -37,8 +37,8 @@ constexpr int kTagCanPlace = 16;
 constexpr size_t kChunk = size_t{4} << 20;  // a block's bytes cross to the first in pieces of this size
 
 constexpr uint32_t kMagic = 0x54504350;  // "CPPT"
-constexpr uint32_t kLayoutKind = 1, kInfoKind = 2, kPlacedKind = 3;
-constexpr uint64_t kLayout = sizeof(TraceExportStats);
+constexpr uint32_t kReadyKind = 1, kInfoKind = 2, kPlacedKind = 3;
+constexpr uint64_t kFiguresBytes = sizeof(TraceExportStats);
 
 // Seconds since this process's export started (COMMPROF_LOG=info prints each stage's time).
 double Seconds() {
@@ -65,7 +65,7 @@ size_t ExportedRanks(const ProfileReader& reader, const TraceExportOptions& opts
 // A block's figures (and the status it ended in) as bytes; `bytes` is the size of its trace.
 std::string EncodeFigures(uint32_t kind, const Status& st, const TraceExportStats& s, uint64_t bytes) {
   PartWriter w;
-  PutPartHead(w, kMagic, kind, kLayout, st);
+  PutPartHead(w, kMagic, kind, kFiguresBytes, st);
   if (st.ok()) {
     w.Put(s);
     w.Put(bytes);
@@ -75,7 +75,7 @@ std::string EncodeFigures(uint32_t kind, const Status& st, const TraceExportStat
 
 Status DecodeFigures(uint32_t kind, std::string_view in, TraceExportStats& s, uint64_t& bytes) {
   PartReader r(in);
-  COMMPROF_RETURN_IF_ERROR(GetPartHead(r, kMagic, kind, kLayout, Malformed()));
+  COMMPROF_RETURN_IF_ERROR(GetPartHead(r, kMagic, kind, kFiguresBytes, Malformed()));
   return r.Get(s) && r.Get(bytes) && r.done() ? Status::Ok() : Malformed();
 }
 
@@ -348,19 +348,20 @@ class LaterParts {
   std::optional<std::pair<uint64_t, uint64_t>> file_id_;  // file_'s device and inode, once stat'ed
 };
 
-// The exchange of layouts: every process sends the layout of its block to the first (the last
-// only whether it can write its block), which sends each process the sum of the layouts before
-// its block, or word that a block failed
-// (then no process writes its block, and the first reports the lowest block's error, as one
-// process would have stopped there). Each process runs it once: from its walk, before it writes,
-// or after a walk that failed before getting there (the others wait for every process's word).
-class LayoutExchange {
+// Before any block is written: every process tells the first whether its walk got there (the
+// instance table read, its held file open), and the first tells every process whether all did. A
+// block is written only when every block can be (on stdout the trace cannot be taken back); when
+// one cannot, the first reports the lowest block's error, as one process would have stopped there.
+// Each process runs it once: from its walk, before it writes, or after a walk that failed before
+// getting there (the others wait for every process's word). No layout crosses: each process
+// numbers its block from its own read of the file (TracePart).
+class StartGate {
  public:
-  explicit LayoutExchange(AnalysisWorld& world) : world_(world) {}
+  explicit StartGate(AnalysisWorld& world) : world_(world) {}
 
-  Result<TraceExportStats> Run(const Result<TraceExportStats>& mine) {
+  Status Run(const Status& mine) {
     if (!done_) {
-      COMMPROF_LOG_INFO("export process %d: block laid out after %.3f s", world_.rank(), Seconds());
+      COMMPROF_LOG_INFO("export process %d: ready to write after %.3f s", world_.rank(), Seconds());
       done_ = true;
       answer_ = world_.first() ? Gather(mine) : Ask(mine);
     }
@@ -370,85 +371,60 @@ class LayoutExchange {
   bool go() const { return go_; }
 
  private:
-  Result<TraceExportStats> Gather(const Result<TraceExportStats>& mine) {
-    const int k = world_.size();
-    std::vector<TraceExportStats> befores(static_cast<size_t>(k));
-    Status first_error = mine.status();
-    TraceExportStats sum = mine.ok() ? mine.value() : TraceExportStats{};
-    for (int q = 1; q < k; ++q) {
-      befores[static_cast<size_t>(q)] = sum;
-      // The last block's layout is no one's business, but whether it can be written is: the trace
-      // is not begun (on stdout, it cannot be taken back) until every block can be.
-      TraceExportStats s;
-      uint64_t bytes = 0;
-      const Status st = DecodeFigures(kLayoutKind, world_.Receive(q, kTagLayout), s, bytes);
+  Status Gather(const Status& mine) {
+    Status first_error = mine;
+    for (int q = 1; q < world_.size(); ++q) {
+      TraceExportStats ignored;
+      uint64_t none = 0;
+      const Status st = DecodeFigures(kReadyKind, world_.Receive(q, kTagCanWrite), ignored, none);
       if (!st.ok() && first_error.ok()) {
         first_error = st;
       }
-      AddFigures(sum, s);
     }
     go_ = first_error.ok();
-    PartWriter w;
-    w.Put<uint8_t>(go_ ? 1 : 0);
-    w.PutVector(befores);
-    (void)world_.TextFromFirst(w.Take());
-    if (!go_) {
-      return first_error;
-    }
-    return TraceExportStats{};
+    (void)world_.TextFromFirst(go_ ? "1" : "0");
+    return first_error;
   }
 
-  Result<TraceExportStats> Ask(const Result<TraceExportStats>& mine) {
-    world_.Send(0, kTagLayout,
-                EncodeFigures(kLayoutKind, mine.status(), mine.ok() ? mine.value() : TraceExportStats{}, 0));
-    const std::string sums = world_.TextFromFirst(std::string());
+  Status Ask(const Status& mine) {
+    world_.Send(0, kTagCanWrite, EncodeFigures(kReadyKind, mine, TraceExportStats{}, 0));
+    const std::string go = world_.TextFromFirst(std::string());
     world_.FinishSends();
-    PartReader r(sums);
-    uint8_t go = 0;
-    std::vector<TraceExportStats> befores;
-    if (!r.Get(go) || !r.GetVector(befores) || !r.done() || go > 1 ||
-        befores.size() != static_cast<size_t>(world_.size())) {
+    if (go != "0" && go != "1") {
       go_ = true;  // the first waits for this block: it gets the error instead
       return Malformed();
     }
-    go_ = go == 1;
-    if (!go_) {
-      return Aborted();
-    }
-    return befores[static_cast<size_t>(world_.rank())];
+    go_ = go == "1";
+    return go_ ? Status::Ok() : Internal("distributed export: ended by the first process (a block failed)");
   }
-  static Status Aborted() { return Internal("distributed export: ended by the first process (a block failed)"); }
 
   AnalysisWorld& world_;
   bool done_ = false;
   bool go_ = false;
-  Result<TraceExportStats> answer_ = TraceExportStats{};
+  Status answer_;
 };
 
 // A later process: its block's trace into a held file, then to the first in pieces once the first
 // asks for them (so no more than one piece is in memory).
 Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceExportOptions opts, TraceFormat format) {
   const auto [first, last] = BlockOfProcess(ExportedRanks(reader, opts), world.rank(), world.size());
-  LayoutExchange exchange(world);
+  StartGate gate(world);
   TraceExportStats stats;
   HeldPart held;
   Status st = Status::Ok();
   if (first < last) {
     st = held.Open(world.rank());
     if (st.ok()) {
-      opts.part = TracePart{
-          first, last, false, false, world.rank() < world.size() - 1, [&exchange](const TraceExportStats& mine) {
-            return exchange.Run(mine);
-          }};
+      opts.part = TracePart{first, last, false, false, [&gate] { return gate.Run(Status::Ok()); }};
       opts.progress = nullptr;
       opts.output_name = held.name();  // a full TMPDIR is named as such, not as the output
       st = WriteTrace(format, reader, held.stream(), opts, &stats);
     }
   }
-  if (!exchange.done()) {
-    (void)exchange.Run(st.ok() ? Result<TraceExportStats>(TraceExportStats{}) : Result<TraceExportStats>(st));
+  if (!gate.done()) {
+    (void)gate.Run(st);
   }
-  if (!exchange.go()) {
+  if (!gate.go()) {
     return st;  // a block failed: the first reports it, and takes no block
   }
   if (st.ok() && first < last && !held.stream().flush()) {  // its last bytes may fail only now
@@ -508,11 +484,10 @@ Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, con
   if (!world.first()) {
     return WriteLaterPart(world, reader, opts, format);
   }
-  LayoutExchange exchange(world);
+  StartGate gate(world);
   TraceExportOptions mine = opts;
   const auto [first, last] = BlockOfProcess(ExportedRanks(reader, opts), 0, world.size());
-  mine.part =
-      TracePart{first, last, true, true, true, [&exchange](const TraceExportStats& own) { return exchange.Run(own); }};
+  mine.part = TracePart{first, last, true, true, [&gate] { return gate.Run(Status::Ok()); }};
   mine.progress = nullptr;
   std::optional<LaterParts> later;
   Status st = WriteOutputFile(output, [&](std::ostream& out, const std::string& file) {
@@ -523,11 +498,10 @@ Status WriteTraceTogether(AnalysisWorld& world, const ProfileReader& reader, con
   if (!later) {
     later.emplace(world, std::string(), opts.output_name);  // no output was created: the blocks are dropped
   }
-  if (!exchange.done()) {  // the walk failed before it: the others are told not to write
-    (void)exchange.Run(st.ok() ? Result<TraceExportStats>(Internal("distributed export: no trace was written"))
-                               : Result<TraceExportStats>(st));
+  if (!gate.done()) {  // the walk failed before it: the others are told not to write
+    (void)gate.Run(st.ok() ? Internal("distributed export: no trace was written") : st);
   }
-  if (exchange.go()) {
+  if (gate.go()) {
     later->Drain();
   }
   return st;

@@ -87,9 +87,10 @@ class ChromeEncoder final : public TraceEncoder {
 
   void Begin(const Header& /*h*/) override { sink_.buf() += "{\"traceEvents\":["; }
   // Every rank writes records (its process's name first): the parts before wrote some if they had a rank.
-  void Continue(const TraceExportStats& before) override { first_record_ = before.ranks == 0; }
+  void Continue(size_t ranks_before) override { first_record_ = ranks_before == 0; }
 
-  void Rank(const RankInfo& r, const std::vector<std::string>& strings) override {
+  void Rank(const RankInfo& r, const std::vector<std::string>& strings,
+            const TraceRankNumbering& /*numbering*/) override {
     pid_ = r.rank + 1;
     names_.clear();
     names_.reserve(strings.size());
@@ -104,11 +105,10 @@ class ChromeEncoder final : public TraceEncoder {
     }
   }
 
-  void BeginTrack(const RankInfo& /*r*/, std::string_view name, uint32_t first_lane, uint32_t lanes,
-                  uint32_t sort_index) override {
-    for (uint32_t l = 0; l < lanes; ++l) {
-      Metadata("thread_name", first_lane + l, "name", LaneName(name, l));
-      Metadata("thread_sort_index", first_lane + l, "sort_index", sort_index + l);
+  void BeginTrack(const RankInfo& /*r*/, std::string_view name, const TrackLanes& lanes, uint32_t sort_index) override {
+    for (uint32_t l = 0; l < lanes.count; ++l) {
+      Metadata("thread_name", lanes.id(l), "name", LaneName(name, l));
+      Metadata("thread_sort_index", lanes.id(l), "sort_index", sort_index + l);
     }
   }
 

@@ -140,17 +140,10 @@ class PerfettoEncoder final : public TraceEncoder {
   explicit PerfettoEncoder(TraceSink& sink) : sink_(sink) {}
 
   void Begin(const Header& h) override;
-  // Each track and each counter series of the parts before started one sequence; each series took
-  // a counter uuid.
-  void Continue(const TraceExportStats& before) override {
-    const uint64_t sequences = before.tracks + before.counter_series;
-    next_sequence_ = static_cast<uint32_t>(kDescriptorSequence + 1 + sequences);
-    generation_ = static_cast<uint32_t>(sequences);
-    next_counter_uuid_ = kCounterUuidBase + before.counter_series;
-  }
-  void Rank(const RankInfo& r, const std::vector<std::string>& strings) override;
-  void BeginTrack(const RankInfo& r, std::string_view name, uint32_t first_lane, uint32_t lanes,
-                  uint32_t sort_index) override;
+  // Sequences and counter uuids are numbered per rank (Rank): nothing to carry over.
+  void Continue(size_t /*ranks_before*/) override {}
+  void Rank(const RankInfo& r, const std::vector<std::string>& strings, const TraceRankNumbering& numbering) override;
+  void BeginTrack(const RankInfo& r, std::string_view name, const TrackLanes& lanes, uint32_t sort_index) override;
   void Slice(const TraceSlice& s) override;
   void EndTrack() override { FlushEnds(INT64_MAX); }
   void BeginCounter(const RankInfo& r, std::string_view name) override;
@@ -456,7 +449,15 @@ void PerfettoEncoder::Begin(const Header& h) {
   BytesField(sink_.buf(), kTracePacket, pkt_);
 }
 
-void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& strings) {
+void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& strings,
+                           const TraceRankNumbering& numbering) {
+  // The rank's sequences and counter tracks follow those every exported rank before it reserved
+  // (one per track and per memory series, kept by a cut or not), whichever process writes it. The
+  // generation of interned entries only has to differ between sequences: it counts them too.
+  const uint64_t sequences = numbering.tracks_before + numbering.series_before;
+  next_sequence_ = static_cast<uint32_t>(kDescriptorSequence + 1 + sequences);
+  generation_ = static_cast<uint32_t>(sequences);
+  next_counter_uuid_ = kCounterUuidBase + numbering.series_before;
   name_iids_.assign(strings.size(), Interned{});
   other_name_iids_.clear();
   process_uuid_ = r.rank + 1;  // lane ids are above every rank + 1
@@ -472,18 +473,18 @@ void PerfettoEncoder::Rank(const RankInfo& r, const std::vector<std::string>& st
   Descriptor(desc);
 }
 
-void PerfettoEncoder::BeginTrack(const RankInfo& /*r*/, std::string_view name, uint32_t first_lane, uint32_t lanes,
+void PerfettoEncoder::BeginTrack(const RankInfo& /*r*/, std::string_view name, const TrackLanes& lanes,
                                  uint32_t sort_index) {
-  for (uint32_t l = 0; l < lanes; ++l) {
+  for (uint32_t l = 0; l < lanes.count; ++l) {
     std::string desc;
-    VarintField(desc, track::kUuid, first_lane + l);
+    VarintField(desc, track::kUuid, lanes.id(l));
     TextField(desc, track::kName, LaneName(name, l));
     VarintField(desc, track::kParentUuid, process_uuid_);
     VarintField(desc, track::kSiblingOrderRank, sort_index + l);
     Descriptor(desc);
   }
   sequence_started_ = false;  // the sequence starts at the track's first event
-  sequence_track_ = first_lane;
+  sequence_track_ = lanes.first;
   begun_ = 0;
 }
 

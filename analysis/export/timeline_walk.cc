@@ -280,6 +280,110 @@ struct TrackKey {
   }
 };
 
+bool operator==(const TrackKey& a, const TrackKey& b) { return !(a < b) && !(b < a); }
+
+TrackKey TrackOf(const commprof_event& e) { return TrackKey{e.device != COMMPROF_HOST_DEVICE, e.device, e.thread_id}; }
+
+// Events that describe other events, not time: no track of their own (TakeCallSites drops them).
+bool DescribesOthers(const commprof_event& e) {
+  return e.kind == COMMPROF_KIND_CALL_SITE || e.kind == COMMPROF_KIND_STACK_FRAME;
+}
+
+// What one rank's read (ReadInstancesAndOrigin) finds for the numbering: its tracks and memory
+// series, whether a cut keeps them or not, and its rows.
+struct RankSeen {
+  std::vector<TrackKey> tracks;  // sorted once the read is done
+  std::vector<uint32_t> series;  // device << 8 | memory kind
+  uint64_t rows = 0;
+  TrackKey last{false, 0, 0};
+  void Add(std::span<const commprof_event> chunk) {
+    rows += chunk.size();
+    for (const commprof_event& e : chunk) {
+      if (DescribesOthers(e)) {
+        continue;
+      }
+      const TrackKey key = TrackOf(e);
+      if (tracks.empty() || !(key == last)) {  // a rank's rows mostly stay on one track a while
+        if (std::find(tracks.begin(), tracks.end(), key) == tracks.end()) {
+          tracks.push_back(key);
+        }
+        last = key;
+      }
+      if (e.kind == COMMPROF_KIND_MEM_ALLOC || e.kind == COMMPROF_KIND_MEM_FREE) {
+        const uint32_t s = uint32_t{e.device} << 8 | e.subtype;
+        if (std::find(series.begin(), series.end(), s) == series.end()) {
+          series.push_back(s);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+struct TimelineRead {
+  std::vector<uint32_t> ranks;       // the reader's ranks when read, in file order: the vectors below go by their index
+  InstanceTable instances;           // the blocking instances (the trace's arrows and waits)
+  std::vector<int64_t> earliest;     // aligned start of the rank's earliest event (INT64_MAX: none)
+  std::vector<RankSeen> seen;        // tracks sorted
+  std::vector<RankStepMarks> marks;  // with step_marks only
+  bool step_marks = false;
+};
+
+Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& reader, bool step_marks) {
+  const ProfileInfo& info = reader.info();
+  auto read = std::make_shared<TimelineRead>();
+  const size_t n = info.ranks.size();
+  std::vector<ClockModel> models;
+  for (const RankInfo& r : info.ranks) {
+    read->ranks.push_back(r.rank);
+    models.push_back(r.clock_model());
+  }
+  read->step_marks = step_marks;
+  read->earliest.assign(n, INT64_MAX);
+  read->seen.resize(n);
+  read->marks.resize(step_marks ? n : 0);
+  auto loaded = LoadCollectiveInstances(
+      reader, true, /*nonblocking=*/true, [&](uint32_t k, std::span<const commprof_event> chunk) {
+        int64_t& earliest = read->earliest[k];
+        for (const commprof_event& e : chunk) {
+          earliest = std::min(earliest, models[k].ToReference(static_cast<int64_t>(e.start_ns)));
+        }
+        read->seen[k].Add(chunk);
+        if (step_marks) {
+          AddStepMarks(chunk, read->marks[k]);
+        }
+      });
+  if (!loaded.ok()) {
+    return loaded.status();
+  }
+  for (RankSeen& seen : read->seen) {
+    std::sort(seen.tracks.begin(), seen.tracks.end());
+  }
+  const int64_t threshold = SkewThresholdNs(info);
+  InstanceTable& table = read->instances;
+  table.rows.reserve(loaded.value().size());
+  table.by_key = CollectiveKeyIndex(loaded.value().size());
+  uint64_t next_flow = 1;
+  for (CollectiveInstance& in : loaded.value()) {
+    if (in.nonblocking) {
+      continue;  // shown without arrows or waits (CollectiveArgs): they take no flow ids
+    }
+    InstanceTable::Row row;
+    row.metrics = MeasureInstance(in, threshold);
+    std::vector<int64_t>().swap(row.metrics.transfers);  // the trace shows waits only: free the rest
+    row.flow_base = next_flow;
+    next_flow += in.arrivals.size();
+    row.in = std::move(in);
+    if (table.by_key.FindOrInsert(row.in.key()).second) {
+      table.rows.push_back(std::move(row));
+    }
+  }
+  return std::shared_ptr<const TimelineRead>(std::move(read));
+}
+
+namespace {
+
 std::string TrackName(const TrackKey& k) {
   return k.gpu ? "GPU " + std::to_string(k.device) + " stream " + std::to_string(k.stream)
                : "thread " + std::to_string(k.stream);
@@ -300,12 +404,14 @@ class Walker {
 
  private:
   Status SelectRanks();
-  // The instance table and, on the same read of the file, the origin and (for --steps) the step marks.
+  // The file's read (ReadTimeline, or the one given), and from it the origin, the numbering and the cut.
   Status ReadInstancesAndOrigin();
   Status ResolveCut(const std::vector<RankStepMarks>& marks);
-  // The ranks of the part, laid out and written (or, layout_only_, laid out and counted).
+  // Where each exported rank's numbers start (numbers_), from what the file's read saw of it.
+  Status Number();
+  // The ranks of the part, laid out and written.
   Status WalkPart();
-  Status WalkRank(const RankInfo& r);
+  Status WalkRank(const RankInfo& r, size_t rank_index);
   Status WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
   void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
   // Emit's look-ups of the items ahead, made early (WalkRank): kFindAhead items ahead the row,
@@ -355,13 +461,24 @@ class Walker {
   TraceExportStats& stats_;
   TraceEncoder::Header header_;
   std::vector<uint32_t> ranks_;  // selected, sorted
-  InstanceTable instances_;
+  std::shared_ptr<const TimelineRead> read_;
+  const InstanceTable* instances_ = nullptr;
   int64_t origin_ = 0;
   int64_t cut_from_ = INT64_MIN, cut_to_ = INT64_MAX;  // reference clock
   // Lane ids are unique across the trace and above every pid (docs/chrome-trace.md): some JSON
-  // readers give an event without a tid (process metadata) the tid of its pid.
-  uint32_t next_lane_ = 1;
-  bool layout_only_ = false;
+  // readers give an event without a tid (process metadata) the tid of its pid. First lanes are
+  // numbered from the largest rank + 2, in rank order, each exported rank's tracks (all of them,
+  // kept by a cut or not) after those of the ranks before it; extra lanes above every first lane,
+  // at the rows of the ranks before plus the track's place among the rank's sorted slices. So
+  // every process of an export numbers its block alone, the same as one process would. Ids stay
+  // below 2^32: JSON readers take tids as 32-bit numbers.
+  struct RankNumbers {
+    TraceRankNumbering before;
+    uint64_t rows_before = 0;
+  };
+  std::vector<RankNumbers> numbers_;  // by index in info_.ranks (exported ranks only)
+  uint64_t first_lane_base_ = 1;
+  uint64_t extra_lane_base_ = 1;                       // above every first lane
   const std::vector<std::string>* strings_ = nullptr;  // the current rank's string table
   std::string unknown_name_;
   std::array<TraceArg, 16> args_{};  // the current event's: at most 11 (a collective's)
@@ -414,47 +531,63 @@ Status Walker::SelectRanks() {
 }
 
 Status Walker::ReadInstancesAndOrigin() {
-  int64_t origin = INT64_MAX;
-  std::vector<RankStepMarks> marks(opts_.steps ? info_.ranks.size() : 0);
-  std::vector<ClockModel> models;
-  std::vector<bool> selected;
-  for (const RankInfo& r : info_.ranks) {
-    models.push_back(r.clock_model());
-    selected.push_back(Selected(r.rank));
+  if (opts_.read != nullptr) {
+    read_ = opts_.read;
+    std::vector<uint32_t> now;
+    for (const RankInfo& r : info_.ranks) {
+      now.push_back(r.rank);
+    }
+    if (read_->ranks != now || (opts_.steps && !read_->step_marks)) {
+      return Internal(info_.path + ": the timeline was given a read of other ranks, or one without step marks");
+    }
+  } else {
+    auto read = ReadTimeline(reader_, opts_.steps.has_value());
+    if (!read.ok()) {
+      return read.status();
+    }
+    read_ = std::move(read.value());
   }
-  auto loaded = LoadCollectiveInstances(reader_, true, false, [&](uint32_t k, std::span<const commprof_event> chunk) {
-    if (!selected[k]) {
-      return;
+  instances_ = &read_->instances;
+  int64_t origin = INT64_MAX;
+  for (size_t k = 0; k < info_.ranks.size(); ++k) {
+    if (Selected(info_.ranks[k].rank)) {
+      origin = std::min(origin, read_->earliest[k]);
     }
-    for (const auto& e : chunk) {
-      origin = std::min(origin, models[k].ToReference(static_cast<int64_t>(e.start_ns)));
-    }
-    if (!marks.empty()) {
-      AddStepMarks(chunk, marks[k]);
-    }
-  });
-  if (!loaded.ok()) {
-    return loaded.status();
   }
   origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
   stats_.origin_reference_ns = origin_;
-  std::vector<InstanceMetrics> measured = MeasureInstances(loaded.value(), SkewThresholdNs(info_));
-  uint64_t next_flow = 1;
-  instances_.rows.reserve(loaded.value().size());
-  instances_.by_key = CollectiveKeyIndex(loaded.value().size());
-  for (size_t k = 0; k < loaded.value().size(); ++k) {
-    CollectiveInstance& in = loaded.value()[k];
-    InstanceTable::Row row;
-    row.metrics = std::move(measured[k]);
-    std::vector<int64_t>().swap(row.metrics.transfers);  // the trace shows waits only: free the rest
-    row.flow_base = next_flow;
-    next_flow += in.arrivals.size();
-    row.in = std::move(in);
-    if (instances_.by_key.FindOrInsert(row.in.key()).second) {
-      instances_.rows.push_back(std::move(row));
+  COMMPROF_RETURN_IF_ERROR(Number());
+  if (!opts_.steps) {
+    return ResolveCut({});
+  }
+  std::vector<RankStepMarks> marks(info_.ranks.size());  // the exported ranks' only
+  for (size_t k = 0; k < info_.ranks.size(); ++k) {
+    if (Selected(info_.ranks[k].rank)) {
+      marks[k] = read_->marks[k];
     }
   }
   return ResolveCut(marks);
+}
+
+Status Walker::Number() {
+  for (const RankInfo& r : info_.ranks) {
+    first_lane_base_ = std::max<uint64_t>(first_lane_base_, uint64_t{r.rank} + 2);
+  }
+  numbers_.assign(info_.ranks.size(), RankNumbers{});
+  TraceRankNumbering sum;
+  uint64_t rows = 0;
+  for (size_t k = 0; k < info_.ranks.size(); ++k) {
+    if (!Selected(info_.ranks[k].rank)) {
+      continue;
+    }
+    const RankSeen& seen = read_->seen[k];
+    numbers_[k] = RankNumbers{sum, rows};
+    sum.tracks_before += seen.tracks.size();
+    sum.series_before += seen.series.size();
+    rows += seen.rows;
+  }
+  extra_lane_base_ = first_lane_base_ + sum.tracks_before;
+  return Status::Ok();
 }
 
 Status Walker::ResolveCut(const std::vector<RankStepMarks>& marks) {
@@ -520,7 +653,7 @@ void Walker::CollectiveArgs(const RankInfo& r, const commprof_event& e, const It
   if (!IsMatchableCollective(e)) {
     return;
   }
-  const InstanceTable::Row* row = instances_.Find(KeyOf(e));
+  const InstanceTable::Row* row = instances_->Find(KeyOf(e));
   const int32_t j = row != nullptr ? ArrivalIndex(row->in, r.rank, it.start) : -1;
   if (row == nullptr || j < 0) {
     Arg(TraceArgKey::kInstance, T::kString, 0, 0, "unmatched");
@@ -664,7 +797,7 @@ const InstanceTable::Row* Walker::FindAndPrefetch(const commprof_event& e) const
   if (!IsMatchableCollective(e)) {
     return nullptr;
   }
-  const InstanceTable::Row* row = instances_.Find(KeyOf(e));
+  const InstanceTable::Row* row = instances_->Find(KeyOf(e));
   if (row != nullptr && !row->in.arrivals.empty()) {
     __builtin_prefetch(row->in.arrivals.data());
     __builtin_prefetch(row->metrics.waits.data());
@@ -685,16 +818,15 @@ void Walker::PrefetchArrival(const InstanceTable::Row* row, uint32_t rank) {
   }
 }
 
-Status Walker::WalkRank(const RankInfo& r) {
+Status Walker::WalkRank(const RankInfo& r, size_t rank_index) {
   auto strings = reader_.Strings(r.rank);
   if (!strings.ok()) {
     return strings.status();
   }
   strings_ = &strings.value();
-  const bool write = !layout_only_;
-  if (write) {
-    enc_.Rank(r, strings.value());
-  }
+  const RankNumbers& numbers = numbers_[rank_index];
+  const std::vector<TrackKey>& tracks = read_->seen[rank_index].tracks;  // a track's first lane is its place here
+  enc_.Rank(r, strings.value(), numbers.before);
 
   // One rank's events, in memory: the lane split needs each track sorted.
   std::vector<commprof_event> events;
@@ -723,8 +855,8 @@ Status Walker::WalkRank(const RankInfo& r) {
       ++stats_.events_cut;
       continue;
     }
-    TrackKey key{e.device != COMMPROF_HOST_DEVICE, e.device, e.thread_id};
-    if (last_track == UINT32_MAX || key < last_key || last_key < key) {
+    const TrackKey key = TrackOf(e);
+    if (last_track == UINT32_MAX || !(key == last_key)) {
       auto [it, inserted] = track_ids.emplace(key, static_cast<uint32_t>(track_ids.size()));
       last_key = key;
       last_track = it->second;
@@ -773,17 +905,28 @@ Status Walker::WalkRank(const RankInfo& r) {
       // after, in every view (zero length cannot cross anything).
       it.lane = IsInstant(events[it.index].kind) ? 0 : lanes.Place(Views(it));
     }
-    const uint32_t n_lanes = std::max(1u, lanes.lanes());
-    const uint32_t first_lane = next_lane_;
-    next_lane_ += n_lanes;
-    ++stats_.tracks;
-    stats_.lanes_added += n_lanes - 1;
-    if (!write) {
-      pos = end_pos;
-      continue;
+    TrackLanes ids;
+    ids.count = std::max(1u, lanes.lanes());
+    const auto reserved = std::lower_bound(tracks.begin(), tracks.end(), key);
+    if (reserved == tracks.end() || !(*reserved == key)) {
+      return Internal(info_.path + ": rank " + std::to_string(r.rank) + ": " + TrackName(key) +
+                      " was not seen on the first read of the rank (the file changed while being read?)");
     }
-    enc_.BeginTrack(r, TrackName(key), first_lane, n_lanes, sort_index);
-    sort_index += n_lanes;
+    ids.first = static_cast<uint32_t>(first_lane_base_ + numbers.before.tracks_before +
+                                      static_cast<uint64_t>(reserved - tracks.begin()));
+    // Extra lane L + 1 of the track whose slices start at `pos` takes the id of the L-th slice
+    // after: a track has fewer lanes than slices, so the blocks of two tracks never meet.
+    const uint64_t extra = extra_lane_base_ + numbers.rows_before + pos;
+    if (ids.count > 1 && extra + (ids.count - 2) > UINT32_MAX) {
+      return InvalidArgument(info_.path + ": rank " + std::to_string(r.rank) + ": " + TrackName(key) +
+                             " needs extra lanes whose ids would pass 2^32, the largest tid JSON readers take "
+                             "(the exported ranks hold over 4 billion events); export fewer ranks (--ranks)");
+    }
+    ids.extra_first = ids.count > 1 ? static_cast<uint32_t>(extra) : 0;
+    ++stats_.tracks;
+    stats_.lanes_added += ids.count - 1;
+    enc_.BeginTrack(r, TrackName(key), ids, sort_index);
+    sort_index += ids.count;
     for (size_t i = pos; i < end_pos; ++i) {
       if (i + kFindAhead < end_pos) {
         upcoming[(i + kFindAhead) % kUpcoming] = FindAndPrefetch(events[items[i + kFindAhead].index]);
@@ -792,7 +935,7 @@ Status Walker::WalkRank(const RankInfo& r) {
         PrefetchArrival(upcoming[(i + kArrivalAhead) % kUpcoming], r.rank);
       }
       const Item& it = items[i];
-      Emit(r, events[it.index], it, first_lane + it.lane, it.lane == 0);
+      Emit(r, events[it.index], it, ids.id(it.lane), it.lane == 0);
       if (!sink_.MaybeFlush()) {
         return sink_.Error();
       }
@@ -826,9 +969,6 @@ Status Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> 
     }
     // Host memory (an imported trace's CPU allocations) is not "device 65535".
     ++stats_.counter_series;
-    if (layout_only_) {
-      continue;
-    }
     const std::string where =
         m.device == COMMPROF_HOST_DEVICE ? std::string("host") : "device " + std::to_string(m.device);
     enc_.BeginCounter(r, "memory in use: " + where + " " + schema::MemoryKindName(m.memory_kind));
@@ -850,39 +990,20 @@ Status Walker::WriteCounters(const RankInfo& r, std::span<const commprof_event> 
 Status Walker::Run() {
   const TracePart& part = opts_.part;
   COMMPROF_RETURN_IF_ERROR(SelectRanks());
-  for (const RankInfo& r : info_.ranks) {
-    next_lane_ = std::max(next_lane_, r.rank + 2);
-  }
   COMMPROF_RETURN_IF_ERROR(ReadInstancesAndOrigin());
   auto stacks = LoadStacks(reader_);
   if (!stacks.ok()) {
     return stacks.status();
   }
   stacks_ = std::move(stacks.value());
-  TraceExportStats before;
-  if (part.exchange) {
-    const TraceExportStats start = stats_;
-    const uint32_t lane_start = next_lane_;
-    if (part.share_layout) {
-      layout_only_ = true;
-      COMMPROF_RETURN_IF_ERROR(WalkPart());
-      layout_only_ = false;
-    }
-    const TraceExportStats mine = stats_;
-    stats_ = start;
-    auto got = part.exchange(mine);
-    if (!got.ok()) {
-      return got.status();
-    }
-    before = got.value();
-    // The lanes of the parts before: one per track and one per lane added.
-    next_lane_ = static_cast<uint32_t>(lane_start + before.tracks + before.lanes_added);
+  if (part.ready) {
+    COMMPROF_RETURN_IF_ERROR(part.ready());
   }
   header_ = TraceEncoder::Header{&info_, &ranks_, origin_, &stats_};
   if (part.begin) {
     enc_.Begin(header_);
   } else {
-    enc_.Continue(before);
+    enc_.Continue(std::min(part.first, ranks_.size()));
   }
   Progress(0);
   COMMPROF_RETURN_IF_ERROR(WalkPart());
@@ -900,7 +1021,8 @@ Status Walker::Run() {
 
 Status Walker::WalkPart() {
   size_t index = 0;  // of the rank among the exported ones
-  for (const RankInfo& r : info_.ranks) {
+  for (size_t k = 0; k < info_.ranks.size(); ++k) {
+    const RankInfo& r = info_.ranks[k];
     if (!Selected(r.rank)) {
       continue;
     }
@@ -908,11 +1030,9 @@ Status Walker::WalkPart() {
     if (i < opts_.part.first || i >= opts_.part.last) {
       continue;
     }
-    COMMPROF_RETURN_IF_ERROR(WalkRank(r));
+    COMMPROF_RETURN_IF_ERROR(WalkRank(r, k));
     ++stats_.ranks;
-    if (!layout_only_) {
-      Progress(stats_.ranks);
-    }
+    Progress(stats_.ranks);
   }
   return Status::Ok();
 }

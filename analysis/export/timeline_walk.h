@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -61,20 +62,27 @@ class TraceSink;
 
 // A part of a trace, for `commprof export` as an MPI job (docs/scale.md#distributed-analysis): each
 // process walks a contiguous block of the exported ranks, and the parts written one after the
-// other in rank order are the one-process trace byte for byte. What a part writes depends on the
-// parts before it only through their layout (TraceExportStats' ranks, tracks, lanes_added and
-// counter_series), which each finds by laying its ranks out before it writes.
+// other in rank order are the one-process trace byte for byte. A part's bytes depend on the parts
+// before it only through numbers every process finds on its own read of the file (each rank's
+// tracks, memory series and rows: TraceRankNumbering, TrackLanes), so no part waits for another's.
 struct TracePart {
   size_t first = 0;  // the exported ranks (in file order) with these indices: [first, last)
   size_t last = SIZE_MAX;
   bool begin = true;   // writes the trace's beginning
   bool finish = true;  // writes the trace's end (after append_later_parts)
-  // When set, called once the instance table is read and before anything is written, with this
-  // part's layout when share_layout (its ranks laid out and counted first; else zeros); returns
-  // the layout of the parts before this one, or an error that ends the walk.
-  bool share_layout = false;
-  std::function<Result<TraceExportStats>(const TraceExportStats& mine)> exchange;
+  // When set, called once the instance table is read and before anything is written; an error
+  // (another part cannot be written) ends the walk.
+  std::function<Status()> ready;
 };
+
+// The read of the whole file a timeline starts with, before it writes anything: every collective
+// instance matched and measured, and per rank its earliest event, its tracks, memory series and
+// rows (the numbering, TracePart) and, when made for --steps, its step marks. It matches the
+// non-blocking collectives too (the trace draws no arrows for them), so it refuses every row the
+// screening (ScreenEventRows) would leave out: a file whose string tables read and that it takes
+// needs no screening. WalkTimeline makes it itself unless given one (TraceExportOptions::read).
+struct TimelineRead;
+Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& reader, bool step_marks);
 
 struct TraceExportOptions {
   std::vector<uint32_t> ranks;               // ranks to export; empty: all of them. A rank not in the file is an error.
@@ -84,6 +92,9 @@ struct TraceExportOptions {
   // Called after each rank and about every million events; may be empty.
   std::function<void(const TraceExportProgress&)> progress;
   TracePart part;  // the whole trace unless set
+  // ReadTimeline of this reader as it is now (its ranks), made with step marks when `steps` is set;
+  // null: the walk reads the file itself.
+  std::shared_ptr<const TimelineRead> read;
   // With part.finish: called after the part's ranks, before the trace's end is written; writes
   // the later parts to the sink and adds their figures to the stats (which the end reports).
   std::function<Status(TraceSink&, TraceExportStats&)> append_later_parts;
@@ -173,6 +184,23 @@ struct TraceArg {
   std::string_view s;  // kString: a static name (operation, memory kind, instance state)
 };
 
+// The ids of one track's lanes (docs/chrome-trace.md, "Tracks and lanes"): its first lane's, then
+// its extra lanes' (a block of their own, above every first lane).
+struct TrackLanes {
+  uint32_t first = 0;
+  uint32_t extra_first = 0;  // lane 2's id; lane L+1's is extra_first + L - 1
+  uint32_t count = 1;
+  uint32_t id(uint32_t l) const { return l == 0 ? first : extra_first + (l - 1); }
+};
+
+// What the exported ranks before a rank reserved, whatever a cut keeps of them: every track one
+// first-lane id and one Perfetto packet sequence, every memory series one sequence and one counter
+// track (docs/perfetto-trace.md). A rank's numbers start after them.
+struct TraceRankNumbering {
+  uint64_t tracks_before = 0;
+  uint64_t series_before = 0;
+};
+
 // One recorded event as the timeline shows it.
 struct TraceSlice {
   const commprof_event* event = nullptr;
@@ -205,13 +233,13 @@ class TraceEncoder {
   };
   virtual ~TraceEncoder() = default;
   virtual void Begin(const Header& h) = 0;
-  // Instead of Begin, for a part after the first (TracePart): the encoder goes on from where the
-  // parts before, with this layout, left a one-process encoder.
-  virtual void Continue(const TraceExportStats& before) = 0;
-  virtual void Rank(const RankInfo& r, const std::vector<std::string>& strings) = 0;
-  // Lanes first_lane .. first_lane + lanes - 1; `sort_index` orders the rank's lanes.
-  virtual void BeginTrack(const RankInfo& r, std::string_view name, uint32_t first_lane, uint32_t lanes,
-                          uint32_t sort_index) = 0;
+  // Instead of Begin, for a part after the first (TracePart): the parts before wrote the trace's
+  // beginning and `ranks_before` exported ranks.
+  virtual void Continue(size_t ranks_before) = 0;
+  virtual void Rank(const RankInfo& r, const std::vector<std::string>& strings,
+                    const TraceRankNumbering& numbering) = 0;
+  // `sort_index` orders the rank's lanes (lane l of the track: sort_index + l).
+  virtual void BeginTrack(const RankInfo& r, std::string_view name, const TrackLanes& lanes, uint32_t sort_index) = 0;
   virtual void Slice(const TraceSlice& s) = 0;
   virtual void EndTrack() = 0;
   virtual void BeginCounter(const RankInfo& r, std::string_view name) = 0;

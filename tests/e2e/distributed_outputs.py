@@ -49,6 +49,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -216,6 +217,66 @@ def case_screened(ctx):
         if cmd[0] == "stats":
             read = json.loads(one)["ranks_read"]
             expect(3 not in read and 4 not in read and len(read) == 46, f"stats: ranks 3 and 4 not left out: {read}")
+    screened_by_every_rule(ctx)
+
+
+def screened_by_every_rule(ctx):
+    """The export reads a file once before writing and screens its rows only when that read refuses one:
+    every rule of the screening must make it refuse, alone. One file per rule, one rank planted in each
+    (a blocking and a non-blocking collective recorded twice on one rank, an operation the ranks before
+    disagree with, a string table that cannot be read): the export, by one process and by two, leaves
+    out exactly the rank the report leaves out, names it once, exits 1, and its trace holds the others."""
+    base = synthetic(ctx, "rules.h5", False)
+
+    def collectives(f, rank, nonblocking):
+        ds = f["ranks"][str(rank)]["events"]
+        ev = ds[:]
+        return ds, ev, [i for i in range(len(ev)) if ev[i]["kind"] == 3 and bool(ev[i]["flags"] & 1) == nonblocking]
+
+    def twice(nonblocking):
+        def plant(f, rank):  # the second such call on the communicator takes the first's sequence number
+            ds, ev, rows = collectives(f, rank, nonblocking)
+            a, b = next((a, b) for a in rows for b in rows if b > a and ev[a]["comm_id"] == ev[b]["comm_id"]
+                        and ev[a]["subtype"] == ev[b]["subtype"])
+            rec = ev[b]
+            rec["seq"] = ev[a]["seq"]
+            ds[b] = rec
+            return f"/ranks/{rank}/events row {b}: a second "
+        return plant
+
+    def other_operation(f, rank):  # the ranks before recorded another operation under this identity
+        ds, ev, rows = collectives(f, rank, False)
+        rec = ev[rows[3]]
+        rec["subtype"] = 2 if rec["subtype"] != 2 else 4
+        ds[rows[3]] = rec
+        return f"/ranks/{rank}/events row {rows[3]}: "
+
+    def strings(f, rank):
+        del f["ranks"][str(rank)]["strings"]
+        f["ranks"][str(rank)].create_dataset("strings", data=list(range(3)))
+        return f"/ranks/{rank}/strings"
+
+    for name, rank, plant in (("blocking", 7, twice(False)), ("nonblocking", 9, twice(True)),
+                              ("operation", 11, other_operation), ("strings", 13, strings)):
+        path = ctx.path(f"rule_{name}.h5")
+        shutil.copyfile(base, path)
+        with h5py.File(path, "r+") as f:
+            where = f"{path}: " + plant(f, rank)
+        report = run([ctx.commprof, "report", "--format", "json", path], check_rc=1, timeout=200)
+        left_out = [u["rank"] for u in json.loads(report.stdout)["completeness"]["unreadable"]]
+        expect(left_out == [rank], f"{name}: the report leaves out {left_out}, planted on rank {rank}")
+        for fmt in ("chrome", "perfetto"):
+            cmd = ["export", "-q", "--format", fmt]
+            one, err = output_of(ctx, cmd, path, 1, f"rule_{name}.{fmt}.1", check_rc=1)
+            for k in (1, 2):
+                got, err = (one, err) if k == 1 else output_of(ctx, cmd, path, k, f"rule_{name}.{fmt}.{k}", check_rc=1)
+                told = [line for line in err.splitlines() if where in line]
+                expect(len(told) == 1, f"{name}: export {fmt} K={k}: '{where}' told {len(told)} times:\n{err}")
+                expect(got == one, f"{name}: export {fmt} K={k}: the output differs from one process's")
+        with open(ctx.path(f"rule_{name}.chrome.1"), "rb") as fh:
+            trace = json.loads(fh.read())
+        pids = sorted({e["pid"] - 1 for e in trace["traceEvents"] if e.get("ph") == "X"})
+        expect(pids == [r for r in range(48) if r != rank], f"{name}: the trace's ranks: {pids}")
 
 
 def case_errors(ctx):

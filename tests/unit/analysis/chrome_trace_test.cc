@@ -8,11 +8,13 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "analysis/export/perfetto_trace.h"
 #include "analysis/load/profile_reader.h"
 #include "support/test_support.h"
 
@@ -180,20 +182,22 @@ TEST_F(ChromeTraceTest, ProcessesAreRanksNamedWithHostAndPidAndSortedByRank) {
 
 TEST_F(ChromeTraceTest, TracksAreThreadsAndGpuStreamsWithGloballyUniqueTids) {
   json j = Export();
-  // tids are handed out in order from above the highest pid (3): r0 thread 0 -> 4, r0 GPU 0
-  // stream 7 -> 5, r1 thread 0 -> 6 and its second lane -> 7, r2 thread 0 -> 8.
+  // First lanes are numbered in order from above the highest pid (3): r0 thread 0 -> 4, r0 GPU 0
+  // stream 7 -> 5, r1 thread 0 -> 6, r2 thread 0 -> 7. Extra lanes come above every first lane (8),
+  // at the rows of the ranks before (rank 0's 7) plus the track's place among the rank's sorted
+  // slices (0): r1's second lane -> 15.
   std::map<std::pair<int, int>, std::string> threads;
   for (const auto& e : Phase(j, "M", "thread_name")) threads[{e["pid"], e["tid"]}] = e["args"]["name"];
   EXPECT_EQ(threads, (std::map<std::pair<int, int>, std::string>{{{1, 4}, "thread 0"},
                                                                  {{1, 5}, "GPU 0 stream 7"},
                                                                  {{2, 6}, "thread 0"},
-                                                                 {{2, 7}, "thread 0 (lane 2)"},
-                                                                 {{3, 8}, "thread 0"}}));
+                                                                 {{2, 15}, "thread 0 (lane 2)"},
+                                                                 {{3, 7}, "thread 0"}}));
   std::map<std::pair<int, int>, int> sort;
   for (const auto& e : Phase(j, "M", "thread_sort_index")) sort[{e["pid"], e["tid"]}] = e["args"]["sort_index"];
   EXPECT_EQ(sort[std::make_pair(1, 4)], 0);
   EXPECT_EQ(sort[std::make_pair(1, 5)], 1);
-  EXPECT_EQ(sort[std::make_pair(2, 7)], 1);
+  EXPECT_EQ(sort[std::make_pair(2, 15)], 1);
   auto kernels = Phase(j, "X", "gemm_kernel");
   ASSERT_EQ(kernels.size(), 1u);
   EXPECT_EQ(kernels[0]["tid"], 5);
@@ -223,12 +227,12 @@ TEST_F(ChromeTraceTest, TimesAreAlignedRelativeToTheEarliestEventWithExactlyThre
 TEST_F(ChromeTraceTest, PartiallyOverlappingSlicesMoveToAnExtraLane) {
   json j = Export();
   // Rank 1: Iallreduce [42000,62000] stays on lane 1 (tid 6); the Barrier [57000,72000] crosses its
-  // end and goes to "thread 0 (lane 2)" (tid 7). Init, step and Allreduce stay on tid 6.
+  // end and goes to "thread 0 (lane 2)" (tid 15). Init, step and Allreduce stay on tid 6.
   for (const auto& e : j["traceEvents"]) {
     if (e["pid"] != 2 || e["ph"] == "M") continue;
     const std::string name = e["name"];
     if (e["ph"] == "X" && name == "MPI_Barrier") {
-      EXPECT_EQ(e["tid"], 7) << e.dump();
+      EXPECT_EQ(e["tid"], 15) << e.dump();
     } else if (e["ph"] == "X" || e["ph"] == "i") {
       EXPECT_EQ(e["tid"], 6) << e.dump();
     }
@@ -342,9 +346,9 @@ TEST_F(ChromeTraceTest, FlowsRunFromTheLastArriverToEveryOtherParticipant) {
   // Flow ids: instances in order of first arrival; id = base + arrival index, base 1 for the
   // Allreduce (3 arrivals), 4 for the Barrier. The last arriver's own id is unused.
   EXPECT_EQ(s_by_id.size(), 4u);
-  for (int id : {1, 2}) {  // Allreduce: rank 2 (pid 3, tid 8) at its entry 20000 -> 19.000
+  for (int id : {1, 2}) {  // Allreduce: rank 2 (pid 3, tid 7) at its entry 20000 -> 19.000
     EXPECT_EQ(s_by_id[id]["pid"], 3);
-    EXPECT_EQ(s_by_id[id]["tid"], 8);
+    EXPECT_EQ(s_by_id[id]["tid"], 7);
     EXPECT_EQ(s_by_id[id]["name"], "allreduce");
     EXPECT_EQ(s_by_id[id]["cat"], f_by_id[id]["cat"]);
   }
@@ -359,14 +363,14 @@ TEST_F(ChromeTraceTest, FlowsRunFromTheLastArriverToEveryOtherParticipant) {
     EXPECT_EQ(s_by_id[id]["name"], "barrier");
   }
   EXPECT_EQ(f_by_id[5]["pid"], 2);
-  EXPECT_EQ(f_by_id[5]["tid"], 7);  // rank 1's Barrier sits on its second lane
+  EXPECT_EQ(f_by_id[5]["tid"], 15);  // rank 1's Barrier sits on its second lane
   EXPECT_EQ(f_by_id[6]["pid"], 3);
   // Timestamps: "s" at the last arrival; "f" at the same moment inside the waiter's slice.
-  EXPECT_NE(text_.find("{\"ph\":\"s\",\"cat\":\"commprof.flow\",\"name\":\"allreduce\",\"id\":1,\"pid\":3,\"tid\":8,"
+  EXPECT_NE(text_.find("{\"ph\":\"s\",\"cat\":\"commprof.flow\",\"name\":\"allreduce\",\"id\":1,\"pid\":3,\"tid\":7,"
                        "\"ts\":19.000}"),
             std::string::npos);
   EXPECT_NE(text_.find("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"commprof.flow\",\"name\":\"barrier\",\"id\":5,\"pid\":2,"
-                       "\"tid\":7,\"ts\":69.000}"),
+                       "\"tid\":15,\"ts\":69.000}"),
             std::string::npos);
   // Each flow event directly follows the slice it binds to.
   EXPECT_NE(LineWith("\"id\":6,").find("\"ts\":69.000"), std::string::npos);
@@ -385,6 +389,58 @@ TEST_F(ChromeTraceTest, MetadataNamesTheSourceAndTheUtcOfTheOrigin) {
   EXPECT_EQ(m["flows"], 4);
   EXPECT_EQ(m["lanes_added"], 1);
   EXPECT_EQ(m["events"], 17);
+}
+
+// A trace written in two parts, the later one numbered on its own (as `mpirun -np K commprof
+// export` writes it: no process waits for another's layout, docs/scale.md), joins to the
+// one-process trace byte for byte, in both formats, whole and cut. The cut leaves out rank 0's GPU
+// track (its kernel ends at 16 us): its lane id stays taken, so the later ranks' ids do not depend
+// on what the cut keeps of the ranks before them.
+TEST_F(ChromeTraceTest, TwoPartsNumberedAloneJoinToTheOneProcessTraceWholeAndCut) {
+  const std::optional<TraceTimeRange> cuts[] = {std::nullopt, TraceTimeRange{30000, 100000}};
+  for (bool perfetto : {false, true}) {
+    for (const std::optional<TraceTimeRange>& cut : cuts) {
+      auto write = [&](const TraceExportOptions& o, std::ostream& out, TraceExportStats* st) {
+        return perfetto ? WritePerfettoTrace(*reader_, out, o, st) : WriteChromeTrace(*reader_, out, o, st);
+      };
+      TraceExportOptions whole_opts;
+      whole_opts.time_range = cut;
+      std::ostringstream whole;
+      TraceExportStats whole_stats;
+      ASSERT_TRUE(write(whole_opts, whole, &whole_stats).ok());
+      if (cut) {
+        ASSERT_EQ(whole_stats.tracks, 3u) << "the cut should leave rank 0's GPU track out";
+      }
+      for (size_t split : {1u, 2u}) {
+        const std::string what = std::string(perfetto ? "perfetto" : "chrome") + (cut ? ", cut" : ", whole") +
+                                 ", ranks from " + std::to_string(split) + " in the later part";
+        TraceExportOptions later = whole_opts;
+        later.part = TracePart{split, SIZE_MAX, false, false, {}};
+        std::ostringstream later_bytes;
+        TraceExportStats l;
+        ASSERT_TRUE(write(later, later_bytes, &l).ok()) << what;
+        TraceExportOptions first = whole_opts;
+        first.part = TracePart{0, split, true, true, {}};
+        first.append_later_parts = [&](TraceSink& sink, TraceExportStats& s) {
+          s.ranks += l.ranks;
+          s.events += l.events;
+          s.slices += l.slices;
+          s.instants += l.instants;
+          s.tracks += l.tracks;
+          s.lanes_added += l.lanes_added;
+          s.flows += l.flows;
+          s.counters += l.counters;
+          s.counter_series += l.counter_series;
+          s.events_cut += l.events_cut;
+          return sink.WriteThrough(later_bytes.str()) ? Status::Ok() : sink.Error();
+        };
+        std::ostringstream joined;
+        ASSERT_TRUE(write(first, joined, nullptr).ok()) << what;
+        EXPECT_EQ(joined.str().size(), whole.str().size()) << what;
+        EXPECT_TRUE(joined.str() == whole.str()) << what;
+      }
+    }
+  }
 }
 
 TEST_F(ChromeTraceTest, RankSubsetKeepsOnlyFlowsBetweenExportedRanks) {
