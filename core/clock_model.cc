@@ -64,22 +64,46 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
   return true;
 }
 
-ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {
-  std::stable_sort(points_.begin(), points_.end(),
-                   [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
+namespace {
+// llround (half away from zero) of y, without the library call: the export and the analyses align
+// every event's times through here, and the call was a twentieth of an export. trunc(y) is exact
+// for |y| < 2^63, and so is y - trunc(y) (Sterbenz), so the result is llround's to the bit.
+int64_t RoundHalfAway(long double y) {
+  auto r = static_cast<int64_t>(y);
+  const long double frac = y - static_cast<long double>(r);
+  if (frac >= 0.5L) {
+    ++r;
+  } else if (frac <= -0.5L) {
+    --r;
+  }
+  return r;
 }
 
-namespace {
 // Offset on the line through a and b at t (a.local_ns != b.local_ns).
 int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
   if (a.offset_ns == b.offset_ns) {
     return a.offset_ns;  // no drift between them (ranks sharing a host clock): what the slope gives, exactly
   }
-  long double slope =
+  const long double slope =
       static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
-  return a.offset_ns + static_cast<int64_t>(std::llround(slope * static_cast<long double>(t - a.local_ns)));
+  return a.offset_ns + RoundHalfAway(slope * static_cast<long double>(t - a.local_ns));
 }
 }  // namespace
+
+ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(points)) {
+  std::stable_sort(points_.begin(), points_.end(),
+                   [](const ClockPoint& a, const ClockPoint& b) { return a.local_ns < b.local_ns; });
+  // Each segment's slope, divided once here rather than on every event aligned through it.
+  slopes_.resize(points_.empty() ? 0 : points_.size() - 1);
+  for (size_t i = 0; i + 1 < points_.size(); ++i) {
+    const ClockPoint& a = points_[i];
+    const ClockPoint& b = points_[i + 1];
+    if (a.local_ns != b.local_ns && a.offset_ns != b.offset_ns) {
+      slopes_[i] =
+          static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+    }
+  }
+}
 
 int64_t ClockModel::Offset(int64_t t) const {
   if (points_.empty()) {
@@ -100,10 +124,13 @@ int64_t ClockModel::Offset(int64_t t) const {
   }
   const ClockPoint& a = points_[hi - 1];
   const ClockPoint& b = points_[hi];
-  if (a.local_ns == b.local_ns) {
+  if (a.local_ns == b.local_ns || a.offset_ns == b.offset_ns) {
+    // Two readings at one moment, or no drift between them (ranks sharing a host clock): what the
+    // slope gives, exactly.
     return a.offset_ns;
   }
-  return Interpolate(a, b, t);
+  // On the line through a and b.
+  return a.offset_ns + RoundHalfAway(slopes_[hi - 1] * static_cast<long double>(t - a.local_ns));
 }
 
 double ClockModel::DriftPpm() const {

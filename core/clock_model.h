@@ -76,6 +76,7 @@ class ClockModel {
 
  private:
   std::vector<ClockPoint> points_;
+  std::vector<long double> slopes_;  // of the segment from points_[i] to points_[i + 1] (0 where flat)
 };
 
 }  // namespace commprof

@@ -349,5 +349,48 @@ TEST(ClockModel, RecoversAnInjectedLinearDriftFromSimulatedEpochsWithinItsBound)
   EXPECT_NEAR(m.DriftPpm(), 40.0, 2.0 * static_cast<double>(bound + 69) / span * 1e6);
 }
 
+// Offset rounds the line's value half away from zero, as llround of the long double product of the
+// segment's slope and the distance from its start: the same ns on every platform and release, so
+// exported traces and stored analyses do not move by one when its arithmetic is made cheaper.
+// Exact halves both ways, and many random segments and times against llroundl itself.
+TEST(ClockModel, OffsetIsTheLlroundOfTheSlopeTimesTheDistanceToTheBit) {
+  // A slope of 1/2: odd distances land on exact halves, which go away from zero.
+  ClockModel half({{0, 0, 0}, {2, 1, 0}});
+  EXPECT_EQ(half.Offset(1), 1);    // 0.5
+  EXPECT_EQ(half.Offset(3), 2);    // 1.5
+  EXPECT_EQ(half.Offset(-1), -1);  // -0.5, before the first point, on the first segment's line
+  EXPECT_EQ(half.Offset(-3), -2);  // -1.5
+  ClockModel down({{0, 0, 0}, {2, -1, 0}});
+  EXPECT_EQ(down.Offset(1), -1);  // -0.5
+  EXPECT_EQ(down.Offset(-1), 1);  // 0.5
+
+  std::mt19937_64 rng(20261207);
+  std::uniform_int_distribution<int64_t> local(0, int64_t{1} << 45), step(1, int64_t{1} << 40);
+  std::uniform_int_distribution<int64_t> offset(-(int64_t{1} << 32), int64_t{1} << 32);
+  for (int model = 0; model < 200; ++model) {
+    std::vector<ClockPoint> points;
+    int64_t at = local(rng);
+    for (int p = 0; p < 4; ++p) {
+      points.push_back({at, offset(rng), 0});
+      at += step(rng);
+    }
+    ClockModel m(points);
+    for (int k = 0; k < 200; ++k) {
+      const int64_t t = points.front().local_ns - step(rng) / 4 + local(rng) / 4;
+      // The reference: the segment as Offset picks it (the end segments extended), llroundl.
+      size_t hi = 1;
+      while (hi + 1 < points.size() && points[hi].local_ns <= t) {
+        ++hi;
+      }
+      const ClockPoint& a = points[hi - 1];
+      const ClockPoint& b = points[hi];
+      const long double slope =
+          static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+      const int64_t want = a.offset_ns + std::llround(slope * static_cast<long double>(t - a.local_ns));
+      ASSERT_EQ(m.Offset(t), want) << "model " << model << " t " << t;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace commprof
