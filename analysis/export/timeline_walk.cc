@@ -344,7 +344,8 @@ Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& re
   read->seen.resize(n);
   read->marks.resize(step_marks ? n : 0);
   auto loaded = LoadCollectiveInstances(
-      reader, true, /*nonblocking=*/true, [&](uint32_t k, std::span<const commprof_event> chunk) {
+      reader, true, /*nonblocking=*/false,
+      [&](uint32_t k, std::span<const commprof_event> chunk) {
         int64_t& earliest = read->earliest[k];
         for (const commprof_event& e : chunk) {
           earliest = std::min(earliest, models[k].ToReference(static_cast<int64_t>(e.start_ns)));
@@ -353,7 +354,8 @@ Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& re
         if (step_marks) {
           AddStepMarks(chunk, read->marks[k]);
         }
-      });
+      },
+      /*check_nonblocking=*/true);
   if (!loaded.ok()) {
     return loaded.status();
   }
@@ -366,9 +368,6 @@ Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& re
   table.by_key = CollectiveKeyIndex(loaded.value().size());
   uint64_t next_flow = 1;
   for (CollectiveInstance& in : loaded.value()) {
-    if (in.nonblocking) {
-      continue;  // shown without arrows or waits (CollectiveArgs): they take no flow ids
-    }
     InstanceTable::Row row;
     row.metrics = MeasureInstance(in, threshold);
     std::vector<int64_t>().swap(row.metrics.transfers);  // the trace shows waits only: free the rest

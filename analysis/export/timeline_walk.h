@@ -77,10 +77,10 @@ struct TracePart {
 
 // The read of the whole file a timeline starts with, before it writes anything: every collective
 // instance matched and measured, and per rank its earliest event, its tracks, memory series and
-// rows (the numbering, TracePart) and, when made for --steps, its step marks. It matches the
-// non-blocking collectives too (the trace draws no arrows for them), so it refuses every row the
-// screening (ScreenEventRows) would leave out: a file whose string tables read and that it takes
-// needs no screening. WalkTimeline makes it itself unless given one (TraceExportOptions::read).
+// rows (the numbering, TracePart) and, when made for --steps, its step marks. It checks the
+// non-blocking collectives as if it matched them (the trace draws no arrows for them), so it
+// refuses every row the screening (ScreenEventRows) would leave out: a file whose string tables
+// read and that it takes needs no screening. WalkTimeline makes it itself unless given one (TraceExportOptions::read).
 struct TimelineRead;
 Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& reader, bool step_marks);
 

@@ -66,7 +66,8 @@ struct CompletionCall {
 }  // namespace
 
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
-                                                                bool nonblocking, const ChunkObserver& observe) {
+                                                                bool nonblocking, const ChunkObserver& observe,
+                                                                bool check_nonblocking) {
   // Instances in the order first seen, numbered by the index (no node per instance).
   std::vector<CollectiveInstance> instances;
   uint64_t largest_rank = 0;  // a rank's events bound its collectives: sizes the index once
@@ -79,6 +80,10 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
   Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
+  // check_nonblocking: the non-blocking identities seen, by their own index: (operation, last rank).
+  check_nonblocking = check_nonblocking && !nonblocking;
+  CollectiveKeyIndex unmatched_index;
+  std::vector<std::pair<uint8_t, uint32_t>> unmatched;
   uint32_t rank_index = 0;
   for (const RankInfo& r : reader.info().ranks) {
     const uint32_t this_index = rank_index++;
@@ -86,6 +91,38 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     uint64_t row = 0;
     auto where = [&](uint64_t at) {
       return reader.info().path + ": /ranks/" + std::to_string(r.rank) + "/events row " + std::to_string(at) + ": ";
+    };
+    // check_nonblocking: `e` (identity `key`) against a call of the same identity that recorded `op`
+    // and was last recorded by `last_rank`: the same rank twice, or another operation, is refused.
+    auto check_against = [&](const commprof_event& e, CollectiveKey key, uint64_t at, uint8_t op, uint32_t last_rank) {
+      if (last_rank == r.rank) {
+        bad = Corrupt(where(at) + "a second " + schema::CollectiveOpName(e.subtype) + " with communicator " +
+                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
+                      " on the same rank (sequence numbers are unique per communicator)");
+      } else if (op != e.subtype) {
+        bad = Corrupt(where(at) + schema::CollectiveOpName(e.subtype) + " with communicator " +
+                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
+                      ", but another rank recorded " + schema::CollectiveOpName(op) + " for the same call");
+      }
+    };
+    // check_nonblocking: a non-blocking collective checked as if matched, against the blocking
+    // instance of its identity and the non-blocking calls seen before it.
+    auto check_unmatched = [&](const commprof_event& e, uint64_t at) {
+      const CollectiveKey key = KeyOf(e);
+      if (const std::optional<uint32_t> number = index.Find(key)) {
+        const CollectiveInstance& in = instances[*number];
+        check_against(e, key, at, in.op, in.arrivals.back().world_rank);
+        if (!bad.ok()) {
+          return;
+        }
+      }
+      const auto [number, fresh] = unmatched_index.FindOrInsert(key);
+      if (fresh) {
+        unmatched.emplace_back(e.subtype, r.rank);
+        return;
+      }
+      check_against(e, key, at, unmatched[number].first, unmatched[number].second);
+      unmatched[number].second = r.rank;
     };
     // One arrival of `e` (a matchable event; `key` its identity) at this rank. `block_start`: local
     // entry of the call it blocked in (the event's start for a blocking call).
@@ -123,6 +160,14 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
                       std::to_string(in.arrivals.front().world_rank) + " recorded " + schema::CollectiveOpName(in.op) +
                       " for the same call");
         return;
+      }
+      if (check_nonblocking && !unmatched.empty()) {
+        if (const std::optional<uint32_t> other = unmatched_index.Find(key)) {
+          check_against(e, key, at, unmatched[*other].first, unmatched[*other].second);
+          if (!bad.ok()) {
+            return;
+          }
+        }
       }
       in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked, shared_completion});
     };
@@ -181,6 +226,10 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         }
         if (nonblocking && IsMatchableNonblockingCollective(e)) {
           issued.emplace_back(e, at);
+          continue;
+        }
+        if (check_nonblocking && IsMatchableNonblockingCollective(e)) {
+          check_unmatched(e, at);
           continue;
         }
         if (!IsMatchableCollective(e)) {

@@ -84,9 +84,14 @@ struct CollectiveInstance {
 // (communicator, sequence) twice, or ranks disagreeing on the operation of one call.
 // `observe`, when given, also sees every chunk of events read, with the index of its rank in
 // ProfileInfo::ranks: another analysis riding on this read of the file (the step marks, §10).
+// `check_nonblocking` (without `nonblocking`): the non-blocking collectives are not matched, but
+// refused as if they were (a rank recording one's identity twice, or ranks disagreeing on its
+// operation, also against the blocking ones), keeping only each identity's operation and last rank:
+// a load that succeeds then has no row the screening would leave out (ScreenEventRows).
 using ChunkObserver = std::function<void(uint32_t rank_index, std::span<const commprof_event> chunk)>;
 Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileReader& reader, bool aligned,
                                                                 bool nonblocking = false,
-                                                                const ChunkObserver& observe = {});
+                                                                const ChunkObserver& observe = {},
+                                                                bool check_nonblocking = false);
 
 }  // namespace commprof

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "aggregator/hdf5/hdf5_writer.h"
+#include "analysis/export/timeline_walk.h"
 #include "analysis/load/event_screen.h"
 #include "analysis/load/profile_reader.h"
 #include "analysis/report/job_report.h"
@@ -236,6 +237,53 @@ TEST(ReaderFaults, AnalyzeReadableGivesWhatScreeningFirstGives) {
     EXPECT_EQ(RanksOf(lazy.value()->info()), RanksOf(first.value()->info())) << name;
     EXPECT_EQ(ReportToJson(got.value()).dump(), ReportToJson(expected.value()).dump()) << name;
     EXPECT_EQ(got->info.faults.empty(), name == "clean.h5") << name;
+  }
+}
+
+// `commprof export` screens the rows only when the timeline's own read (ReadTimeline) refuses one,
+// so that read must refuse a file exactly when the screening would leave a rank out, non-blocking
+// collectives included (the read does not match them, but checks them as if it did): recorded
+// twice on one rank, under one identity with a blocking call of the same rank, with an operation
+// other ranks' non-blocking or blocking calls disagree with.
+TEST(ReaderFaults, TheTimelinesReadRefusesAFileExactlyWhenTheScreeningLeavesARankOut) {
+  auto with_nonblocking = [] {
+    auto ranks = FourRanks();  // blocking allreduces 0-4, then non-blocking ones 5 and 6
+    for (uint32_t r = 0; r < 4; ++r) {
+      for (uint64_t s = 5; s < 7; ++s) {
+        const uint64_t t = 1000 + s * 1000;
+        ranks[r].events.push_back(
+            ev::Collective(COMMPROF_OP_ALLREDUCE, s, t + r * 10, t + 500, {.flags = COMMPROF_FLAG_NONBLOCKING}));
+      }
+    }
+    return ranks;
+  };
+  TempDir dir("commprof-rf");
+  std::vector<std::pair<std::string, std::vector<RankData>>> files;
+  files.emplace_back("clean.h5", with_nonblocking());
+  files.emplace_back("nonblocking_twice.h5", with_nonblocking());
+  files.back().second[1].events[6].seq = 5;
+  files.emplace_back("nonblocking_other_op.h5", with_nonblocking());
+  files.back().second[2].events[6].subtype = COMMPROF_OP_BCAST;
+  files.emplace_back("nonblocking_and_blocking_on_one_rank.h5", with_nonblocking());
+  files.back().second[1].events[6].seq = 4;
+  files.emplace_back("blocking_other_op_than_nonblocking.h5", with_nonblocking());
+  files.back().second[3].events.erase(files.back().second[3].events.begin() + 5);  // its non-blocking 5
+  files.back().second[3].events[4].seq = 5;
+  files.back().second[3].events[4].subtype = COMMPROF_OP_BCAST;
+  files.emplace_back("nonblocking_other_op_than_blocking.h5", with_nonblocking());
+  files.back().second[0].events.erase(files.back().second[0].events.begin() + 4);  // its blocking 4
+  files.back().second[0].events[4].seq = 4;                                        // now non-blocking 4
+  files.back().second[0].events[4].subtype = COMMPROF_OP_BCAST;
+  for (const auto& [name, ranks] : files) {
+    const std::string path = dir / name;
+    ASSERT_NE(WriteProfile(path, ranks), nullptr) << name;
+    auto screened = ProfileReader::Open(path);
+    auto read = ProfileReader::Open(path);
+    ASSERT_TRUE(screened.ok() && read.ok()) << name;
+    const size_t left_out = ScreenEventRows(*screened.value());
+    EXPECT_EQ(left_out == 0, name == "clean.h5") << name;
+    auto timeline = ReadTimeline(*read.value(), false);
+    EXPECT_EQ(timeline.ok(), left_out == 0) << name << ": " << timeline.status().message();
   }
 }
 
