@@ -595,8 +595,11 @@ bool Server::Admit(tcp::socket& socket) {
     if (oldest != nullptr && oldest->AgeMs() >= limits_.evict_after_ms) {
       oldest->Evict();  // leaves the book
     } else {
-      return refuse("cap-pending",
-                    std::to_string(limits_.max_pending) + " connections are awaiting their hello (the pending cap)");
+      // Ranks starting together hit this: a collector connects again (and loses nothing), so say
+      // so, or a user of a large job reads the line as a lost rank.
+      return refuse("cap-pending", std::to_string(limits_.max_pending) +
+                                       " connections are awaiting their hello (the pending cap); a commprof rank "
+                                       "connects again by itself, nothing of it is lost");
     }
   }
   return true;
