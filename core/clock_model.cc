@@ -65,15 +65,17 @@ bool EstimateEpoch(std::span<const ClockSample> samples, ClockPoint& out) {
 }
 
 namespace {
-// llround (half away from zero) of y, without the library call: the export and the analyses align
-// every event's times through here, and the call was a twentieth of an export. trunc(y) is exact
-// for |y| < 2^63, and so is y - trunc(y) (Sterbenz), so the result is llround's to the bit.
+// llround (half away from zero) of y, without the library call or the rounding-mode switch a
+// truncating conversion costs on x87: the export and the analyses align every event's times
+// through here. llrint rounds to nearest (ties to even) under the default rounding mode, in one
+// instruction where math errno is off (core/CMakeLists.txt); y - llrint(y) is exact (|y - r| <= 1/2,
+// Sterbenz), so an exact tie is seen and moved away from zero. The result is llround's to the bit.
 int64_t RoundHalfAway(long double y) {
-  auto r = static_cast<int64_t>(y);
-  const long double frac = y - static_cast<long double>(r);
-  if (frac >= 0.5L) {
+  auto r = static_cast<int64_t>(std::llrint(y));
+  const long double d = y - static_cast<long double>(r);
+  if (d == 0.5L && y > 0) {
     ++r;
-  } else if (frac <= -0.5L) {
+  } else if (d == -0.5L && y < 0) {
     --r;
   }
   return r;
