@@ -599,7 +599,8 @@ bool Server::Admit(tcp::socket& socket) {
       // so, or a user of a large job reads the line as a lost rank.
       return refuse("cap-pending", std::to_string(limits_.max_pending) +
                                        " connections are awaiting their hello (the pending cap); a commprof rank "
-                                       "connects again by itself, nothing of it is lost");
+                                       "connects again by itself (or spools its events after its connect "
+                                       "timeout), nothing of it is lost");
     }
   }
   return true;

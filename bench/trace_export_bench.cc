@@ -44,6 +44,7 @@ std::string Profile() {
 class NullEncoder final : public commprof::TraceEncoder {
  public:
   void Begin(const Header& /*h*/) override {}
+  uint64_t MaxLaneId() const override { return UINT64_MAX; }
   void Continue(size_t /*ranks_before*/) override {}
   void Rank(const commprof::RankInfo& /*r*/, const std::vector<std::string>& /*strings*/,
             const commprof::TraceRankNumbering& /*numbering*/) override {}

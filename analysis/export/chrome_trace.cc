@@ -86,6 +86,7 @@ class ChromeEncoder final : public TraceEncoder {
   explicit ChromeEncoder(TraceSink& sink) : sink_(sink) {}
 
   void Begin(const Header& /*h*/) override { sink_.buf() += "{\"traceEvents\":["; }
+  uint64_t MaxLaneId() const override { return UINT32_MAX; }  // JSON readers take tids as 32-bit numbers
   // Every rank writes records (its process's name first): the parts before wrote some if they had a rank.
   void Continue(size_t ranks_before) override { first_record_ = ranks_before == 0; }
 
@@ -144,7 +145,7 @@ class ChromeEncoder final : public TraceEncoder {
   // One metadata record of the current rank: {"ph":"M","name":WHAT,"pid":P[,"tid":TID],"args":{KEY:VALUE}},
   // VALUE a quoted string or a number; `tid` 0: a process's record.
   template <typename Value>
-  void Metadata(const char* what, uint32_t tid, const char* key, const Value& value) {
+  void Metadata(const char* what, uint64_t tid, const char* key, const Value& value) {
     std::string& b = sink_.buf();
     BeginRecord();
     b += "{\"ph\":\"M\",\"name\":\"";

@@ -140,6 +140,7 @@ class PerfettoEncoder final : public TraceEncoder {
   explicit PerfettoEncoder(TraceSink& sink) : sink_(sink) {}
 
   void Begin(const Header& h) override;
+  uint64_t MaxLaneId() const override { return kFactsUuid - 1; }  // below the facts' and counters' tracks
   // Sequences and counter uuids are numbered per rank (Rank): nothing to carry over.
   void Continue(size_t /*ranks_before*/) override {}
   void Rank(const RankInfo& r, const std::vector<std::string>& strings, const TraceRankNumbering& numbering) override;
@@ -156,7 +157,7 @@ class PerfettoEncoder final : public TraceEncoder {
   struct PendingEnd {
     int64_t end;
     uint64_t order;
-    uint32_t lane;
+    uint64_t lane;
     bool first_lane;
     uint64_t flow_in;
     bool operator>(const PendingEnd& o) const { return end != o.end ? end > o.end : order < o.order; }
@@ -177,7 +178,7 @@ class PerfettoEncoder final : public TraceEncoder {
   // bounds checks and no zero-filling of the output.
   char* BeginEvent(int64_t ts, size_t room);
   void EndEvent(char* p);
-  static char* TrackUuid(char* p, uint32_t lane, bool first_lane) {
+  static char* TrackUuid(char* p, uint64_t lane, bool first_lane) {
     return first_lane ? p : PutVarintField(p, event::kTrackUuid, lane);
   }
   void FlushEnds(int64_t until);

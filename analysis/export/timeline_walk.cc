@@ -412,7 +412,7 @@ class Walker {
   Status WalkPart();
   Status WalkRank(const RankInfo& r, size_t rank_index);
   Status WriteCounters(const RankInfo& r, std::span<const commprof_event> events, const ClockModel& model);
-  void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane);
+  void Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint64_t lane, bool first_lane);
   // Emit's look-ups of the items ahead, made early (WalkRank): kFindAhead items ahead the row,
   // kArrivalAhead ahead the rank's arrival in it.
   static constexpr size_t kFindAhead = 12, kArrivalAhead = 6, kUpcoming = 16;
@@ -470,7 +470,7 @@ class Walker {
   // kept by a cut or not) after those of the ranks before it; extra lanes above every first lane,
   // at the rows of the ranks before plus the track's place among the rank's sorted slices. So
   // every process of an export numbers its block alone, the same as one process would. Ids stay
-  // below 2^32: JSON readers take tids as 32-bit numbers.
+  // within the format's MaxLaneId (Chrome JSON: 2^32 - 1, the tids its readers take).
   struct RankNumbers {
     TraceRankNumbering before;
     uint64_t rows_before = 0;
@@ -586,6 +586,14 @@ Status Walker::Number() {
     rows += seen.rows;
   }
   extra_lane_base_ = first_lane_base_ + sum.tracks_before;
+  // Every id the walk could give (an extra lane's is below its rank's rows' end) fits the format,
+  // or the export stops here, before anything is written.
+  if (extra_lane_base_ + rows > enc_.MaxLaneId()) {
+    return InvalidArgument(info_.path + ": the exported ranks hold " + std::to_string(rows) +
+                           " events, more than this format's lane ids reach (" + std::to_string(enc_.MaxLaneId()) +
+                           " at most: the lanes of overlapping slices are numbered by event); export fewer ranks "
+                           "(--ranks), or as --format perfetto");
+  }
   return Status::Ok();
 }
 
@@ -687,7 +695,7 @@ void Walker::CollectiveArgs(const RankInfo& r, const commprof_event& e, const It
   }
 }
 
-void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint32_t lane, bool first_lane) {
+void Walker::Emit(const RankInfo& r, const commprof_event& e, const Item& it, uint64_t lane, bool first_lane) {
   using T = TraceArg::Type;
   TraceSlice s;
   s.event = &e;
@@ -911,17 +919,11 @@ Status Walker::WalkRank(const RankInfo& r, size_t rank_index) {
       return Internal(info_.path + ": rank " + std::to_string(r.rank) + ": " + TrackName(key) +
                       " was not seen on the first read of the rank (the file changed while being read?)");
     }
-    ids.first = static_cast<uint32_t>(first_lane_base_ + numbers.before.tracks_before +
-                                      static_cast<uint64_t>(reserved - tracks.begin()));
+    ids.first = first_lane_base_ + numbers.before.tracks_before + static_cast<uint64_t>(reserved - tracks.begin());
     // Extra lane L + 1 of the track whose slices start at `pos` takes the id of the L-th slice
     // after: a track has fewer lanes than slices, so the blocks of two tracks never meet.
-    const uint64_t extra = extra_lane_base_ + numbers.rows_before + pos;
-    if (ids.count > 1 && extra + (ids.count - 2) > UINT32_MAX) {
-      return InvalidArgument(info_.path + ": rank " + std::to_string(r.rank) + ": " + TrackName(key) +
-                             " needs extra lanes whose ids would pass 2^32, the largest tid JSON readers take "
-                             "(the exported ranks hold over 4 billion events); export fewer ranks (--ranks)");
-    }
-    ids.extra_first = ids.count > 1 ? static_cast<uint32_t>(extra) : 0;
+    const uint64_t extra = extra_lane_base_ + numbers.rows_before + pos;  // within MaxLaneId (Number)
+    ids.extra_first = ids.count > 1 ? extra : 0;
     ++stats_.tracks;
     stats_.lanes_added += ids.count - 1;
     enc_.BeginTrack(r, TrackName(key), ids, sort_index);

@@ -187,10 +187,10 @@ struct TraceArg {
 // The ids of one track's lanes (docs/chrome-trace.md, "Tracks and lanes"): its first lane's, then
 // its extra lanes' (a block of their own, above every first lane).
 struct TrackLanes {
-  uint32_t first = 0;
-  uint32_t extra_first = 0;  // lane 2's id; lane L+1's is extra_first + L - 1
+  uint64_t first = 0;
+  uint64_t extra_first = 0;  // lane 2's id; lane L+1's is extra_first + L - 1
   uint32_t count = 1;
-  uint32_t id(uint32_t l) const { return l == 0 ? first : extra_first + (l - 1); }
+  uint64_t id(uint32_t l) const { return l == 0 ? first : extra_first + (l - 1); }
 };
 
 // What the exported ranks before a rank reserved, whatever a cut keeps of them: every track one
@@ -205,7 +205,7 @@ struct TraceRankNumbering {
 struct TraceSlice {
   const commprof_event* event = nullptr;
   uint32_t rank = 0;
-  uint32_t lane = 0;        // trace-wide lane id
+  uint64_t lane = 0;        // trace-wide lane id
   bool first_lane = false;  // the lane is its track's first
   int64_t start = 0;        // ns since the origin
   int64_t end = 0;          // == start for an instant
@@ -233,6 +233,8 @@ class TraceEncoder {
   };
   virtual ~TraceEncoder() = default;
   virtual void Begin(const Header& h) = 0;
+  // The largest lane id the format can carry (Chrome JSON: 2^32 - 1, the tids its readers take).
+  virtual uint64_t MaxLaneId() const = 0;
   // Instead of Begin, for a part after the first (TracePart): the parts before wrote the trace's
   // beginning and `ranks_before` exported ranks.
   virtual void Continue(size_t ranks_before) = 0;

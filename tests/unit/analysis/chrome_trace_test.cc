@@ -397,50 +397,105 @@ TEST_F(ChromeTraceTest, MetadataNamesTheSourceAndTheUtcOfTheOrigin) {
 // track (its kernel ends at 16 us): its lane id stays taken, so the later ranks' ids do not depend
 // on what the cut keeps of the ranks before them.
 TEST_F(ChromeTraceTest, TwoPartsNumberedAloneJoinToTheOneProcessTraceWholeAndCut) {
+  // The job, and the job with memory series (counter tracks and their sequences are numbered too):
+  // two on rank 0 (device and host memory), one on rank 1.
+  std::vector<RankData> with_memory = MakeJob();
+  auto memory = [](uint8_t kind, uint16_t device, uint64_t t, uint64_t address, bool alloc) {
+    commprof_event m = Ev(alloc ? COMMPROF_KIND_MEM_ALLOC : COMMPROF_KIND_MEM_FREE, 0, t, t);
+    m.device = device;
+    m.subtype = kind;
+    m.seq = address;
+    m.bytes = 4096;
+    return m;
+  };
+  with_memory[0].events.push_back(memory(3, 0, 3000, 0x1000, true));
+  with_memory[0].events.push_back(memory(3, 0, 60000, 0x1000, false));
+  with_memory[0].events.push_back(memory(2, COMMPROF_HOST_DEVICE, 4000, 0x2000, true));
+  with_memory[1].events.push_back(memory(3, 0, 3500, 0x3000, true));
+  auto memory_reader = WriteJob(dir_ / "memory.h5", with_memory);
+  ASSERT_NE(memory_reader, nullptr);
   const std::optional<TraceTimeRange> cuts[] = {std::nullopt, TraceTimeRange{30000, 100000}};
-  for (bool perfetto : {false, true}) {
-    for (const std::optional<TraceTimeRange>& cut : cuts) {
-      auto write = [&](const TraceExportOptions& o, std::ostream& out, TraceExportStats* st) {
-        return perfetto ? WritePerfettoTrace(*reader_, out, o, st) : WriteChromeTrace(*reader_, out, o, st);
-      };
-      TraceExportOptions whole_opts;
-      whole_opts.time_range = cut;
-      std::ostringstream whole;
-      TraceExportStats whole_stats;
-      ASSERT_TRUE(write(whole_opts, whole, &whole_stats).ok());
-      if (cut) {
-        ASSERT_EQ(whole_stats.tracks, 3u) << "the cut should leave rank 0's GPU track out";
-      }
-      for (size_t split : {1u, 2u}) {
-        const std::string what = std::string(perfetto ? "perfetto" : "chrome") + (cut ? ", cut" : ", whole") +
-                                 ", ranks from " + std::to_string(split) + " in the later part";
-        TraceExportOptions later = whole_opts;
-        later.part = TracePart{split, SIZE_MAX, false, false, {}};
-        std::ostringstream later_bytes;
-        TraceExportStats l;
-        ASSERT_TRUE(write(later, later_bytes, &l).ok()) << what;
-        TraceExportOptions first = whole_opts;
-        first.part = TracePart{0, split, true, true, {}};
-        first.append_later_parts = [&](TraceSink& sink, TraceExportStats& s) {
-          s.ranks += l.ranks;
-          s.events += l.events;
-          s.slices += l.slices;
-          s.instants += l.instants;
-          s.tracks += l.tracks;
-          s.lanes_added += l.lanes_added;
-          s.flows += l.flows;
-          s.counters += l.counters;
-          s.counter_series += l.counter_series;
-          s.events_cut += l.events_cut;
-          return sink.WriteThrough(later_bytes.str()) ? Status::Ok() : sink.Error();
+  for (const ProfileReader* reader : {reader_.get(), memory_reader.get()}) {
+    for (bool perfetto : {false, true}) {
+      for (const std::optional<TraceTimeRange>& cut : cuts) {
+        auto write = [&](const TraceExportOptions& o, std::ostream& out, TraceExportStats* st) {
+          return perfetto ? WritePerfettoTrace(*reader, out, o, st) : WriteChromeTrace(*reader, out, o, st);
         };
-        std::ostringstream joined;
-        ASSERT_TRUE(write(first, joined, nullptr).ok()) << what;
-        EXPECT_EQ(joined.str().size(), whole.str().size()) << what;
-        EXPECT_TRUE(joined.str() == whole.str()) << what;
+        TraceExportOptions whole_opts;
+        whole_opts.time_range = cut;
+        std::ostringstream whole;
+        TraceExportStats whole_stats;
+        ASSERT_TRUE(write(whole_opts, whole, &whole_stats).ok());
+        if (cut && reader == reader_.get()) {
+          ASSERT_EQ(whole_stats.tracks, 3u) << "the cut should leave rank 0's GPU track out";
+        }
+        if (reader != reader_.get()) {
+          ASSERT_EQ(whole_stats.counter_series, 3u);
+        }
+        for (size_t split : {1u, 2u}) {
+          const std::string what = std::string(reader == reader_.get() ? "" : "memory, ") +
+                                   (perfetto ? "perfetto" : "chrome") + (cut ? ", cut" : ", whole") + ", ranks from " +
+                                   std::to_string(split) + " in the later part";
+          TraceExportOptions later = whole_opts;
+          later.part = TracePart{split, SIZE_MAX, false, false, {}};
+          std::ostringstream later_bytes;
+          TraceExportStats l;
+          ASSERT_TRUE(write(later, later_bytes, &l).ok()) << what;
+          TraceExportOptions first = whole_opts;
+          first.part = TracePart{0, split, true, true, {}};
+          first.append_later_parts = [&](TraceSink& sink, TraceExportStats& s) {
+            s.ranks += l.ranks;
+            s.events += l.events;
+            s.slices += l.slices;
+            s.instants += l.instants;
+            s.tracks += l.tracks;
+            s.lanes_added += l.lanes_added;
+            s.flows += l.flows;
+            s.counters += l.counters;
+            s.counter_series += l.counter_series;
+            s.events_cut += l.events_cut;
+            return sink.WriteThrough(later_bytes.str()) ? Status::Ok() : sink.Error();
+          };
+          std::ostringstream joined;
+          ASSERT_TRUE(write(first, joined, nullptr).ok()) << what;
+          EXPECT_EQ(joined.str().size(), whole.str().size()) << what;
+          EXPECT_TRUE(joined.str() == whole.str()) << what;
+        }
       }
     }
   }
+}
+
+// A format whose lane ids cannot reach what the numbering may hand out (Chrome's 32-bit tids, past
+// about 4.29 billion events) is refused before anything is written: here a format of ten ids,
+// against first lanes from 4 and extra lanes up to 8 + 17 rows.
+TEST_F(ChromeTraceTest, AFormatWhoseLaneIdsTheNumberingCouldPassIsRefusedBeforeAnythingIsWritten) {
+  struct SmallIds final : TraceEncoder {
+    bool begun = false;
+    void Begin(const Header& /*h*/) override { begun = true; }
+    uint64_t MaxLaneId() const override { return 10; }
+    void Continue(size_t /*ranks_before*/) override { begun = true; }
+    void Rank(const RankInfo& /*r*/, const std::vector<std::string>& /*s*/, const TraceRankNumbering& /*n*/) override {}
+    void BeginTrack(const RankInfo& /*r*/, std::string_view /*n*/, const TrackLanes& /*l*/, uint32_t /*i*/) override {}
+    void Slice(const TraceSlice& /*s*/) override {}
+    void EndTrack() override {}
+    void BeginCounter(const RankInfo& /*r*/, std::string_view /*n*/) override {}
+    void CounterPoint(int64_t /*ts*/, int64_t /*v*/) override {}
+    void Finish(const Header& /*h*/) override {}
+  } encoder;
+  std::ostringstream os;
+  TraceSink sink(os, "out");
+  TraceExportStats stats;
+  const Status st = WalkTimeline(*reader_, encoder, sink, TraceExportOptions{}, stats);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the exported ranks hold 17 events, more than this format's lane ids reach (10 at most"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE(encoder.begun);
+  EXPECT_EQ(os.str(), "");
+  TraceExportOptions one;
+  one.ranks = {1};  // 5 rows, 1 track: extra lanes from 4 + 1 = 5, up to 9
+  EXPECT_TRUE(WalkTimeline(*reader_, encoder, sink, one, stats).ok());
 }
 
 TEST_F(ChromeTraceTest, RankSubsetKeepsOnlyFlowsBetweenExportedRanks) {

@@ -274,6 +274,10 @@ TEST(ReaderFaults, TheTimelinesReadRefusesAFileExactlyWhenTheScreeningLeavesARan
   files.back().second[0].events.erase(files.back().second[0].events.begin() + 4);  // its blocking 4
   files.back().second[0].events[4].seq = 4;                                        // now non-blocking 4
   files.back().second[0].events[4].subtype = COMMPROF_OP_BCAST;
+  files.emplace_back("later_nonblocking_other_op_than_blocking.h5", with_nonblocking());
+  files.back().second[3].events.erase(files.back().second[3].events.begin() + 4);  // rank 3's blocking 4
+  files.back().second[3].events[4].seq = 4;  // its non-blocking 5 becomes 4, against ranks 0-2's allreduce
+  files.back().second[3].events[4].subtype = COMMPROF_OP_BCAST;
   for (const auto& [name, ranks] : files) {
     const std::string path = dir / name;
     ASSERT_NE(WriteProfile(path, ranks), nullptr) << name;
