@@ -319,9 +319,8 @@ struct RankSeen {
   }
 };
 
-}  // namespace
-
-struct TimelineRead {
+// What ReadTimeline reads, behind the opaque TimelineRead (its types are this file's own).
+struct TimelineReadData final : TimelineRead {
   std::vector<uint32_t> ranks;       // the reader's ranks when read, in file order: the vectors below go by their index
   InstanceTable instances;           // the blocking instances (the trace's arrows and waits)
   std::vector<int64_t> earliest;     // aligned start of the rank's earliest event (INT64_MAX: none)
@@ -330,9 +329,11 @@ struct TimelineRead {
   bool step_marks = false;
 };
 
+}  // namespace
+
 Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& reader, bool step_marks) {
   const ProfileInfo& info = reader.info();
-  auto read = std::make_shared<TimelineRead>();
+  auto read = std::make_shared<TimelineReadData>();
   const size_t n = info.ranks.size();
   std::vector<ClockModel> models;
   for (const RankInfo& r : info.ranks) {
@@ -459,8 +460,9 @@ class Walker {
   const TraceExportOptions& opts_;
   TraceExportStats& stats_;
   TraceEncoder::Header header_;
-  std::vector<uint32_t> ranks_;  // selected, sorted
-  std::shared_ptr<const TimelineRead> read_;
+  std::vector<uint32_t> ranks_;               // selected, sorted
+  std::shared_ptr<const TimelineRead> read_;  // a TimelineReadData: Read()
+  const TimelineReadData& Read() const { return static_cast<const TimelineReadData&>(*read_); }
   const InstanceTable* instances_ = nullptr;
   int64_t origin_ = 0;
   int64_t cut_from_ = INT64_MIN, cut_to_ = INT64_MAX;  // reference clock
@@ -536,7 +538,7 @@ Status Walker::ReadInstancesAndOrigin() {
     for (const RankInfo& r : info_.ranks) {
       now.push_back(r.rank);
     }
-    if (read_->ranks != now || (opts_.steps && !read_->step_marks)) {
+    if (Read().ranks != now || (opts_.steps && !Read().step_marks)) {
       return Internal(info_.path + ": the timeline was given a read of other ranks, or one without step marks");
     }
   } else {
@@ -546,11 +548,11 @@ Status Walker::ReadInstancesAndOrigin() {
     }
     read_ = std::move(read.value());
   }
-  instances_ = &read_->instances;
+  instances_ = &Read().instances;
   int64_t origin = INT64_MAX;
   for (size_t k = 0; k < info_.ranks.size(); ++k) {
     if (Selected(info_.ranks[k].rank)) {
-      origin = std::min(origin, read_->earliest[k]);
+      origin = std::min(origin, Read().earliest[k]);
     }
   }
   origin_ = origin != INT64_MAX ? origin : 0;  // no event at all: nothing is relative to it
@@ -562,7 +564,7 @@ Status Walker::ReadInstancesAndOrigin() {
   std::vector<RankStepMarks> marks(info_.ranks.size());  // the exported ranks' only
   for (size_t k = 0; k < info_.ranks.size(); ++k) {
     if (Selected(info_.ranks[k].rank)) {
-      marks[k] = read_->marks[k];
+      marks[k] = Read().marks[k];
     }
   }
   return ResolveCut(marks);
@@ -579,7 +581,7 @@ Status Walker::Number() {
     if (!Selected(info_.ranks[k].rank)) {
       continue;
     }
-    const RankSeen& seen = read_->seen[k];
+    const RankSeen& seen = Read().seen[k];
     numbers_[k] = RankNumbers{sum, rows};
     sum.tracks_before += seen.tracks.size();
     sum.series_before += seen.series.size();
@@ -832,7 +834,7 @@ Status Walker::WalkRank(const RankInfo& r, size_t rank_index) {
   }
   strings_ = &strings.value();
   const RankNumbers& numbers = numbers_[rank_index];
-  const std::vector<TrackKey>& tracks = read_->seen[rank_index].tracks;  // a track's first lane is its place here
+  const std::vector<TrackKey>& tracks = Read().seen[rank_index].tracks;  // a track's first lane is its place here
   enc_.Rank(r, strings.value(), numbers.before);
 
   // One rank's events, in memory: the lane split needs each track sorted.

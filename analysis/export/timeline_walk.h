@@ -81,7 +81,9 @@ struct TracePart {
 // non-blocking collectives as if it matched them (the trace draws no arrows for them), so it
 // refuses every row the screening (ScreenEventRows) would leave out: a file whose string tables
 // read and that it takes needs no screening. WalkTimeline makes it itself unless given one (TraceExportOptions::read).
-struct TimelineRead;
+struct TimelineRead {  // opaque: made by ReadTimeline only
+  virtual ~TimelineRead() = default;
+};
 Result<std::shared_ptr<const TimelineRead>> ReadTimeline(const ProfileReader& reader, bool step_marks);
 
 struct TraceExportOptions {
