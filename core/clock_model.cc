@@ -81,14 +81,22 @@ int64_t RoundHalfAway(long double y) {
   return r;
 }
 
+// The slope of the line through a and b (a.local_ns != b.local_ns).
+long double Slope(const ClockPoint& a, const ClockPoint& b) {
+  return static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+}
+
+// Offset at t on the line through a and b of slope `slope`.
+int64_t OnLine(const ClockPoint& a, long double slope, int64_t t) {
+  return a.offset_ns + RoundHalfAway(slope * static_cast<long double>(t - a.local_ns));
+}
+
 // Offset on the line through a and b at t (a.local_ns != b.local_ns).
 int64_t Interpolate(const ClockPoint& a, const ClockPoint& b, int64_t t) {
   if (a.offset_ns == b.offset_ns) {
     return a.offset_ns;  // no drift between them (ranks sharing a host clock): what the slope gives, exactly
   }
-  const long double slope =
-      static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
-  return a.offset_ns + RoundHalfAway(slope * static_cast<long double>(t - a.local_ns));
+  return OnLine(a, Slope(a, b), t);
 }
 }  // namespace
 
@@ -101,8 +109,7 @@ ClockModel::ClockModel(std::vector<ClockPoint> points) : points_(std::move(point
     const ClockPoint& a = points_[i];
     const ClockPoint& b = points_[i + 1];
     if (a.local_ns != b.local_ns && a.offset_ns != b.offset_ns) {
-      slopes_[i] =
-          static_cast<long double>(b.offset_ns - a.offset_ns) / static_cast<long double>(b.local_ns - a.local_ns);
+      slopes_[i] = Slope(a, b);
     }
   }
 }
@@ -131,8 +138,7 @@ int64_t ClockModel::Offset(int64_t t) const {
     // slope gives, exactly.
     return a.offset_ns;
   }
-  // On the line through a and b.
-  return a.offset_ns + RoundHalfAway(slopes_[hi - 1] * static_cast<long double>(t - a.local_ns));
+  return OnLine(a, slopes_[hi - 1], t);
 }
 
 double ClockModel::DriftPpm() const {
