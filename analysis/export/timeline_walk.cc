@@ -278,9 +278,8 @@ struct TrackKey {
   bool operator<(const TrackKey& o) const {
     return std::tie(gpu, device, stream) < std::tie(o.gpu, o.device, o.stream);
   }
+  bool operator==(const TrackKey&) const = default;
 };
-
-bool operator==(const TrackKey& a, const TrackKey& b) { return !(a < b) && !(b < a); }
 
 TrackKey TrackOf(const commprof_event& e) { return TrackKey{e.device != COMMPROF_HOST_DEVICE, e.device, e.thread_id}; }
 
@@ -463,7 +462,6 @@ class Walker {
   std::vector<uint32_t> ranks_;               // selected, sorted
   std::shared_ptr<const TimelineRead> read_;  // a TimelineReadData: Read()
   const TimelineReadData& Read() const { return static_cast<const TimelineReadData&>(*read_); }
-  const InstanceTable* instances_ = nullptr;
   int64_t origin_ = 0;
   int64_t cut_from_ = INT64_MIN, cut_to_ = INT64_MAX;  // reference clock
   // Lane ids are unique across the trace and above every pid (docs/chrome-trace.md): some JSON
@@ -548,7 +546,6 @@ Status Walker::ReadInstancesAndOrigin() {
     }
     read_ = std::move(read.value());
   }
-  instances_ = &Read().instances;
   int64_t origin = INT64_MAX;
   for (size_t k = 0; k < info_.ranks.size(); ++k) {
     if (Selected(info_.ranks[k].rank)) {
@@ -662,7 +659,7 @@ void Walker::CollectiveArgs(const RankInfo& r, const commprof_event& e, const It
   if (!IsMatchableCollective(e)) {
     return;
   }
-  const InstanceTable::Row* row = instances_->Find(KeyOf(e));
+  const InstanceTable::Row* row = Read().instances.Find(KeyOf(e));
   const int32_t j = row != nullptr ? ArrivalIndex(row->in, r.rank, it.start) : -1;
   if (row == nullptr || j < 0) {
     Arg(TraceArgKey::kInstance, T::kString, 0, 0, "unmatched");
@@ -806,7 +803,7 @@ const InstanceTable::Row* Walker::FindAndPrefetch(const commprof_event& e) const
   if (!IsMatchableCollective(e)) {
     return nullptr;
   }
-  const InstanceTable::Row* row = instances_->Find(KeyOf(e));
+  const InstanceTable::Row* row = Read().instances.Find(KeyOf(e));
   if (row != nullptr && !row->in.arrivals.empty()) {
     __builtin_prefetch(row->in.arrivals.data());
     __builtin_prefetch(row->metrics.waits.data());

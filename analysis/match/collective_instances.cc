@@ -80,10 +80,15 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
   // Communicator membership from the MPI_COMM creation events (docs/metrics.md §1).
   CommMembership members(reader.info().world_size);
   Status bad;  // the first malformed event stops the pass (docs/metrics.md §1, rejected input)
-  // check_nonblocking: the non-blocking identities seen, by their own index: (operation, last rank).
+  // check_nonblocking: the non-blocking identities seen, by their own index.
   check_nonblocking = check_nonblocking && !nonblocking;
+  struct Recorded {
+    uint8_t op = 0;
+    uint32_t first_rank = 0;  // the rank that recorded it first, and last
+    uint32_t last_rank = 0;
+  };
   CollectiveKeyIndex unmatched_index;
-  std::vector<std::pair<uint8_t, uint32_t>> unmatched;
+  std::vector<Recorded> unmatched;
   uint32_t rank_index = 0;
   for (const RankInfo& r : reader.info().ranks) {
     const uint32_t this_index = rank_index++;
@@ -92,37 +97,41 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
     auto where = [&](uint64_t at) {
       return reader.info().path + ": /ranks/" + std::to_string(r.rank) + "/events row " + std::to_string(at) + ": ";
     };
-    // check_nonblocking: `e` (identity `key`) against a call of the same identity that recorded `op`
-    // and was last recorded by `last_rank`: the same rank twice, or another operation, is refused.
-    auto check_against = [&](const commprof_event& e, CollectiveKey key, uint64_t at, uint8_t op, uint32_t last_rank) {
-      if (last_rank == r.rank) {
+    // `e` (identity `key`) against the calls of that identity recorded before it: the same rank
+    // twice, or another operation than the first rank's, is refused.
+    auto check_against = [&](const commprof_event& e, CollectiveKey key, uint64_t at, const Recorded& before) {
+      if (before.last_rank == r.rank) {
+        // Ranks are read one after another, so a rank's earlier record of this key is the last.
         bad = Corrupt(where(at) + "a second " + schema::CollectiveOpName(e.subtype) + " with communicator " +
                       std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
                       " on the same rank (sequence numbers are unique per communicator)");
-      } else if (op != e.subtype) {
+      } else if (before.op != e.subtype) {
         bad = Corrupt(where(at) + schema::CollectiveOpName(e.subtype) + " with communicator " +
-                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
-                      ", but another rank recorded " + schema::CollectiveOpName(op) + " for the same call");
+                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) + ", but rank " +
+                      std::to_string(before.first_rank) + " recorded " + schema::CollectiveOpName(before.op) +
+                      " for the same call");
       }
+    };
+    auto recorded = [](const CollectiveInstance& in) {
+      return Recorded{in.op, in.arrivals.front().world_rank, in.arrivals.back().world_rank};
     };
     // check_nonblocking: a non-blocking collective checked as if matched, against the blocking
     // instance of its identity and the non-blocking calls seen before it.
     auto check_unmatched = [&](const commprof_event& e, uint64_t at) {
       const CollectiveKey key = KeyOf(e);
       if (const std::optional<uint32_t> number = index.Find(key)) {
-        const CollectiveInstance& in = instances[*number];
-        check_against(e, key, at, in.op, in.arrivals.back().world_rank);
+        check_against(e, key, at, recorded(instances[*number]));
         if (!bad.ok()) {
           return;
         }
       }
       const auto [number, fresh] = unmatched_index.FindOrInsert(key);
       if (fresh) {
-        unmatched.emplace_back(e.subtype, r.rank);
+        unmatched.push_back({e.subtype, r.rank, r.rank});
         return;
       }
-      check_against(e, key, at, unmatched[number].first, unmatched[number].second);
-      unmatched[number].second = r.rank;
+      check_against(e, key, at, unmatched[number]);
+      unmatched[number].last_rank = r.rank;
     };
     // One arrival of `e` (a matchable event; `key` its identity) at this rank. `block_start`: local
     // entry of the call it blocked in (the event's start for a blocking call).
@@ -148,26 +157,16 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
         in.root = e.peer;
         in.bytes = e.bytes;
         in.nonblocking = (e.flags & COMMPROF_FLAG_NONBLOCKING) != 0;
-      } else if (in.arrivals.back().world_rank == r.rank) {
-        // Ranks are read one after another, so a rank's earlier record of this key is the last.
-        bad = Corrupt(where(at) + "a second " + schema::CollectiveOpName(e.subtype) + " with communicator " +
-                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) +
-                      " on the same rank (sequence numbers are unique per communicator)");
-        return;
-      } else if (in.op != e.subtype) {
-        bad = Corrupt(where(at) + schema::CollectiveOpName(e.subtype) + " with communicator " +
-                      std::to_string(e.comm_id) + " sequence " + std::to_string(key.seq) + ", but rank " +
-                      std::to_string(in.arrivals.front().world_rank) + " recorded " + schema::CollectiveOpName(in.op) +
-                      " for the same call");
-        return;
+      } else {
+        check_against(e, key, at, recorded(in));
       }
-      if (check_nonblocking && !unmatched.empty()) {
+      if (bad.ok() && check_nonblocking && !unmatched.empty()) {
         if (const std::optional<uint32_t> other = unmatched_index.Find(key)) {
-          check_against(e, key, at, unmatched[*other].first, unmatched[*other].second);
-          if (!bad.ok()) {
-            return;
-          }
+          check_against(e, key, at, unmatched[*other]);
         }
+      }
+      if (!bad.ok()) {
+        return;
       }
       in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked, shared_completion});
     };
