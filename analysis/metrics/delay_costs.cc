@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/match/flat_numbering.h"
+
 namespace commprof {
 
 namespace {
@@ -50,6 +52,22 @@ struct CallKeyHash {
     return static_cast<size_t>(static_cast<uint64_t>(k.start) * 0x9E3779B97F4A7C15ull ^
                                static_cast<uint64_t>(k.end) * 0xC2B2AE3D27D4EB4Full ^ k.rank);
   }
+};
+// CallKeys numbered in a flat table: a message has two calls to look up (millions in a large job).
+struct CallKeyTraits {
+  using Key = CallKey;
+  struct Slot {
+    int64_t start = 0;
+    int64_t end = 0;
+    uint32_t rank = 0;
+    uint32_t number = kFlatNumberingEmpty;
+  };
+  static Slot Make(const CallKey& k, uint32_t number) { return Slot{k.start, k.end, k.rank, number}; }
+  static bool Holds(const Slot& s, const CallKey& k) {
+    return s.start == k.start && s.end == k.end && s.rank == k.rank;
+  }
+  static size_t Home(const CallKey& k) { return static_cast<size_t>(MixBits(CallKeyHash{}(k))); }
+  static size_t HomeOf(const Slot& s) { return Home(CallKey{s.rank, s.start, s.end}); }
 };
 
 // Sorts call indices by (key(c), c), comparing (key, index) pairs side by side rather than through
@@ -263,20 +281,22 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::map<uint64_t, std::vector<uint32_t>> members;
   std::map<std::pair<uint64_t, uint8_t>, RankCommCalls> site_calls;  // instances per (comm, op)
   std::vector<SyncDep> sorted;                                       // scratch: one instance's arrivals
-  auto count_call = [&](uint32_t world, uint64_t comm, uint8_t op, uint64_t ordinal) {
+  // `n` calls of `world` with the ordinals first .. first + n - 1.
+  auto count_call = [&](uint32_t world, uint64_t comm, uint8_t op, uint64_t first, uint64_t n) {
     RankCommCalls& c = comm_calls[{world, comm, op}];
     if (c.calls == 0) {
       c.rank = world;
       c.comm_id = comm;
       c.op = op;
-      c.first_ordinal = ordinal;
+      c.first_ordinal = first;
     }
-    ++c.calls;
-    c.first_ordinal = std::min(c.first_ordinal, ordinal);
-    c.last_ordinal = std::max(c.last_ordinal, ordinal);
+    c.calls += n;
+    c.first_ordinal = std::min(c.first_ordinal, first);
+    c.last_ordinal = std::max(c.last_ordinal, first + n - 1);
   };
   // Calls that may complete several operations, keyed; their dependencies gathered first.
-  std::unordered_map<CallKey, uint32_t, CallKeyHash> merged;
+  FlatNumbering<CallKeyTraits> merged;
+  std::vector<uint32_t> merged_calls;  // by the key's number: the call it is
   // The non-blocking collectives' completing calls by key: one Wait* that completed several
   // operations (Waitall over two collectives, or a collective and messages) must be one blocked
   // call with all their dependencies, not several calls each claiming the same wait.
@@ -296,14 +316,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<LooseDep> loose;
   std::vector<std::pair<uint32_t, uint32_t>> partners;  // merged calls: (call, partner call)
   auto merged_call = [&](uint32_t ri, int64_t arrival, int64_t start, int64_t end) {
-    auto [it, fresh] = merged.try_emplace(CallKey{ri, start, end}, static_cast<uint32_t>(g.calls.size()));
+    const auto [number, fresh] = merged.FindOrInsert(CallKey{ri, start, end});
     if (fresh) {
+      merged_calls.push_back(static_cast<uint32_t>(g.calls.size()));
       g.calls.push_back(SyncCall{arrival, start, end, 0, ri, 0, 0, false});
     } else {
-      SyncCall& c = g.calls[it->second];
+      SyncCall& c = g.calls[merged_calls[number]];
       c.arrival = std::min(c.arrival, arrival);
     }
-    return it->second;
+    return merged_calls[number];
   };
   // An instance's place among the instances of its operation on its communicator, by sequence
   // number: the ordinal of every participant's call there (§9.3).
@@ -426,8 +447,8 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const uint64_t comm = key.comm;
     const uint8_t op = key.op;
     std::sort(v.begin(), v.end());
-    for (size_t i = 0; i < v.size(); ++i) {
-      count_call(rank, comm, op, i);
+    if (!v.empty()) {  // its posts have the ordinals 0 .. size - 1
+      count_call(rank, comm, op, 0, v.size());
     }
     std::vector<uint32_t>& mem = members[comm];
     if (std::find(mem.begin(), mem.end(), rank) == mem.end() && comm != COMMPROF_COMM_WORLD_ID) {
@@ -466,7 +487,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   // copy per participant, only where calls collide) and the separate calls are retired (rank
   // UINT32_MAX: left out of the waits, the per-rank index and the replay).
   for (auto& [key, list] : completions) {
-    if (list.size() < 2 && !merged.contains(key)) {
+    if (list.size() < 2 && !merged.Find(key).has_value()) {
       continue;
     }
     const SyncCall first = g.calls[list.front().call];
@@ -612,8 +633,35 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
   std::vector<uint32_t> touched;               // the ranks of event_of in use
   std::vector<char> in_touched(nranks, 0);
   // Per waiting rank index: its waiting by root cause rank index (RankDelay::wait_by_culprit).
-  std::vector<std::unordered_map<uint32_t, double>> culprit_acc(nranks);
-  std::unordered_map<uint64_t, double> step_acc;  // (step slot << 32 | root rank index) -> ns
+  std::vector<FlatSums> culprit_acc(nranks);  // per waiting rank index: root rank index -> ns
+  FlatSums step_acc;                          // (step slot << 32 | root rank index) -> ns
+  // The sums of the step slot charged last, per root rank index, taken out of step_acc while
+  // charges go to that slot (groups come mostly in time order, so mostly to the same slot) and put
+  // back when another slot is charged: a table lookup per root and run of the slot, not per charge,
+  // and the same additions in the same order.
+  uint32_t slot_now = UINT32_MAX;
+  std::vector<double> slot_sum(nranks, 0.0);
+  std::vector<char> slot_taken(nranks, 0);
+  std::vector<uint32_t> slot_roots;
+  auto put_back_slot = [&] {
+    for (uint32_t root : slot_roots) {
+      step_acc[(uint64_t{slot_now} << 32) | root] = slot_sum[root];
+      slot_taken[root] = 0;
+    }
+    slot_roots.clear();
+  };
+  auto add_step_cost = [&](uint32_t slot, uint32_t root, double v) {
+    if (slot != slot_now) {
+      put_back_slot();
+      slot_now = slot;
+    }
+    if (!slot_taken[root]) {
+      slot_taken[root] = 1;
+      slot_roots.push_back(root);
+      slot_sum[root] = step_acc[(uint64_t{slot} << 32) | root];
+    }
+    slot_sum[root] += v;
+  };
   auto charge_group = [&](uint32_t first, uint32_t count, bool attributable, bool host, auto origin) {
     double total = 0;
     for (uint32_t c = first; c < first + count; ++c) {
@@ -777,7 +825,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
         root_entries.push_back({d, root, v / amt});
         rooted += v;
         if (step_slot != UINT32_MAX) {
-          step_acc[(uint64_t{step_slot} << 32) | root] += v;
+          add_step_cost(step_slot, root, v);
         }
       }
       CulpritEvent& e = event_of[ri];
@@ -813,7 +861,7 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     // root causes of each.
     auto settle_one = [&](const SyncCall& sc, double w) {
       RankDelay& rd = out.ranks[sc.rank];
-      auto& acc = culprit_acc[sc.rank];
+      FlatSums& acc = culprit_acc[sc.rank];
       double attributed = 0;
       auto entry = root_entries.begin();
       per_dep(sc, [&](uint32_t d, double ns) {
@@ -910,11 +958,6 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
                  });
   }
   // In time order, so that the charger's searches move forward (the map's order is random).
-  std::vector<uint32_t> merged_calls;
-  merged_calls.reserve(merged.size());
-  for (const auto& [key, c] : merged) {
-    merged_calls.push_back(c);
-  }
   std::sort(merged_calls.begin(), merged_calls.end(), [&](uint32_t a, uint32_t b) {
     return std::tie(g.calls[a].block_start, a) < std::tie(g.calls[b].block_start, b);
   });
@@ -923,13 +966,15 @@ DelayAnalysis ComputeDelayCosts(const ProfileInfo& info, const std::vector<Colle
     const bool attributable = g.WaitEnd(sc) - sc.block_start > skew_threshold_ns;
     charge_group(c, 1, attributable, true, [&](uint32_t d) { return origin_of_dep[d - merged_dep_base]; });
   }
-  for (const auto& [key, ns] : step_acc) {
+  put_back_slot();
+  for (const auto& [key, ns] : step_acc.entries()) {
     out.step_costs.push_back({static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu), ns});
   }
   std::sort(out.step_costs.begin(), out.step_costs.end(),
             [](const StepCost& a, const StepCost& b) { return std::tie(a.slot, a.rank) < std::tie(b.slot, b.rank); });
+  // (sorted below: the order the pairs were first seen does not show)
   for (size_t r = 0; r < nranks; ++r) {
-    for (const auto& [root, ns] : culprit_acc[r]) {
+    for (const auto& [root, ns] : culprit_acc[r].entries()) {
       out.ranks[r].wait_by_culprit.emplace_back(out.ranks[root].rank, ns);
     }
   }

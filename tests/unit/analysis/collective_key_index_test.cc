@@ -5,6 +5,9 @@
 #include <map>
 #include <random>
 #include <tuple>
+#include <vector>
+
+#include "analysis/match/flat_numbering.h"
 
 namespace commprof {
 namespace {
@@ -81,6 +84,38 @@ TEST(CollectiveKeyIndex, AgreesWithAMapForSequencesThatFillPagesUnevenly) {
   EXPECT_FALSE(index.Find({1000, 1, 0}).has_value());
   EXPECT_EQ(index.Find({2, 17 * 4999, 0}), truth.at({2, 17 * 4999, 0}));
   EXPECT_EQ(index.Find({3, UINT64_MAX, 0}), truth.at({3, UINT64_MAX, 0}));
+}
+
+// FlatSums (the delay costs' sums per pair of ranks and per step and rank): every key's sum is the
+// same double, to the bit, as adding the same values in the same order into a std::map, whether
+// the adds come in runs on one key (its last-key shortcut) or alternate between keys (its table,
+// grown far past its start), and entries() lists the keys in the order first seen.
+TEST(FlatSums, SumsToTheBitAsAMapDoesAndListsKeysInTheOrderFirstSeen) {
+  FlatSums sums;
+  std::map<uint64_t, double> truth;
+  std::vector<uint64_t> first_seen;
+  std::mt19937_64 random(11);
+  std::uniform_real_distribution<double> value(0.0, 1e6);
+  auto add = [&](uint64_t key, double v) {
+    if (truth.find(key) == truth.end()) {
+      first_seen.push_back(key);
+    }
+    truth[key] += v;
+    sums[key] += v;
+  };
+  for (uint64_t i = 0; i < 30000; ++i) {
+    const uint64_t run_key = (i / 7) << 32 | (i % 5);  // runs of one key, then another
+    for (int k = 0; k < 3; ++k) {
+      add(run_key, value(random));
+    }
+    add(random() % 4096, value(random));  // a key anywhere among many, seen again and again
+    add(uint64_t{UINT32_MAX} << 32 | i, 1e-9 * static_cast<double>(i));
+  }
+  ASSERT_EQ(sums.entries().size(), truth.size());
+  for (size_t n = 0; n < first_seen.size(); ++n) {
+    ASSERT_EQ(sums.entries()[n].first, first_seen[n]) << n;
+    ASSERT_EQ(sums.entries()[n].second, truth.at(first_seen[n])) << first_seen[n];  // the same bits
+  }
 }
 
 }  // namespace
