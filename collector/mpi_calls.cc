@@ -13,6 +13,16 @@ commprof_event BeginEvent(MpiSource& src, const MpiCall& c) {
   e.peer = c.peer;
   e.device = COMMPROF_HOST_DEVICE;
   e.correlation = c.tag;
+  if (c.kind == COMMPROF_KIND_MPI_COLLECTIVE && c.bytes == 0 && c.dt != MPI_DATATYPE_NULL) {
+    // bytes = count x the type's size: with a type of size 0 a count above 0 moves no byte either,
+    // yet the call runs its algorithm and waits like any other (only count 0 returns at once), so
+    // the analysis must not take this 0 for a count of 0 (docs/file-format.md, flags).
+    int size = 0;
+    PMPI_Type_size(c.dt, &size);
+    if (size <= 0) {
+      e.flags |= COMMPROF_FLAG_SIZELESS_TYPE;
+    }
+  }
   uint64_t step_every = 0;
   if (c.comm != MPI_COMM_NULL) {
     CommInfo* info = src.comms().Lookup(c.comm);

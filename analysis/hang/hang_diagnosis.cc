@@ -510,7 +510,7 @@ class Diagnoser {
       case COMMPROF_OP_ALLTOALL:
       case COMMPROF_OP_REDUCE_SCATTER:
       case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
-        return e.bytes > 0;
+        return e.bytes > 0 || (e.flags & COMMPROF_FLAG_SIZELESS_TYPE) != 0;
       default:
         return false;
     }

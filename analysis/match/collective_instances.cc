@@ -46,7 +46,10 @@ bool CollectiveInstance::zero_byte() const {
   if (op == COMMPROF_OP_BARRIER || op == COMMPROF_OP_ALLTOALLV || bytes != 0) {
     return false;
   }
-  return std::all_of(arrivals.begin(), arrivals.end(), [](const Arrival& a) { return a.bytes == 0; });
+  // A datatype of size 0 gives bytes 0 for any count, and a count above 0 waits like any call: only
+  // bytes 0 from a sized type is known to be count 0.
+  return std::all_of(arrivals.begin(), arrivals.end(),
+                     [](const Arrival& a) { return a.bytes == 0 && !a.sizeless_type; });
 }
 
 namespace {
@@ -168,7 +171,8 @@ Result<std::vector<CollectiveInstance>> LoadCollectiveInstances(const ProfileRea
       if (!bad.ok()) {
         return;
       }
-      in.arrivals.push_back({r.rank, -1, start, end, e.bytes, blocked, shared_completion});
+      in.arrivals.push_back(
+          {r.rank, -1, start, end, e.bytes, blocked, shared_completion, (e.flags & COMMPROF_FLAG_SIZELESS_TYPE) != 0});
     };
     // NCCL API calls decoded from NCCL's NVTX ranges, and the communicators the plugin's
     // collective records cover on this rank: the plugin's records win (docs/metrics.md §1).

@@ -56,6 +56,8 @@ struct Arrival {
   // Non-blocking: the completing call was passed several requests (Waitall, Waitany, Waitsome), so
   // it may have completed other operations too (docs/metrics.md §9.1).
   bool shared_completion = false;
+  // The rank's datatype had size 0 (COMMPROF_FLAG_SIZELESS_TYPE): its bytes 0 says nothing of its count.
+  bool sizeless_type = false;
 };
 
 struct CollectiveInstance {

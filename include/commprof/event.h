@@ -140,7 +140,9 @@ enum commprof_event_flags {
   COMMPROF_FLAG_INCOMPLETE = 1u << 1,     /* never completed (request lost or process ended) */
   COMMPROF_FLAG_UNTRACKED_COMM = 1u << 2, /* communicator made by a call we do not wrap: comm_id is local only */
   COMMPROF_FLAG_FROM_NVTX = 1u << 3,      /* an NCCL API event decoded from NCCL's own NVTX range (docs/nvtx.md) */
-  COMMPROF_FLAG_RECV_HALF = 1u << 4 /* the receive half of an MPI_Sendrecv(_replace): peer, tag, bytes as received */
+  COMMPROF_FLAG_RECV_HALF = 1u << 4, /* the receive half of an MPI_Sendrecv(_replace): peer, tag, bytes as received */
+  COMMPROF_FLAG_SIZELESS_TYPE =
+      1u << 5 /* an MPI collective of bytes 0 whose datatype has size 0: its count may not be 0 */
 };
 
 /* comm_id 0: the event is not about a communicator. MPI_COMM_WORLD is 1; a communicator created

@@ -41,6 +41,8 @@ from e2e_support import expect, mpirun, run, run_cases
 KIND_MPI_COLLECTIVE = 3
 OP_ALLREDUCE = 4
 OP_ALLTOALLV = 12
+OP_ALLGATHER = 9
+FLAG_SIZELESS_TYPE = 32
 
 
 def info_json(ctx, out):
@@ -190,7 +192,8 @@ def case_zero_byte(ctx):
     out = ctx.path("zero_byte.h5")
     iters = 20
     run([ctx.commprof, "run", "-o", out, "--"] + mpirun(4) + [ctx.test_program("zero_byte_program"), "--iters",
-                                                              str(iters), "--alltoallv"], check_rc=0, timeout=300)
+                                                              str(iters), "--alltoallv", "--sizeless"], check_rc=0,
+        timeout=300)
     # The premise, from the raw events: the count-0 allreduces really did not wait (some rank left
     # before the last one arrived in most of them), so the old rule would have counted them.
     early = 0
@@ -204,6 +207,10 @@ def case_zero_byte(ctx):
             av = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLTOALLV)]
             expect(len(av) == iters and not av["bytes"].any(), f"rank {i}: {len(av)} zero-byte alltoallvs {av['bytes']}")
             a2av.append({int(e["seq"]): (int(e["start_ns"]), int(e["end_ns"])) for e in av})
+            # count 1 of a datatype of size 0: bytes 0 like a count 0, told apart by the flag
+            ag = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLGATHER)]
+            expect(len(ag) == iters and not ag["bytes"].any() and (ag["flags"] & FLAG_SIZELESS_TYPE).all(),
+                   f"rank {i}: {len(ag)} allgathers of a size-0 type, each flagged: {ag['bytes']} {ag['flags']}")
         for seq in per_rank[0]:
             last_start = max(r[seq][0] for r in per_rank)
             early += any(r[seq][1] < last_start for r in per_rank)
@@ -215,8 +222,9 @@ def case_zero_byte(ctx):
     expect(early >= iters // 2, f"only {early} of {iters} zero-byte allreduces returned early: not the premise")
     info = info_json(ctx, out)
     c = info["clock"]
-    # the barriers and the alltoallvs, one each per iteration; not the zero-byte allreduces
-    expect(c["instances_checked"] == 2 * iters, f"only the barriers and alltoallvs are checked: {c}")
+    # the barriers, the alltoallvs and the size-0-type allgathers, one each per iteration; not the
+    # zero-byte allreduces
+    expect(c["instances_checked"] == 3 * iters, f"only the barriers, alltoallvs and allgathers are checked: {c}")
     expect(c["violations"] == 0 and c["violations_unaligned"] == 0, f"no violations: {c}")
     rep = json.loads(run([ctx.commprof, "report", "--format", "json", out], check_rc=0).stdout)
     types = {t["type"]: t for t in rep["collectives"]}
@@ -230,6 +238,10 @@ def case_zero_byte(ctx):
     expect(v["count"] == iters and v["bytes"] == 0, f"alltoallv row {v}")
     expect(v["skew_p50_ns"] >= 3_000_000 and v["mean_wait_ns"] >= 1_000_000,
            f"the zero-byte alltoallvs wait for the planted 6 ms spread (median skew >= 3 ms, mean wait >= 1 ms): {v}")
+    g = types["allgather"]
+    expect(g["count"] == iters and g["bytes"] == 0, f"allgather row {g}")
+    expect(g["skew_p50_ns"] >= 3_000_000 and g["mean_wait_ns"] >= 1_000_000,
+           f"an allgather of count 1 of a size-0 type waits like any (no zero-byte exemption): {g}")
     expect(all(w["type"] != "allreduce" for w in rep["worst_instances"]), f"worst {rep['worst_instances']}")
 
 
