@@ -569,6 +569,7 @@ int RunJob(Options o) {
     // The job must not inherit our descriptors: an inherited HDF5 file handle would keep the
     // output locked against readers for as long as any job process lives.
     CloseDescriptorsAbove2();
+    RestoreStartSignals();
     for (const auto& [k, v] : vars) {
       ::setenv(k.c_str(), v.c_str(), 1);
     }

@@ -68,6 +68,13 @@ void KeepFreedMemoryForReuse();
 // Closes every descriptor above stderr; async-signal-safe (for a child between fork and exec).
 void CloseDescriptorsAbove2();
 
+// SIGXFSZ ignored: a write past the file-size limit (`ulimit -f`) then fails with EFBIG and is
+// told like a full disk (a message naming the output, exit 1, no partial file) instead of the
+// signal ending the command without a word. RestoreStartSignals gives a child about to exec (the
+// job `run` starts) the disposition commprof itself was started with; async-signal-safe.
+void IgnoreFileSizeSignal();
+void RestoreStartSignals();
+
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
 // an empty list included.
 bool ParseRankList(const std::string& spec, std::vector<uint32_t>& out);

@@ -150,7 +150,8 @@ int Main(int argc, char** argv) {
 
 // Nothing escapes main: an exception a command did not handle becomes exit code 1 with its message.
 int main(int argc, char** argv) {
-  commprof::h5::EnableDamageGuards();  // a damaged input file is told as such (core/h5/damage_guard.h)
+  commprof::h5::EnableDamageGuards();     // a damaged input file is told as such (core/h5/damage_guard.h)
+  commprof::cli::IgnoreFileSizeSignal();  // past `ulimit -f`: an error to report, not a silent death
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

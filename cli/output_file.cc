@@ -160,7 +160,7 @@ Status WriteOutputFile(const std::string& output,
   Status st = write(f, regular ? target : std::string());
   f.close();
   if (st.ok() && !f) {
-    st = IoError(output + ": write failed (disk full?)");
+    st = IoError(output + ": write failed (disk full, or past the file-size limit?)");
   }
   if (replace && st.ok()) {
     std::filesystem::rename(target, output, ec);

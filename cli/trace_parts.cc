@@ -428,7 +428,7 @@ Status WriteLaterPart(AnalysisWorld& world, const ProfileReader& reader, TraceEx
     return st;  // a block failed: the first reports it, and takes no block
   }
   if (st.ok() && first < last && !held.stream().flush()) {  // its last bytes may fail only now
-    st = IoError(held.name() + ": write failed (disk full?)");
+    st = IoError(held.name() + ": write failed (disk full, or past the file-size limit?)");
   }
   const uint64_t bytes = st.ok() && first < last ? static_cast<uint64_t>(held.stream().tellp()) : 0;
   COMMPROF_LOG_INFO("export process %d: ranks %zu-%zu written (%llu bytes held) after %.3f s", world.rank(), first,

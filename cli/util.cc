@@ -1,4 +1,5 @@
 #include <malloc.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -151,6 +152,24 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
 }
 
 // Async-signal-safe (it runs between fork and exec in a multi-threaded process).
+namespace {
+struct sigaction g_xfsz_at_start {};
+bool g_xfsz_saved = false;
+}  // namespace
+
+void IgnoreFileSizeSignal() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  g_xfsz_saved = ::sigaction(SIGXFSZ, &ignore, &g_xfsz_at_start) == 0;
+}
+
+void RestoreStartSignals() {
+  if (g_xfsz_saved) {
+    ::sigaction(SIGXFSZ, &g_xfsz_at_start, nullptr);
+  }
+}
+
 void CloseDescriptorsAbove2() {
 #ifdef SYS_close_range
   if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {

@@ -136,7 +136,9 @@ class TraceSink {
   // without writing them; false once the stream failed.
   bool Skip(uint64_t n);
   uint64_t bytes() const { return written_ + buf_.size(); }
-  Status Error() const { return IoError(name_ + ": write failed (disk full or stream closed?)"); }
+  Status Error() const {
+    return IoError(name_ + ": write failed (disk full, past the file-size limit, or the stream closed?)");
+  }
 
  private:
   static constexpr size_t kFlushAt = 1 << 20;

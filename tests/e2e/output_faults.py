@@ -473,6 +473,53 @@ def case_analysis_disk_full(ctx):
     return 0
 
 
+def case_file_size_limit(ctx):
+    """Past `ulimit -f` a write fails (EFBIG) instead of SIGXFSZ ending the command without a word:
+    exit 1, one message naming the output, no partial file. The job
+    `run` starts keeps the signal as commprof found it (a rank past the limit still gets SIGXFSZ)."""
+    import resource
+    d = ctx.path("fsize")
+    os.makedirs(d)
+    job = os.path.join(d, "job.h5")
+    p = run([ctx.commprof, "run", "-q", "-o", job, "--", *mpirun(2), ctx.test_program("output_faults_program"), "3000", "0"])
+    expect_rc(p, 0, "the job")
+    limit = 16 * 1024  # the Chrome trace of 6000 allreduces and the HTML report are larger
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    def run_limited(cmd):
+        return subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180,
+                              preexec_fn=limited)
+
+    cases = [
+        ("export", [ctx.commprof, "export", "-q", job, "-o", "t.json"], "t.json"),
+        ("report", [ctx.commprof, "report", "--format", "html", job, "-o", "r.html"], "r.html"),
+    ]
+    # (Not under mpirun: the limit applies to Open MPI's own files too, and its PMIx server then
+    # deadlocks in mpirun's finalize with a limit this small.)
+    for what, cmd, name in cases:
+        q = run_limited(cmd)
+        expect(q.returncode == 1, f"{what} past the file-size limit: exit {q.returncode} (a signal is "
+                                  f"{128 + 25}), expected 1\nstderr:\n{q.stderr}")
+        expect(f"{name}: write failed (disk full, past the file-size limit" in q.stderr
+               or f"{name}: write failed (disk full, or past the file-size limit?)" in q.stderr,
+               f"{what}: the message names {name} and the limit:\n{q.stderr}")
+        left = sorted(x for x in os.listdir(d) if x.startswith(name))
+        expect(left == [], f"{what}: partial files left: {left}")
+    # The job under `run` gets SIGXFSZ as the shell gave it (default: the rank dies of it).
+    writer = os.path.join(d, "big.sh")
+    with open(writer, "w") as f:
+        f.write("#!/bin/sh\nhead -c 200000 /dev/zero > big.out\necho \"head=$?\"\n")
+    os.chmod(writer, 0o755)
+    q = run_limited([ctx.commprof, "run", "-q", "-o", "sh.h5", "--", writer])
+    expect("head=153" in q.stdout, f"the job's writer past the limit dies of SIGXFSZ (128 + 25), as it would "
+                                   f"without commprof: {q.returncode}\n{q.stdout}\n{q.stderr}")
+    expect(os.path.getsize(os.path.join(d, "big.out")) == limit, "the job's write stopped at the limit")
+    print(f"file_size_limit: {len(cases)} commands past a {limit}-byte limit exit 1 with a message, no partial file")
+    return 0
+
+
 def case_footprint(ctx):
     maker = os.path.join(ctx.build, "bench", "make_synthetic_profile")
     if not os.path.exists(maker):
