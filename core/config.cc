@@ -38,7 +38,7 @@ constexpr OptionSpec kEnvironment[] = {
      "the commprof executable a rank starts its node's relay with; set by `commprof run`.", kCollector},
     {"COMMPROF_SHARD_DIR", "",
      "where relays write their shards (visible to the aggregator's node; a relative path is taken from the "
-     "rank's working directory); set by `commprof run`.",
+     "rank's working directory; made if it does not exist); set by `commprof run`.",
      kCollector},
     {"COMMPROF_RELAY_OPTIONS", "",
      "more `commprof relay` options, space-separated (--queue-mb N --compression C); set by `commprof run`.",

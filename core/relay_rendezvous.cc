@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -189,6 +190,15 @@ Result<std::string> FindOrStartRelay(const RelayRequest& r) {
   int fd = ::open((base + ".lock").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd >= 0) {
     ::close(fd);
+    // `commprof run` makes the shard directory; a job started by hand against `commprof aggregate`
+    // (or a Slurm script) may name one that does not exist yet: made here, as `mkdir -p` would.
+    std::error_code ec;
+    std::filesystem::create_directories(r.shard_dir, ec);
+    if (ec) {
+      const std::string why = "cannot create the shard directory " + r.shard_dir + ": " + ec.message();
+      MarkFailed(addr_path, why);
+      return IoError(why);
+    }
     // The shard's name: unique per relay, readable (node, group, the starter's pid).
     const std::string shard = r.shard_dir + "/" + SanitizeKey(r.host_key) + "-" + std::to_string(r.group) + "-" +
                               std::to_string(::getpid()) + ".h5";

@@ -138,17 +138,37 @@ TEST_F(RelayRendezvous, ACommandThatCannotRunIsReportedAndFailsTheGroup) {
   EXPECT_NE(second.status().message().find("could not start"), std::string::npos) << second.status().message();
 }
 
-TEST_F(RelayRendezvous, AShardDirectoryThatCannotBeWrittenIsNamedNotTheCommand) {
+TEST_F(RelayRendezvous, AShardDirectoryThatCannotBeMadeIsNamedNotTheCommand) {
   const std::string cmd = FakeRelay("127.0.0.1:40003");
   RelayRequest r = Request(cmd, "nodeF");
-  r.shard_dir = (dir_ / "no-such-dir").string();
+  std::ofstream(dir_ / "a-file") << "x";
+  r.shard_dir = (dir_ / "a-file" / "shards").string();  // under a regular file: no directory can be made
   auto got = FindOrStartRelay(r);
   ASSERT_FALSE(got.ok());
   const std::string& why = got.status().message();
-  EXPECT_NE(why.find("cannot write the relay's log " + r.shard_dir + "/nodeF-0-"), std::string::npos) << why;
-  EXPECT_NE(why.find("No such file or directory"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot create the shard directory " + r.shard_dir + ": Not a directory"), std::string::npos)
+      << why;
   EXPECT_EQ(why.find(cmd), std::string::npos) << why;  // the command is fine
   EXPECT_TRUE(Starts().empty());
+  // The rest of the group is told at once, not left waiting for an address.
+  auto second = FindOrStartRelay(r);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("could not start"), std::string::npos) << second.status().message();
+}
+
+// A job started by hand against `commprof aggregate` names a shard directory nobody made: the
+// first rank of the group makes it (with its parents, as mkdir -p) and its relay writes there.
+TEST_F(RelayRendezvous, AShardDirectoryNotThereYetIsMadeByTheRankThatStartsTheRelay) {
+  const std::string cmd = FakeRelay("127.0.0.1:40005");
+  RelayRequest r = Request(cmd, "nodeH");
+  r.shard_dir = (dir_ / "new" / "job.h5.shards").string();
+  auto got = FindOrStartRelay(r);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), "127.0.0.1:40005");
+  EXPECT_TRUE(fs::is_directory(r.shard_dir));
+  auto starts = Starts();
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_NE(starts[0].find(r.shard_dir + "/nodeH-0-"), std::string::npos) << starts[0];
 }
 
 TEST_F(RelayRendezvous, AFailureOfOneAggregatorsRelayDoesNotReachTheNextAggregatorOfTheSameJob) {
