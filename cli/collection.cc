@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <vector>
 
@@ -292,6 +293,33 @@ void Collection::RemoveStaleShards() {
   }
 }
 
+namespace {
+
+// What became of a shard its relay did not finish: how many of its ranks were linked.
+std::string ShardOutcome(const std::string& shard, size_t ranks, size_t linked) {
+  if (ranks == 0) {
+    return shard + " holds no rank";
+  }
+  if (linked == ranks) {
+    return "linked the " + std::to_string(ranks) + " rank(s) " + shard + " holds as its last flush left them";
+  }
+  return "of the " + std::to_string(ranks) + " rank(s) " + shard + " holds, " + std::to_string(linked) +
+         " linked as its last flush left them";
+}
+
+// The warning and error lines of a relay's log, told on stderr with the relay they came from.
+void ForwardRelayWarnings(const std::string& log, const std::string& host, uint32_t pid) {
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(": warning: ") != std::string::npos || line.find(": error: ") != std::string::npos) {
+      std::fprintf(stderr, "%s (the relay on %s, pid %u)\n", line.c_str(), host.c_str(), pid);
+    }
+  }
+}
+
+}  // namespace
+
 Result<wire::RelayDone> ReadShardRanks(const std::string& shard) {
   auto reader = ProfileReader::Open(shard);
   if (!reader.ok()) {
@@ -352,29 +380,45 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
       }
       world = held->world_size;
       ranks = std::move(held->ranks);
-      std::fprintf(stderr,
-                   "%s: warning: relay on %s (pid %u) ended without finishing its shard (%s); linked the %zu "
-                   "rank(s) %s holds as its last flush left them\n",
-                   command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(), ranks.size(),
-                   shard.c_str());
     }
     if (rec.done && rec.result.status.empty()) {
-      fs::remove(shard + ".log", ec);  // a relay that finished cleanly has nothing to tell
+      // A relay that finished cleanly: its log is removed, but what it warned of (a rank gone without
+      // a bye, a refused connection) is told here, as the job's aggregator tells its own.
+      ForwardRelayWarnings(shard + ".log", rec.hello.host, rec.hello.pid);
+      fs::remove(shard + ".log", ec);
+    }
+    size_t linked = 0;
+    std::vector<uint32_t> direct;  // ranks of the shard that reached this aggregator themselves (sorted)
+    if (!ranks.empty()) {
+      const std::string target = LinkTarget(options_.output, shard);
+      for (const wire::ShardRank& r : ranks) {
+        if (ingest_->LinkShardRank(r.rank, world, target, r.events)) {
+          ++linked;
+        } else {
+          direct.push_back(r.rank);
+        }
+      }
+    }
+    if (!rec.done) {
+      std::fprintf(stderr, "%s: warning: relay on %s (pid %u) ended without finishing its shard (%s): %s\n",
+                   command_.c_str(), rec.hello.host.c_str(), rec.hello.pid, rec.end_reason.c_str(),
+                   ShardOutcome(shard, ranks.size(), linked).c_str());
+    }
+    if (!direct.empty()) {
+      std::sort(direct.begin(), direct.end());
+      std::fprintf(stderr,
+                   "%s: warning: rank(s) %s are in %s and also reached this aggregator directly (their relay failed "
+                   "mid-run): what they sent here is stored, the part in the shard is not joined\n",
+                   command_.c_str(), FormatRankRanges(RangesOfRanks(direct)).c_str(), shard.c_str());
     }
     if (ranks.empty()) {
       continue;
     }
-    shards_.push_back(shard);
-    const std::string target = LinkTarget(options_.output, shard);
-    for (const wire::ShardRank& r : ranks) {
-      if (!ingest_->LinkShardRank(r.rank, world, target, r.events)) {
-        std::fprintf(stderr,
-                     "%s: warning: rank %u is in %s and also reached this aggregator directly (its relay failed "
-                     "mid-run); the part in the shard is not joined\n",
-                     command_.c_str(), r.rank, shard.c_str());
-      }
+    shards_.push_back(
+        shard);  // kept with the job file even when none of its ranks is linked: it holds their first part
+    if (linked > 0) {
+      sum.relays++;
     }
-    sum.relays++;
   }
 }
 

@@ -314,6 +314,12 @@ def case_relay_killed(ctx):
     expect(job.returncode == 0, f"run exit {job.returncode}, the job's own is 0:\n{stderr[-3000:]}")
     shard = glob.glob(out + ".shards/simhost1-0-*.h5")[0]
     expect(os.path.basename(shard) in stderr, f"a warning names the dead relay's shard:\n{stderr[-3000:]}")
+    # Ranks 2 and 3 reconnected directly: the job file takes them from their streams, so the shard's
+    # part is not linked, and the warning says so (not that the shard's ranks were linked).
+    expect(f"rank(s) 2-3 are in {shard} and also reached this aggregator directly" in stderr,
+           f"the warning names ranks 2-3 as reached directly:\n{stderr[-3000:]}")
+    expect("of the 2 rank(s)" in stderr and ", 0 linked as its last flush left them" in stderr,
+           f"the warning says none of the shard's 2 ranks was linked:\n{stderr[-3000:]}")
     run([ctx.commprof, "report", out], check_rc=0, timeout=120)
     with h5py.File(out, "r") as f, h5py.File(shard, "r") as s:
         expect(sorted(int(r) for r in f["ranks"]) == [0, 1, 2, 3], f"ranks {list(f['ranks'])}")
@@ -325,6 +331,22 @@ def case_relay_killed(ctx):
             expect(in_shard > 0, f"rank {r}: the dead relay had stored none of it; the kill came too early to test")
             expect(in_file + in_shard >= recorded,
                    f"rank {r}: {in_file} events in the file + {in_shard} in the shard < {recorded} recorded")
+
+
+def case_rank_killed(ctx):
+    """A rank killed under a relay: the relay stores it as disconnected, and `run` tells it on stderr
+    as the job's aggregator tells its own (from the relay's log, which is then removed)."""
+    out = ctx.path("rankkill.h5")
+    cmd = [ctx.commprof, "run", "-o", out, "--relay", "node", "--"] + mpirun(3) + [
+        ctx.test_program("fault_program"), "40", "1", "kill", "20"]
+    p = run(cmd, env={"TMPDIR": ctx.work}, timeout=280)
+    expect(p.returncode == 137, f"run exit {p.returncode}, the job's own is 137 (rank 1 killed):\n{p.stderr[-3000:]}")
+    told = [ln for ln in p.stderr.splitlines() if "rank 1 disconnected without a bye" in ln]
+    expect(len(told) == 1 and "(the relay on " in told[0], f"the relay's warning told once, with the relay:\n{p.stderr}")
+    ranks = {r["rank"]: r for r in info_json(ctx, out)["ranks"]}
+    expect(sorted(ranks) == [0, 1, 2] and ranks[1]["status"] == "disconnected",
+           f"rank 1 disconnected, the others there: {ranks}")
+    expect(not glob.glob(out + ".shards/*.log"), f"the relay's log is removed: {os.listdir(out + '.shards')}")
 
 
 def case_congested(ctx):
@@ -441,7 +463,7 @@ def case_usage(ctx):
            "/nonexistent-commprof-dir does not exist\n", repr(p.stderr))
 
 
-CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n,
+CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n, "rank_killed": case_rank_killed,
          "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "congested": case_congested,
          "relay_refused": case_relay_refused, "parent_gone": case_parent_gone, "usage": case_usage}
 
