@@ -270,10 +270,10 @@ Runner AddAggregateCommand(CLI::App& app) {
                   "(default: OUTPUT.spool)");
   sub->add_option("--timeout", o->timeout_s, "give up waiting after this many seconds (0: never)")
       ->capture_default_str();
-  sub->add_option("--grace", o->grace_s, "seconds open connections get to finish at the end")->capture_default_str();
+  AddGraceOption(sub, o->grace_s, "seconds open connections get to finish at the end");
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);
-  sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
+  AddFlushOption(sub, o->flush_ms, "how often the file is flushed to disk");
   AddAnalysisOptions(sub, o->analysis);
   sub->add_option("--hang-timeout", o->hang_timeout, kHangTimeoutHelp)->type_name("SECONDS")->capture_default_str();
   sub->add_option("--on-hang", o->on_hang, kOnHangHelp)->type_name("report|abort")->capture_default_str();

@@ -260,7 +260,7 @@ Runner AddRelayCommand(CLI::App& app) {
   sub->add_option("--listen", o->listen, "IP address the node's ranks connect to")->capture_default_str();
   AddCompressionOptions(sub, o->compression);
   AddQueueOption(sub, o->queue_mb);
-  sub->add_option("--flush-ms", o->flush_ms, "how often the shard is flushed")->capture_default_str();
+  AddFlushOption(sub, o->flush_ms, "how often the shard is flushed");
   return [o] { return Relay(*o); };
 }
 

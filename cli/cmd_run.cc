@@ -501,7 +501,8 @@ int RunJob(Options o) {
     vars.emplace_back("COMMPROF_RELAY_COMMAND", self_exe);
     vars.emplace_back("COMMPROF_SHARD_DIR", shard_dir);
     vars.emplace_back("COMMPROF_RELAY_OPTIONS", "--queue-mb " + std::to_string(o.queue_mb) + " --compression " +
-                                                    CompressionArgument(o.compression));
+                                                    CompressionArgument(o.compression) + " --flush-ms " +
+                                                    std::to_string(o.flush_ms));
   }
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -663,9 +664,8 @@ Runner AddRunCommand(CLI::App& app) {
                   "node)")
       ->type_name("MODE")
       ->capture_default_str();
-  sub->add_option("--grace", o->grace_s, "seconds to wait for ranks' last frames after the job exits")
-      ->capture_default_str();
-  sub->add_option("--flush-ms", o->flush_ms, "how often the file is flushed to disk")->capture_default_str();
+  AddGraceOption(sub, o->grace_s, "seconds to wait for ranks' last frames after the job exits");
+  AddFlushOption(sub, o->flush_ms, "how often the file (and each relay's shard) is flushed to disk");
   sub->add_option("--activities", o->activities,
                   "event sources to record, comma-separated: cpu (C API ranges, marks, steps), mpi, nccl, cuda "
                   "(kernels, copies, memsets, syncs, launches), memory (allocations), nvtx; or all")

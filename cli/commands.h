@@ -95,6 +95,12 @@ void AddCompressionOptions(CLI::App* sub, CompressionChoice& choice);
 WriterOptions ResolveCompression(const CompressionChoice& choice);
 // `--queue-mb N` of run and aggregate: the aggregator's back-pressure bound (docs/scale.md).
 void AddQueueOption(CLI::App* sub, uint64_t& queue_mb);
+// `--flush-ms MS` (1 to an hour) and `--grace SECONDS` (0 to a day, a finite number) of run,
+// aggregate and relay.
+inline constexpr uint32_t kMaxFlushMs = 3600000;
+inline constexpr int kMaxGraceS = 86400;
+void AddFlushOption(CLI::App* sub, uint32_t& flush_ms, const char* help);
+void AddGraceOption(CLI::App* sub, double& grace_s, const char* help);
 
 // Steady "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" for a UTC epoch in ns.
 std::string FormatUtc(uint64_t epoch_ns);

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -94,11 +95,53 @@ WriterOptions ResolveCompression(const CompressionChoice& choice) {
   return parsed ? *parsed : WriterOptions{};
 }
 
+namespace {
+
+// A whole number in [lo, hi], or a message naming the option, the value and the range (CLI11's own
+// Range says "not in range" of a value that is not a number at all).
+CLI::Validator WholeNumberIn(uint64_t lo, uint64_t hi, const std::string& what) {
+  return CLI::Validator(
+      [lo, hi, what](const std::string& value) -> std::string {
+        const bool digits =
+            !value.empty() && value.size() <= 19 && value.find_first_not_of("0123456789") == std::string::npos;
+        const uint64_t v = digits ? std::stoull(value) : 0;
+        return digits && v >= lo && v <= hi
+                   ? std::string()
+                   : "'" + value + "' is not " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi);
+      },
+      "N", what);
+}
+
+}  // namespace
+
 void AddQueueOption(CLI::App* sub, uint64_t& queue_mb) {
   sub->add_option("--queue-mb", queue_mb,
                   "events received and not yet written, at most (MiB); beyond it the aggregator reads no more "
                   "until the writer catches up (docs/scale.md#back-pressure)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->check(WholeNumberIn(1, uint64_t{1} << 20, "a number of MiB"))
+      ->capture_default_str();
+}
+
+void AddFlushOption(CLI::App* sub, uint32_t& flush_ms, const char* help) {
+  sub->add_option("--flush-ms", flush_ms, help)
+      ->check(WholeNumberIn(1, kMaxFlushMs, "a number of milliseconds"))
+      ->type_name("MS")
+      ->capture_default_str();
+}
+
+void AddGraceOption(CLI::App* sub, double& grace_s, const char* help) {
+  sub->add_option("--grace", grace_s, help)
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(value.c_str(), &end);
+            const bool number = !value.empty() && end != nullptr && *end == '\0' && std::isfinite(v);
+            return number && v >= 0 && v <= kMaxGraceS
+                       ? std::string()
+                       : "'" + value + "' is not a number of seconds from 0 to " + std::to_string(kMaxGraceS);
+          },
+          "SECONDS", "grace"))
+      ->type_name("SECONDS")
       ->capture_default_str();
 }
 

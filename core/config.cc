@@ -41,7 +41,8 @@ constexpr OptionSpec kEnvironment[] = {
      "rank's working directory; made if it does not exist); set by `commprof run`.",
      kCollector},
     {"COMMPROF_RELAY_OPTIONS", "",
-     "more `commprof relay` options, space-separated (--queue-mb N --compression C); set by `commprof run`.",
+     "more `commprof relay` options, space-separated (--queue-mb N --compression C --flush-ms MS); set by `commprof "
+     "run`.",
      kCollector},
     {"COMMPROF_BUFFER_EVENTS", "65536", "per-thread ring capacity in events (64 bytes each; at least 16).", kCollector},
     {"COMMPROF_MEMORY_MB", "256", "budget for all thread rings of a process; threads past it drop (counted).",

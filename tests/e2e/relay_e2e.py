@@ -461,6 +461,26 @@ def case_usage(ctx):
             check_rc=1, env={"COMMPROF_SECRET": "s", "COMMPROF_JOB_ID": "j"})
     expect(p.stderr == "commprof relay: cannot write /nonexistent-commprof-dir/s.h5: directory "
            "/nonexistent-commprof-dir does not exist\n", repr(p.stderr))
+    # --grace, --flush-ms and --queue-mb of run, aggregate and relay: a value out of range or not a
+    # number is a usage error naming it (a negative, NaN or infinite grace was taken as 0 or forever).
+    bad_values = [("--grace", "-1", "a number of seconds from 0 to 86400"), ("--grace", "nan", "seconds"),
+                  ("--grace", "inf", "seconds"), ("--grace", "1e9", "seconds"),
+                  ("--flush-ms", "0", "a number of milliseconds from 1 to 3600000"), ("--flush-ms", "x", "milliseconds"),
+                  ("--queue-mb", "x", "a number of MiB from 1 to 1048576"), ("--queue-mb", "0", "MiB")]
+    for option, value, why in bad_values:
+        for cmd in ([ctx.commprof, "run", option, value, "-o", ctx.path("z.h5"), "--", "true"],
+                    [ctx.commprof, "aggregate", "--expect", "1", option, value, "-o", ctx.path("z.h5")],
+                    [ctx.commprof, "relay", "--parent", "127.0.0.1:1", "--shard", ctx.path("z.h5"), option, value]):
+            if option == "--grace" and cmd[1] == "relay":
+                continue  # the relay takes its grace from its parent
+            p = run(cmd, check_rc=2, env={"COMMPROF_SECRET": "s", "COMMPROF_JOB_ID": "j"})
+            expect(f"{option}: '{value}' is not" in p.stderr and why in p.stderr, f"{cmd[1]} {option} {value}: {p.stderr}")
+            expect(not os.path.exists(ctx.path("z.h5")), "nothing written")
+    # The run's --flush-ms reaches its relays (their shards flush as often as the job file).
+    p = run([ctx.commprof, "run", "-q", "--relay", "node", "--flush-ms", "250", "-o", ctx.path("f.h5"), "--", "sh", "-c",
+             "echo \"$COMMPROF_RELAY_OPTIONS\""], env={"TMPDIR": ctx.work})
+    expect(p.stdout.strip().endswith("--flush-ms 250") and "--queue-mb " in p.stdout,
+           f"the relays' options: {p.stdout!r}")
 
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n, "rank_killed": case_rank_killed,
