@@ -42,6 +42,7 @@ struct Options {
   std::string format = "chrome";
   std::string output;
   std::string ranks;
+  bool ranks_given = false;  // an empty --ranks "" is an error, not every rank
   std::string time_range;
   std::string steps;
   bool quiet = false;
@@ -177,7 +178,7 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
     return 2;
   }
   TraceExportOptions opts;
-  if (!o.ranks.empty() && !ParseRankList(o.ranks, opts.ranks)) {
+  if (o.ranks_given && !ParseRankList(o.ranks, opts.ranks)) {
     SayIf(tell, "commprof export: --ranks '%s' is not a list like 0,3 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }
@@ -335,7 +336,8 @@ Runner AddExportCommand(CLI::App& app) {
                   "highest (0: every record, else at least 4; default 1000 for memory-html, 0 for memory-json)");
   sub->add_option("--ranks", o->ranks,
                   "export only these ranks, e.g. 0,3 or 0-3,8 (flows to ranks left out are "
-                  "dropped; the time origin is the earliest event of the ranks exported)");
+                  "dropped; the time origin is the earliest event of the ranks exported)")
+      ->each([o](const std::string&) { o->ranks_given = true; });
   sub->add_option("--time-range", o->time_range,
                   "chrome, perfetto: keep only what overlaps FROM:TO, in ns since the trace's time 0 (the earliest "
                   "event of the ranks exported) with units ns, us, ms or s, e.g. 2s:3.5s, 120ms: or :500ms; times "

@@ -30,6 +30,7 @@ struct Options {
   std::string path;
   std::string format = "text";
   std::string ranks;
+  bool ranks_given = false;  // an empty --ranks "" is an error, not every rank
   double kernel_delay_us = 30.0;
   uint32_t num_kernels = 10;
   double duration_ratio = 0.8;
@@ -265,7 +266,7 @@ int RunHta(const Options& o) {
     return 2;
   }
   std::vector<uint32_t> wanted;
-  if (!o.ranks.empty() && !ParseRankList(o.ranks, wanted)) {
+  if (o.ranks_given && !ParseRankList(o.ranks, wanted)) {
     std::fprintf(stderr, "commprof hta: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return 2;
   }
@@ -349,7 +350,8 @@ Runner AddHtaCommand(CLI::App& app) {
   sub->add_option("--format", o->format, "text or json (versioned document, keys in docs/cli.md)")
       ->type_name("text|json")
       ->capture_default_str();
-  sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
+  sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)")
+      ->each([o](const std::string&) { o->ranks_given = true; });
   sub->add_option("--kernel-delay-us", o->kernel_delay_us,
                   "idle gaps shorter than this are kernel_wait (HTA's consecutive_kernel_delay, effectively 30 us)")
       ->capture_default_str();

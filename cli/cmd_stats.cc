@@ -36,6 +36,7 @@ struct Options {
   std::string sort = "total";
   int64_t top = kTopNotGiven;
   std::string ranks;
+  bool ranks_given = false;  // an empty --ranks "" is an error, not every rank
   std::vector<std::string> kinds;
   std::string format = "text";
   std::string output;
@@ -88,7 +89,7 @@ bool CheckUsage(const Options& o, StatsOptions& so, bool tell) {
     }
   }
   so.kinds = o.kinds;
-  if (!o.ranks.empty() && !ParseRankList(o.ranks, so.ranks)) {
+  if (o.ranks_given && !ParseRankList(o.ranks, so.ranks)) {
     SayIf(tell, "commprof stats: --ranks '%s' is not a list like 0,2 or 0-3,8\n", o.ranks.c_str());
     return false;
   }
@@ -267,7 +268,8 @@ Runner AddStatsCommand(CLI::App& app) {
       ->type_name("name|kind|calls|total|self|mean|p50|p99|max|min|bytes|gbps|imbal|maxrk|comm|size|rank");
   sub->add_option("--top", o->top, "show the first N rows; 0: every row (default: 20 for text, every row for csv/json)")
       ->type_name("N");
-  sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)");
+  sub->add_option("--ranks", o->ranks, "only these ranks, e.g. 0,2 or 0-3,8 (default: every rank with events)")
+      ->each([o](const std::string&) { o->ranks_given = true; });
   sub->add_option("--kinds", o->kinds,
                   "only these kinds (comma list): mpi, nccl, kernel, memcpy, memset, cuda_api, nvtx, "
                   "user, torch (docs/metrics.md §12.1)")

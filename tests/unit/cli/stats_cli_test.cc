@@ -292,6 +292,20 @@ TEST_F(StatsCli, EveryCommandRefusesAWindowThatIsNotAnIndexInOneShortLine) {
   }
 }
 
+// An empty --ranks ("" from a script's unset variable) is refused like any list that is not one,
+// by every command that takes it; it used to mean every rank.
+TEST_F(StatsCli, AnEmptyRankListIsRefusedByEveryCommandThatTakesOne) {
+  const std::string out = dir_ / "x.json";
+  for (const std::string& cmd : {std::string("stats"), std::string("hta"), "export -q -o " + out}) {
+    Ran r = Commprof(dir_, cmd + " " + file_ + " --ranks ''");
+    EXPECT_EQ(r.rc, 2) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("--ranks '' is not a list like"), std::string::npos) << cmd << ": " << r.err;
+    r = Commprof(dir_, cmd + " " + file_ + " --ranks 1");
+    EXPECT_EQ(r.rc, 0) << cmd << ": " << r.err;
+  }
+  EXPECT_TRUE(std::filesystem::exists(out));  // written by the export of rank 1 only
+}
+
 TEST_F(StatsCli, WithoutAFileItIsAUsageErrorAndHelpExplainsEachOption) {
   Ran r = Commprof(dir_, "stats");
   EXPECT_EQ(r.rc, 2);
