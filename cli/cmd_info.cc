@@ -2,6 +2,7 @@
 // by kind and by name, dropped counts and the clock model.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,25 @@
 
 namespace commprof::cli {
 namespace {
+
+// The shard files beside `path` (in path.shards/) that no rank of the file links to, sorted.
+std::vector<std::string> UnlinkedShards(const std::string& path, const std::set<std::string>& linked) {
+  namespace fs = std::filesystem;
+  std::set<std::string> linked_names;
+  for (const std::string& s : linked) {
+    linked_names.insert(fs::path(s).filename().string());
+  }
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(path + ".shards", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".h5") && linked_names.count(name) == 0) {
+      out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 struct Options {
   std::string path;
@@ -239,6 +259,16 @@ int RunInfo(const Options& o) {
   if (!shards.empty()) {
     std::printf("shards:      %zu rank(s) stored by relays in %zu shard file(s), e.g. %s\n", in_shards, shards.size(),
                 shards.begin()->c_str());
+  }
+  if (!info.finalized) {
+    // `commprof run --relay` killed before it linked its relays' shards: the ranks are there, not here.
+    const std::vector<std::string> loose = UnlinkedShards(info.path, shards);
+    if (!loose.empty()) {
+      std::printf(
+          "shards:      %zu shard file(s) in %s.shards are not linked into this file (its writer ended before the "
+          "relays finished); each is a commprof file of its node's ranks (commprof info/report SHARD), e.g. %s\n",
+          loose.size(), info.path.c_str(), loose.front().c_str());
+    }
   }
   const std::optional<uint64_t>& window = reader->window();
   if (window) {

@@ -349,6 +349,45 @@ def case_rank_killed(ctx):
     expect(not glob.glob(out + ".shards/*.log"), f"the relay's log is removed: {os.listdir(out + '.shards')}")
 
 
+def case_run_killed(ctx):
+    """`commprof run --relay` killed (SIGKILL) mid-job: its file links no shard, and `info` names the
+    shards beside it that hold the ranks (each a commprof file of its node's ranks)."""
+    out = ctx.path("runkill.h5")
+    cmd = [ctx.commprof, "run", "-o", out, "--relay", "node", "--"] + mpirun(2) + [
+        ctx.test_program("fault_program"), "400", "0", "none", "0", "5000"]
+    job = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=ctx.work), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while not glob.glob(out + ".shards/*.h5") and time.time() < deadline and job.poll() is None:
+        time.sleep(0.05)
+    expect(job.poll() is None and glob.glob(out + ".shards/*.h5"), "the relay never started its shard")
+    time.sleep(0.3)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    # The job (mpirun and its ranks, in the run's session) goes on and ends; the relay, in its own,
+    # finishes its shard once its ranks are done.
+    while time.time() < deadline:
+        try:
+            os.killpg(job.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    shard = glob.glob(out + ".shards/*.h5")[0]
+    said = ""
+    while time.time() < deadline + 60:
+        p = run([ctx.commprof, "info", out], timeout=120)
+        said = p.stdout + p.stderr
+        q = run([ctx.commprof, "info", "--json", shard], timeout=120)
+        if q.returncode == 0 and len(json.loads(q.stdout)["ranks"]) == 2:
+            break
+        time.sleep(0.5)
+    expect("1 shard file(s) in " + out + ".shards are not linked into this file" in said and shard in said,
+           f"info names the unlinked shard:\n{said}")
+    ranks = json.loads(q.stdout)["ranks"]
+    expect(sorted(r["rank"] for r in ranks) == [0, 1] and all(r["event_count"] > 0 for r in ranks),
+           f"the shard holds both ranks: {ranks}")
+
+
 def case_congested(ctx):
     out = ctx.path("congested.h5")
     env = {"COMMPROF_TEST_WRITER_DELAY_US": "20000", "COMMPROF_SEND_TIMEOUT_MS": "100",
@@ -484,6 +523,7 @@ def case_usage(ctx):
 
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n, "rank_killed": case_rank_killed,
+         "run_killed": case_run_killed,
          "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "congested": case_congested,
          "relay_refused": case_relay_refused, "parent_gone": case_parent_gone, "usage": case_usage}
 
