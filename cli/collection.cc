@@ -352,8 +352,7 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
           // What its last good flush stored is linked; the rest of those ranks is in their spools,
           // which the merge below then leaves alone (the ranks are taken) and does not delete.
           failure += "; its " + std::to_string(ranks.size()) +
-                     " rank(s) are linked as its last good flush left them, the rest of their events is in their "
-                     "spools";
+                     " rank(s) are linked as its last good flush left them, the rest of their events ";  // + where
           for (const wire::ShardRank& r : ranks) {
             relay_failed_rank_list_.push_back(r.rank);
           }
@@ -363,7 +362,7 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
         const uint64_t count = schema::EventsNotStoredIn(rec.result.status);
         relay_failure_notes_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
                                        "): its shard failed; " + (count > 0 ? std::to_string(count) : "some") +
-                                       " events not stored (in its ranks' kept spools)");
+                                       " events not stored");  // + where they are, once the spools are seen
         relay_failures_.push_back(std::move(failure));
       }
     } else if (!fs::exists(shard, ec)) {
@@ -457,7 +456,9 @@ std::vector<std::string> Collection::MergeSpools(const std::string& spool_dir) {
       continue;  // a rank this relay never took: the job's aggregator merges it
     }
     if (hello.ok() && std::binary_search(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end(), hello->rank)) {
-      continue;  // the rest of a rank a failed relay linked: kept as it is, and said so below
+      // the rest of a rank a failed relay linked: kept as it is, and said so below
+      relay_failed_spool_bytes_ += fs::file_size(entry.path(), ec);
+      continue;
     }
     SpoolResult r = IngestSpoolFile(*ingest_, entry.path().string(), policy,
                                     restarts_ != nullptr ? restarts_->Router() : IncarnationRouter());
@@ -531,6 +532,17 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   if (!relay_failures_.empty()) {
     const bool whole = relay_failed_rank_list_.empty() && ingest_->world_size_seen() > 0 &&
                        ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
+    // Where the rest of a failed relay's ranks is: in their spools, unless those are empty (the
+    // spool directory's disk was full too) or gone.
+    const bool spooled = relay_failed_rank_list_.empty() || relay_failed_spool_bytes_ > 0;
+    for (std::string& failure : relay_failures_) {
+      if (failure.ends_with("the rest of their events ")) {
+        failure += spooled ? "is in their spools" : "is lost: their spools are empty or missing";
+      }
+    }
+    for (std::string& note : relay_failure_notes_) {
+      note += spooled ? " (in its ranks' kept spools)" : " (lost: its ranks' spools are empty)";
+    }
     for (const std::string& failure : relay_failures_) {
       std::fprintf(stderr, "%s: %s: %s%s\n", command_.c_str(), whole ? "warning" : "error", failure.c_str(),
                    whole ? "; its ranks' spools were merged into the job's file instead" : "");

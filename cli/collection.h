@@ -151,6 +151,7 @@ class Collection {
   std::vector<std::string> shards_;                        // shard files linked into the file
   std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
   std::vector<uint32_t> relay_failed_rank_list_;           // ranks linked from those relays' partial shards (sorted)
+  uint64_t relay_failed_spool_bytes_ = 0;                  // the bytes of those ranks' kept spools
   std::vector<std::string> relay_failure_notes_;           // those failures, short, for write_status
 };
 

@@ -314,6 +314,11 @@ def case_disk_full_spools(ctx):
         expect_rc(p, 1, "the relay's shard and the spools on a full disk")
         err = [ln for ln in p.stderr.splitlines() if ln.startswith("commprof run: error: relay on ")]
         expect(len(err) == 1 and "No space left on device" in err[0], f"expected the relay's error:\n{p.stderr}")
+        # Where the relay linked ranks from a first flush, the rest of their events is not claimed to
+        # be in spools that the same full disk left empty.
+        expect("are linked as its last good flush left them" not in err[0] or
+               err[0].endswith("the rest of their events is lost: their spools are empty or missing"),
+               f"the relay's error claims spools the full disk left empty:\n{err[0]}")
         expect("no rank recorded anything" not in p.stderr, f"the nothing-recorded checklist for a full disk:\n{p.stderr}")
         print("disk_full_spools: shard and spools on a full disk: exit 1 with the relay's error")
 
@@ -340,8 +345,9 @@ def case_disk_full_spools(ctx):
             print("disk_full_spools: the whole job fit in the relay's 300 KiB this time; part 4 checks nothing")
         else:
             expect(p.returncode == 1 and len(err) == 1 and "No space left on device" in err[0] and
-                   "are linked as its last good flush left them" in err[0],
-                   f"expected exit 1 and the relay's error naming its linked ranks:\n{p.stderr}")
+                   "are linked as its last good flush left them" in err[0] and
+                   err[0].endswith("the rest of their events is in their spools"),
+                   f"expected exit 1 and the relay's error naming its linked ranks and their spools:\n{p.stderr}")
             expect(len(kept) == ranks, f"{len(kept)} spools kept in {spools}, expected {ranks}:\n{p.stderr}")
             rest = ctx.path("relay_rest.h5")
             expect_rc(run([ctx.commprof, "merge", spools, "-o", rest]), 0, "commprof merge of the relay's kept spools")
@@ -373,7 +379,7 @@ def case_disk_full_spools(ctx):
             expect(linked > 0, "the relay's first flush stored nothing: the case checks no linked rank")
             # the job file, written whole, says its events are not all there (info shows it)
             status = write_status(out)
-            expect(status.startswith("failed: relay on "),
+            expect(status.startswith("failed: relay on ") and "(in its ranks' kept spools)" in status,
                    f"the job file's write_status {status!r} does not say a relay failed")
             info_text = run([ctx.commprof, "info", out]).stdout
             expect("(writing failed: relay on " in info_text, f"info does not show the relay's failure:\n{info_text}")
