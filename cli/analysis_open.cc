@@ -218,6 +218,7 @@ std::unique_ptr<ProfileReader> OpenEverywhere(const char* command, AnalysisWorld
       exit_code = fail_code;
       return nullptr;
     }
+    SayUnlinkedShards(command, reader.value()->info());
     return std::move(reader.value());
   }
   // Every process read the file, or none goes on. An error every process met is told once (by the
@@ -242,6 +243,9 @@ std::unique_ptr<ProfileReader> OpenEverywhere(const char* command, AnalysisWorld
   if (!SameViewEverywhere(command, *world, *reader.value(), path)) {
     exit_code = kExitUnreadable;
     return nullptr;
+  }
+  if (first) {
+    SayUnlinkedShards(command, reader.value()->info());
   }
   return std::move(reader.value());
 }

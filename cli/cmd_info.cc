@@ -17,25 +17,6 @@
 namespace commprof::cli {
 namespace {
 
-// The shard files beside `path` (in path.shards/) that no rank of the file links to, sorted.
-std::vector<std::string> UnlinkedShards(const std::string& path, const std::set<std::string>& linked) {
-  namespace fs = std::filesystem;
-  std::set<std::string> linked_names;
-  for (const std::string& s : linked) {
-    linked_names.insert(fs::path(s).filename().string());
-  }
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(path + ".shards", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.ends_with(".h5") && linked_names.count(name) == 0) {
-      out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 struct Options {
   std::string path;
   bool json = false;
@@ -167,6 +148,7 @@ int RunInfo(const Options& o) {
     j["incarnation"] = info.incarnation;
     j["restart_files"] = info.restart_files;
     j["world_size"] = info.world_size;
+    j["unlinked_shards"] = UnlinkedShards(info);
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
     j["window"] = reader->window() ? nlohmann::ordered_json(*reader->window()) : nlohmann::ordered_json();
@@ -262,7 +244,7 @@ int RunInfo(const Options& o) {
   }
   if (!info.finalized) {
     // `commprof run --relay` killed before it linked its relays' shards: the ranks are there, not here.
-    const std::vector<std::string> loose = UnlinkedShards(info.path, shards);
+    const std::vector<std::string> loose = UnlinkedShards(info);
     if (!loose.empty()) {
       std::printf(
           "shards:      %zu shard file(s) in %s.shards are not linked into this file (its writer ended before the "

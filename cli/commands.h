@@ -13,6 +13,7 @@
 
 namespace commprof {
 class ProfileReader;
+struct ProfileInfo;
 struct WriterOptions;
 }  // namespace commprof
 
@@ -74,6 +75,12 @@ void CloseDescriptorsAbove2();
 // job `run` starts) the disposition commprof itself was started with; async-signal-safe.
 void IgnoreFileSizeSignal();
 void RestoreStartSignals();
+
+// A file whose `commprof run --relay` ended before it linked its relays' shards (not finalized):
+// the shard files in FILE.shards/ that none of its ranks links to, sorted (empty otherwise).
+std::vector<std::string> UnlinkedShards(const ProfileInfo& info);
+// The same, told on stderr as a warning of `command` when there are any.
+void SayUnlinkedShards(const char* command, const ProfileInfo& info);
 
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,
 // an empty list included.

@@ -3,13 +3,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "aggregator/hdf5/hdf5_writer.h"
@@ -133,9 +137,12 @@ void AddGraceOption(CLI::App* sub, double& grace_s, const char* help) {
   sub->add_option("--grace", grace_s, help)
       ->check(CLI::Validator(
           [](const std::string& value) -> std::string {
+            // Decimal only: strtod would also take " 5", "0x10" and "inf".
             char* end = nullptr;
             const double v = std::strtod(value.c_str(), &end);
-            const bool number = !value.empty() && end != nullptr && *end == '\0' && std::isfinite(v);
+            const bool decimal = !value.empty() && value.find_first_not_of("0123456789.eE+-") == std::string::npos &&
+                                 (std::isdigit(static_cast<unsigned char>(value[0])) != 0 || value[0] == '.');
+            const bool number = decimal && end != nullptr && *end == '\0' && std::isfinite(v);
             return number && v >= 0 && v <= kMaxGraceS
                        ? std::string()
                        : "'" + value + "' is not a number of seconds from 0 to " + std::to_string(kMaxGraceS);
@@ -164,6 +171,9 @@ std::unique_ptr<ProfileReader> OpenOrSay(const std::string& path, const char* co
   if (!reader.ok()) {
     std::fprintf(stderr, "commprof %s: %s\n", command, reader.status().message().c_str());
     return nullptr;
+  }
+  if (std::string_view(command) != "info") {  // info shows them in its own listing
+    SayUnlinkedShards(command, reader.value()->info());
   }
   return std::move(reader.value());
 }
@@ -195,6 +205,39 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
 }
 
 // Async-signal-safe (it runs between fork and exec in a multi-threaded process).
+std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  if (info.finalized) {
+    return out;
+  }
+  std::set<std::string> linked;
+  for (const RankInfo& r : info.ranks) {
+    if (!r.shard.empty()) {
+      linked.insert(fs::path(r.shard).filename().string());
+    }
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(info.path + ".shards", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".h5") && linked.count(name) == 0) {
+      out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void SayUnlinkedShards(const char* command, const ProfileInfo& info) {
+  const std::vector<std::string> loose = UnlinkedShards(info);
+  if (!loose.empty()) {
+    std::fprintf(stderr,
+                 "commprof %s: warning: %s: %zu shard file(s) in %s.shards hold ranks not linked into this file (its "
+                 "writer ended before the relays finished); each is a commprof file of its node's ranks, e.g. %s\n",
+                 command, info.path.c_str(), loose.size(), info.path.c_str(), loose.front().c_str());
+  }
+}
+
 namespace {
 struct sigaction g_xfsz_at_start {};
 bool g_xfsz_saved = false;

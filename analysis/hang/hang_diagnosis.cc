@@ -504,10 +504,11 @@ class Diagnoser {
       case COMMPROF_OP_BARRIER:
       case COMMPROF_OP_ALLTOALLV:  // with every count 0 too (CollectiveInstance::zero_byte)
         return true;
+      case COMMPROF_OP_ALLTOALL:  // with an empty type signature it returns at once, whatever the count
+        return e.bytes > 0;
       case COMMPROF_OP_ALLREDUCE:
       case COMMPROF_OP_ALLGATHER:
       case COMMPROF_OP_ALLGATHERV:
-      case COMMPROF_OP_ALLTOALL:
       case COMMPROF_OP_REDUCE_SCATTER:
       case COMMPROF_OP_REDUCE_SCATTER_BLOCK:
         return e.bytes > 0 || (e.flags & COMMPROF_FLAG_SIZELESS_TYPE) != 0;

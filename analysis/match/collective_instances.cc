@@ -47,9 +47,11 @@ bool CollectiveInstance::zero_byte() const {
     return false;
   }
   // A datatype of size 0 gives bytes 0 for any count, and a count above 0 waits like any call: only
-  // bytes 0 from a sized type is known to be count 0.
+  // bytes 0 from a sized type is known to be count 0. Except Alltoall, which Open MPI returns from at
+  // once when its type signature is empty, whatever the count (measured: 2 us against 3 ms late).
+  const bool empty_signature_returns = op == COMMPROF_OP_ALLTOALL;
   return std::all_of(arrivals.begin(), arrivals.end(),
-                     [](const Arrival& a) { return a.bytes == 0 && !a.sizeless_type; });
+                     [&](const Arrival& a) { return a.bytes == 0 && (!a.sizeless_type || empty_signature_returns); });
 }
 
 namespace {

@@ -42,6 +42,7 @@ KIND_MPI_COLLECTIVE = 3
 OP_ALLREDUCE = 4
 OP_ALLTOALLV = 12
 OP_ALLGATHER = 9
+OP_ALLTOALL = 11
 FLAG_SIZELESS_TYPE = 32
 
 
@@ -198,7 +199,7 @@ def case_zero_byte(ctx):
     # before the last one arrived in most of them), so the old rule would have counted them.
     early = 0
     with h5py.File(out, "r") as f:
-        per_rank, a2av = [], []
+        per_rank, a2av, a2a = [], [], []
         for i in range(4):
             ev = f["ranks"][str(i)]["events"][...]
             ar = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLREDUCE)]
@@ -211,6 +212,9 @@ def case_zero_byte(ctx):
             ag = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLGATHER)]
             expect(len(ag) == iters and not ag["bytes"].any() and (ag["flags"] & FLAG_SIZELESS_TYPE).all(),
                    f"rank {i}: {len(ag)} allgathers of a size-0 type, each flagged: {ag['bytes']} {ag['flags']}")
+            aa = ev[(ev["kind"] == KIND_MPI_COLLECTIVE) & (ev["subtype"] == OP_ALLTOALL)]
+            expect(len(aa) == iters and (aa["flags"] & FLAG_SIZELESS_TYPE).all(), f"rank {i}: {len(aa)} alltoalls")
+            a2a.append({int(e["seq"]): (int(e["start_ns"]), int(e["end_ns"])) for e in aa})
         for seq in per_rank[0]:
             last_start = max(r[seq][0] for r in per_rank)
             early += any(r[seq][1] < last_start for r in per_rank)
@@ -220,6 +224,8 @@ def case_zero_byte(ctx):
             expect(all(r[seq][1] >= last_start for r in a2av),
                    f"alltoallv #{seq}: a rank left before the last arrived: Open MPI no longer synchronises it")
     expect(early >= iters // 2, f"only {early} of {iters} zero-byte allreduces returned early: not the premise")
+    a2a_early = sum(any(r[seq][1] < max(x[seq][0] for x in a2a) for r in a2a) for seq in a2a[0])
+    expect(a2a_early >= iters // 2, f"only {a2a_early} of {iters} size-0-type alltoalls returned early: not the premise")
     info = info_json(ctx, out)
     c = info["clock"]
     # the barriers, the alltoallvs and the size-0-type allgathers, one each per iteration; not the
@@ -238,6 +244,9 @@ def case_zero_byte(ctx):
     expect(v["count"] == iters and v["bytes"] == 0, f"alltoallv row {v}")
     expect(v["skew_p50_ns"] >= 3_000_000 and v["mean_wait_ns"] >= 1_000_000,
            f"the zero-byte alltoallvs wait for the planted 6 ms spread (median skew >= 3 ms, mean wait >= 1 ms): {v}")
+    t = types["alltoall"]
+    expect(t["count"] == iters and t["mean_wait_ns"] == 0 and t["skew_p50_ns"] == 0,
+           f"alltoalls of a size-0 type return at once: zero-byte, no wait, no skew: {t}")
     g = types["allgather"]
     expect(g["count"] == iters and g["bytes"] == 0, f"allgather row {g}")
     expect(g["skew_p50_ns"] >= 3_000_000 and g["mean_wait_ns"] >= 1_000_000,

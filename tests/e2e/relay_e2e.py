@@ -386,6 +386,12 @@ def case_run_killed(ctx):
     ranks = json.loads(q.stdout)["ranks"]
     expect(sorted(r["rank"] for r in ranks) == [0, 1] and all(r["event_count"] > 0 for r in ranks),
            f"the shard holds both ranks: {ranks}")
+    j = json.loads(run([ctx.commprof, "info", "--json", out], timeout=120).stdout)
+    expect(j["unlinked_shards"] == [shard], f"info --json lists the unlinked shard: {j.get('unlinked_shards')}")
+    for cmd in (["report"], ["stats"], ["check", "--max", "incomplete=0"], ["export", "-q", "-o", ctx.path("k.json")]):
+        p = run([ctx.commprof, *cmd, out], timeout=120)
+        expect(f"commprof {cmd[0]}: warning: {out}: 1 shard file(s) in {out}.shards hold ranks not linked" in p.stderr,
+               f"{cmd[0]} warns of the unlinked shard:\n{p.stderr}")
 
 
 def case_congested(ctx):
@@ -503,7 +509,8 @@ def case_usage(ctx):
     # --grace, --flush-ms and --queue-mb of run, aggregate and relay: a value out of range or not a
     # number is a usage error naming it (a negative, NaN or infinite grace was taken as 0 or forever).
     bad_values = [("--grace", "-1", "a number of seconds from 0 to 86400"), ("--grace", "nan", "seconds"),
-                  ("--grace", "inf", "seconds"), ("--grace", "1e9", "seconds"),
+                  ("--grace", "inf", "seconds"), ("--grace", "1e9", "seconds"), ("--grace", "0x10", "seconds"),
+                  ("--grace", " 5", "seconds"),
                   ("--flush-ms", "0", "a number of milliseconds from 1 to 3600000"), ("--flush-ms", "x", "milliseconds"),
                   ("--queue-mb", "x", "a number of MiB from 1 to 1048576"), ("--queue-mb", "0", "MiB")]
     for option, value, why in bad_values:

@@ -5,8 +5,9 @@
  * and call MPI_Alltoallv with every count 0, which in Open MPI still exchanges empty messages with
  * every peer and so waits for the last rank. With --sizeless, each iteration then has rank r sleep
  * 2r ms once more and call MPI_Allgather with count 1 of a datatype of size 0 (MPI_Type_contiguous
- * of 0 doubles): no byte moves, yet the count is not 0, so Open MPI runs the allgather and waits.
- * Nothing else is called. */
+ * of 0 doubles): no byte moves, yet the count is not 0, so Open MPI runs the allgather and waits;
+ * then, after the same sleep, MPI_Alltoall with count 1 of that type, which Open MPI returns from at
+ * once (an empty type signature, whatever the count). Nothing else is called. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
     if (sizeless) {
       SleepMs(2 * rank);
       MPI_Allgather(x, 1, empty, y, 1, empty, MPI_COMM_WORLD);
+      SleepMs(2 * rank);
+      MPI_Alltoall(x, 1, empty, y, 1, empty, MPI_COMM_WORLD);
     }
   }
   MPI_Type_free(&empty);
