@@ -1268,11 +1268,12 @@ def case_export_trace(ctx):
     expect(len(s["expected"]) == iters + 3, f"{len(s['expected'])} matched instances")
     # Nobody leaves a barrier or an allreduce before the last rank arrives, so a participant that
     # left first on the aligned times can only be clock-alignment error (a loaded machine: the
-    # last two arrivals a few us apart): rare, and within the two ranks' error bounds.
+    # last two arrivals a few us apart): within the two ranks' error bounds, and in few instances
+    # (a busy CI machine gave 7 of 203, each under 2.1 us against a 10 us bound, in one burst).
     with h5py.File(h5, "r") as f:
         bound = max(int(f["ranks"][n].attrs["clock_error_bound_ns"]) for n in f["ranks"])
     early = s["early"]
-    expect(len(early) <= 3 and all(gap <= 2 * bound + 1000 for _, _, gap in early),
+    expect(len(early) <= len(s["expected"]) // 10 and all(gap <= 2 * bound + 1000 for _, _, gap in early),
            f"participants that left before the last arrival (instance, rank, ns early): {early}, bound {bound} ns")
     for key, r, gap in early:
         print(f"export_trace: {key} rank {r} left {gap} ns before the last arrival on the aligned clocks "
