@@ -46,7 +46,7 @@ struct CollectiveKeyTraits {
   static size_t Home(uint64_t comm_id, uint64_t seq, uint32_t type) {
     uint64_t h = comm_id * 0x9E3779B97F4A7C15ull + (seq >> kPageBits);
     h ^= static_cast<uint64_t>(type) * 0xD6E8FEB86659FD93ull;
-    return (static_cast<size_t>(MixBits(h)) << kPageBits) | static_cast<size_t>(seq & kPageMask);
+    return (static_cast<size_t>(SpreadBits(h)) << kPageBits) | static_cast<size_t>(seq & kPageMask);
   }
 };
 

@@ -99,7 +99,7 @@ class FlatNumbering {
 
 // The 64-bit finalizer of SplitMix64: spreads every input bit over the whole word, so that keys
 // that differ only in their low bits (consecutive ranks, times) land far apart.
-inline uint64_t MixBits(uint64_t h) {
+inline uint64_t SpreadBits(uint64_t h) {
   h ^= h >> 31;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 29;
@@ -115,7 +115,7 @@ struct U64KeyTraits {
   };
   static Slot Make(uint64_t key, uint32_t number) { return Slot{key, number}; }
   static bool Holds(const Slot& s, uint64_t key) { return s.key == key; }
-  static size_t Home(uint64_t key) { return static_cast<size_t>(MixBits(key * 0x9E3779B97F4A7C15ull)); }
+  static size_t Home(uint64_t key) { return static_cast<size_t>(SpreadBits(key * 0x9E3779B97F4A7C15ull)); }
   static size_t HomeOf(const Slot& s) { return Home(s.key); }
 };
 

@@ -66,7 +66,7 @@ struct CallKeyTraits {
   static bool Holds(const Slot& s, const CallKey& k) {
     return s.start == k.start && s.end == k.end && s.rank == k.rank;
   }
-  static size_t Home(const CallKey& k) { return static_cast<size_t>(MixBits(CallKeyHash{}(k))); }
+  static size_t Home(const CallKey& k) { return static_cast<size_t>(SpreadBits(CallKeyHash{}(k))); }
   static size_t HomeOf(const Slot& s) { return Home(CallKey{s.rank, s.start, s.end}); }
 };
 
