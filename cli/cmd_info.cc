@@ -2,7 +2,6 @@
 // by kind and by name, dropped counts and the clock model.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -242,15 +241,12 @@ int RunInfo(const Options& o) {
     std::printf("shards:      %zu rank(s) stored by relays in %zu shard file(s), e.g. %s\n", in_shards, shards.size(),
                 shards.begin()->c_str());
   }
-  if (!info.finalized) {
-    // `commprof run --relay` killed before it linked its relays' shards: the ranks are there, not here.
-    const std::vector<std::string> loose = UnlinkedShards(info);
-    if (!loose.empty()) {
-      std::printf(
-          "shards:      %zu shard file(s) in %s.shards are not linked into this file (its writer ended before the "
-          "relays finished); each is a commprof file of its node's ranks (commprof info/report SHARD), e.g. %s\n",
-          loose.size(), info.path.c_str(), loose.front().c_str());
-    }
+  // `commprof run --relay` killed before it linked its relays' shards: the ranks are there, not here.
+  if (const std::vector<std::string> loose = UnlinkedShards(info); !loose.empty()) {
+    std::printf(
+        "shards:      %zu shard file(s) in %s.shards are not linked into this file (its writer ended before the "
+        "relays finished); each is a commprof file of its node's ranks (commprof info/report SHARD), e.g. %s\n",
+        loose.size(), info.path.c_str(), loose.front().c_str());
   }
   const std::optional<uint64_t>& window = reader->window();
   if (window) {

@@ -204,7 +204,6 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
   return true;
 }
 
-// Async-signal-safe (it runs between fork and exec in a multi-threaded process).
 std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -256,6 +255,7 @@ void RestoreStartSignals() {
   }
 }
 
+// Async-signal-safe (it runs between fork and exec in a multi-threaded process).
 void CloseDescriptorsAbove2() {
 #ifdef SYS_close_range
   if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
