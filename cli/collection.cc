@@ -413,8 +413,8 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
     if (ranks.empty()) {
       continue;
     }
-    shards_.push_back(
-        shard);  // kept with the job file even when none of its ranks is linked: it holds their first part
+    // Kept with the job file even when none of its ranks is linked: it holds their first part.
+    shards_.push_back(shard);
     if (linked > 0) {
       sum.relays++;
     }
