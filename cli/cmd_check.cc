@@ -1,9 +1,9 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
 // metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
-// could not be read fails `unreadable_ranks`), 2 on bad usage (an unknown metric or a malformed
-// threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline BASE.h5`
-// also compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/,
-// docs/metrics.md §13), one FAIL line per regressed figure.
+// could not be read fails `unreadable_ranks`, a relay's shard not linked into it `unlinked_shards`), 2 on bad usage (an
+// unknown metric or a malformed threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline
+// BASE.h5` also compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/, docs/metrics.md
+// §13), one FAIL line per regressed figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -69,14 +69,16 @@ struct Figures {
   const std::vector<RankOverlap>* overlap;
   const std::vector<Straggler>* stragglers;
   const StepTable* steps;
-  explicit Figures(const JobReport& r)
+  size_t unlinked_shards = 0;  // shard files beside the file that it does not link (UnlinkedShards)
+  explicit Figures(const JobReport& r, size_t unlinked)
       : info(&r.info),
         rep(&r.wait),
         cv(&r.clock),
         p2p(&r.p2p),
         overlap(&r.overlap),
         stragglers(&r.stragglers),
-        steps(&r.steps) {}
+        steps(&r.steps),
+        unlinked_shards(unlinked) {}
 };
 
 // Each metric is the job's worst value of one report figure (docs/metrics.md).
@@ -156,6 +158,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       // damaged last chunk: the rank is read without it); checked at 0 unless a --max sets another
       // limit.
       {"unreadable_ranks", [](const Figures& f) { return static_cast<double>(f.info->faults.size()); }},
+      // Shards of a `run --relay` whose writer ended before linking them: their ranks are in no
+      // other figure. Checked at 0 unless a --max sets another limit, as unreadable_ranks.
+      {"unlinked_shards", [](const Figures& f) { return static_cast<double>(f.unlinked_shards); }},
   };
   return kMetrics;
 }
@@ -248,7 +253,12 @@ int RunCheck(const Options& o) {
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unreadable_ranks"; })) {
     limits.emplace_back("unreadable_ranks", 0.0);
   }
-  Figures f(report.value());
+  const size_t unlinked = UnlinkedShards(reader->info()).size();
+  if (unlinked > 0 &&
+      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unlinked_shards"; })) {
+    limits.emplace_back("unlinked_shards", 0.0);
+  }
+  Figures f(report.value(), unlinked);
   int failed = 0;
   for (const auto& [name, limit] : limits) {
     double value = Metrics().at(name)(f);
@@ -284,7 +294,7 @@ Runner AddCheckCommand(CLI::App& app) {
                          "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                          "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
                          "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
-                         "step_time_p99.");
+                         "unlinked_shards, step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
   sub->add_option("--baseline", o->baseline,

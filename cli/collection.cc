@@ -584,11 +584,18 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   std::error_code ec;
   if (sum.write_failed || !sum.status.ok() || !sum.restart_error.ok() || !sum.shard_error.ok()) {
     size_t spools = 0;
+    std::vector<fs::path> empty;  // spools a full disk kept from taking even their hello: hold nothing
     if (!spool_dir.empty() && fs::is_directory(spool_dir, ec)) {
       for (const auto& entry : fs::directory_iterator(spool_dir, ec)) {
-        auto hello = entry.path().extension() == ".cpspool" ? ReadSpoolHello(entry.path().string())
-                                                            : Result<wire::Hello>(NotFound("not a spool"));
+        if (entry.path().extension() != ".cpspool") {
+          continue;
+        }
+        auto hello = ReadSpoolHello(entry.path().string());
         spools += hello.ok() && hello->job_id == options_.meta.job_id ? 1 : 0;  // this job's only
+        std::error_code size_ec;
+        if (!hello.ok() && fs::file_size(entry.path(), size_ec) == 0 && !size_ec) {
+          empty.push_back(entry.path());
+        }
       }
     }
     if (spools > 0) {
@@ -596,6 +603,16 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
                    "%s: kept the %zu spool file(s) in %s: their events are not all in %s; `commprof merge %s -o "
                    "REST.h5` makes a file of them where there is room\n",
                    command_.c_str(), spools, spool_dir.c_str(), options_.output.c_str(), spool_dir.c_str());
+    }
+    if (!empty.empty()) {
+      for (const fs::path& path : empty) {
+        fs::remove(path, ec);
+      }
+      fs::remove(spool_dir, ec);  // only succeeds when nothing else is left in it
+      std::fprintf(stderr,
+                   "%s: removed %zu empty spool file(s) from %s: their ranks could not spool there either (a full "
+                   "disk?), so those of their events that are not stored are lost\n",
+                   command_.c_str(), empty.size(), spool_dir.c_str());
     }
   } else {
     for (const std::string& path : merged_spools) {

@@ -195,6 +195,14 @@ def case_disk_full(ctx):
             expect(len(closed) == 2 and "COMMPROF_BYE_ACK_MS" not in p.stderr,
                    f"the ranks did not learn at once that their streams could not be stored:\n{p.stderr}")
             expect("still open after" not in p.stderr, f"connections outlived the job:\n{p.stderr}")
+            # The spools are on the same full disk: they could not take even their first bytes. Such
+            # empty files hold nothing: removed, and said, rather than left to look like kept events.
+            spool_dir = out + ".spool"
+            left = os.listdir(spool_dir) if os.path.isdir(spool_dir) else []
+            expect(not left, f"empty spools left behind in {spool_dir}: {left}")
+            expect(f"commprof run: removed 2 empty spool file(s) from {spool_dir}: their ranks could not spool "
+                   "there either" in p.stderr and "kept the" not in p.stderr,
+                   f"no line saying the empty spools were removed:\n{p.stderr}")
             status = write_status(out)
             expect(status == f"failed: No space left on device; {lost} events not stored",
                    f"write_status {status!r} does not match the error line")

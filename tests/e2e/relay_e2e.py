@@ -353,7 +353,8 @@ def case_rank_killed(ctx):
 
 def case_run_killed(ctx):
     """`commprof run --relay` killed (SIGKILL) mid-job: its file links no shard, and `info` names the
-    shards beside it that hold the ranks (each a commprof file of its node's ranks)."""
+    shards beside it that hold the ranks (each a commprof file of its node's ranks), and `check` fails
+    on them (unlinked_shards) unless they are allowed."""
     out = ctx.path("runkill.h5")
     cmd = [ctx.commprof, "run", "-o", out, "--relay", "node", "--"] + mpirun(2) + [
         ctx.test_program("fault_program"), "400", "0", "none", "0", "5000"]
@@ -394,6 +395,17 @@ def case_run_killed(ctx):
         p = run([ctx.commprof, *cmd, out], timeout=120)
         expect(f"commprof {cmd[0]}: warning: {out}: 1 shard file(s) in {out}.shards hold ranks not linked" in p.stderr,
                f"{cmd[0]} warns of the unlinked shard:\n{p.stderr}")
+    # A CI gate cannot vouch for ranks it did not read: check fails on the unlinked shard unless it
+    # is allowed, and the shard itself gates on its own.
+    p = run([ctx.commprof, "check", out, "--max", "incomplete=0"], timeout=120)
+    expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
+           f"check fails on the unlinked shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    p = run([ctx.commprof, "check", out, "--max", "incomplete=0", "--max", "unlinked_shards=1"], timeout=120)
+    expect(p.returncode == 0 and "ok   unlinked_shards = 1 (max 1)" in p.stdout,
+           f"check with the shard allowed: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    p = run([ctx.commprof, "check", shard, "--max", "incomplete=0"], timeout=120)
+    expect(p.returncode == 0 and "unlinked_shards" not in p.stdout,
+           f"the shard gates on its own: exit {p.returncode}\n{p.stdout}{p.stderr}")
 
 
 def case_congested(ctx):
