@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "aggregator/spool_reader.h"
 #include "cli/commands.h"
@@ -69,8 +70,14 @@ int RunMerge(const Options& o) {
   if (meta.start_epoch_ns == UINT64_MAX) {
     meta.start_epoch_ns = UtcNowNs();
   }
-  auto ingest = Ingest::Start(o.output, meta, ResolveCompression(o.compression));
+  // An output that exists is replaced only by a merge written whole (as `run` does): until then
+  // the merge goes to OUTPUT.tmp-PID beside it.
+  std::error_code ec;
+  const bool replacing = std::filesystem::exists(o.output, ec);
+  const std::string write_path = replacing ? o.output + ".tmp-" + std::to_string(::getpid()) : o.output;
+  auto ingest = Ingest::Start(write_path, meta, ResolveCompression(o.compression));
   if (!ingest.ok()) {
+    std::filesystem::remove(write_path, ec);  // what a failed start made (a file-size limit) is no file
     std::fprintf(stderr, "commprof merge: %s\n", ingest.status().message().c_str());
     return 1;
   }
@@ -108,7 +115,19 @@ int RunMerge(const Options& o) {
   Status st = ingest.value()->Finish();
   if (!st.ok()) {
     std::fprintf(stderr, "commprof merge: %s\n", st.message().c_str());
+    if (replacing) {
+      std::fprintf(stderr, "commprof merge: %s is left as it was; what could be written is in %s\n", o.output.c_str(),
+                   write_path.c_str());
+    }
     return 1;
+  }
+  if (replacing) {
+    std::filesystem::rename(write_path, o.output, ec);
+    if (ec) {
+      std::fprintf(stderr, "commprof merge: cannot rename %s to %s: %s\n", write_path.c_str(), o.output.c_str(),
+                   ec.message().c_str());
+      return 1;
+    }
   }
   std::fprintf(stderr, "commprof merge: wrote %s (%zu ranks, %llu events)\n", o.output.c_str(),
                ingest.value()->ranks_claimed().size(),

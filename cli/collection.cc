@@ -142,6 +142,9 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
       fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid()) : options.output;
   auto ingest = Ingest::Start(c->write_path_, options.meta, options.writer, options.flush_ms);
   if (!ingest.ok()) {
+    // What the failed start made (a file-size limit can stop HDF5 after its first bytes) is not a
+    // file: it goes. write_path_ is a path that did not exist before (the output, or its .tmp-PID).
+    fs::remove(c->write_path_, ec);
     return Status(ingest.status().code(), std::string(command) + ": " + ingest.status().message());
   }
   c->ingest_ = std::move(ingest.value());

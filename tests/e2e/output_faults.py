@@ -530,7 +530,48 @@ def case_file_size_limit(ctx):
     expect("head=153" in q.stdout, f"the job's writer past the limit dies of SIGXFSZ (128 + 25), as it would "
                                    f"without commprof: {q.returncode}\n{q.stdout}\n{q.stderr}")
     expect(os.path.getsize(os.path.join(d, "big.out")) == limit, "the job's write stopped at the limit")
-    print(f"file_size_limit: {len(cases)} commands past a {limit}-byte limit exit 1 with a message, no partial file")
+
+    # `run -o` and `merge -o` whose output cannot take even HDF5's first bytes: exit 1, no 0- or
+    # 96-byte file left where the output was to be.
+    spool = os.path.join(d, "spool")
+    env = {"COMMPROF_AGGREGATOR": "", "COMMPROF_SPOOL_DIR": spool, "COMMPROF_JOB_ID": "limitjob"}
+    cmd = mpirun(2)
+    for k in list(env) + ["LD_PRELOAD"]:
+        cmd += ["-x", k]
+    env["LD_PRELOAD"] = ctx.library
+    run_with_env(cmd + [ctx.test_program("output_faults_program"), "3000", "0"], env=env, check_rc=0)
+
+    def run_past(cmd, fsize):
+        return subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize)))
+
+    for fsize in (0, 64):
+        for what, cmd in (("run", [ctx.commprof, "run", "-q", "-o", "new.h5", "--", "true"]),
+                          ("merge", [ctx.commprof, "merge", spool, "-o", "new.h5"])):
+            q = run_past(cmd, fsize)
+            expect(q.returncode == 1 and "new.h5" in q.stderr and "File too large" in q.stderr,
+                   f"{what} -o under a {fsize}-byte limit: exit {q.returncode}, expected 1 naming the file:\n{q.stderr}")
+            left = sorted(x for x in os.listdir(d) if x.startswith("new.h5"))
+            expect(left == [], f"{what} under a {fsize}-byte limit left {left}")
+    # `merge -o` over an existing file that the merge outgrows: the old file is left as it was.
+    before = open(job, "rb").read()
+    q = run_past([ctx.commprof, "merge", spool, "-o", job], limit)
+    expect(q.returncode == 1 and f"{job} is left as it was; what could be written is in {job}.tmp-" in q.stderr,
+           f"merge over an existing file past the limit: exit {q.returncode}\n{q.stderr}")
+    expect(open(job, "rb").read() == before, "merge past the limit changed the existing output")
+    for x in os.listdir(d):
+        if x.startswith("job.h5.tmp-"):
+            os.remove(os.path.join(d, x))
+    q = run([ctx.commprof, "merge", spool, "-o", job])
+    expect_rc(q, 0, "merge over an existing file without a limit")
+    with h5py.File(job, "r") as f:
+        job_id = f.attrs["job_id"]
+        job_id = job_id.decode() if isinstance(job_id, bytes) else str(job_id)
+        expect(job_id == "limitjob", f"the merged file replaced the old: job_id {job_id!r}")
+        counts = sorted(f["ranks"][r]["events"].shape[0] for r in f["ranks"])
+    expect(counts == [3002, 3002], f"the merged file's ranks hold {counts} events, expected 3000 allreduces + 2 each")
+    print(f"file_size_limit: {len(cases)} commands past a {limit}-byte limit exit 1 with a message, no partial file; "
+          f"run and merge leave no file when they cannot start one, merge keeps an older output whole")
     return 0
 
 
