@@ -134,6 +134,12 @@ bool Ingest::LinkShardRank(uint32_t rank, uint32_t world_size, const std::string
   return true;
 }
 
+void Ingest::NoteWorldSize(uint32_t world_size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  world_size_seen_ = std::max(world_size_seen_, world_size);
+  world_noted_ = std::max(world_noted_, world_size);
+}
+
 void Ingest::OpenRank(const wire::Hello& hello) {
   // The job id and the proof were checked by the session; the file keeps what describes the rank.
   std::lock_guard<std::mutex> lock(mu_);
@@ -352,6 +358,10 @@ Status Ingest::Finish(const std::string& incomplete) {
   cv_.notify_one();
   if (thread_.joinable()) {
     thread_.join();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writer_->RaiseWorldSize(world_noted_);
   }
   Status fin = writer_->Finalize(incomplete);
   std::lock_guard<std::mutex> lock(mu_);

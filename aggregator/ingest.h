@@ -63,6 +63,9 @@ class Ingest {
   // hello or spool can claim it again, and linked into the file (Hdf5Writer::LinkRank). False,
   // and nothing done, when the rank is already claimed. `events` counts in events_written().
   bool LinkShardRank(uint32_t rank, uint32_t world_size, const std::string& shard_file, uint64_t events);
+  // The world size a relay reported with none of its ranks stored (its shard failed first): the
+  // file still says how many ranks the job had, and lists those absent as missing.
+  void NoteWorldSize(uint32_t world_size);
 
   // Runs `task` on the writer thread, after what is queued before it, with the writer's open file;
   // the file is flushed right after, so what it wrote survives a job killed next (the /hang group,
@@ -182,6 +185,7 @@ class Ingest {
   std::deque<Command> queue_;
   std::map<uint32_t, RankProgress> progress_;
   uint32_t world_size_seen_ = 0;  // under mu_
+  uint32_t world_noted_ = 0;      // under mu_: NoteWorldSize's, for the writer at Finish
   bool stop_ = false;
   Status first_error_;
   bool writer_failed_ = false;  // writer_->failed(), kept under mu_ for the sessions (DurableOf)

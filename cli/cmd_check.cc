@@ -1,9 +1,9 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
 // metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
-// could not be read fails `unreadable_ranks`, a relay's shard not linked into it `unlinked_shards`), 2 on bad usage (an
-// unknown metric or a malformed threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline
-// BASE.h5` also compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/, docs/metrics.md
-// §13), one FAIL line per regressed figure.
+// could not be read fails `unreadable_ranks`, a relay's shard not linked into it `unlinked_shards`, a failed write
+// `events_not_stored`), 2 on bad usage (an unknown metric or a malformed threshold) or a file that cannot be read at
+// all. Metrics: docs/cli.md. `--baseline BASE.h5` also compares FILE with an earlier run as `commprof diff BASE FILE`
+// does (analysis/compare/, docs/metrics.md §13), one FAIL line per regressed figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -161,6 +161,9 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       // Shards of a `run --relay` whose writer ended before linking them: their ranks are in no
       // other figure. Checked at 0 unless a --max sets another limit, as unreadable_ranks.
       {"unlinked_shards", [](const Figures& f) { return static_cast<double>(f.unlinked_shards); }},
+      // The events a failed write (a full disk, a relay's failed shard) could not store, as its
+      // write_status counts them: checked at 0 when the write failed, unless a --max sets another limit.
+      {"events_not_stored", [](const Figures& f) { return static_cast<double>(f.info->events_not_stored); }},
   };
   return kMetrics;
 }
@@ -253,6 +256,10 @@ int RunCheck(const Options& o) {
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unreadable_ranks"; })) {
     limits.emplace_back("unreadable_ranks", 0.0);
   }
+  if (reader->info().write_failed() &&
+      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "events_not_stored"; })) {
+    limits.emplace_back("events_not_stored", 0.0);
+  }
   const size_t unlinked = UnlinkedShards(reader->info()).size();
   if (unlinked > 0 &&
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unlinked_shards"; })) {
@@ -294,7 +301,7 @@ Runner AddCheckCommand(CLI::App& app) {
                          "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                          "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
                          "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
-                         "unlinked_shards, step_time_p99.");
+                         "unlinked_shards, events_not_stored, step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
   sub->add_option("--baseline", o->baseline,

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -231,6 +232,9 @@ int Relay(Options o) {
       }
     }
   }
+  // The job's size as its ranks' hellos said it, whatever the shard kept: a shard that failed before
+  // storing a rank still lets the job's file list the ranks it lacks.
+  done.world_size = std::max(done.world_size, sum.world_size);
   std::fprintf(stderr, "commprof relay: shard %s holds %zu rank(s), %llu events\n", o.shard.c_str(), done.ranks.size(),
                static_cast<unsigned long long>(sum.events));
   std::vector<uint8_t> frame;

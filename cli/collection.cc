@@ -361,12 +361,14 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
           }
           std::sort(relay_failed_rank_list_.begin(), relay_failed_rank_list_.end());
         }
-        // The job file's write_status (256 bytes) gets the short form: who, and how many events.
-        const uint64_t count = schema::EventsNotStoredIn(rec.result.status);
-        relay_failure_notes_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) +
-                                       "): its shard failed; " + (count > 0 ? std::to_string(count) : "some") +
-                                       " events not stored");  // + where they are, once the spools are seen
+        // The job file's write_status (256 bytes) gets the short form: who, and how many events
+        // (summed over the failed relays, RelayFailureStatus).
+        relay_failure_notes_.push_back("relay on " + rec.hello.host + " (pid " + std::to_string(rec.hello.pid) + ")");
+        relay_events_not_stored_ += schema::EventsNotStoredIn(rec.result.status);
         relay_failures_.push_back(std::move(failure));
+        // A relay that failed before storing any of its ranks links none: the file still learns
+        // the job's size, so that they are listed as missing rather than the job looking smaller.
+        ingest_->NoteWorldSize(world);
       }
     } else if (!fs::exists(shard, ec)) {
       std::fprintf(stderr, "%s: error: relay on %s (pid %u) ended (%s) and left no shard %s: its ranks are missing\n",
@@ -422,6 +424,24 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
       sum.relays++;
     }
   }
+}
+
+// Who failed (the first by name when several did), the events they could not store in all, and
+// where the rest of their ranks' events is.
+std::string Collection::RelayFailureStatus() const {
+  if (relay_failure_notes_.empty()) {
+    return "";
+  }
+  std::string who = relay_failure_notes_.size() == 1
+                        ? relay_failure_notes_.front() + ": its shard failed"
+                        : std::to_string(relay_failure_notes_.size()) + " relays' shards failed, the first " +
+                              relay_failure_notes_.front();
+  return who + "; " + (relay_events_not_stored_ > 0 ? std::to_string(relay_events_not_stored_) : "some") +
+         " events not stored" +
+         (relay_spooled_
+              ? (relay_failure_notes_.size() == 1 ? " (in its ranks' kept spools)" : " (in their ranks' kept spools)")
+              : (relay_failure_notes_.size() == 1 ? " (lost: its ranks' spools are empty)"
+                                                  : " (lost: their ranks' spools are empty)"));
 }
 
 Collection::~Collection() {
@@ -537,15 +557,15 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
                        ingest_->ranks_claimed().size() >= ingest_->world_size_seen();
     // Where the rest of a failed relay's ranks is: in their spools, unless those are empty (the
     // spool directory's disk was full too) or gone.
-    const bool spooled = relay_failed_rank_list_.empty() || relay_failed_spool_bytes_ > 0;
+    // A failed relay that linked none of its ranks: what of them is not in this file (merged from
+    // their spools) is lost.
+    const bool spooled = relay_failed_rank_list_.empty() ? whole : relay_failed_spool_bytes_ > 0;
     for (std::string& failure : relay_failures_) {
       if (failure.ends_with("the rest of their events ")) {
         failure += spooled ? "is in their spools" : "is lost: their spools are empty or missing";
       }
     }
-    for (std::string& note : relay_failure_notes_) {
-      note += spooled ? " (in its ranks' kept spools)" : " (lost: its ranks' spools are empty)";
-    }
+    relay_spooled_ = spooled;
     for (const std::string& failure : relay_failures_) {
       std::fprintf(stderr, "%s: %s: %s%s\n", command_.c_str(), whole ? "warning" : "error", failure.c_str(),
                    whole ? "; its ranks' spools were merged into the job's file instead" : "");
@@ -562,14 +582,14 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
   }
   // The job file is written whole, but a failed relay's events are not all in it: its
   // write_status says so, for `info` and for `check`'s dropped_events.
-  sum.status =
-      ingest_->Finish(sum.shard_error.ok() || relay_failure_notes_.empty() ? "" : relay_failure_notes_.front());
+  sum.status = ingest_->Finish(sum.shard_error.ok() ? "" : RelayFailureStatus());
   if (!shards_.empty()) {
     sum.shard_dir = fs::path(shards_.front()).parent_path().string();
   }
   sum.events = ingest_->events_written();
   sum.events_not_stored = ingest_->events_not_stored();
   sum.rank_list = ingest_->ranks_claimed();
+  sum.world_size = ingest_->world_size_seen();
   sum.ranks = static_cast<uint32_t>(sum.rank_list.size());
   Status write_error = ingest_->write_error();
   sum.write_failed = !write_error.ok();

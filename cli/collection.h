@@ -65,6 +65,7 @@ struct CollectionSummary {
   uint32_t refused = 0;
   uint32_t ranks = 0;               // ranks in the file: connected, merged from a spool, or linked from a shard
   std::vector<uint32_t> rank_list;  // those ranks, in order
+  uint32_t world_size = 0;          // the largest world size a rank's hello or a linked shard said
   uint32_t relays = 0;              // relays whose shards are linked in
   std::string shard_dir;            // where the first of those shards is
   uint64_t events = 0;
@@ -127,6 +128,8 @@ class Collection {
   // Folds this job's spools into the file; the paths of those merged (none once the file cannot be
   // written), for Finish to remove when the file is written whole.
   std::vector<std::string> MergeSpools(const std::string& spool_dir);
+  // The job file's write_status when relays could not write their shards (empty when none failed).
+  std::string RelayFailureStatus() const;
   // Links the relays' shards' ranks into the file.
   void LinkRelayShards(CollectionSummary& sum);
   // Removes shards (and relay logs) of an earlier run from the shard directory.
@@ -150,9 +153,11 @@ class Collection {
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
   std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
+  std::vector<std::string> relay_failure_notes_;           // those relays, "relay on HOST (pid P)"
+  uint64_t relay_events_not_stored_ = 0;                   // the events they could not store, summed
+  bool relay_spooled_ = true;                              // whether the rest of their ranks is in spools
   std::vector<uint32_t> relay_failed_rank_list_;           // ranks linked from those relays' partial shards (sorted)
   uint64_t relay_failed_spool_bytes_ = 0;                  // the bytes of those ranks' kept spools
-  std::vector<std::string> relay_failure_notes_;           // those failures, short, for write_status
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

@@ -481,7 +481,7 @@ Status Hdf5Writer::Finalize(const std::string& incomplete) {
   hid_t f = file_.get();
   bool ok = !failed();
   if (ok) {
-    uint32_t world = std::max(meta_.world_size, world_size_seen_);
+    uint32_t world = std::max({meta_.world_size, world_size_seen_, world_floor_});
     ok = Write(f, root_attr::kWorldSize, world);
     // The ranks below `world` that never said hello, found from the ranks present (an ordered
     // map), never by counting up to `world`: a hello may claim any world size, and finalizing

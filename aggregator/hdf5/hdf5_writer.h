@@ -4,6 +4,7 @@
 // exactly one thread (the Ingest writer thread, or `commprof merge`) drives it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -99,6 +100,10 @@ class Hdf5Writer {
   // external link to `shard_file`:/ranks/RANK (a path relative to this file's directory, or
   // absolute), so that readers see one job. The rank counts as present, and as closed.
   Status LinkRank(uint32_t rank, uint32_t world_size, const std::string& shard_file);
+  // A world size known without a rank of it in the file (a relay that failed before storing any of
+  // its ranks): Finalize writes at least this, and lists the ranks below it that are absent as
+  // missing. Called before Finalize, on the thread that finalizes.
+  void RaiseWorldSize(uint32_t world_size) { world_floor_ = std::max(world_floor_, world_size); }
   bool HasRank(uint32_t rank) const { return ranks_.count(rank) != 0; }
   Status Flush();
   // Writes the job-level attributes that are only known at the end, marks ranks that never said
@@ -160,6 +165,7 @@ class Hdf5Writer {
   const h5::FailSafeFile* driver_ = nullptr;
   std::map<uint32_t, RankOut> ranks_;
   uint32_t world_size_seen_ = 0;
+  uint32_t world_floor_ = 0;  // RaiseWorldSize's
   // Stores the root attribute world_size as soon as a hello raises it, so a file whose writer is
   // killed or fails before Finalize still sizes MPI_COMM_WORLD (its collectives match).
   bool SeeWorldSize(uint32_t world_size);

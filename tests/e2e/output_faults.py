@@ -310,25 +310,42 @@ def case_disk_full_spools(ctx):
         print(f"disk_full_spools: a relay's full shard directory: the job file holds every allreduce of {ranks} ranks")
 
         # 3. The spools cannot be written either: the ranks' events are lost, and run says the
-        # relay failed (exit 1) rather than that nothing was recorded.
+        # relays failed (exit 1) rather than that nothing was recorded. Two relays (two ranks each):
+        # the job file counts what both could not store, still knows the job's four ranks (listed
+        # missing where a relay failed before storing them), and `check` fails on it.
         for n in os.listdir(work):
             path = os.path.join(work, n)
             if os.path.isfile(path):
                 os.remove(path)
         for n in os.listdir(shards):
             os.remove(os.path.join(shards, n))
-        p = run([ctx.commprof, "run", "--relay", "node", "--compression", "none", "--spool-dir",
+        p = run([ctx.commprof, "run", "--relay", "2", "--compression", "none", "--spool-dir",
                  os.path.join(shards, "spool"), "-o", out, "--", *job], timeout=300)
-        expect_rc(p, 1, "the relay's shard and the spools on a full disk")
+        expect_rc(p, 1, "the relays' shards and the spools on a full disk")
         err = [ln for ln in p.stderr.splitlines() if ln.startswith("commprof run: error: relay on ")]
-        expect(len(err) == 1 and "No space left on device" in err[0], f"expected the relay's error:\n{p.stderr}")
-        # Where the relay linked ranks from a first flush, the rest of their events is not claimed to
+        expect(len(err) == 2 and all("No space left on device" in e for e in err),
+               f"expected both relays' errors:\n{p.stderr}")
+        # Where a relay linked ranks from a first flush, the rest of their events is not claimed to
         # be in spools that the same full disk left empty.
-        expect("are linked as its last good flush left them" not in err[0] or
-               err[0].endswith("the rest of their events is lost: their spools are empty or missing"),
-               f"the relay's error claims spools the full disk left empty:\n{err[0]}")
+        for e in err:
+            expect("are linked as its last good flush left them" not in e or
+                   e.endswith("the rest of their events is lost: their spools are empty or missing"),
+                   f"the relay's error claims spools the full disk left empty:\n{e}")
         expect("no rank recorded anything" not in p.stderr, f"the nothing-recorded checklist for a full disk:\n{p.stderr}")
-        print("disk_full_spools: shard and spools on a full disk: exit 1 with the relay's error")
+        lost = sum(int(e.split(" events not stored")[0].split()[-1]) for e in err)
+        status = write_status(out)
+        expect(status.startswith("failed: 2 relays' shards failed, the first relay on ") and
+               f"; {lost} events not stored (lost: their ranks' spools are empty)" in status,
+               f"write_status {status!r}: both relays' {lost} events not stored, and no spool claimed")
+        info = json.loads(run([ctx.commprof, "info", "--json", out]).stdout)
+        expect(info["world_size"] == ranks and sorted(r["rank"] for r in info["ranks"]) == list(range(ranks)),
+               f"the job file knows its {ranks} ranks: world size {info['world_size']}, "
+               f"ranks {[(r['rank'], r['status']) for r in info['ranks']]}")
+        gate = run([ctx.commprof, "check", out])
+        expect(gate.returncode == 1 and f"FAIL events_not_stored = {lost} (max 0)" in gate.stdout,
+               f"check passes a file whose relays could not store {lost} events:\n{gate.stdout}{gate.stderr}")
+        print(f"disk_full_spools: shards and spools on a full disk: exit 1 with both relays' errors, "
+              f"{lost} events not stored, check fails")
 
         # 4. The relay's disk fills after some flushes went through: its ranks are linked as its
         # last good flush left them, the rest of their events stays in their spools (not merged,
