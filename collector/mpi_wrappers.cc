@@ -157,7 +157,9 @@ int MPI_Finalize(void) {
   if (mpi != nullptr) {
     mpi->FinishClockSync();  // needs MPI: before PMPI_Finalize
   }
-  e.start_ns = rt->Now();  // the stored event is PMPI_Finalize's own time, as before
+  // The stored event spans the whole call from its entry: a rank that waits in the last clock
+  // alignment for the others to arrive is finalizing, not computing (its time would otherwise fall
+  // between events and count as compute).
   int rc = PMPI_Finalize();
   e.end_ns = rt->Now();
   if (published) {

@@ -254,8 +254,27 @@ def case_zero_byte(ctx):
     expect(all(w["type"] != "allreduce" for w in rep["worst_instances"]), f"worst {rep['worst_instances']}")
 
 
+def case_finalize_wait(ctx):
+    """Rank 1 reaches MPI_Finalize 300 ms after the others, which wait for it in the last clock
+    alignment inside MPI_Finalize: that wait is their shutdown (the MPI_FINALIZE event spans the whole
+    call), not compute falling between two events."""
+    out = ctx.path("finalize_wait.h5")
+    iters = 20  # a 1 ms sleep after each allreduce: 20 ms of real compute per rank
+    run([ctx.commprof, "run", "-o", out, "--"] + mpirun(3) +
+        [ctx.test_program("fault_program"), str(iters), "1", "late", str(iters), "1000"], check_rc=0, timeout=300)
+    rep = json.loads(run([ctx.commprof, "report", "--format", "json", out], check_rc=0).stdout)
+    time_of = {r["rank"]: r["time"] for r in rep["ranks"]}
+    for r in (0, 2):
+        t = time_of[r]
+        expect(t["shutdown_ns"] >= 250_000_000, f"rank {r} waited about 300 ms in MPI_Finalize: {t}")
+        expect(t["compute_ns"] < 200_000_000, f"rank {r} computed about 20 ms, not the 300 ms it waited: {t}")
+    t = time_of[1]
+    expect(t["compute_ns"] >= 300_000_000, f"rank 1 slept 300 ms before MPI_Finalize (compute): {t}")
+    expect(t["shutdown_ns"] < 250_000_000, f"rank 1 was the last to finalize and waited for nobody: {t}")
+
+
 CASES = {"one_host": case_one_host, "two_hosts": case_two_hosts, "four_hosts": case_four_hosts,
-         "zero_byte": case_zero_byte}
+         "zero_byte": case_zero_byte, "finalize_wait": case_finalize_wait}
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 //   segv   raise(SIGSEGV)      abort  abort()      term   raise(SIGTERM)
 //   kill   raise(SIGKILL)      exit5  exit(5) without MPI_Finalize
 //   fault  writes through a null pointer (a real fault, not a sent signal)
+//   late   sleeps 300 ms and goes on (with AT = ITERATIONS: after its last call, before MPI_Finalize)
 // The other ranks then block in call AT and are torn down by mpirun. So every rank has completed
 // exactly AT calls (ITERATIONS with `none`): the ground truth the suite checks the file against.
 #include <mpi.h>
@@ -28,6 +29,8 @@ static void act(const char* action) {
     raise(SIGKILL);
   } else if (strcmp(action, "exit5") == 0) {
     exit(5);
+  } else if (strcmp(action, "late") == 0) {
+    usleep(300000);
   } else if (strcmp(action, "fault") == 0) {
     volatile int* volatile p = NULL;
     *p = 1;
@@ -56,6 +59,9 @@ int main(int argc, char** argv) {
     if (sleep_us > 0) {
       usleep((useconds_t)sleep_us);
     }
+  }
+  if (at == iterations && rank == victim) {
+    act(action);
   }
   MPI_Finalize();
   return 0;
