@@ -316,6 +316,13 @@ std::optional<hsize_t> RowsBeforeDamagedLastChunk(hid_t events, hsize_t n) {
 }
 }  // namespace
 
+ProfileReader::~ProfileReader() {
+  if (damage_ != nullptr) {
+    h5::ReadScope closing(*damage_);
+    file_.Reset();
+  }
+}
+
 Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& path) {
   h5::QuietErrors();
   std::unique_ptr<ProfileReader> r(new ProfileReader());

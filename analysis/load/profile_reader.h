@@ -110,6 +110,11 @@ inline constexpr uint64_t kMaxFileWorldSize = uint64_t{1} << 24;
 class ProfileReader {
  public:
   static Result<std::unique_ptr<ProfileReader>> Open(const std::string& path);
+  // Closes the file inside a read scope: libhdf5 flushes its metadata cache then, and on a damaged
+  // global heap frees a pointer glibc aborts on (the damage guard names the file instead).
+  ~ProfileReader();
+  ProfileReader(const ProfileReader&) = delete;
+  ProfileReader& operator=(const ProfileReader&) = delete;
 
   const ProfileInfo& info() const { return info_; }
   // Moves a rank out of info().ranks into info().faults (a bad row found by a later pass), so

@@ -40,13 +40,22 @@ void WriteAll(const std::string& text) {
 // The handlers that were there before ours (Open MPI's backtrace printer, say).
 struct sigaction g_previous_segv {};
 struct sigaction g_previous_bus {};
+struct sigaction g_previous_abrt {};
 
 void OnCrash(int signal) {
   const DamageMessages* scope = t_scope;
   if (scope == nullptr) {
     // Not a read of a file: an ordinary crash. The handler before ours takes it when the faulting
-    // instruction runs again.
-    ::sigaction(signal, signal == SIGBUS ? &g_previous_bus : &g_previous_segv, nullptr);
+    // instruction runs again; an abort is raised again (delivered to it once this handler returns;
+    // glibc's abort() also ends the process itself should that handler return).
+    ::sigaction(signal,
+                signal == SIGBUS    ? &g_previous_bus
+                : signal == SIGABRT ? &g_previous_abrt
+                                    : &g_previous_segv,
+                nullptr);
+    if (signal == SIGABRT) {
+      ::raise(SIGABRT);
+    }
     return;
   }
   WriteAll(scope->crash);
@@ -91,6 +100,8 @@ void EnableDamageGuards() {
   sigemptyset(&crash.sa_mask);
   ::sigaction(SIGSEGV, &crash, &g_previous_segv);
   ::sigaction(SIGBUS, &crash, &g_previous_bus);
+  // glibc aborts ("free(): invalid pointer") when libhdf5 frees a pointer a damaged global heap gave it.
+  ::sigaction(SIGABRT, &crash, &g_previous_abrt);
   if (g_enabled.exchange(true)) {
     return;  // the handlers again (MPI_Init installs its own), the watchdog once
   }
@@ -107,10 +118,11 @@ const DamageMessages& DamageMessagesOf(const std::string& path) {
   std::unique_ptr<DamageMessages>& m = (*kept)[path];
   if (m == nullptr) {
     m = std::make_unique<DamageMessages>();
-    m->crash = "commprof: " + path +
-               ": damaged: reading it crashed (SIGSEGV or SIGBUS), most likely inside the HDF5 library on damaged "
-               "metadata; restore the file from a good copy (`h5dump -H " +
-               path + "` shows what HDF5 can read of it)\n";
+    m->crash =
+        "commprof: " + path +
+        ": damaged: reading it crashed (SIGSEGV, SIGBUS or an abort), most likely inside the HDF5 library on damaged "
+        "metadata; restore the file from a good copy (`h5dump -H " +
+        path + "` shows what HDF5 can read of it)\n";
     m->stall = "commprof: " + path + ": damaged: reading it made no progress for " +
                std::to_string(ReadStallSeconds()) +
                " s (a damaged file can make the HDF5 library loop forever, a hung file system stall it; "

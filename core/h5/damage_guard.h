@@ -1,5 +1,6 @@
 // A guard for reading files whose HDF5 metadata may be damaged. Debian's libhdf5 (1.10) can crash
-// (SIGSEGV in H5O_attr_exists_cb, H5T__conv_vlen) or loop forever (H5HG__cache_heap_deserialize)
+// (SIGSEGV in H5O_attr_exists_cb, H5T__conv_vlen; an abort in glibc's free() of a pointer a damaged
+// global heap gave it) or loop forever (H5HG__cache_heap_deserialize)
 // on a corrupt object header or global heap, below any error return we could check
 // (tests/fuzz/README.md, "Findings"). Once EnableDamageGuards() ran, a crash inside a ReadScope, or
 // a ReadScope that stays open COMMPROF_READ_STALL_S seconds (default 60) without a new scope
@@ -15,7 +16,7 @@
 
 namespace commprof::h5 {
 
-// Installs the SIGSEGV/SIGBUS handlers (again: MPI_Init replaces them; a crash outside every
+// Installs the SIGSEGV/SIGBUS/SIGABRT handlers (again: MPI_Init replaces them; a crash outside every
 // ReadScope goes to the handler that was there before) and, the first time, starts the stall
 // watchdog (a thread that looks once a second) for this process.
 void EnableDamageGuards();
