@@ -303,7 +303,9 @@ Runner AddCheckCommand(CLI::App& app) {
                          "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
                          "unlinked_shards, events_not_stored, step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
-  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE");
+  // One value per --max (repeatable): a vector option would otherwise take the FILE after it too.
+  sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE (repeatable)")
+      ->allow_extra_args(false);
   sub->add_option("--baseline", o->baseline,
                   "BASE.h5: also fail when FILE regressed against this earlier run, as `commprof diff BASE FILE "
                   "--max-regression` judges it (docs/metrics.md §13)")
@@ -311,6 +313,7 @@ Runner AddCheckCommand(CLI::App& app) {
   sub->add_option("--max-regression", o->max_regression,
                   "with --baseline: P% or METRIC=P% (repeatable), as for `commprof diff` (default 10% for every "
                   "metric)")
+      ->allow_extra_args(false)
       ->type_name("[METRIC=]P%");
   sub->add_option("--noise-floor", o->noise_floor, "with --baseline: the noise guard's floor, as for `commprof diff`")
       ->type_name("DURATION");

@@ -100,6 +100,7 @@ Runner AddDiffCommand(CLI::App& app) {
                   "than P% and is not within noise is a regression (exit 1). Metrics: total_time, "
                   "mean_duration, wait_time, transfer_time, busbw, comm_time, exposed_comm, step_time, "
                   "step_time_p50, step_time_p99, step_time_max, total, mean (docs/metrics.md §13)")
+      ->allow_extra_args(false)  // one value per occurrence: not the files after it
       ->type_name("[METRIC=]P%");
   sub->add_option("--format", o->format, "text (table) or json (schema commprof-diff, docs/diff-json.md)")
       ->type_name("text|json")

@@ -260,6 +260,7 @@ Runner AddStatsCommand(CLI::App& app) {
                   "split the rows by comm (communicator), size (message size, powers of two) and/or rank; "
                   "repeat or give a comma list (name: the default, rows by name only)")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one (comma) list per occurrence: not the FILE after it
       ->type_name("name|comm|size|rank");
   sub->add_option("--sort", o->sort,
                   "order rows by this column, largest first (names A-Z; comm, size, rank, maxrk ascending): name "
@@ -274,6 +275,7 @@ Runner AddStatsCommand(CLI::App& app) {
                   "only these kinds (comma list): mpi, nccl, kernel, memcpy, memset, cuda_api, nvtx, "
                   "user, torch (docs/metrics.md §12.1)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->type_name("mpi|nccl|kernel|memcpy|memset|cuda_api|nvtx|user|torch");
   sub->add_option("--format", o->format,
                   "text (a table of 100 columns), csv (raw ns, header row) or json (docs/stats-json.md)")

@@ -144,6 +144,14 @@ def case_steady(ctx):
     run([ctx.commprof, "check", b, "--baseline", a, *FLOOR], check_rc=0)
     run([ctx.commprof, "check", b, "--baseline", a, "--max-regression", "10%", "--max", "incomplete=0", *FLOOR],
         check_rc=0)
+    # The repeatable options take one value each, wherever they stand: a file after one is the file,
+    # not a second value of it (`check --max M=V FILE --max ...` said "file is required").
+    p = run([ctx.commprof, "check", "--max", "incomplete=0", b, "--max", "clock_violations=1000000",
+             "--max-regression", "10%", "--baseline", a, *FLOOR], check_rc=0)
+    expect("ok   incomplete = 0" in p.stdout and "ok   clock_violations" in p.stdout, p.stdout)
+    run([ctx.commprof, "diff", "--max-regression", "10%", a, b, "--format", "json", *FLOOR], check_rc=0)
+    p = run([ctx.commprof, "stats", "--by", "rank", b, "--kinds", "mpi", "--top", "0", "--format", "csv"], check_rc=0)
+    expect(len(p.stdout.splitlines()) > 4, f"stats --by before the file:\n{p.stdout}")
     doc, _ = diff_json(ctx, a, a, "--max-regression", "0%", rc=0)
     expect(all(r["status"] == "unchanged" and r["change"] == 0 and r["relative_change"] in (0, None)
                for r in doc["rows"]), "a file against itself changes nothing")
