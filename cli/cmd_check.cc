@@ -1,9 +1,11 @@
 // `commprof check FILE.h5 --max METRIC=VALUE ...`: a CI performance gate. Exit 0 when every
-// metric is at or under its threshold, 1 when any passes it (each failure printed; a rank that
-// could not be read fails `unreadable_ranks`, a relay's shard not linked into it `unlinked_shards`, a failed write
-// `events_not_stored`), 2 on bad usage (an unknown metric or a malformed threshold) or a file that cannot be read at
-// all. Metrics: docs/cli.md. `--baseline BASE.h5` also compares FILE with an earlier run as `commprof diff BASE FILE`
-// does (analysis/compare/, docs/metrics.md §13), one FAIL line per regressed figure.
+// metric is at or under its threshold, 1 when any passes it (each failure printed). What the file
+// lacks fails the gate unless a limit allows it: a rank that could not be read `unreadable_ranks`,
+// a relay's shard not linked into it `unlinked_shards`, a failed write `events_not_stored`, a rank
+// that never connected `missing_ranks`. Exit 2 on bad usage (an unknown metric or a malformed
+// threshold) or a file that cannot be read at all. Metrics: docs/cli.md. `--baseline BASE.h5` also
+// compares FILE with an earlier run as `commprof diff BASE FILE` does (analysis/compare/,
+// docs/metrics.md §13), one FAIL line per regressed figure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -164,6 +166,16 @@ const std::map<std::string, std::function<double(const Figures&)>>& Metrics() {
       // The events a failed write (a full disk, a relay's failed shard) could not store, as its
       // write_status counts them: checked at 0 when the write failed, unless a --max sets another limit.
       {"events_not_stored", [](const Figures& f) { return static_cast<double>(f.info->events_not_stored); }},
+      // Ranks below the world size that never connected (no data from them): checked at 0 when
+      // there are any, unless a --max sets another limit.
+      {"missing_ranks",
+       [](const Figures& f) {
+         double n = 0;
+         for (const auto& [first, last] : f.info->NeverConnected()) {
+           n += static_cast<double>(last - first) + 1;
+         }
+         return n;
+       }},
   };
   return kMetrics;
 }
@@ -260,6 +272,10 @@ int RunCheck(const Options& o) {
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "events_not_stored"; })) {
     limits.emplace_back("events_not_stored", 0.0);
   }
+  if (!reader->info().NeverConnected().empty() &&
+      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "missing_ranks"; })) {
+    limits.emplace_back("missing_ranks", 0.0);
+  }
   const size_t unlinked = UnlinkedShards(reader->info()).size();
   if (unlinked > 0 &&
       std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unlinked_shards"; })) {
@@ -301,7 +317,7 @@ Runner AddCheckCommand(CLI::App& app) {
                          "stragglers, straggler_share, incomplete, clock_violations, late_sender_wait_ns, "
                          "late_receiver_wait_ns, p2p_unmatched, exposed_comm_ns, "
                          "exposed_comm_share, dropped_events, lost_batches, unreadable_ranks, "
-                         "unlinked_shards, events_not_stored, step_time_p99.");
+                         "unlinked_shards, events_not_stored, missing_ranks, step_time_p99.");
   sub->add_option("file", o->path, "commprof HDF5 file")->required();
   // One value per --max (repeatable): a vector option would otherwise take the FILE after it too.
   sub->add_option("--max", o->max, "METRIC=VALUE: fail when the job's worst value of METRIC exceeds VALUE (repeatable)")

@@ -145,6 +145,7 @@ int RunInfo(const Options& o) {
     j["job_id"] = info.job_id;
     j["command_line"] = info.command_line;
     j["incarnation"] = info.incarnation;
+    j["shard"] = info.shard;
     j["restart_files"] = info.restart_files;
     j["world_size"] = info.world_size;
     j["unlinked_shards"] = UnlinkedShards(info);
@@ -214,6 +215,11 @@ int RunInfo(const Options& o) {
               state.c_str());
   std::printf("job:         %s\n", info.job_id.c_str());
   std::printf("command:     %s\n", info.command_line.c_str());
+  if (info.shard) {
+    std::printf(
+        "shard:       a relay's shard: it holds the ranks below; the job's others are in other shards "
+        "(read the job through its job file)\n");
+  }
   if (info.incarnation > 0) {
     std::printf("incarnation: %llu (the workers after elastic restart %llu; the first incarnation is the job's file)\n",
                 static_cast<unsigned long long>(info.incarnation), static_cast<unsigned long long>(info.incarnation));

@@ -210,6 +210,8 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::Create(const std::string& path, 
             Write(f, root_attr::kFormatVersion, schema::kFormatVersion) && Write(f, root_attr::kJobId, meta.job_id) &&
             Write(f, root_attr::kCommandLine, meta.command_line) && Write(f, root_attr::kWorldSize, meta.world_size) &&
             Write(f, root_attr::kStartEpochNs, meta.start_epoch_ns) && Write(f, root_attr::kFinalized, 0);
+  // A relay's shard says so: readers then know its other ranks are in other shards, not missing.
+  ok = ok && (!options.shard || Write(f, root_attr::kShard, uint64_t{1}));
   if (!ok) {
     return w->Err("cannot write the root attributes");
   }

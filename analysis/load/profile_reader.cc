@@ -163,6 +163,9 @@ RankRanges RangesOfRanks(const std::vector<uint32_t>& sorted_ranks) {
 }
 
 RankRanges ProfileInfo::NeverConnected() const {
+  if (shard) {
+    return {};  // the job's other ranks are in other shards
+  }
   // Every rank the file has something of (a readable group, or one that could not be read) is
   // present; a "missing" group is not. Cost: the groups, whatever world_size says.
   std::vector<uint32_t> present;
@@ -368,6 +371,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   info.job_id = Read(f, root_attr::kJobId).value_or("");
   info.command_line = Read(f, root_attr::kCommandLine).value_or("");
   info.incarnation = Read(f, root_attr::kIncarnation).value_or(0);
+  info.shard = Read(f, root_attr::kShard).value_or(0) == 1;
   if (const std::string names = Read(f, root_attr::kRestartFiles).value_or(""); !names.empty()) {
     for (size_t at = 0; at <= names.size();) {
       const size_t comma = std::min(names.find(',', at), names.size());

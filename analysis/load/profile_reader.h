@@ -81,6 +81,9 @@ struct ProfileInfo {
   // Elastic restarts (docs/torchrun.md#elastic-restarts): in a later incarnation's file its number,
   // in the job's file the later incarnations' file names (root attributes; 0 and empty otherwise).
   uint64_t incarnation = 0;
+  // A relay's shard (root attribute `shard`): it holds some of the job's ranks, the others are in
+  // other shards, so none of them is missing (NeverConnected is empty).
+  bool shard = false;
   std::vector<std::string> restart_files;
   uint64_t world_size = 0;
   uint64_t start_epoch_ns = 0;

@@ -67,7 +67,8 @@ struct AttrInfo {
   X(kIngestQueuePeakBytes, "ingest_queue_peak_bytes", uint64_t, nullptr) \
   X(kIngestReadPauses, "ingest_read_pauses", uint64_t, nullptr)          \
   X(kIncarnation, "incarnation", uint64_t, nullptr)                      \
-  X(kRestartFiles, "restart_files", std::string, nullptr)
+  X(kRestartFiles, "restart_files", std::string, nullptr)                \
+  X(kShard, "shard", uint64_t, nullptr)
 
 // The attributes the writer itself gives /ranks/<rank>; the collector's counters (stored under
 // the names its bye sent) come on top and are not part of the schema.

@@ -298,6 +298,15 @@ def case_never_connected(ctx):
         p = run([ctx.commprof, *cmd])
         expect(p.returncode == 2 and said in p.stderr, f"{cmd[0]} --ranks 4: exit {p.returncode}\n{p.stderr}")
     expect(not os.path.exists(ctx.path("r4.json")), "a trace of a rank without events was written")
+    # A CI gate cannot vouch for ranks it has nothing of: check fails on them unless allowed.
+    p = run([ctx.commprof, "check", gone, "--max", "incomplete=1000000"])
+    expect(p.returncode == 1 and "FAIL missing_ranks = 3 (max 0)" in p.stdout,
+           f"check on 3 never-connected ranks: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    p = run([ctx.commprof, "check", gone, "--max", "incomplete=1000000", "--max", "missing_ranks=3"])
+    expect(p.returncode == 0 and "ok   missing_ranks = 3 (max 3)" in p.stdout,
+           f"check with them allowed: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    p = run([ctx.commprof, "check", good, "--max", "incomplete=0"])
+    expect(p.returncode == 0 and "missing_ranks" not in p.stdout, f"the whole file: {p.stdout}{p.stderr}")
 
 
 def case_kineto_limits(ctx):

@@ -211,6 +211,20 @@ def case_per_n(ctx):
             groups.append(sorted(int(r) for r in f["ranks"]))
     expect(sorted(groups) == [[0, 1], [2, 3], [4, 5], [6, 7]], f"ranks by relay: {groups}")
     expect(all(isinstance(l, h5py.ExternalLink) for l in links_of(out).values()), "links")
+    # A shard read on its own says what it is: the job's other six ranks are in other shards, not
+    # "never connected", and a gate on it does not fail on them.
+    one = shards[0]
+    p = run([ctx.commprof, "info", one], timeout=120)
+    expect(p.returncode == 0 and "shard:       a relay's shard" in p.stdout and "never connected" not in p.stdout,
+           f"info of a shard:\n{p.stdout}{p.stderr}")
+    j = json.loads(run([ctx.commprof, "info", "--json", one], timeout=120).stdout)
+    expect(j["shard"] is True and j["never_connected"] == [] and j["world_size"] == 8,
+           f"info --json of a shard: shard {j.get('shard')}, never connected {j.get('never_connected')}, "
+           f"world size {j.get('world_size')}")
+    expect(json.loads(run([ctx.commprof, "info", "--json", out], timeout=120).stdout)["shard"] is False,
+           "the job file is not a shard")
+    p = run([ctx.commprof, "check", one], timeout=120)
+    expect(p.returncode == 0 and "missing_ranks" not in p.stdout, f"check of a shard: {p.stdout}{p.stderr}")
     lost = [s for s in shards if "-0-" in os.path.basename(s)][0]
     # A copy of the job elsewhere whose first shard is cut short: its ranks are named with the
     # reason (not read from the same-named shard under the working directory, which HDF5 would
