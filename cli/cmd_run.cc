@@ -454,15 +454,17 @@ int RunJob(Options o) {
     shard_dir = fs::absolute(o.output + ".shards").string();
     std::error_code ec;
     std::string why;
+    const char* cannot = "create";
     if (fs::exists(shard_dir, ec) && !fs::is_directory(shard_dir, ec)) {
       why = "it exists and is not a directory";
     } else if (fs::create_directories(shard_dir, ec); ec) {
       why = ec.message();
     } else if (::access(shard_dir.c_str(), W_OK | X_OK) != 0) {
       why = std::strerror(errno);
+      cannot = "write in";  // it is there (made now or before), but not writable
     }
     if (!why.empty()) {
-      std::fprintf(stderr, "commprof run: cannot create the relays' shard directory %s: %s\n", shard_dir.c_str(),
+      std::fprintf(stderr, "commprof run: cannot %s the relays' shard directory %s: %s\n", cannot, shard_dir.c_str(),
                    why.c_str());
       return 1;
     }

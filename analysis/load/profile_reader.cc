@@ -242,6 +242,12 @@ constexpr unsigned kShardFilesKeptOpen = 256;
 // `path` opened read-only, or why it cannot be, in words that say what to do: not HDF5
 // (OpenFailure), locked by a writer, cut short, damaged.
 Result<Handle> OpenForReading(const std::string& path, hid_t fapl) {
+  // A FIFO would block the open until something writes into it, a device read forever: neither is
+  // a file this can read.
+  if (struct stat st{}; ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+    return InvalidArgument(path + ": not a regular file (" + what + "), not a commprof file");
+  }
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     return OpenFailure(path);
@@ -379,6 +385,15 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
       at = comma + 1;
     }
   }
+  // The writer gives every file these two when it creates it: without them (a damaged attribute
+  // header hides one) the file would read as a job of no ranks that never finished.
+  for (const auto* must : {&root_attr::kWorldSize, &root_attr::kFinalized}) {
+    if (!Read(f, *must)) {
+      return Corrupt(path + ": root attribute '" + must->name +
+                     "' is missing or cannot be read (every commprof file has it): damaged metadata; restore the "
+                     "file from a good copy");
+    }
+  }
   info.world_size = Read(f, root_attr::kWorldSize).value_or(0);
   if (info.world_size > kMaxFileWorldSize) {
     return Corrupt(path + ": root attribute '" + root_attr::kWorldSize.name + "' is " +
@@ -491,6 +506,14 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   ri.pid = Read(g.get(), rank_attr::kPid).value_or(0);
   ri.status = Read(g.get(), rank_attr::kStatus).value_or("unknown");
   ri.end_reason = Read(g.get(), rank_attr::kEndReason).value_or("");
+  // A rank linked from a shard its relay never finished (the relay killed with the job: a cancelled
+  // Slurm step) still says "connected" there; in a finalized job file no stream is open any more.
+  if (shard && info_.finalized && ri.status == schema::RankStatusName(schema::RankStatus::kConnected)) {
+    ri.status = schema::RankStatusName(schema::RankStatus::kDisconnected);
+    if (ri.end_reason.empty()) {
+      ri.end_reason = "its relay ended before finishing its shard";
+    }
+  }
   ri.clock_offset_ns = Read(g.get(), rank_attr::kClockOffsetNs).value_or(0);
   ri.clock_drift_ppm = Read(g.get(), rank_attr::kClockDriftPpm).value_or(0.0);
   ri.clock_error_bound_ns = Read(g.get(), rank_attr::kClockErrorBoundNs).value_or(-1);
@@ -509,8 +532,24 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   }
   ri.start_steady_ns = Read(g.get(), rank_attr::kStartSteadyNs).value_or(0);
   ri.start_utc_ns = Read(g.get(), rank_attr::kStartUtcNs).value_or(0);
+  // Whether the rank has table `name`. A lookup that fails (rather than finding nothing) is a damaged
+  // group, not an empty rank: its events would otherwise read as 0 rows and "lost".
+  std::string damaged_link;
+  auto has = [&](const char* table) {
+    const htri_t e = H5Lexists(g.get(), table, H5P_DEFAULT);
+    if (e < 0 && damaged_link.empty()) {
+      damaged_link = table;
+    }
+    return e > 0;
+  };
   const char* points = schema::kClockPointsDataset;
-  if (H5Lexists(g.get(), points, H5P_DEFAULT) > 0) {
+  const bool has_points = has(points), has_events = has(schema::kEventsDataset),
+             has_strings = has(schema::kStringsDataset);
+  if (!damaged_link.empty()) {
+    return Corrupt(where + ": cannot look up its '" + damaged_link +
+                   "' table: the group's links are damaged; restore the file from a good copy");
+  }
+  if (has_points) {
     Handle d(H5Dopen2(g.get(), points, H5P_DEFAULT));
     Handle space(H5Dget_space(d.get()));
     hsize_t dims[2] = {0, 0};
@@ -544,14 +583,14 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   ri.dropped_events = ri.counters.count(dropped) ? ri.counters[dropped] : 0;
   const std::string lost = rank_attr::kBatchesLost.name;
   ri.batches_lost = ri.counters.count(lost) ? ri.counters[lost] : 0;
-  if (H5Lexists(g.get(), schema::kEventsDataset, H5P_DEFAULT) > 0) {
+  if (has_events) {
     auto n = TableRows(g.get(), schema::kEventsDataset, H5T_COMPOUND, where, "event records");
     if (!n.ok()) {
       return n.status();
     }
     ri.event_count = n.value();
   }
-  if (H5Lexists(g.get(), schema::kStringsDataset, H5P_DEFAULT) > 0) {
+  if (has_strings) {
     auto rows = TableRows(g.get(), schema::kStringsDataset, H5T_STRING, where, "strings");
     if (!rows.ok()) {
       return rows.status();

@@ -20,7 +20,7 @@ using OpTypeText = char[24];
 
 #define COMMPROF_ANALYSIS_RANK_COLUMNS(X, S)                                                                       \
   X(S, uint32_t, rank, "world rank")                                                                               \
-  X(S, uint64_t, instances, "complete blocking collective instances it took part in")                              \
+  X(S, uint64_t, instances, "complete collective instances (blocking and non-blocking) it took part in")           \
   X(S, int64_t, comm_time_ns, "time inside those collectives")                                                     \
   X(S, int64_t, wait_time_ns, "of which waiting for the last arriver")                                             \
   X(S, double, wait_share, "`wait_time_ns / comm_time_ns` (0 without collectives)")                                \
@@ -160,7 +160,7 @@ struct TableOf;  // specialized below: TableOf<RankRow>::kColumns, ...
 COMMPROF_SCHEMA_TABLE(RankRow, COMMPROF_ANALYSIS_RANK_COLUMNS, "ranks", "rank")
 COMMPROF_SCHEMA_TABLE(CollectiveRow, COMMPROF_ANALYSIS_COLLECTIVE_COLUMNS, "collectives", "collective type")
 COMMPROF_SCHEMA_TABLE(InstanceRow, COMMPROF_ANALYSIS_INSTANCE_COLUMNS, "instances",
-                      "blocking collective instance, complete or not, by first arrival")
+                      "collective instance (blocking or non-blocking), complete or not, by first arrival")
 COMMPROF_SCHEMA_TABLE(ArrivalRow, COMMPROF_ANALYSIS_ARRIVAL_COLUMNS, "arrivals", "rank in an instance")
 COMMPROF_SCHEMA_TABLE(MemoryRow, COMMPROF_ANALYSIS_MEMORY_COLUMNS, "memory",
                       "allocation or free record, by rank, device, memory kind, then time")
@@ -187,7 +187,7 @@ inline constexpr const char* kReportJsonDataset = "report_json";  // scalar stri
 #define COMMPROF_ANALYSIS_ATTRS(X)                                                                          \
   X(kAnalysisVersionAttr, "analysis_version", uint64_t, "version of this group's layout (2)")               \
   X(kReportSchemaVersion, "report_schema_version", uint64_t, "the JSON schema version of `report_json`")    \
-  X(kMatched, "matched", uint64_t, "complete blocking collective instances")                                \
+  X(kMatched, "matched", uint64_t, "complete collective instances, blocking and non-blocking")              \
   X(kIncomplete, "incomplete", uint64_t, "instances missing a rank")                                        \
   X(kSkewThresholdNs, "skew_threshold_ns", int64_t, "skew under which an instance has no straggler")        \
   X(kClockViolations, "clock_violations", uint64_t, "instances violating the clock condition")              \

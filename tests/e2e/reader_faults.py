@@ -211,8 +211,8 @@ def case_bad_ranks(ctx):
 
 
 def case_open_errors(ctx):
-    """Truncated, not HDF5, HDF5 but not commprof, a newer format_version, and a file locked by a
-    writer each get their own message and exit code 1 (check: 2)."""
+    """Truncated, not HDF5, HDF5 but not commprof, a newer format_version, a FIFO or a device, and a
+    file locked by a writer each get their own message and exit code 1 (check: 2)."""
     good = merged_file(ctx)
     size = os.path.getsize(good)
     trunc = copy(ctx, good, "trunc.h5")
@@ -226,6 +226,9 @@ def case_open_errors(ctx):
     foreign = ctx.path("foreign.h5")
     with h5py.File(foreign, "w") as f:
         f["x"] = np.arange(3)
+    fifo = ctx.path("fifo.h5")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
     newer = copy(ctx, good, "newer.h5")
     with h5py.File(newer, "r+") as f:
         f.attrs["format_version"] = np.uint64(2)
@@ -236,6 +239,9 @@ def case_open_errors(ctx):
         (foreign, f"{foreign}: an HDF5 file, but not a commprof file (no root attribute 'format')"),
         (newer, f"{newer}: written by a newer commprof (format_version 2; this build reads 1)"),
         (ctx.path("none.h5"), f"{ctx.path('none.h5')}: cannot open: No such file or directory"),
+        # A FIFO blocked the open until something wrote into it; /dev/zero read as "empty".
+        (fifo, f"{fifo}: not a regular file (a FIFO), not a commprof file"),
+        ("/dev/zero", "/dev/zero: not a regular file (a device), not a commprof file"),
     ]
     for path, msg in cases:
         # Exit code 2 for every command: the file cannot be read at all (docs/cli.md#exit-codes).

@@ -225,6 +225,23 @@ def case_per_n(ctx):
            "the job file is not a shard")
     p = run([ctx.commprof, "check", one], timeout=120)
     expect(p.returncode == 0 and "missing_ranks" not in p.stdout, f"check of a shard: {p.stdout}{p.stderr}")
+    # A relay killed with its job (a cancelled Slurm step) leaves its ranks "connected" in a shard it
+    # never finished; the finalized job file links them as they are. Readers show them disconnected,
+    # with why. (Simulated on a copy: the shard's rank 2 set back to what an unfinished shard holds.)
+    unfinished = ctx.path("unfinished")
+    shutil.copytree(out + ".shards", os.path.join(unfinished, os.path.basename(out) + ".shards"))
+    shutil.copy(out, unfinished)
+    job_copy = os.path.join(unfinished, os.path.basename(out))
+    with h5py.File(job_copy, "r") as f:
+        target = f["ranks"].get("2", getlink=True).filename
+    with h5py.File(os.path.join(unfinished, target), "r+") as f:
+        f["ranks"]["2"].attrs["status"] = "connected"
+        if "end_reason" in f["ranks"]["2"].attrs:
+            del f["ranks"]["2"].attrs["end_reason"]
+    ranks = {r["rank"]: r for r in json.loads(run([ctx.commprof, "info", "--json", job_copy], timeout=120).stdout)["ranks"]}
+    expect(ranks[2]["status"] == "disconnected" and ranks[2]["end_reason"] == "its relay ended before finishing its shard"
+           and ranks[3]["status"] == "complete",
+           f"a rank of an unfinished shard in a finalized job file: {ranks[2]}; its neighbour {ranks[3]['status']}")
     lost = [s for s in shards if "-0-" in os.path.basename(s)][0]
     # A copy of the job elsewhere whose first shard is cut short: its ranks are named with the
     # reason (not read from the same-named shard under the working directory, which HDF5 would
@@ -529,6 +546,19 @@ def case_usage(ctx):
     expect(f"cannot create the relays' shard directory {ctx.path('y.h5.shards')}: it exists and is not a directory"
            in p.stderr, p.stderr)
     expect(not os.path.exists(ctx.path("y.h5")), "nothing written")
+    # A shard directory that is there but cannot be written in: said so (not "cannot create").
+    ro = ctx.path("ro")
+    os.makedirs(os.path.join(ro, "z.h5.shards"), exist_ok=True)
+    os.chmod(ro, 0o777)  # the output's own directory writable by the user below (root writes anywhere)
+    os.chmod(os.path.join(ro, "z.h5.shards"), 0o555)
+    try:
+        p = run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", ctx.commprof, "run", "--relay",
+                 "2", "-o", os.path.join(ro, "z.h5"), "--", "true"]) if os.geteuid() == 0 else \
+            run([ctx.commprof, "run", "--relay", "2", "-o", os.path.join(ro, "z.h5"), "--", "true"])
+        expect(p.returncode == 1 and f"cannot write in the relays' shard directory {ro}/z.h5.shards: Permission denied"
+               in p.stderr, f"exit {p.returncode}\n{p.stderr}")
+    finally:
+        os.chmod(os.path.join(ro, "z.h5.shards"), 0o755)
     # A shard in a directory that does not exist: one line, the command named once.
     p = run([ctx.commprof, "relay", "--parent", "127.0.0.1:1", "--shard", "/nonexistent-commprof-dir/s.h5"],
             check_rc=1, env={"COMMPROF_SECRET": "s", "COMMPROF_JOB_ID": "j"})
