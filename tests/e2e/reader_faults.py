@@ -359,6 +359,21 @@ def case_damaged_metadata(ctx):
             p = run([ctx.commprof, *cmd], timeout=120)
             expect(p.returncode == 2 and p.stderr.count(said) == 1,
                    f"commprof {cmd[0]} of a file that crashes libhdf5: exit {p.returncode}\n{p.stderr}")
+    # One flipped bit in a rank group's link table (rank 1 of 3): that rank is named unreadable, the
+    # others are read (it was read as a rank of 0 events, all "lost", exit 0).
+    links = os.path.join(os.path.dirname(crash), "reader-rank-group-links-damaged")
+    p = run([ctx.commprof, "info", links], timeout=120)
+    expect(p.returncode == 1 and "/ranks/1: cannot look up its 'clock_points' table: the group's links are damaged"
+           in p.stderr and "HDF5-DIAG" not in p.stderr, f"info of a damaged rank group: exit {p.returncode}\n{p.stderr}")
+    p = run([ctx.commprof, "check", links, "--max", "incomplete=100"], timeout=120)
+    expect(p.returncode == 1 and "FAIL unreadable_ranks = 1 (max 0)" in p.stdout, f"check: {p.stdout}{p.stderr}")
+    # One flipped bit in the root attribute world_size's header: the file is damaged (it read as a
+    # job of 0 ranks that never finished, exit 0).
+    attr = os.path.join(os.path.dirname(crash), "reader-root-attribute-world_size-unreadable")
+    for cmd in (["info", attr], ["report", attr]):
+        p = run([ctx.commprof, *cmd], timeout=120)
+        expect(p.returncode == 2 and "root attribute 'world_size' is missing or cannot be read" in p.stderr,
+               f"{cmd[0]} of an unreadable world_size: exit {p.returncode}\n{p.stderr}")
     said = f"commprof: {crash}: damaged: reading it crashed (SIGSEGV, SIGBUS or an abort)"
     p = run(mpirun(2) + [ctx.commprof, "report", crash], timeout=120)
     expect(p.returncode == 2 and said in p.stderr, f"distributed report: exit {p.returncode}\n{p.stderr}")

@@ -373,6 +373,18 @@ TEST(ProfileReaderErrors, ForeignOrNewerHdf5FilesAreRejectedByFormatAttributes) 
     ASSERT_TRUE(h5::WriteAttr(f.get(), "format", std::string("commprof")));
     ASSERT_TRUE(h5::WriteAttr(f.get(), "format_version", uint64_t{1}));
   }
+  // Without world_size (every writer gives it): damaged, named, not a job of 0 ranks.
+  auto r4 = ProfileReader::Open(no_ranks);
+  ASSERT_FALSE(r4.ok());
+  EXPECT_EQ(r4.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r4.status().message().find("root attribute 'world_size' is missing or cannot be read"), std::string::npos)
+      << r4.status().message();
+  {
+    h5::Handle f(H5Fopen(no_ranks.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(f.valid());
+    ASSERT_TRUE(h5::WriteAttr(f.get(), "world_size", uint64_t{2}));
+    ASSERT_TRUE(h5::WriteAttr(f.get(), "finalized", uint64_t{1}));
+  }
   auto r3 = ProfileReader::Open(no_ranks);
   ASSERT_FALSE(r3.ok());
   EXPECT_EQ(r3.status().code(), StatusCode::kCorrupt);
