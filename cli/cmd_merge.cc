@@ -33,8 +33,12 @@ int RunMerge(const Options& o) {
           files.push_back(entry.path().string());
         }
       }
-    } else if (fs::exists(in, ec)) {
+    } else if (fs::is_regular_file(in, ec)) {
       files.push_back(in);
+    } else if (fs::exists(in, ec)) {
+      // A FIFO would block the read until something wrote into it, a device read forever.
+      std::fprintf(stderr, "commprof merge: %s: not a regular file or directory\n", in.c_str());
+      return 2;
     } else {
       std::fprintf(stderr, "commprof merge: %s: no such file or directory\n", in.c_str());
       return 2;

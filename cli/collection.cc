@@ -616,7 +616,9 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
         auto hello = ReadSpoolHello(entry.path().string());
         spools += hello.ok() && hello->job_id == options_.meta.job_id ? 1 : 0;  // this job's only
         std::error_code size_ec;
-        if (!hello.ok() && fs::file_size(entry.path(), size_ec) == 0 && !size_ec) {
+        // Only the job's own aggregator, at the very end: a relay shares the directory with ranks
+        // of other relays, one of which may have just created its spool and not yet written to it.
+        if (!options_.own_spools_only && !hello.ok() && fs::file_size(entry.path(), size_ec) == 0 && !size_ec) {
           empty.push_back(entry.path());
         }
       }

@@ -231,8 +231,11 @@ Result<ImportedJob> ImportKineto(const ImportOptions& options) {
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(in, ec)) {
+    } else if (fs::is_regular_file(in, ec)) {
       files.push_back(in);
+    } else if (fs::exists(in, ec)) {
+      // A FIFO would block the read until something wrote into it, a device read forever.
+      return InvalidArgument(in + ": not a regular file or directory");
     } else {
       return InvalidArgument(in + ": no such file or directory");
     }

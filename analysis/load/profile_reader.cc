@@ -327,7 +327,8 @@ std::optional<hsize_t> RowsBeforeDamagedLastChunk(hid_t events, hsize_t n) {
 
 ProfileReader::~ProfileReader() {
   if (damage_ != nullptr) {
-    h5::ReadScope closing(*damage_);
+    // After a whole Open the command has read and written what it could: a crash now is at close.
+    h5::ReadScope closing(*damage_, /*closing=*/opened_);
     file_.Reset();
   }
 }
@@ -443,6 +444,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
     info.ranks.push_back(std::move(ri.value()));
   }
   std::sort(info.ranks.begin(), info.ranks.end(), [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
+  r->opened_ = true;
   return r;
 }
 

@@ -155,6 +155,7 @@ class ProfileReader {
   h5::Handle file_;
   // How a crash or stall of libhdf5 reading this file is told (h5::ReadScope around its reads).
   const h5::DamageMessages* damage_ = nullptr;
+  bool opened_ = false;  // Open finished: a crash in the destructor is one at close (h5::ReadScope)
   ProfileInfo info_;
   std::optional<uint64_t> window_;                                 // SelectWindow's K
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> window_span_;  // rank -> [start_ns, end_ns] of window K

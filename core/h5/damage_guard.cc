@@ -19,6 +19,7 @@ namespace {
 
 // The scope this thread is in (nullptr: none): what a crash on this thread reports.
 thread_local const DamageMessages* t_scope = nullptr;
+thread_local bool t_closing = false;  // the scope is a close (ReadScope's `closing`)
 // Scopes open in the process, the last one begun (for the stall message), and a count of scopes
 // begun: the watchdog calls it a stall when scopes stay open and none begins for the limit.
 std::atomic<int> g_open{0};
@@ -57,6 +58,10 @@ void OnCrash(int signal) {
       ::raise(SIGABRT);
     }
     return;
+  }
+  if (t_closing) {
+    WriteAll(scope->crash_closing);
+    ::_exit(1);  // what was read is complete: a part of the file could not be (docs/cli.md#exit-codes)
   }
   WriteAll(scope->crash);
   ::_exit(2);  // an unreadable input (docs/cli.md#exit-codes)
@@ -123,6 +128,10 @@ const DamageMessages& DamageMessagesOf(const std::string& path) {
         ": damaged: reading it crashed (SIGSEGV, SIGBUS or an abort), most likely inside the HDF5 library on damaged "
         "metadata; restore the file from a good copy (`h5dump -H " +
         path + "` shows what HDF5 can read of it)\n";
+    m->crash_closing = "commprof: " + path +
+                       ": damaged: closing it crashed inside the HDF5 library (damaged metadata); what was read "
+                       "and written before is complete; restore the file from a good copy (`h5dump -H " +
+                       path + "`)\n";
     m->stall = "commprof: " + path + ": damaged: reading it made no progress for " +
                std::to_string(ReadStallSeconds()) +
                " s (a damaged file can make the HDF5 library loop forever, a hung file system stall it; "
@@ -132,8 +141,9 @@ const DamageMessages& DamageMessagesOf(const std::string& path) {
   return *m;
 }
 
-ReadScope::ReadScope(const DamageMessages& messages) : previous_(t_scope) {
+ReadScope::ReadScope(const DamageMessages& messages, bool closing) : previous_(t_scope), previous_closing_(t_closing) {
   t_scope = &messages;
+  t_closing = closing;
   g_last.store(&messages, std::memory_order_release);
   g_begun.fetch_add(1, std::memory_order_relaxed);
   g_open.fetch_add(1, std::memory_order_relaxed);
@@ -142,6 +152,7 @@ ReadScope::ReadScope(const DamageMessages& messages) : previous_(t_scope) {
 ReadScope::~ReadScope() {
   g_open.fetch_sub(1, std::memory_order_relaxed);
   t_scope = previous_;
+  t_closing = previous_closing_;
 }
 
 }  // namespace commprof::h5

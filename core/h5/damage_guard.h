@@ -25,6 +25,7 @@ void EnableDamageGuards();
 struct DamageMessages {
   std::string crash;
   std::string stall;
+  std::string crash_closing;  // a crash while the file is closed, after everything was read
 };
 // Those of `path`, made at the first call and kept for the life of the process (a signal handler or
 // the watchdog may read them at any time).
@@ -34,13 +35,17 @@ const DamageMessages& DamageMessagesOf(const std::string& path);
 // no system call (the readers open one per chunk read).
 class ReadScope {
  public:
-  explicit ReadScope(const DamageMessages& messages);
+  // `closing`: the scope closes the file after its reads. A crash there (libhdf5 flushing a damaged
+  // metadata cache) comes after the command read what it needed and wrote its output: told with
+  // crash_closing and exit code 1 (a part of the file could not be read), not 2.
+  explicit ReadScope(const DamageMessages& messages, bool closing = false);
   ~ReadScope();
   ReadScope(const ReadScope&) = delete;
   ReadScope& operator=(const ReadScope&) = delete;
 
  private:
   const DamageMessages* previous_;
+  bool previous_closing_;
 };
 
 // COMMPROF_READ_STALL_S: seconds a read may stall before it is called a damaged file (default 60,
