@@ -69,6 +69,9 @@ int RunDiffCommand(const Options& o) {
     return 2;
   }
   const RunDiff d = DiffRuns(*base, *next, gate, *floor);
+  // A gate cannot vouch for a comparison that left ranks out: their rows read as removed or added,
+  // and the rest as changed. Told after the rows, exit 2 (a damaged artifact), not a verdict.
+  const size_t left_out = base->faults.size() + next->faults.size();
   if (o.format == "json") {
     std::cout << DiffToJson(d, gate).dump(2) << "\n";
   } else {
@@ -81,6 +84,13 @@ int RunDiffCommand(const Options& o) {
         std::fprintf(stderr, "commprof diff: regressed: %s\n", FormatRegression(r).c_str());
       }
     }
+  }
+  if (!o.max_regression.empty() && left_out > 0) {
+    std::fprintf(stderr,
+                 "commprof diff: %zu part(s) of the files could not be read and were left out (above): the "
+                 "--max-regression gate cannot judge a comparison without them\n",
+                 left_out);
+    return 2;
   }
   return d.regressions > 0 ? 1 : 0;
 }

@@ -25,10 +25,14 @@ certain is asserted):
 """
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_support import case_arguments, expect, mpirun, run  # noqa: E402
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
 
 ITERS, COMPUTE_MS, DELAY_MS = 30, 10, 50
 # The noise floor for this machine: 4 ranks on 2 cores, often with a build running, so a call's
@@ -189,6 +193,20 @@ def case_errors(ctx):
     fails(["check", a, "--baseline", junk], 2, "junk.h5")
     fails(["check", a, "--max-regression", "5%"], 2, "--baseline")
     fails(["check", a, "--baseline", a, "--max-regression", "x=5%"], 2, "unknown metric 'x'")
+    # A file of which a rank cannot be read: compared on the rest, but a gate gives no verdict on it
+    # (the rank's rows read as removed, the totals as changed).
+    bad = ctx.path("bad.h5")
+    shutil.copy(a, bad)
+    with h5py.File(bad, "r+") as f:
+        del f["ranks"]["1"]["events"]
+        f["ranks"]["1"].create_dataset("events", data=np.arange(3))  # not event records
+    run([ctx.commprof, "diff", a, bad], check_rc=0)
+    for pair in ((a, bad), (bad, a)):
+        p = run([ctx.commprof, "diff", *pair, "--max-regression", "10%"], check_rc=2)
+        expect("1 part(s) of the files could not be read and were left out (above): the --max-regression gate "
+               "cannot judge" in p.stderr and "bad.h5" in p.stderr, p.stderr)
+    p = run([ctx.commprof, "check", a, "--baseline", bad], check_rc=1)
+    expect(f"FAIL baseline unreadable: 1 part(s) of {bad} could not be read" in p.stdout, p.stdout + p.stderr)
     p = run([ctx.commprof, "diff", a], check_rc=2)  # usage: NEW missing
     p = run([ctx.commprof, "diff", "--help"], check_rc=0)
     for opt in ("--max-regression", "--format", "--top", "--window", "--noise-floor"):
