@@ -608,8 +608,9 @@ int RunJob(Options o) {
   // file would belie.
   if (const std::string wrote = WroteLine(o.output, sum); !o.quiet && !wrote.empty()) {
     std::fprintf(stderr, "commprof: %s; job exit code %d\n", wrote.c_str(), job_rc);
-  } else if (!o.quiet &&
-             (sum.relays > 0 || !sum.shard_error.ok())) {  // its ranks came (or were to come) through relays
+  } else if (!o.quiet && !sum.write_failed && (sum.relays > 0 || !sum.shard_error.ok())) {
+    // Its ranks came (or were to come) through relays. After a failed write the file holds what
+    // its last flush stored, not these ranks: the connection count below is what is true.
     std::fprintf(
         stderr, "commprof: %u rank(s) in the file, through %u relay(s) and %u directly, %u refused; job exit code %d\n",
         sum.ranks, sum.relays, sum.accepted, sum.refused, job_rc);
