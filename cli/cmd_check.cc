@@ -262,25 +262,19 @@ int RunCheck(const Options& o) {
     std::fprintf(stderr, "commprof check: %s\n", report.status().message().c_str());
     return 2;
   }
-  // A gate cannot vouch for what it could not read: unreadable parts fail it unless a limit for
-  // them was given.
-  if (!reader->info().faults.empty() &&
-      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unreadable_ranks"; })) {
-    limits.emplace_back("unreadable_ranks", 0.0);
-  }
-  if (reader->info().write_failed() &&
-      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "events_not_stored"; })) {
-    limits.emplace_back("events_not_stored", 0.0);
-  }
-  if (!reader->info().NeverConnected().empty() &&
-      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "missing_ranks"; })) {
-    limits.emplace_back("missing_ranks", 0.0);
-  }
-  const size_t unlinked = UnlinkedShards(reader->info()).size();
-  if (unlinked > 0 &&
-      std::none_of(limits.begin(), limits.end(), [](const auto& l) { return l.first == "unlinked_shards"; })) {
-    limits.emplace_back("unlinked_shards", 0.0);
-  }
+  // A gate cannot vouch for what the file lacks: unreadable parts, a failed write, ranks that never
+  // connected, unlinked shards each fail it unless a limit for them was given.
+  auto at_zero_unless_given = [&limits](const char* metric, bool applies) {
+    if (applies && std::none_of(limits.begin(), limits.end(), [&](const auto& l) { return l.first == metric; })) {
+      limits.emplace_back(metric, 0.0);
+    }
+  };
+  const ProfileInfo& info = reader->info();
+  const size_t unlinked = UnlinkedShards(info).size();
+  at_zero_unless_given("unreadable_ranks", !info.faults.empty());
+  at_zero_unless_given("events_not_stored", info.write_failed());
+  at_zero_unless_given("missing_ranks", !info.NeverConnected().empty());
+  at_zero_unless_given("unlinked_shards", unlinked > 0);
   Figures f(report.value(), unlinked);
   int failed = 0;
   for (const auto& [name, limit] : limits) {

@@ -436,12 +436,10 @@ std::string Collection::RelayFailureStatus() const {
                         ? relay_failure_notes_.front() + ": its shard failed"
                         : std::to_string(relay_failure_notes_.size()) + " relays' shards failed, the first " +
                               relay_failure_notes_.front();
+  const std::string whose = relay_failure_notes_.size() == 1 ? "its" : "their";
   return who + "; " + (relay_events_not_stored_ > 0 ? std::to_string(relay_events_not_stored_) : "some") +
          " events not stored" +
-         (relay_spooled_
-              ? (relay_failure_notes_.size() == 1 ? " (in its ranks' kept spools)" : " (in their ranks' kept spools)")
-              : (relay_failure_notes_.size() == 1 ? " (lost: its ranks' spools are empty)"
-                                                  : " (lost: their ranks' spools are empty)"));
+         (relay_spooled_ ? " (in " + whose + " ranks' kept spools)" : " (lost: " + whose + " ranks' spools are empty)");
 }
 
 Collection::~Collection() {
