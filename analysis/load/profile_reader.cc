@@ -388,21 +388,21 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   }
   // The writer gives every file these two when it creates it: without them (a damaged attribute
   // header hides one) the file would read as a job of no ranks that never finished.
-  for (const auto* must : {&root_attr::kWorldSize, &root_attr::kFinalized}) {
-    if (!Read(f, *must)) {
-      return Corrupt(path + ": root attribute '" + must->name +
-                     "' is missing or cannot be read (every commprof file has it): damaged metadata; restore the "
-                     "file from a good copy");
-    }
+  const auto world_size = Read(f, root_attr::kWorldSize);
+  const auto finalized = Read(f, root_attr::kFinalized);
+  if (!world_size || !finalized) {
+    return Corrupt(path + ": root attribute '" + (world_size ? root_attr::kFinalized : root_attr::kWorldSize).name +
+                   "' is missing or cannot be read (every commprof file has it): damaged metadata; restore the "
+                   "file from a good copy");
   }
-  info.world_size = Read(f, root_attr::kWorldSize).value_or(0);
+  info.world_size = *world_size;
   if (info.world_size > kMaxFileWorldSize) {
     return Corrupt(path + ": root attribute '" + root_attr::kWorldSize.name + "' is " +
                    std::to_string(info.world_size) + ", above the largest world size this build reads (" +
                    std::to_string(kMaxFileWorldSize) + ")");
   }
   info.start_epoch_ns = Read(f, root_attr::kStartEpochNs).value_or(0);
-  info.finalized = Read(f, root_attr::kFinalized).value_or(0) != 0;
+  info.finalized = *finalized != 0;
   info.write_status = ReadWriteStatus(f);
   info.events_not_stored = info.write_failed() ? schema::EventsNotStoredIn(info.write_status) : 0;
 
