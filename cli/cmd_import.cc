@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "analysis/load/kineto_import.h"
 #include "cli/commands.h"
 #include "cli/import_writer.h"
+#include "cli/output_file.h"
 
 namespace commprof::cli {
 namespace {
@@ -23,6 +25,11 @@ int RunImportKineto(const Options& o) {
   if (!align.ok()) {
     std::fprintf(stderr, "commprof import kineto: %s\n", align.status().message().c_str());
     return 2;
+  }
+  // The output is checked before the traces are read (minutes for large ones), as `run` checks it.
+  if (Status st = CheckOutputTarget(o.output, OutputKind::kRegularFile); !st.ok()) {
+    std::fprintf(stderr, "commprof import kineto: %s\n", st.message().c_str());
+    return 1;
   }
   kineto::ImportOptions opts;
   opts.inputs = o.inputs;
@@ -72,9 +79,23 @@ int RunImportKineto(const Options& o) {
   if (o.align != "none") {
     command_line += " --align " + o.align;
   }
-  Status st = WriteImportedJob(job.value(), o.output, command_line);
+  // An existing output is replaced only by an import written whole; a failed write leaves no
+  // partial file (the traces are still there to import again).
+  const std::string write_path = HdfWritePath(o.output);
+  Status st = WriteImportedJob(job.value(), write_path, command_line);
+  std::error_code ec;
+  if (st.ok() && write_path != o.output) {
+    std::filesystem::rename(write_path, o.output, ec);
+    if (ec) {
+      st = IoError("cannot rename " + write_path + " to " + o.output + ": " + ec.message());
+    }
+  }
   if (!st.ok()) {
+    std::filesystem::remove(write_path, ec);
     std::fprintf(stderr, "commprof import kineto: %s\n", st.message().c_str());
+    if (write_path != o.output) {
+      std::fprintf(stderr, "commprof import kineto: %s is left as it was\n", o.output.c_str());
+    }
     return 1;
   }
   uint64_t records = 0;

@@ -9,6 +9,7 @@
 
 #include "aggregator/spool_reader.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/restart_files.h"
 #include "core/clock.h"
 
@@ -24,6 +25,11 @@ struct Options {
 
 int RunMerge(const Options& o) {
   namespace fs = std::filesystem;
+  // The output is checked before any spool is read, as `run` checks it before the job starts.
+  if (Status st = CheckOutputTarget(o.output, OutputKind::kRegularFile); !st.ok()) {
+    std::fprintf(stderr, "commprof merge: %s\n", st.message().c_str());
+    return 1;
+  }
   std::vector<std::string> files;
   for (const auto& in : o.inputs) {
     std::error_code ec;
@@ -77,8 +83,8 @@ int RunMerge(const Options& o) {
   // An output that exists is replaced only by a merge written whole (as `run` does): until then
   // the merge goes to OUTPUT.tmp-PID beside it.
   std::error_code ec;
-  const bool replacing = std::filesystem::exists(o.output, ec);
-  const std::string write_path = replacing ? o.output + ".tmp-" + std::to_string(::getpid()) : o.output;
+  const std::string write_path = HdfWritePath(o.output);
+  const bool replacing = write_path != o.output;
   auto ingest = Ingest::Start(write_path, meta, ResolveCompression(o.compression));
   if (!ingest.ok()) {
     std::filesystem::remove(write_path, ec);  // what a failed start made (a file-size limit) is no file

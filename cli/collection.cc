@@ -138,8 +138,7 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   c->options_ = options;
   c->command_ = command;
   std::error_code ec;
-  c->write_path_ =
-      fs::exists(options.output, ec) ? options.output + ".tmp-" + std::to_string(::getpid()) : options.output;
+  c->write_path_ = HdfWritePath(options.output);
   auto ingest = Ingest::Start(c->write_path_, options.meta, options.writer, options.flush_ms);
   if (!ingest.ok()) {
     // What the failed start made (a file-size limit can stop HDF5 after its first bytes) is not a

@@ -114,6 +114,11 @@ Status CheckOutputTarget(const std::string& out, OutputKind kind) {
   return Status::Ok();
 }
 
+std::string HdfWritePath(const std::string& output) {
+  std::error_code ec;
+  return fs::exists(output, ec) ? output + ".tmp-" + std::to_string(::getpid()) : output;
+}
+
 Status WriteOutput(const std::string& output, const std::function<Status(std::ostream&)>& write) {
   return WriteOutputFile(output, [&write](std::ostream& out, const std::string&) { return write(out); });
 }

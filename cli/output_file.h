@@ -21,6 +21,11 @@ enum class OutputKind {
 // existing file that is not a regular file. The message starts "cannot write OUTPUT: ".
 Status CheckOutputTarget(const std::string& output, OutputKind kind);
 
+// Where `run`, `aggregate` and `merge` write their HDF5 file: the output itself when nothing is
+// there yet, else OUTPUT.tmp-PID beside it, renamed over the output only once written whole (so a
+// failed run or merge leaves the file that was there as it was).
+std::string HdfWritePath(const std::string& output);
+
 // Writes `write`'s output to `output` ('-': stdout). A new or regular file is written beside
 // itself and renamed into place when complete, so a failed write never leaves a truncated file.
 // Anything else (a device such as /dev/null, a FIFO, a symlink) is written directly: renaming over

@@ -34,6 +34,7 @@ Cases:
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -86,9 +87,37 @@ def case_bad_targets(ctx):
         lines = p.stderr.strip().splitlines()
         expect(lines == [f"commprof aggregate: {message}"],
                f"aggregate {agg}: stderr {lines!r}, expected 'commprof aggregate: {message}'")
+        if args[0] == "-o":
+            # merge checks its output before it reads a spool (here none to read: the output's
+            # fault is the one named, as run names it before the job starts).
+            p = run([ctx.commprof, "merge", "adir", *args], cwd=d)
+            expect_rc(p, rc, f"merge {args}")
+            lines = p.stderr.strip().splitlines()
+            expect(lines == [f"commprof merge: {message}"],
+                   f"merge {args}: stderr {lines!r}, expected 'commprof merge: {message}'")
+            # import checks it before it reads a trace (here none: the output's fault comes first).
+            p = run([ctx.commprof, "import", "kineto", "adir", *args], cwd=d)
+            expect_rc(p, rc, f"import kineto {args}")
+            lines = p.stderr.strip().splitlines()
+            expect(lines == [f"commprof import kineto: {message}"],
+                   f"import kineto {args}: stderr {lines!r}, expected 'commprof import kineto: {message}'")
         left = sorted(os.listdir(d))
         expect(left == ["adir"] and os.listdir(os.path.join(d, "adir")) == [],
                f"{args}: a failed start left files behind: {left}")
+    # An output that is a FIFO (a reader waiting on it, or a mistake): refused, left a FIFO (a
+    # file renamed over it would replace it).
+    fifo_dir = ctx.path("targets-fifo")
+    os.makedirs(os.path.join(fifo_dir, "spools"))
+    os.mkfifo(os.path.join(fifo_dir, "pipe"))
+    for cmd in (["run", "-o", "pipe", "--", "true"], ["merge", "spools", "-o", "pipe"],
+                ["import", "kineto", "spools", "-o", "pipe"]):
+        p = run([ctx.commprof, *cmd], cwd=fifo_dir)
+        expect_rc(p, 1, f"{cmd} to a FIFO")
+        name = "import kineto" if cmd[0] == "import" else cmd[0]
+        expect(p.stderr.strip().splitlines() == [f"commprof {name}: cannot write pipe: it exists and is not a "
+                                                 "regular file"], f"{cmd} to a FIFO: {p.stderr!r}")
+        expect(stat.S_ISFIFO(os.lstat(os.path.join(fifo_dir, "pipe")).st_mode) and
+               sorted(os.listdir(fifo_dir)) == ["pipe", "spools"], f"{cmd} to a FIFO: left {os.listdir(fifo_dir)}")
     # A library named that is not there: refused before the job runs (it would only show as
     # "nothing recorded" after the whole job), nothing created.
     for args, env in ((["--library", "/nonexistent-commprof/libcommprof.so"], {}),
@@ -99,7 +128,7 @@ def case_bad_targets(ctx):
         expect("/nonexistent-commprof/libcommprof.so: no such file (nothing was written)" in p.stderr,
                f"missing library {args or env}: {p.stderr}")
         expect(sorted(os.listdir(d)) == ["adir"], f"missing library {args or env}: files left {os.listdir(d)}")
-    print("bad_targets: 10 refusals, one line each, nothing created")
+    print("bad_targets: 17 refusals, one line each, nothing created")
 
 
 def case_keep_existing(ctx):
@@ -587,8 +616,33 @@ def case_file_size_limit(ctx):
         expect(job_id == "limitjob", f"the merged file replaced the old: job_id {job_id!r}")
         counts = sorted(f["ranks"][r]["events"].shape[0] for r in f["ranks"])
     expect(counts == [3002, 3002], f"the merged file's ranks hold {counts} events, expected 3000 allreduces + 2 each")
+    # `import kineto -o` the same: over an existing file that the import outgrows, the old file is
+    # left as it was and nothing beside it; a new output past the limit leaves no file.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz"))
+    import make_kineto_seeds
+    traces = os.path.join(d, "kineto")
+    os.makedirs(traces)
+    for r in (0, 1):
+        with open(os.path.join(traces, f"rank{r}.json"), "w") as f:
+            f.write(make_kineto_seeds.trace(r, iters=400))
+    for target in (job, "imported.h5"):
+        before = open(job, "rb").read()
+        q = run_past([ctx.commprof, "import", "kineto", "-q", traces, "-o", target], limit)
+        expect(q.returncode == 1 and "File too large" in q.stderr,
+               f"import -o {target} past the limit: exit {q.returncode}, expected 1:\n{q.stderr}")
+        expect(open(job, "rb").read() == before, f"import -o {target} past the limit changed {job}")
+        if target == job:
+            expect(f"{job} is left as it was" in q.stderr, f"import over {job}: {q.stderr}")
+        left = sorted(x for x in os.listdir(d) if x.startswith(("imported.h5", "job.h5.tmp-")))
+        expect(left == [], f"import -o {target} past the limit left {left}")
+    q = run([ctx.commprof, "import", "kineto", "-q", traces, "-o", job])
+    expect_rc(q, 0, "import over an existing file without a limit")
+    with h5py.File(job, "r") as f:
+        job_id = f.attrs["job_id"]
+        job_id = job_id.decode() if isinstance(job_id, bytes) else str(job_id)
+        expect(job_id == "kineto-import", f"the import replaced the old file: job_id {job_id!r}")
     print(f"file_size_limit: {len(cases)} commands past a {limit}-byte limit exit 1 with a message, no partial file; "
-          f"run and merge leave no file when they cannot start one, merge keeps an older output whole")
+          f"run and merge leave no file when they cannot start one, merge and import keep an older output whole")
     return 0
 
 
