@@ -7,6 +7,9 @@
 # HOSTS=each puts every rank on its own simulated host (COMMPROF_FAKE_HOST=0,1,...,N-1): the tree
 # of host leaders then has ceil(log2 N) rounds. HOSTS=H (a number) spreads the ranks over H
 # simulated hosts in contiguous blocks, as a launcher places them (rank i on host i * H / N).
+# RANK_PREFIX="chrt --idle 0" starts each rank under that command: with hundreds of ranks on a few
+# cores, ranks at the idle priority leave the launcher the CPU it needs to start them all (without
+# it, 1024 ranks on 2 cores were not all started after 16 minutes).
 set -euo pipefail
 BUILD=${1:-build/release}
 RUNS=${2:-5}
@@ -22,7 +25,8 @@ printf "%6s %14s %14s %14s %22s\n" ranks "median ms" "min ms" "max ms" "per othe
 for n in "${SIZES[@]}"; do
   vals=()
   if [ "${HOSTS:-}" = each ]; then
-    export COMMPROF_FAKE_HOST=$(seq -s, 0 $((n - 1)))
+    COMMPROF_FAKE_HOST=$(seq -s, 0 $((n - 1)))
+    export COMMPROF_FAKE_HOST
   elif [[ ${HOSTS:-} =~ ^[1-9][0-9]*$ ]]; then
     COMMPROF_FAKE_HOST=$(for ((r = 0; r < n; ++r)); do printf '%d\n' $((r * HOSTS / n)); done | paste -sd,)
     export COMMPROF_FAKE_HOST
@@ -31,8 +35,9 @@ for n in "${SIZES[@]}"; do
     exit 2
   fi
   for ((i = 0; i < RUNS; ++i)); do
-    "$BUILD/cli/commprof" run -q -o "$OUT/s.h5" -- "${MPIRUN[@]}" -np "$n" "$BUILD/examples/mpi_straggler" \
-      --iters 10 --compute-us 10 >/dev/null
+    # shellcheck disable=SC2086 # RANK_PREFIX is a command and its arguments
+    "$BUILD/cli/commprof" run -q -o "$OUT/s.h5" -- "${MPIRUN[@]}" -np "$n" ${RANK_PREFIX:-} \
+      "$BUILD/examples/mpi_straggler" --iters 10 --compute-us 10 >/dev/null
     vals+=("$("$PY" -c "import h5py,sys; print(int(h5py.File(sys.argv[1])['ranks']['0'].attrs['clock_sync_init_ns']))" "$OUT/s.h5")")
   done
   "$PY" - "$n" "${vals[@]}" <<'PYEOF'
