@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli/collection.h"
@@ -41,13 +42,18 @@ struct Options {
   CompressionChoice compression;
   uint64_t queue_mb = 256;
   uint32_t flush_ms = 1000;
-  double grace_s = 10;  // when the parent is gone and cannot say how long
+  double grace_s = 10;  // after a signal (SIGTERM, SIGINT): how long its ranks get to say bye
 };
 
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
 
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
+
+// The parent gone (killed, its node lost) while the job runs: no one is left to say when the job
+// ends, and the ranks have nowhere better to go (a new relay could not join the parent either), so
+// this relay serves them until the last one closes its connection (a rank that ends or dies closes
+// it), and its shard then holds them whole. AwaitFinish says so with no grace (nullopt).
 constexpr int kProgressPollMs = 20;
 
 // Connects to the parent and introduces this relay; the connected socket.
@@ -90,9 +96,9 @@ Result<int> JoinParent(const Options& o, const std::string& secret, const std::s
   return fd.value();
 }
 
-// Waits for relay-finish (its grace in s), reporting the ranks' progress; the parent gone, a
-// signal: this relay's own grace.
-double AwaitFinish(int fd, Collection& c, const Options& o) {
+// Waits for relay-finish (its grace in s), reporting the ranks' progress; the parent gone: until the
+// ranks end (nullopt); a signal: this relay's own grace.
+std::optional<double> AwaitFinish(int fd, Collection& c, const Options& o) {
   wire::RelayProgress last{~0u, ~0u};
   for (;;) {
     if (g_signal.load() != 0) {
@@ -104,8 +110,10 @@ double AwaitFinish(int fd, Collection& c, const Options& o) {
       std::vector<uint8_t> frame;
       wire::AppendRelayProgress(frame, now);
       if (!SendAll(fd, frame)) {
-        std::fprintf(stderr, "commprof relay: the parent is gone; finishing the shard\n");
-        return o.grace_s;
+        std::fprintf(stderr,
+                     "commprof relay: the parent is gone; serving this node's ranks until they end, then finishing "
+                     "the shard\n");
+        return std::nullopt;
       }
       last = now;
     }
@@ -117,9 +125,11 @@ double AwaitFinish(int fd, Collection& c, const Options& o) {
     wire::FrameHeader h;
     std::vector<uint8_t> payload;
     if (Status st = ReadFrame(fd, h, payload); !st.ok()) {
-      std::fprintf(stderr, "commprof relay: the parent aggregator's connection ended (%s); finishing the shard\n",
+      std::fprintf(stderr,
+                   "commprof relay: the parent aggregator's connection ended (%s); serving this node's ranks until "
+                   "they end, then finishing the shard\n",
                    st.message().c_str());
-      return o.grace_s;
+      return std::nullopt;
     }
     if (h.type == wire::FrameType::kRelayFinish) {
       auto f = wire::DecodeRelayFinish(payload);
@@ -145,6 +155,13 @@ int Relay(Options o) {
   std::error_code cwd_error;
   if (fs::path absolute = fs::absolute(o.shard, cwd_error); !cwd_error) {
     o.shard = absolute.string();
+  }
+  // A relay never replaces a shard: another relay's (an earlier one of this node, ended while the
+  // job ran) holds the first part of its ranks. The ranks that started it then go to the parent.
+  if (std::error_code ec; fs::exists(o.shard, ec)) {
+    std::fprintf(stderr, "commprof relay: %s exists: a relay does not replace another relay's shard\n",
+                 o.shard.c_str());
+    return 1;
   }
   const char* secret = std::getenv("COMMPROF_SECRET");
   const char* job_id = std::getenv("COMMPROF_JOB_ID");
@@ -194,14 +211,20 @@ int Relay(Options o) {
   }
   std::fprintf(stderr, "commprof relay: listening on %s, shard %s, parent %s\n", address.c_str(), o.shard.c_str(),
                o.parent.c_str());
-  const double grace = AwaitFinish(fd.value(), c, o);
+  std::optional<double> grace = AwaitFinish(fd.value(), c, o);
+  if (!grace.has_value()) {
+    while (c.stats().open.load() > 0 && g_signal.load() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    grace = g_signal.load() != 0 ? o.grace_s : 0;
+  }
   if (!o.rendezvous.empty()) {
     WithdrawRelay(o.rendezvous);
   }
   // A rank that went to its spool while this relay was congested (COMMPROF_SEND_TIMEOUT_MS)
   // continues its stream here: this relay resumes it, skipping what it stored.
   const char* spool_dir = std::getenv("COMMPROF_SPOOL_DIR");
-  CollectionSummary sum = c.Finish(grace, spool_dir != nullptr ? spool_dir : "", /*analyze=*/false);
+  CollectionSummary sum = c.Finish(*grace, spool_dir != nullptr ? spool_dir : "", /*analyze=*/false);
   wire::RelayDone done;
   if (!sum.status.ok()) {
     // The writer's messages name the shard ("writing SHARD failed: No space left on device").

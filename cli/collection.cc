@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -339,6 +340,7 @@ Result<wire::RelayDone> ReadShardRanks(const std::string& shard) {
 // that ended without relay-done (killed, crashed) left a shard holding what its last flush stored:
 // its ranks are read from the shard itself and linked as they are.
 void Collection::LinkRelayShards(CollectionSummary& sum) {
+  std::map<uint32_t, std::string> linked_from;  // rank -> the shard it is linked from
   for (const auto& link : server_relays_) {
     RelayRecord rec = link->record();
     const std::string& shard = rec.hello.shard;
@@ -397,6 +399,7 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
       for (const wire::ShardRank& r : ranks) {
         if (ingest_->LinkShardRank(r.rank, world, target, r.events)) {
           ++linked;
+          linked_from[r.rank] = shard;
         } else {
           direct.push_back(r.rank);
         }
@@ -408,11 +411,34 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
                    ShardOutcome(shard, ranks.size(), linked).c_str());
     }
     if (!direct.empty()) {
+      // Their relay ended mid-run and they went on elsewhere: this file takes them from there, and
+      // names this shard (`unjoined_shards`) so that readers and `check` know a part is not here.
       std::sort(direct.begin(), direct.end());
-      std::fprintf(stderr,
-                   "%s: warning: rank(s) %s are in %s and also reached this aggregator directly (their relay failed "
-                   "mid-run): what they sent here is stored, the part in the shard is not joined\n",
-                   command_.c_str(), FormatRankRanges(RangesOfRanks(direct)).c_str(), shard.c_str());
+      std::vector<uint32_t> via_shard;
+      std::vector<uint32_t> reached;
+      std::string other;
+      for (uint32_t rank : direct) {
+        if (auto it = linked_from.find(rank); it != linked_from.end()) {
+          via_shard.push_back(rank);
+          other = it->second;
+        } else {
+          reached.push_back(rank);
+        }
+      }
+      if (!reached.empty()) {
+        std::fprintf(stderr,
+                     "%s: warning: rank(s) %s are in %s and also reached this aggregator directly (their relay ended "
+                     "mid-run): what they sent here is stored, the part in the shard is not joined\n",
+                     command_.c_str(), FormatRankRanges(RangesOfRanks(reached)).c_str(), shard.c_str());
+      }
+      if (!via_shard.empty()) {
+        std::fprintf(stderr,
+                     "%s: warning: rank(s) %s are in %s and also in %s (their first relay ended mid-run and they "
+                     "went on through another): the file links them from %s, the part in %s is not joined\n",
+                     command_.c_str(), FormatRankRanges(RangesOfRanks(via_shard)).c_str(), shard.c_str(), other.c_str(),
+                     other.c_str(), shard.c_str());
+      }
+      unjoined_shards_.push_back(fs::path(shard).filename().string());
     }
     if (ranks.empty()) {
       continue;
@@ -422,6 +448,16 @@ void Collection::LinkRelayShards(CollectionSummary& sum) {
     if (linked > 0) {
       sum.relays++;
     }
+  }
+  if (!unjoined_shards_.empty()) {
+    std::string names;
+    for (const std::string& n : unjoined_shards_) {
+      names += (names.empty() ? "" : ",") + n;
+    }
+    ingest_->RunOnWriter("the unjoined shards", [names = std::move(names)](hid_t f) {
+      return h5::Write(f, schema::root_attr::kUnjoinedShards, names) ? Status::Ok()
+                                                                     : IoError("cannot write unjoined_shards");
+    });
   }
 }
 

@@ -152,12 +152,15 @@ class Collection {
   SpoolScanCache spool_scan_;
   std::vector<std::shared_ptr<RelayLink>> server_relays_;  // the relays, kept past the server's end
   std::vector<std::string> shards_;                        // shard files linked into the file
-  std::vector<std::string> relay_failures_;                // relays that could not write their shards, and why
-  std::vector<std::string> relay_failure_notes_;           // those relays, "relay on HOST (pid P)"
-  uint64_t relay_events_not_stored_ = 0;                   // the events they could not store, summed
-  bool relay_spooled_ = true;                              // whether the rest of their ranks is in spools
-  std::vector<uint32_t> relay_failed_rank_list_;           // ranks linked from those relays' partial shards (sorted)
-  uint64_t relay_failed_spool_bytes_ = 0;                  // the bytes of those ranks' kept spools
+  // Shards holding a part of a rank this file takes from elsewhere (its relay ended mid-run and the
+  // rank went on through another relay or directly): the job file's `unjoined_shards`.
+  std::vector<std::string> unjoined_shards_;
+  std::vector<std::string> relay_failures_;       // relays that could not write their shards, and why
+  std::vector<std::string> relay_failure_notes_;  // those relays, "relay on HOST (pid P)"
+  uint64_t relay_events_not_stored_ = 0;          // the events they could not store, summed
+  bool relay_spooled_ = true;                     // whether the rest of their ranks is in spools
+  std::vector<uint32_t> relay_failed_rank_list_;  // ranks linked from those relays' partial shards (sorted)
+  uint64_t relay_failed_spool_bytes_ = 0;         // the bytes of those ranks' kept spools
 };
 
 // What a shard file holds, as a relay reports it (relay-done): its ranks with their event rows and

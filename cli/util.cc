@@ -208,6 +208,10 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   if (info.finalized) {
+    // The writer named the shards whose part of a rank it did not join (unjoined_shards).
+    for (const std::string& name : info.unjoined_shards) {
+      out.push_back(info.path + ".shards/" + name);
+    }
     return out;
   }
   std::set<std::string> linked;
@@ -229,7 +233,13 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
 
 void SayUnlinkedShards(const char* command, const ProfileInfo& info) {
   const std::vector<std::string> loose = UnlinkedShards(info);
-  if (!loose.empty()) {
+  if (!loose.empty() && info.finalized) {
+    std::fprintf(stderr,
+                 "commprof %s: warning: %s: %zu shard file(s) in %s.shards hold a part of ranks that this file takes "
+                 "from elsewhere (their relay ended mid-run), not joined here; each is a commprof file of its "
+                 "node's ranks, e.g. %s\n",
+                 command, info.path.c_str(), loose.size(), info.path.c_str(), loose.front().c_str());
+  } else if (!loose.empty()) {
     std::fprintf(stderr,
                  "commprof %s: warning: %s: %zu shard file(s) in %s.shards hold ranks not linked into this file (its "
                  "writer ended before the relays finished); each is a commprof file of its node's ranks, e.g. %s\n",

@@ -88,7 +88,8 @@ Result<pid_t> SpawnRelay(const RelayRequest& r, const std::string& shard, const 
   std::vector<char*> envp = RelayEnvironment(env_keep);
   const std::string log = shard + ".log";
   // Opened here rather than by the spawn, whose failure would read as the command's own.
-  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // O_EXCL: never another relay's log (the name was chosen free; a race loses, the rank goes direct).
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     return IoError("cannot write the relay's log " + log + " in the shard directory: " + std::strerror(errno));
   }
@@ -199,9 +200,15 @@ Result<std::string> FindOrStartRelay(const RelayRequest& r) {
       MarkFailed(addr_path, why);
       return IoError(why);
     }
-    // The shard's name: unique per relay, readable (node, group, the starter's pid).
-    const std::string shard = r.shard_dir + "/" + SanitizeKey(r.host_key) + "-" + std::to_string(r.group) + "-" +
-                              std::to_string(::getpid()) + ".h5";
+    // The shard's name: unique per relay, readable (node, group, the starter's pid). A rank whose
+    // relay ended while the job runs starts another: "-2", "-3", ... so that the first relay's
+    // shard and log stay as they are (they hold the first part of its ranks).
+    const std::string stem =
+        r.shard_dir + "/" + SanitizeKey(r.host_key) + "-" + std::to_string(r.group) + "-" + std::to_string(::getpid());
+    std::string shard = stem + ".h5";
+    for (int k = 2; std::filesystem::exists(shard, ec) || std::filesystem::exists(shard + ".log", ec); ++k) {
+      shard = stem + "-" + std::to_string(k) + ".h5";
+    }
     auto pid = SpawnRelay(r, shard, base);
     if (!pid.ok()) {
       MarkFailed(addr_path, pid.status().message());

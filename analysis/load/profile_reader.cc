@@ -137,6 +137,17 @@ Result<hsize_t> TableRows(hid_t g, const char* name, H5T_class_t cls, const std:
   return n;
 }
 
+// A root attribute's comma-separated file names ("" holds none).
+std::vector<std::string> SplitNames(const std::string& names) {
+  std::vector<std::string> out;
+  for (size_t at = 0; !names.empty() && at <= names.size();) {
+    const size_t comma = std::min(names.find(',', at), names.size());
+    out.push_back(names.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatRankRanges(const RankRanges& ranges) {
@@ -379,13 +390,8 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   info.command_line = Read(f, root_attr::kCommandLine).value_or("");
   info.incarnation = Read(f, root_attr::kIncarnation).value_or(0);
   info.shard = Read(f, root_attr::kShard).value_or(0) == 1;
-  if (const std::string names = Read(f, root_attr::kRestartFiles).value_or(""); !names.empty()) {
-    for (size_t at = 0; at <= names.size();) {
-      const size_t comma = std::min(names.find(',', at), names.size());
-      info.restart_files.push_back(names.substr(at, comma - at));
-      at = comma + 1;
-    }
-  }
+  info.restart_files = SplitNames(Read(f, root_attr::kRestartFiles).value_or(""));
+  info.unjoined_shards = SplitNames(Read(f, root_attr::kUnjoinedShards).value_or(""));
   // The writer gives every file these two when it creates it: without them (a damaged attribute
   // header hides one) the file would read as a job of no ranks that never finished.
   const auto world_size = Read(f, root_attr::kWorldSize);

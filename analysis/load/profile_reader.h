@@ -85,6 +85,9 @@ struct ProfileInfo {
   // other shards, so none of them is missing (NeverConnected is empty).
   bool shard = false;
   std::vector<std::string> restart_files;
+  // Shard files beside the job file holding a part of a rank that the file takes from elsewhere
+  // (root attribute unjoined_shards: the rank's relay ended mid-run); names, not paths.
+  std::vector<std::string> unjoined_shards;
   uint64_t world_size = 0;
   uint64_t start_epoch_ns = 0;
   bool finalized = false;

@@ -68,7 +68,8 @@ struct AttrInfo {
   X(kIngestReadPauses, "ingest_read_pauses", uint64_t, nullptr)          \
   X(kIncarnation, "incarnation", uint64_t, nullptr)                      \
   X(kRestartFiles, "restart_files", std::string, nullptr)                \
-  X(kShard, "shard", uint64_t, nullptr)
+  X(kShard, "shard", uint64_t, nullptr)                                  \
+  X(kUnjoinedShards, "unjoined_shards", std::string, nullptr)
 
 // The attributes the writer itself gives /ranks/<rank>; the collector's counters (stored under
 // the names its bye sent) come on top and are not part of the schema.

@@ -29,7 +29,11 @@ Cases and their truth:
                  is kept, the file is written and readable (`commprof report` exit 0), every rank is in
                  it; the dead relay's ranks went on to the aggregator, and what the dead relay had
                  stored stays in its shard (named in a warning): together nothing is lost (events in
-                 the file plus events in the shard >= events the rank recorded).
+                 the file plus events in the shard >= events the rank recorded); the file names that
+                 shard (`unjoined_shards`) and `check` fails on it.
+  relay_terminated  The same relay gets SIGTERM: it finishes its shard after its grace, its ranks go on
+                 through a second relay whose shard the file names as not joined; check fails on it;
+                 the two shards together hold every event.
   congested      `--relay node --queue-mb 1` (passed on to the relay) with 2 ranks whose relay's writer is slowed to 20 ms per 1000 events
                  (COMMPROF_TEST_WRITER_DELAY_US reaches the relay through the rank's environment) and
                  COMMPROF_SEND_TIMEOUT_MS=100: the ranks go on into their spools, and the relay, at its
@@ -304,10 +308,22 @@ def case_cannot_start(ctx):
 
 
 def case_relay_killed(ctx):
-    out = ctx.path("killed.h5")
+    relay_ended_mid_run(ctx, signal.SIGKILL, "killed.h5", 600)
+
+
+def case_relay_terminated(ctx):
+    """The relay of simulated host 1 gets SIGTERM mid-job: it gives its ranks its grace (10 s),
+    finishes its shard and ends; the job runs 15 s more, so its ranks start a second relay (a shard
+    of its own, "-2" or another starter's pid) that the job file cannot link (the ranks are linked
+    from the first). The file names that shard (unjoined_shards), and `check` fails on it."""
+    relay_ended_mid_run(ctx, signal.SIGTERM, "terminated.h5", 1500)
+
+
+def relay_ended_mid_run(ctx, sig, name, iters):
+    out = ctx.path(name)
     env = {"COMMPROF_FAKE_HOST": "0,0,1,1", "TMPDIR": ctx.work, "COMMPROF_FLUSH_MS": "20"}
     cmd = [ctx.commprof, "run", "--relay", "node", "-o", out, "--"] + mpirun(4) + [
-        ctx.example, "--iters", "600", "--compute-us", "10000", "--compute", "sleep"]
+        ctx.example, "--iters", str(iters), "--compute-us", "10000", "--compute", "sleep"]
     job = subprocess.Popen(cmd, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     victim, found = None, []
@@ -340,11 +356,37 @@ def case_relay_killed(ctx):
             break
         time.sleep(0.2)
     expect(len(held) == 2 and min(held.values()) > 0, f"the relay's shard held no events of ranks 2 and 3 in 60 s: {held}")
-    os.kill(victim, signal.SIGKILL)
+    shard = found[0]
+    os.kill(victim, sig)
     stdout, stderr = job.communicate(timeout=280)
     expect(job.returncode == 0, f"run exit {job.returncode}, the job's own is 0:\n{stderr[-3000:]}")
-    shard = glob.glob(out + ".shards/simhost1-0-*.h5")[0]
     expect(os.path.basename(shard) in stderr, f"a warning names the dead relay's shard:\n{stderr[-3000:]}")
+    shards = sorted(glob.glob(out + ".shards/simhost1-0-*.h5"))
+    expect(shard in shards, f"the first relay's shard is kept: {shards}")
+    if sig == signal.SIGTERM:
+        # The first relay finished its shard (ranks 2-3 linked from it, their first part); the
+        # second holds the rest, named in the file as not joined, and check fails on it.
+        expect(len(shards) == 2, f"a second relay's shard beside the first: {shards}")
+        second = [x for x in shards if x != shard][0]
+        expect(f"rank(s) 2-3 are in {second} and also in {shard}" in stderr,
+               f"the warning names both shards:\n{stderr[-3000:]}")
+        j = info_json(ctx, out)
+        expect(j["unlinked_shards"] == [second], f"info --json names the second shard: {j.get('unlinked_shards')}")
+        p = run([ctx.commprof, "check", out], timeout=120)
+        expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
+               f"check fails on the unjoined shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
+        expect(f"1 shard file(s) in {out}.shards hold a part of ranks that this file takes from elsewhere"
+               in p.stderr, f"check warns of the unjoined shard:\n{p.stderr}")
+        with h5py.File(out, "r") as f, h5py.File(second, "r") as s2:
+            for r in ("2", "3"):
+                link = f["ranks"].get(r, getlink=True)
+                expect(isinstance(link, h5py.ExternalLink) and link.filename.endswith(os.path.basename(shard)),
+                       f"rank {r} is linked from the first shard: {link}")
+                g = f["ranks"][r]
+                recorded = int(s2["ranks"][r].attrs["events_recorded"])
+                both = g["events"].shape[0] + s2["ranks"][r]["events"].shape[0]
+                expect(both >= recorded, f"rank {r}: {both} events in the two shards < {recorded} recorded")
+        return
     # Ranks 2 and 3 reconnected directly (they still had most of the job to run): the job file takes
     # them from their streams, so the shard's part is not linked, and the warning says so, not that
     # the shard's ranks were linked. (Only were they done before the kill would they be linked.)
@@ -353,6 +395,12 @@ def case_relay_killed(ctx):
                f"the warning names ranks 2-3 as reached directly:\n{stderr[-3000:]}")
         expect("of the 2 rank(s)" in stderr and ", 0 linked as its last flush left them" in stderr,
                f"the warning says none of the shard's 2 ranks was linked:\n{stderr[-3000:]}")
+        # The file names the shard with their first part, and a gate does not pass it silently.
+        j = info_json(ctx, out)
+        expect(j["unlinked_shards"] == [shard], f"info --json names the dead relay's shard: {j.get('unlinked_shards')}")
+        p = run([ctx.commprof, "check", out], timeout=120)
+        expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
+               f"check fails on the unjoined shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
     run([ctx.commprof, "report", out], check_rc=0, timeout=120)
     with h5py.File(out, "r") as f, h5py.File(shard, "r") as s:
         expect(sorted(int(r) for r in f["ranks"]) == [0, 1, 2, 3], f"ranks {list(f['ranks'])}")
@@ -385,10 +433,14 @@ def case_rank_killed(ctx):
 def case_run_killed(ctx):
     """`commprof run --relay` killed (SIGKILL) mid-job: its file links no shard, and `info` names the
     shards beside it that hold the ranks (each a commprof file of its node's ranks), and `check` fails
-    on them (unlinked_shards) unless they are allowed."""
+    on them (unlinked_shards) unless they are allowed. The job runs on for 14 s after the kill, longer
+    than a relay's grace (10 s): the orphaned relay serves its ranks until they end, so its shard
+    holds them whole (it once finished after the grace, the ranks started a second relay, and that
+    one deleted the first's shard)."""
     out = ctx.path("runkill.h5")
+    iters = 1400
     cmd = [ctx.commprof, "run", "-o", out, "--relay", "node", "--"] + mpirun(2) + [
-        ctx.test_program("fault_program"), "400", "0", "none", "0", "5000"]
+        ctx.test_program("fault_program"), str(iters), "0", "none", "0", "10000"]
     job = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=ctx.work), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 60
@@ -418,8 +470,12 @@ def case_run_killed(ctx):
     expect("1 shard file(s) in " + out + ".shards are not linked into this file" in said and shard in said,
            f"info names the unlinked shard:\n{said}")
     ranks = json.loads(q.stdout)["ranks"]
-    expect(sorted(r["rank"] for r in ranks) == [0, 1] and all(r["event_count"] > 0 for r in ranks),
-           f"the shard holds both ranks: {ranks}")
+    expect(sorted(r["rank"] for r in ranks) == [0, 1], f"the shard holds both ranks: {ranks}")
+    for r in ranks:
+        expect(r["status"] == "complete" and r["event_count"] >= iters,
+               f"rank {r['rank']} whole in the shard ({iters} allreduces and more): {r}")
+    expect(sorted(glob.glob(out + ".shards/*.h5")) == [shard], f"one shard: {glob.glob(out + '.shards/*')}")
+    expect(not glob.glob(out + ".spool/*.cpspool"), f"no rank spooled: {glob.glob(out + '.spool/*')}")
     j = json.loads(run([ctx.commprof, "info", "--json", out], timeout=120).stdout)
     expect(j["unlinked_shards"] == [shard], f"info --json lists the unlinked shard: {j.get('unlinked_shards')}")
     for cmd in (["report"], ["stats"], ["check", "--max", "incomplete=0"], ["export", "-q", "-o", ctx.path("k.json")]):
@@ -589,7 +645,8 @@ def case_usage(ctx):
 
 CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case_per_n, "rank_killed": case_rank_killed,
          "run_killed": case_run_killed,
-         "cannot_start": case_cannot_start, "relay_killed": case_relay_killed, "congested": case_congested,
+         "cannot_start": case_cannot_start, "relay_killed": case_relay_killed,
+         "relay_terminated": case_relay_terminated, "congested": case_congested,
          "relay_refused": case_relay_refused, "parent_gone": case_parent_gone, "usage": case_usage}
 
 

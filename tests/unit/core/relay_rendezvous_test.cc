@@ -117,6 +117,41 @@ TEST_F(RelayRendezvous, EachNodeAndGroupAndRunHasItsOwnRelay) {
   EXPECT_EQ(Starts().size(), 4u);
 }
 
+// A rank whose relay ended while the job runs (its parent gone, a signal) starts another: that one
+// gets a shard and log of its own, and the first relay's (the first part of the node's ranks) stay.
+TEST_F(RelayRendezvous, ARelayStartedAfterTheFirstEndedGetsItsOwnShardName) {
+  const std::string cmd = FakeRelay("127.0.0.1:40005");
+  ASSERT_TRUE(FindOrStartRelay(Request(cmd, "nodeE")).ok());
+  auto first = Starts();
+  ASSERT_EQ(first.size(), 1u);
+  const std::string first_shard = first[0].substr(first[0].find(' ') + 1);
+  { std::ofstream(first_shard) << "the first relay's shard"; }
+  // The first relay ends: it withdraws its address (as `commprof relay` does when it finishes).
+  std::string base;
+  for (const auto& e : fs::directory_iterator(dir_ / "rdv")) {
+    if (e.path().extension() == ".addr") {
+      base = (e.path().parent_path() / e.path().stem()).string();
+    }
+  }
+  ASSERT_FALSE(base.empty());
+  WithdrawRelay(base);
+  ASSERT_TRUE(FindOrStartRelay(Request(cmd, "nodeE")).ok());
+  auto starts = Starts();
+  ASSERT_EQ(starts.size(), 2u);
+  std::set<std::string> shards;
+  for (const auto& s : starts) {
+    shards.insert(s.substr(s.find(' ') + 1));
+  }
+  ASSERT_EQ(shards.size(), 2u) << "the second relay got the first one's shard name";
+  shards.erase(first_shard);
+  EXPECT_TRUE(shards.begin()->ends_with("-2.h5")) << *shards.begin();
+  std::ifstream in(first_shard);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "the first relay's shard");
+  EXPECT_TRUE(fs::exists(first_shard + ".log")) << "the first relay's log is kept";
+}
+
 TEST_F(RelayRendezvous, ARelayThatExitsBeforeListeningFailsItsWholeGroupAtOnce) {
   auto first = FindOrStartRelay(Request("/bin/false", "nodeC"));
   ASSERT_FALSE(first.ok());
