@@ -62,6 +62,12 @@ int SlurmTasksWithoutMpi() {
   return n > 1 ? n : 0;
 }
 
+// The rank a launcher gave this process in `name`, or -1 without it.
+int LaunchedRankIn(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : -1;
+}
+
 // Waits for `request` without spinning a core: a test, then a sleep that grows to 1 ms.
 void WaitPolitely(MPI_Request& request) {
   long sleep_ns = 10000;
@@ -221,6 +227,19 @@ std::string AnalysisWorld::TextFromFirst(std::string text) {
     WaitPolitely(r);
   }
   return text;
+}
+
+bool LaterProcessOfALaunch() {
+  if (EachProcessAlone()) {
+    return false;
+  }
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const int rank = LaunchedRankIn(name); rank >= 0) {
+      return rank > 0;
+    }
+  }
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  return tasks != nullptr && std::atoi(tasks) > 1 && LaunchedRankIn("SLURM_PROCID") > 0;
 }
 
 }  // namespace commprof::cli

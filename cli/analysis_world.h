@@ -83,4 +83,11 @@ class AnalysisWorld {
   int size_ = 1;
 };
 
+// Whether the launcher started this process as one of several and not the first (its rank in
+// OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, or SLURM_PROCID of a step of several tasks). The
+// commands that do not divide their work (info, check, diff, hta, merge, import) run in the first
+// process alone: the others end at once, with 0, so that `mpirun -np K commprof check` prints once
+// and exits with the first process's code. False with COMMPROF_ANALYSIS_MPI=off.
+bool LaterProcessOfALaunch();
+
 }  // namespace commprof::cli

@@ -137,6 +137,14 @@ int Main(int argc, char** argv) {
       // The collecting commands keep memory bounded by --queue-mb; they turn this on for their
       // final analysis only (StoreAnalysis).
       const std::string name = sub->get_name();
+      // Started by an MPI launcher (or srun) as one of K: a command that does not divide its work
+      // runs in the first process alone (docs/scale.md#distributed-analysis). Not run, aggregate
+      // or relay: a relay is started by a rank and has that rank's launcher variables.
+      if ((name == "info" || name == "check" || name == "diff" || name == "hta" || name == "merge" ||
+           name == "import") &&
+          commprof::cli::LaterProcessOfALaunch()) {
+        return 0;
+      }
       if (name != "run" && name != "aggregate" && name != "relay") {
         commprof::cli::KeepFreedMemoryForReuse();
       }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <set>
 
@@ -288,9 +289,14 @@ Result<Handle> OpenForReading(const std::string& path, hid_t fapl) {
 }
 
 // The shard file a link target names, as HDF5 finds it first: absolute, else beside the job file.
+// Beside the file itself: a job file opened through a symbolic link has its shards beside the file
+// the link leads to, where HDF5 looks for them too.
 std::string ShardPathBeside(const std::string& job, const std::string& target) {
-  const size_t slash = job.find_last_of('/');
-  return target.starts_with("/") || slash == std::string::npos ? target : job.substr(0, slash + 1) + target;
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(job, ec);
+  const std::string file = ec ? job : real.string();
+  const size_t slash = file.find_last_of('/');
+  return target.starts_with("/") || slash == std::string::npos ? target : file.substr(0, slash + 1) + target;
 }
 
 // The file and object an external link `name` in `group` points to; nullopt for any other link.
@@ -483,6 +489,16 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
     // file only: HDF5 would also try the name from the working directory, and so read another
     // job's shard of the same name in place of a missing one.
     if (const Status& st = ShardStatus(shard_path); !st.ok()) {
+      // A job file renamed without its shard directory renamed alike: its links still name the
+      // directory of the name it was written under.
+      const std::string written_dir = std::filesystem::path(shard->first).parent_path().filename().string();
+      const std::string now_dir = std::filesystem::path(path).filename().string() + ".shards";
+      if (!shard->first.starts_with("/") && written_dir.ends_with(".shards") && written_dir != now_dir) {
+        return Status(st.code(), where + " is in " + st.message() + " (this file was written as " +
+                                     written_dir.substr(0, written_dir.size() - 7) + ", and its links name " +
+                                     written_dir + "/ beside it: renamed, it needs its shard directory by that " +
+                                     "name, not " + now_dir + ")");
+      }
       return Status(st.code(), where + " is in " + st.message());
     }
   }

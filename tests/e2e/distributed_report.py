@@ -255,6 +255,23 @@ def case_differing_views(ctx):
     expect(report(ctx, os.path.join(relay_dir, job), 3) == one, "relay file: 3 processes differ from one")
 
 
+def case_single_process_commands(ctx):
+    """`info`, `check`, `diff` and `hta` do not divide their work: under `mpirun -np K` the first
+    process runs the command and the others end at once, so the output is one process's, printed
+    once, and the exit code is the first process's (1 for a failed gate)."""
+    path = synthetic(ctx, "single.h5", False)
+    cases = [(["info", path], 0), (["check", path, "--max", "wait_share=0"], 1), (["diff", path, path], 0),
+             (["hta", path], 0)]
+    for args, rc in cases:
+        alone = run([ctx.commprof, *args], timeout=280)
+        expect(alone.returncode == rc, f"{args[0]} alone: exit {alone.returncode}, expected {rc}\n{alone.stderr}")
+        for k in (2, 3):
+            p = run(mpirun(k) + [ctx.commprof, *args], timeout=280)
+            expect(p.returncode == rc, f"{args[0]} by {k} processes: exit {p.returncode}, expected {rc}\n{p.stderr}")
+            expect(p.stdout == alone.stdout, f"{args[0]} by {k} processes printed other than one process "
+                                             f"({len(p.stdout)} against {len(alone.stdout)} characters)")
+
+
 if __name__ == "__main__":
     run_cases({"identical": case_identical, "real_job": case_real_job, "screened": case_screened, "save": case_save, "errors": case_errors,
-               "differing_views": case_differing_views})
+               "differing_views": case_differing_views, "single_process": case_single_process_commands})

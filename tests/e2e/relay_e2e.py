@@ -34,6 +34,8 @@ Cases and their truth:
   relay_terminated  The same relay gets SIGTERM: it finishes its shard after its grace, its ranks go on
                  through a second relay whose shard the file names as not joined; check fails on it;
                  the two shards together hold every event.
+  moved          A job file read through a symbolic link elsewhere reads whole; a copy renamed with
+                 its shard directory says which directory name its links expect.
   congested      `--relay node --queue-mb 1` (passed on to the relay) with 2 ranks whose relay's writer is slowed to 20 ms per 1000 events
                  (COMMPROF_TEST_WRITER_DELAY_US reaches the relay through the rank's environment) and
                  COMMPROF_SEND_TIMEOUT_MS=100: the ranks go on into their spools, and the relay, at its
@@ -521,6 +523,37 @@ def relay_cmd(ctx, parent, shard, rendezvous=None):
     return cmd + (["--rendezvous", rendezvous] if rendezvous else [])
 
 
+def case_moved(ctx):
+    """A job file read through a symbolic link in another directory reads whole (its shards are beside
+    the file the link leads to, where h5py finds them too); a copy renamed with its shard directory
+    renamed alike cannot follow its links, which name the directory of the name it was written under,
+    and the message says so (not only 'keep them together', which they are)."""
+    out = ctx.path("moved.h5")
+    run_job(ctx, out, 2, "node", {"COMMPROF_FAKE_HOST": "0,1"})
+    expect(len(shards_of(out)) == 2, f"two shards: {shards_of(out)}")
+    elsewhere = ctx.path("moved-links")
+    os.makedirs(elsewhere)
+    link = os.path.join(elsewhere, "link.h5")
+    os.symlink(out, link)
+    p = run([ctx.commprof, "info", "--json", link], timeout=120)
+    expect(p.returncode == 0, f"info through a symbolic link: exit {p.returncode}\n{p.stderr}")
+    ranks = json.loads(p.stdout)["ranks"]
+    expect(sorted(r["rank"] for r in ranks) == [0, 1] and all(r["status"] == "complete" for r in ranks),
+           f"both ranks through the link: {ranks}")
+    renamed = ctx.path("moved-renamed")
+    os.makedirs(renamed)
+    shutil.copyfile(out, os.path.join(renamed, "run1.h5"))
+    shutil.copytree(out + ".shards", os.path.join(renamed, "run1.h5.shards"))
+    p = run([ctx.commprof, "info", os.path.join(renamed, "run1.h5")], timeout=120)
+    expect(p.returncode == 1 and "this file was written as moved.h5, and its links name moved.h5.shards/ beside it"
+           in p.stderr and "not run1.h5.shards" in p.stderr,
+           f"a renamed copy: exit {p.returncode}, the message names the directory its links expect:\n{p.stderr}")
+    os.rename(os.path.join(renamed, "run1.h5.shards"), os.path.join(renamed, "moved.h5.shards"))
+    p = run([ctx.commprof, "info", os.path.join(renamed, "run1.h5")], timeout=120)
+    expect(p.returncode == 0, f"the renamed copy with its shard directory as the links name it: exit {p.returncode}\n"
+                              f"{p.stderr}")
+
+
 def case_relay_refused(ctx):
     agg, err, address, secret = start_aggregate(ctx, "parent", 1)
     shard = ctx.path("refused.h5")
@@ -647,7 +680,7 @@ CASES = {"loadgen_1024": case_loadgen_1024, "mpi_64": case_mpi_64, "per_n": case
          "run_killed": case_run_killed,
          "cannot_start": case_cannot_start, "relay_killed": case_relay_killed,
          "relay_terminated": case_relay_terminated, "congested": case_congested,
-         "relay_refused": case_relay_refused, "parent_gone": case_parent_gone, "usage": case_usage}
+         "relay_refused": case_relay_refused, "moved": case_moved, "parent_gone": case_parent_gone, "usage": case_usage}
 
 
 if __name__ == "__main__":
