@@ -236,12 +236,12 @@ int ExportOf(const Options& o, AnalysisWorld* world, bool tell) {
       SayIf(tell, "commprof export: --ranks: rank %u of %s cannot be read (above)\n", want, o.path.c_str());
       return 1;
     }
-    if (!found) {
+    if (!found && want >= info.world_size) {
       SayIf(tell, "commprof export: --ranks: %s has no rank %u (world size %llu)\n", o.path.c_str(), want,
             static_cast<unsigned long long>(info.world_size));
       return 2;
     }
-    if (never_connected) {  // as `stats --ranks` says it
+    if (!found || never_connected) {  // as `stats --ranks` says it (no group: a rank that never connected)
       SayIf(tell, "commprof export: --ranks: %s has no events of rank %u (it never connected)\n", o.path.c_str(), want);
       return 2;
     }

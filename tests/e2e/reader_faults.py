@@ -304,9 +304,14 @@ def case_never_connected(ctx):
     p = run([ctx.commprof, "report", gone, "--format", "html", "-o", html])
     expect(p.returncode == 0, f"html: rc {p.returncode}\n{p.stderr}")
     expect("3 rank(s) never connected" in open(html).read(), "the HTML report's data card names them")
-    # A rank that never connected has no events to export or count: both say so, exit 2.
+    # A rank that never connected has no events to export or count: both say so, exit 2 (rank 3,
+    # with no group at all, as rank 4, whose group the writer marked missing; rank 6 is past the job).
     for cmd, said in ((["export", gone, "--ranks", "4", "-o", ctx.path("r4.json")],
                        f"commprof export: --ranks: {gone} has no events of rank 4 (it never connected)"),
+                      (["export", gone, "--ranks", "3", "-o", ctx.path("r4.json")],
+                       f"commprof export: --ranks: {gone} has no events of rank 3 (it never connected)"),
+                      (["export", gone, "--ranks", "6", "-o", ctx.path("r4.json")],
+                       f"commprof export: --ranks: {gone} has no rank 6 (world size 6)"),
                       (["stats", gone, "--ranks", "4"], f"commprof stats: --ranks: {gone} has no events of rank 4")):
         p = run([ctx.commprof, *cmd])
         expect(p.returncode == 2 and said in p.stderr, f"{cmd[0]} --ranks 4: exit {p.returncode}\n{p.stderr}")
