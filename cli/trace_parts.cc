@@ -135,7 +135,7 @@ class HeldPart {
                      " to hold its part of the trace: " + std::strerror(errno) +
                      " (TMPDIR names where; it needs room for the process's share of the trace)");
     }
-    name_ = "process " + std::to_string(rank) + "'s part of the trace in " + dir + " (TMPDIR)";
+    name_ = "process " + std::to_string(rank) + "'s part of the trace (held in " + dir + ", TMPDIR)";
     file_.open(name, std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
     ::unlink(name.c_str());  // gone with the process, whatever ends it
     fd_ = fd;                // the same file, for copying it out whole (CopyInto)
@@ -159,12 +159,19 @@ class HeldPart {
   Status CopyInto(int out, const std::string& output, uint64_t offset, uint64_t bytes) {
     Status st = Copy(out, offset, bytes, output);
     if (::close(out) != 0 && st.ok()) {
-      st = IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(errno));
+      st = CopyFailed(output, errno);
     }
     return st;
   }
 
  private:
+  // The output, not the held part, is what a full disk or the file-size limit stops.
+  Status CopyFailed(const std::string& output, int err) const {
+    const bool room = err == ENOSPC || err == EFBIG || err == EDQUOT;
+    return IoError(output + ": write failed" + (room ? " (disk full, or past the file-size limit?)" : "") +
+                   " while copying " + name_ + " into it: " + std::strerror(err));
+  }
+
   Status Copy(int out, uint64_t offset, uint64_t bytes, const std::string& output) {
     auto in_at = static_cast<off_t>(0), out_at = static_cast<off_t>(offset);
     bool kernel = true;
@@ -187,7 +194,7 @@ class HeldPart {
             continue;
           }
           if (w <= 0) {
-            return IoError(output + ": writing " + name_ + " into it failed: " + std::strerror(w < 0 ? errno : EIO));
+            return CopyFailed(output, w < 0 ? errno : EIO);
           }
           done += w;
         }
@@ -200,8 +207,8 @@ class HeldPart {
         continue;
       }
       if (n <= 0) {
-        return IoError(output + ": writing " + name_ +
-                       " into it failed: " + (n < 0 ? std::strerror(errno) : "the held part ended early"));
+        return n < 0 ? CopyFailed(output, errno)
+                     : IoError(output + ": copying " + name_ + " into it failed: the held part ended early");
       }
       left -= static_cast<uint64_t>(n);
     }

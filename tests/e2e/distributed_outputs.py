@@ -332,7 +332,8 @@ def case_errors(ctx):
     limited = (f'if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then trap "" XFSZ; set -- prlimit --fsize={len(one) // 2} "$@"; fi; '
                f'exec "$@"')
     p = run(mpirun(3) + ["bash", "-c", limited, "_", ctx.commprof, "export", "-q", path, "-o", out], timeout=200)
-    told = p.stderr.count(f"{out}: writing process 2's part of the trace")
+    told = p.stderr.count(f"{out}: write failed (disk full, or past the file-size limit?) while copying process 2's "
+                          f"part of the trace (held in ")
     expect(p.returncode == 1 and told == 1 and "File too large" in p.stderr,
            f"a block that cannot be written into the output: exit {p.returncode}, told {told} times\n{p.stderr}")
     left = [n for n in os.listdir(ctx.work) if n.startswith("placed.json")]
