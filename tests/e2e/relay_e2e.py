@@ -321,6 +321,18 @@ def case_relay_terminated(ctx):
     relay_ended_mid_run(ctx, signal.SIGTERM, "terminated.h5", 1500)
 
 
+def expect_unjoined(ctx, out, shard):
+    """The job file `out` names `shard` as holding a part of ranks it does not join: `info --json`
+    lists it, and `check` warns of it and fails on it."""
+    j = info_json(ctx, out)
+    expect(j["unlinked_shards"] == [shard], f"info --json names {shard}: {j.get('unlinked_shards')}")
+    p = run([ctx.commprof, "check", out], timeout=120)
+    expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
+           f"check fails on the unjoined shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    expect(f"1 shard file(s) in {out}.shards hold a part of ranks that this file takes from elsewhere"
+           in p.stderr, f"check warns of the unjoined shard:\n{p.stderr}")
+
+
 def relay_ended_mid_run(ctx, sig, name, iters):
     out = ctx.path(name)
     env = {"COMMPROF_FAKE_HOST": "0,0,1,1", "TMPDIR": ctx.work, "COMMPROF_FLUSH_MS": "20"}
@@ -372,13 +384,7 @@ def relay_ended_mid_run(ctx, sig, name, iters):
         second = [x for x in shards if x != shard][0]
         expect(f"rank(s) 2-3 are in {second} and also in {shard}" in stderr,
                f"the warning names both shards:\n{stderr[-3000:]}")
-        j = info_json(ctx, out)
-        expect(j["unlinked_shards"] == [second], f"info --json names the second shard: {j.get('unlinked_shards')}")
-        p = run([ctx.commprof, "check", out], timeout=120)
-        expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
-               f"check fails on the unjoined shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
-        expect(f"1 shard file(s) in {out}.shards hold a part of ranks that this file takes from elsewhere"
-               in p.stderr, f"check warns of the unjoined shard:\n{p.stderr}")
+        expect_unjoined(ctx, out, second)
         with h5py.File(out, "r") as f, h5py.File(second, "r") as s2:
             for r in ("2", "3"):
                 link = f["ranks"].get(r, getlink=True)
@@ -398,11 +404,7 @@ def relay_ended_mid_run(ctx, sig, name, iters):
         expect("of the 2 rank(s)" in stderr and ", 0 linked as its last flush left them" in stderr,
                f"the warning says none of the shard's 2 ranks was linked:\n{stderr[-3000:]}")
         # The file names the shard with their first part, and a gate does not pass it silently.
-        j = info_json(ctx, out)
-        expect(j["unlinked_shards"] == [shard], f"info --json names the dead relay's shard: {j.get('unlinked_shards')}")
-        p = run([ctx.commprof, "check", out], timeout=120)
-        expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout,
-               f"check fails on the unjoined shard: exit {p.returncode}\n{p.stdout}{p.stderr}")
+        expect_unjoined(ctx, out, shard)
     run([ctx.commprof, "report", out], check_rc=0, timeout=120)
     with h5py.File(out, "r") as f, h5py.File(shard, "r") as s:
         expect(sorted(int(r) for r in f["ranks"]) == [0, 1, 2, 3], f"ranks {list(f['ranks'])}")
