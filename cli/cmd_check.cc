@@ -233,7 +233,14 @@ int RunCheck(const Options& o) {
   // The baseline is summarized first, so that one analysis is held at a time.
   std::optional<RunSummary> base;
   if (!o.baseline.empty()) {
-    auto s = SummarizeProfile(o.baseline, o.window);
+    auto opened = ProfileReader::Open(o.baseline);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "commprof check: baseline: %s\n", opened.status().message().c_str());
+      return 2;
+    }
+    SayUnlinkedShards("check", opened.value()->info());  // the warning names the baseline's file
+    auto s = SummarizeProfile(*opened.value(), o.window);
+    opened.value().reset();
     if (!s.ok()) {
       std::fprintf(stderr, "commprof check: baseline: %s\n", s.status().message().c_str());
       return 2;

@@ -27,7 +27,11 @@ struct Options {
 
 // One file's summary; a failure is printed naming the command (the message names the file).
 std::optional<RunSummary> Summarize(const std::string& path, int64_t window, const char* command) {
-  auto s = SummarizeProfile(path, window);
+  std::unique_ptr<ProfileReader> reader = OpenOrSay(path, command);  // warns of shards it lacks
+  if (reader == nullptr) {
+    return std::nullopt;
+  }
+  auto s = SummarizeProfile(*reader, window);
   if (!s.ok()) {
     std::fprintf(stderr, "commprof %s: %s\n", command, s.status().message().c_str());
     return std::nullopt;

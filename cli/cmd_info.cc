@@ -250,14 +250,14 @@ int RunInfo(const Options& o) {
   // `commprof run --relay` killed before it linked its relays' shards: the ranks are there, not here.
   if (const std::vector<std::string> loose = UnlinkedShards(info); !loose.empty() && info.finalized) {
     std::printf(
-        "shards:      %zu shard file(s) in %s.shards hold a part of ranks that this file takes from elsewhere "
+        "shards:      %zu shard file(s) in %s hold a part of ranks that this file takes from elsewhere "
         "(their relay ended mid-run), not joined here (commprof info/report SHARD), e.g. %s\n",
-        loose.size(), info.path.c_str(), loose.front().c_str());
+        loose.size(), ShardDirOf(info).c_str(), loose.front().c_str());
   } else if (!loose.empty()) {
     std::printf(
-        "shards:      %zu shard file(s) in %s.shards are not linked into this file (its writer ended before the "
+        "shards:      %zu shard file(s) in %s are not linked into this file (its writer ended before the "
         "relays finished); each is a commprof file of its node's ranks (commprof info/report SHARD), e.g. %s\n",
-        loose.size(), info.path.c_str(), loose.front().c_str());
+        loose.size(), ShardDirOf(info).c_str(), loose.front().c_str());
   }
   const std::optional<uint64_t>& window = reader->window();
   if (window) {

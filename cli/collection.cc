@@ -31,6 +31,9 @@ namespace commprof::cli {
 
 namespace fs = std::filesystem;
 
+// In OUTPUT.shards: the names of the shards the finished OUTPUT links or names, one per line.
+constexpr const char* kShardManifest = "linked-shards.txt";
+
 std::string RandomHex(size_t bytes) {
   std::string out;
   int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -140,6 +143,16 @@ Result<std::unique_ptr<Collection>> Collection::Start(const CollectionOptions& o
   c->command_ = command;
   std::error_code ec;
   c->write_path_ = HdfWritePath(options.output);
+  if (c->write_path_ != options.output) {
+    // Read now: by the end the manifest is this run's. (Not from the output itself: reading a
+    // damaged file could end this command, which is to replace it.)
+    std::ifstream manifest(options.output + ".shards/" + kShardManifest);
+    for (std::string name; std::getline(manifest, name);) {
+      if (!name.empty()) {
+        c->replaced_shards_.insert(name);
+      }
+    }
+  }
   auto ingest = Ingest::Start(c->write_path_, options.meta, options.writer, options.flush_ms);
   if (!ingest.ok()) {
     // What the failed start made (a file-size limit can stop HDF5 after its first bytes) is not a
@@ -275,24 +288,47 @@ void Collection::FinishRelays(double grace_s) {
   }
 }
 
-// The file now links this run's shards: shards an earlier run of the same output left in the same
-// directory (OUTPUT.shards) belong to the file this one replaced, and go with it.
+// The file now links this run's shards: the shards the file it replaced linked (OUTPUT.shards) go
+// with that file. Any other shard there is not this run's to remove: a run of the same output that
+// was killed before linking its shards (their only copy of its ranks), or one whose relays still
+// write. Those are kept, and said.
 void Collection::RemoveStaleShards() {
-  if (shards_.empty()) {
+  std::error_code ec;
+  const fs::path dir = fs::absolute(options_.output + ".shards", ec);
+  if (ec || !fs::is_directory(dir, ec)) {
     return;
   }
-  std::error_code ec;
-  const fs::path dir = fs::path(shards_.front()).parent_path();
-  if (dir.filename().string().ends_with(".shards")) {
-    std::set<std::string> ours(shards_.begin(), shards_.end());
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string p = entry.path().string();
-      const bool shard = p.ends_with(".h5");
-      const bool log = p.ends_with(".h5.log");
-      if ((shard && ours.count(p) == 0) || (log && ours.count(p.substr(0, p.size() - 4)) == 0)) {
-        fs::remove(entry.path(), ec);
-      }
+  const std::set<std::string> ours(shards_.begin(), shards_.end());
+  std::vector<std::string> kept;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string p = entry.path().string();
+    if (!p.ends_with(".h5") || ours.count(p) > 0) {
+      continue;
     }
+    if (replaced_shards_.count(entry.path().filename().string()) > 0) {
+      fs::remove(entry.path(), ec);
+      fs::remove(p + ".log", ec);
+    } else {
+      kept.push_back(p);
+    }
+  }
+  // The manifest of the shards this run's file links or names, for the run that replaces it.
+  const fs::path manifest = dir / kShardManifest;
+  if (shards_.empty()) {
+    fs::remove(manifest, ec);
+  } else {
+    std::ofstream out(manifest, std::ios::trunc);
+    for (const std::string& shard : shards_) {
+      out << fs::path(shard).filename().string() << '\n';
+    }
+  }
+  if (!kept.empty()) {
+    std::sort(kept.begin(), kept.end());
+    std::fprintf(stderr,
+                 "%s: kept %zu shard file(s) in %s that this run did not write and the file it replaced did not "
+                 "link (a run of the same output killed before linking them, or one still running), e.g. %s: each "
+                 "is a commprof file of its node's ranks\n",
+                 command_.c_str(), kept.size(), dir.c_str(), kept.front().c_str());
   }
 }
 

@@ -11,6 +11,7 @@
 // clang-format on
 #include <boost/asio.hpp>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +140,10 @@ class Collection {
   CollectionOptions options_;
   std::string command_;
   std::string write_path_;  // options_.output, or the temporary name beside an existing output
+  // The shard files (names) the output this run replaces linked or named: removed with it once this
+  // run's file takes its place. Any other shard beside it (a killed run's, one still being written)
+  // is kept.
+  std::set<std::string> replaced_shards_;
   std::unique_ptr<Ingest> ingest_;
   // Elastic restarts' files; null for a relay. Before io_, so that sessions (whose routers point
   // here) go first.

@@ -76,8 +76,12 @@ void CloseDescriptorsAbove2();
 void IgnoreFileSizeSignal();
 void RestoreStartSignals();
 
-// A file whose `commprof run --relay` ended before it linked its relays' shards (not finalized):
-// the shard files in FILE.shards/ that none of its ranks links to, sorted (empty otherwise).
+// Where a job file's shards are: the directory its links name, beside the file itself (a symbolic
+// link to it followed), else FILE.shards beside it.
+std::string ShardDirOf(const ProfileInfo& info);
+// The shard files a job file lacks a part of: for a file whose `commprof run --relay` ended before
+// it linked its relays' shards (not finalized), those in its shard directory that none of its ranks
+// links to, sorted; for a finalized file, those its unjoined_shards attribute names.
 std::vector<std::string> UnlinkedShards(const ProfileInfo& info);
 // The same, told on stderr as a warning of `command` when there are any.
 void SayUnlinkedShards(const char* command, const ProfileInfo& info);

@@ -204,13 +204,30 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
   return true;
 }
 
+std::string ShardDirOf(const ProfileInfo& info) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path real = fs::canonical(info.path, ec);
+  if (ec) {
+    real = fs::absolute(info.path, ec);
+  }
+  for (const RankInfo& r : info.ranks) {
+    if (!r.shard.empty()) {
+      const fs::path target(r.shard);
+      return (target.is_absolute() ? target.parent_path() : real.parent_path() / target.parent_path()).string();
+    }
+  }
+  return real.string() + ".shards";
+}
+
 std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
+  const std::string dir = ShardDirOf(info);
   if (info.finalized) {
     // The writer named the shards whose part of a rank it did not join (unjoined_shards).
     for (const std::string& name : info.unjoined_shards) {
-      out.push_back(info.path + ".shards/" + name);
+      out.push_back(dir + "/" + name);
     }
     return out;
   }
@@ -221,7 +238,7 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
     }
   }
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(info.path + ".shards", ec)) {
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.ends_with(".h5") && linked.count(name) == 0) {
       out.push_back(e.path().string());
@@ -233,17 +250,18 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
 
 void SayUnlinkedShards(const char* command, const ProfileInfo& info) {
   const std::vector<std::string> loose = UnlinkedShards(info);
+  const std::string dir = ShardDirOf(info);
   if (!loose.empty() && info.finalized) {
     std::fprintf(stderr,
-                 "commprof %s: warning: %s: %zu shard file(s) in %s.shards hold a part of ranks that this file takes "
+                 "commprof %s: warning: %s: %zu shard file(s) in %s hold a part of ranks that this file takes "
                  "from elsewhere (their relay ended mid-run), not joined here; each is a commprof file of its "
                  "node's ranks, e.g. %s\n",
-                 command, info.path.c_str(), loose.size(), info.path.c_str(), loose.front().c_str());
+                 command, info.path.c_str(), loose.size(), dir.c_str(), loose.front().c_str());
   } else if (!loose.empty()) {
     std::fprintf(stderr,
-                 "commprof %s: warning: %s: %zu shard file(s) in %s.shards hold ranks not linked into this file (its "
+                 "commprof %s: warning: %s: %zu shard file(s) in %s hold ranks not linked into this file (its "
                  "writer ended before the relays finished); each is a commprof file of its node's ranks, e.g. %s\n",
-                 command, info.path.c_str(), loose.size(), info.path.c_str(), loose.front().c_str());
+                 command, info.path.c_str(), loose.size(), dir.c_str(), loose.front().c_str());
   }
 }
 

@@ -252,22 +252,26 @@ Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window) {
   if (!reader.ok()) {
     return reader.status();
   }
+  return SummarizeProfile(*reader.value(), window);
+}
+
+Result<RunSummary> SummarizeProfile(ProfileReader& reader, int64_t window) {
   if (window >= 0) {
-    if (Status st = reader.value()->SelectWindow(static_cast<uint64_t>(window)); !st.ok()) {
+    if (Status st = reader.SelectWindow(static_cast<uint64_t>(window)); !st.ok()) {
       return st;
     }
   }
-  ScreenEventRows(*reader.value());
-  auto report = AnalyzeForDiff(*reader.value());
+  ScreenEventRows(reader);
+  auto report = AnalyzeForDiff(reader);
   if (!report.ok()) {
     return report.status();
   }
   RunSummary s = SummarizeRun(report.value());
-  s.path = path;
+  s.path = reader.info().path;
   report = JobReport{};  // one analysis held at a time
   StatsOptions options;
   options.screen_rows = false;  // screened above
-  auto stats = ComputeOpStats(*reader.value(), options);
+  auto stats = ComputeOpStats(reader, options);
   if (!stats.ok()) {
     return stats.status();
   }

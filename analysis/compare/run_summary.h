@@ -63,5 +63,7 @@ Result<JobReport> AnalyzeForDiff(const ProfileReader& reader);
 // (AnalyzeForDiff), computes its operation statistics (as `commprof stats` does) and summarizes
 // both. Errors name the file.
 Result<RunSummary> SummarizeProfile(const std::string& path, int64_t window);
+// The same of a file already open (`reader`; a window selected here when `window` >= 0).
+Result<RunSummary> SummarizeProfile(ProfileReader& reader, int64_t window);
 
 }  // namespace commprof

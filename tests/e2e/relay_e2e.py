@@ -497,6 +497,24 @@ def case_run_killed(ctx):
     p = run([ctx.commprof, "check", shard, "--max", "incomplete=0"], timeout=120)
     expect(p.returncode == 0 and "unlinked_shards" not in p.stdout,
            f"the shard gates on its own: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    # Read through a symbolic link elsewhere, the file's shard directory is the real file's.
+    os.makedirs(ctx.path("runkill-link"))
+    link = ctx.path("runkill-link/k.h5")
+    os.symlink(out, link)
+    p = run([ctx.commprof, "check", link, "--max", "incomplete=0"], timeout=120)
+    expect(p.returncode == 1 and "FAIL unlinked_shards = 1 (max 0)" in p.stdout and shard in p.stderr,
+           f"check through a symbolic link fails on the shard and names it: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    # `diff` warns of it too, for either file.
+    p = run([ctx.commprof, "diff", shard, out], timeout=120)
+    expect(f"commprof diff: warning: {out}: 1 shard file(s) in {out}.shards hold ranks not linked" in p.stderr,
+           f"diff warns of the unlinked shard:\n{p.stderr}")
+    # A rerun to the same output keeps them: the file it replaces links no shard, so the shard in
+    # OUTPUT.shards is not its to remove (it is the only copy of those ranks), and it says so.
+    p = run([ctx.commprof, "run", "-o", out, "--relay", "node", "--"] + mpirun(2) + [
+        ctx.test_program("fault_program"), "20", "0", "none", "0", "1000"], env={"TMPDIR": ctx.work}, timeout=200)
+    expect(p.returncode == 0 and os.path.exists(shard) and "kept 1 shard file(s) in" in p.stderr and shard in p.stderr,
+           f"a rerun keeps the killed run's shard and says so: exit {p.returncode}, kept: {os.path.exists(shard)}\n"
+           f"{p.stderr[-2000:]}")
 
 
 def case_congested(ctx):
@@ -554,6 +572,15 @@ def case_moved(ctx):
     p = run([ctx.commprof, "info", os.path.join(renamed, "run1.h5")], timeout=120)
     expect(p.returncode == 0, f"the renamed copy with its shard directory as the links name it: exit {p.returncode}\n"
                               f"{p.stderr}")
+    # A rerun to the same output replaces the file and the shards it linked, and nothing else.
+    before = shards_of(out)
+    stray = out + ".shards/not-a-shard-of-this-output.h5"
+    shutil.copyfile(before[0], stray)
+    p = run_job(ctx, out, 2, "node", {"COMMPROF_FAKE_HOST": "0,1"})
+    after = shards_of(out)
+    expect(len(after) == 3 and not set(before) & set(after) and stray in after,
+           f"the rerun's 2 shards and the stray one, the replaced file's gone: before {before}, after {after}")
+    expect("kept 1 shard file(s) in" in p.stderr, f"the rerun tells the shard it kept:\n{p.stderr[-1500:]}")
 
 
 def case_relay_refused(ctx):
