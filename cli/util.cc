@@ -227,7 +227,7 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
   if (info.finalized) {
     // The writer named the shards whose part of a rank it did not join (unjoined_shards).
     for (const std::string& name : info.unjoined_shards) {
-      out.push_back(dir + "/" + name);
+      out.push_back((fs::path(dir) / name).string());
     }
     return out;
   }
