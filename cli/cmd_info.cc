@@ -2,6 +2,7 @@
 // by kind and by name, dropped counts and the clock model.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -149,6 +150,7 @@ int RunInfo(const Options& o) {
     j["restart_files"] = info.restart_files;
     j["world_size"] = info.world_size;
     j["unlinked_shards"] = UnlinkedShards(info);
+    j["kept_spools"] = KeptSpools(info);
     j["start_epoch_ns"] = info.start_epoch_ns;
     j["start_utc"] = FormatUtc(info.start_epoch_ns);
     j["window"] = reader->window() ? nlohmann::ordered_json(*reader->window()) : nlohmann::ordered_json();
@@ -258,6 +260,13 @@ int RunInfo(const Options& o) {
         "shards:      %zu shard file(s) in %s are not linked into this file (its writer ended before the "
         "relays finished); each is a commprof file of its node's ranks (commprof info/report SHARD), e.g. %s\n",
         loose.size(), ShardDirOf(info).c_str(), loose.front().c_str());
+  }
+  if (const std::vector<std::string> spools = KeptSpools(info); !spools.empty()) {
+    const std::string dir = std::filesystem::path(spools.front()).parent_path().string();
+    std::printf(
+        "spools:      %zu spool file(s) in %s hold events of its ranks that are not in this file; "
+        "`commprof merge %s -o REST.h5` makes a file of them\n",
+        spools.size(), dir.c_str(), dir.c_str());
   }
   const std::optional<uint64_t>& window = reader->window();
   if (window) {

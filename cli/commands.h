@@ -83,7 +83,10 @@ std::string ShardDirOf(const ProfileInfo& info);
 // it linked its relays' shards (not finalized), those in its shard directory that none of its ranks
 // links to, sorted; for a finalized file, those its unjoined_shards attribute names.
 std::vector<std::string> UnlinkedShards(const ProfileInfo& info);
-// The same, told on stderr as a warning of `command` when there are any.
+// Spool files left beside a file (FILE.spool/*.cpspool; a symbolic link to it followed): events of
+// its ranks that are not in it (its run killed, or a write that failed), sorted.
+std::vector<std::string> KeptSpools(const ProfileInfo& info);
+// The unlinked shards and the kept spools, told on stderr as warnings of `command` when there are any.
 void SayUnlinkedShards(const char* command, const ProfileInfo& info);
 
 // A --ranks list: "0,3,5-7" -> {0, 3, 5, 6, 7} (sorted, no duplicates); false on anything else,

@@ -248,7 +248,32 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
   return out;
 }
 
+std::vector<std::string> KeptSpools(const ProfileInfo& info) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path real = fs::canonical(info.path, ec);
+  if (ec) {
+    real = fs::absolute(info.path, ec);
+  }
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(real.string() + ".spool", ec)) {
+    if (e.path().extension() == ".cpspool") {
+      out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void SayUnlinkedShards(const char* command, const ProfileInfo& info) {
+  if (const std::vector<std::string> spools = KeptSpools(info); !spools.empty()) {
+    const std::string dir = std::filesystem::path(spools.front()).parent_path().string();
+    std::fprintf(stderr,
+                 "commprof %s: warning: %s: %zu spool file(s) in %s hold events of its ranks that are not in it "
+                 "(ranks that could not reach a relay or the aggregator); `commprof merge %s -o REST.h5` makes a "
+                 "file of them\n",
+                 command, info.path.c_str(), spools.size(), dir.c_str(), dir.c_str());
+  }
   const std::vector<std::string> loose = UnlinkedShards(info);
   const std::string dir = ShardDirOf(info);
   if (!loose.empty() && info.finalized) {

@@ -31,6 +31,7 @@ Cases:
   footprint    128 ranks x 55 events written by the real writer (make_synthetic_profile) are
                under 5 MB and read back whole by h5py.
 """
+import glob
 import json
 import os
 import shutil
@@ -643,6 +644,50 @@ def case_file_size_limit(ctx):
         expect(job_id == "kineto-import", f"the import replaced the old file: job_id {job_id!r}")
     print(f"file_size_limit: {len(cases)} commands past a {limit}-byte limit exit 1 with a message, no partial file; "
           f"run and merge leave no file when they cannot start one, merge and import keep an older output whole")
+    return 0
+
+
+def case_run_killed_spools(ctx):
+    """`commprof run` killed (SIGKILL) while its job runs on: the ranks lose the aggregator and write
+    the rest of their events to FILE.spool; the file holds what was stored before the kill.
+    `info` names the spools and how to make a file of them (and `info --json` lists them), reading
+    commands warn, and the file plus the merged spools hold every allreduce of both ranks."""
+    import signal
+    d = ctx.path("killed")
+    os.makedirs(d)
+    out = os.path.join(d, "k.h5")
+    iters = 300
+    job = subprocess.Popen([ctx.commprof, "run", "-o", out, "--", *mpirun(2), ctx.test_program("fault_program"),
+                            str(iters), "0", "none", "0", "10000"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not os.path.exists(out):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    while time.time() < deadline + 60:  # the job (mpirun, the ranks) goes on in the run's session
+        try:
+            os.killpg(job.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    spools = sorted(glob.glob(out + ".spool/*.cpspool"))
+    expect(len(spools) == 2, f"each rank spooled the rest of its events: {spools}")
+    p = run([ctx.commprof, "info", out])
+    expect(f"spools:      2 spool file(s) in {out}.spool hold events of its ranks that are not in this file; "
+           f"`commprof merge {out}.spool -o REST.h5`" in p.stdout, f"info names the spools:\n{p.stdout}{p.stderr}")
+    j = json.loads(run([ctx.commprof, "info", "--json", out]).stdout)
+    expect(j["kept_spools"] == spools, f"info --json lists the spools: {j.get('kept_spools')}")
+    p = run([ctx.commprof, "report", out])
+    expect(f"commprof report: warning: {out}: 2 spool file(s) in {out}.spool hold events" in p.stderr,
+           f"report warns of the spools:\n{p.stderr}")
+    rest = os.path.join(d, "rest.h5")
+    expect_rc(run([ctx.commprof, "merge", out + ".spool", "-o", rest]), 0, "commprof merge of the spools")
+    for r in range(2):
+        got = allreduce_seqs(out, r) | allreduce_seqs(rest, r)
+        expect(got == set(range(iters)), f"rank {r}: the file and the merged spools hold {len(got)} of {iters}")
+    print(f"run_killed_spools: 2 spools named by info and report; file + spools hold all {iters} allreduces")
     return 0
 
 
