@@ -462,7 +462,9 @@ def case_run_killed(ctx):
         except ProcessLookupError:
             break
         time.sleep(0.1)
-    shard = glob.glob(out + ".shards/*.h5")[0]
+    kept = glob.glob(out + ".shards/*.h5")
+    expect(len(kept) == 1, f"the relay's shard is kept (a second relay once deleted it): {os.listdir(out + '.shards')}")
+    shard = kept[0]
     said = ""
     while time.time() < deadline + 60:
         p = run([ctx.commprof, "info", out], timeout=120)
