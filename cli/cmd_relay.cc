@@ -49,11 +49,6 @@ std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
 
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
-
-// The parent gone (killed, its node lost) while the job runs: no one is left to say when the job
-// ends, and the ranks have nowhere better to go (a new relay could not join the parent either), so
-// this relay serves them until the last one closes its connection (a rank that ends or dies closes
-// it), and its shard then holds them whole. AwaitFinish says so with no grace (nullopt).
 constexpr int kProgressPollMs = 20;
 
 // Connects to the parent and introduces this relay; the connected socket.
@@ -96,8 +91,11 @@ Result<int> JoinParent(const Options& o, const std::string& secret, const std::s
   return fd.value();
 }
 
-// Waits for relay-finish (its grace in s), reporting the ranks' progress; the parent gone: until the
-// ranks end (nullopt); a signal: this relay's own grace.
+// Waits for relay-finish (its grace in s), reporting the ranks' progress; a signal: this relay's
+// own grace. The parent gone (killed, its node lost) while the job runs: no one is left to say when
+// the job ends, and the ranks have nowhere better to go (a new relay could not join the parent
+// either), so this relay serves them until the last one closes its connection (a rank that ends or
+// dies closes it), and its shard then holds them whole: nullopt, no grace.
 std::optional<double> AwaitFinish(int fd, Collection& c, const Options& o) {
   wire::RelayProgress last{~0u, ~0u};
   for (;;) {

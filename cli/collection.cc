@@ -292,7 +292,7 @@ void Collection::FinishRelays(double grace_s) {
 // with that file. Any other shard there is not this run's to remove: a run of the same output that
 // was killed before linking its shards (their only copy of its ranks), or one whose relays still
 // write. Those are kept, and said.
-void Collection::RemoveStaleShards() {
+void Collection::TidyShardDirectory() {
   std::error_code ec;
   const fs::path dir = fs::absolute(options_.output + ".shards", ec);
   if (ec || !fs::is_directory(dir, ec)) {
@@ -739,7 +739,7 @@ CollectionSummary Collection::Finish(double grace_s, const std::string& spool_di
     }
   }
   if (sum.status.ok()) {
-    RemoveStaleShards();
+    TidyShardDirectory();
     RemoveStaleRestartFiles(options_.output, sum.restart_files);
   }
   // The analysis is part of the file (its /analysis group); failing it does not fail collection.

@@ -133,8 +133,9 @@ class Collection {
   std::string RelayFailureStatus() const;
   // Links the relays' shards' ranks into the file.
   void LinkRelayShards(CollectionSummary& sum);
-  // Removes shards (and relay logs) of an earlier run from the shard directory.
-  void RemoveStaleShards();
+  // Removes the shards (and relay logs) the replaced file linked from the shard directory, keeps and
+  // tells any other, and writes the manifest of this file's shards.
+  void TidyShardDirectory();
   // The hang watchdog's handler (io thread): diagnose, print, store /hang; returns the verdict.
   std::string ReportHang(const hang::HangInput& input);
   CollectionOptions options_;

@@ -204,13 +204,21 @@ bool SelectWindowIfAsked(ProfileReader& reader, int64_t window, const char* comm
   return true;
 }
 
+namespace {
+
+// The file itself, a symbolic link to it followed (absolute; as given when it cannot be resolved):
+// what lies beside it (FILE.shards, FILE.spool) lies beside the file the link leads to.
+std::filesystem::path RealFileOf(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::canonical(path, ec);
+  return ec ? std::filesystem::absolute(path, ec) : real;
+}
+
+}  // namespace
+
 std::string ShardDirOf(const ProfileInfo& info) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path real = fs::canonical(info.path, ec);
-  if (ec) {
-    real = fs::absolute(info.path, ec);
-  }
+  const fs::path real = RealFileOf(info.path);
   for (const RankInfo& r : info.ranks) {
     if (!r.shard.empty()) {
       const fs::path target(r.shard);
@@ -251,12 +259,8 @@ std::vector<std::string> UnlinkedShards(const ProfileInfo& info) {
 std::vector<std::string> KeptSpools(const ProfileInfo& info) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::path real = fs::canonical(info.path, ec);
-  if (ec) {
-    real = fs::absolute(info.path, ec);
-  }
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(real.string() + ".spool", ec)) {
+  for (const auto& e : fs::directory_iterator(RealFileOf(info.path).string() + ".spool", ec)) {
     if (e.path().extension() == ".cpspool") {
       out.push_back(e.path().string());
     }

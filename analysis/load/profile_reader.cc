@@ -288,15 +288,15 @@ Result<Handle> OpenForReading(const std::string& path, hid_t fapl) {
   return Corrupt(path + ": damaged: it has an HDF5 signature but HDF5 cannot open it (" + why.detail + ")");
 }
 
-// The shard file a link target names, as HDF5 finds it first: absolute, else beside the job file.
-// Beside the file itself: a job file opened through a symbolic link has its shards beside the file
-// the link leads to, where HDF5 looks for them too.
-std::string ShardPathBeside(const std::string& job, const std::string& target) {
+// The directory of the job file itself, with its '/' ("" for a bare name in the working
+// directory): a job file opened through a symbolic link has its shards beside the file the link
+// leads to, where HDF5 looks for them too.
+std::string FileDirectory(const std::string& job) {
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(job, ec);
   const std::string file = ec ? job : real.string();
   const size_t slash = file.find_last_of('/');
-  return target.starts_with("/") || slash == std::string::npos ? target : file.substr(0, slash + 1) + target;
+  return slash == std::string::npos ? std::string() : file.substr(0, slash + 1);
 }
 
 // The file and object an external link `name` in `group` points to; nullopt for any other link.
@@ -367,6 +367,7 @@ Result<std::unique_ptr<ProfileReader>> ProfileReader::Open(const std::string& pa
   hid_t f = r->file_.get();
   ProfileInfo& info = r->info_;
   info.path = path;
+  r->file_dir_ = FileDirectory(path);
   auto format = Read(f, root_attr::kFormat);
   if (!format) {
     return InvalidArgument(path + ": an HDF5 file, but not a commprof file (no root attribute '" +
@@ -483,7 +484,9 @@ Result<RankInfo> ProfileReader::ReadRank(hid_t ranks, const std::string& name, u
   const std::string& path = info_.path;
   const std::string where = path + ": /ranks/" + name;
   const auto shard = ExternalLinkTarget(ranks, name);
-  const std::string shard_path = shard ? ShardPathBeside(path, shard->first) : "";
+  // As HDF5 finds it first: absolute, else beside the job file.
+  const std::string shard_path =
+      !shard ? "" : (shard->first.starts_with("/") ? shard->first : file_dir_ + shard->first);
   if (shard) {
     // A rank a relay stored (docs/file-format.md#shards). The shard is looked for beside the job
     // file only: HDF5 would also try the name from the working directory, and so read another

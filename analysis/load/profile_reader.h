@@ -163,6 +163,9 @@ class ProfileReader {
   std::optional<uint64_t> window_;                                 // SelectWindow's K
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> window_span_;  // rank -> [start_ns, end_ns] of window K
   mutable std::map<std::string, Status> shard_status_;             // ShardStatus, by shard path
+  // The directory of the file itself (a symbolic link to it followed), with its '/': where HDF5
+  // looks for the shards its relative links name. Resolved once, in Open.
+  std::string file_dir_;
 };
 
 }  // namespace commprof
